@@ -1,0 +1,106 @@
+// `toposched show`: summarises a cluster: nodes, GPUs, node types, tiers and domains.
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cli/common.h"
+#include "formats/native_spec.h"
+#include "topology/hostlist.h"
+
+namespace toposched::cli {
+
+namespace {
+struct ShowOptions {
+  std::string cluster;
+  OutputFormat format = OutputFormat::kText;
+  bool spec = false;
+};
+
+Json summary(const Cluster& c) {
+  Json out;
+  out["name"] = c.name();
+  out["nodes"] = c.node_count();
+  out["gpus"] = c.gpu_count();
+  out["hostlist"] = c.hostlist();
+  Json tiers = Json::array();
+  for (const auto& t : c.tiers()) tiers.push_back(t.name);
+  out["tiers"] = tiers;
+  Json domains = Json::array();
+  for (std::uint32_t d = 0; d < c.domain_count(); ++d) {
+    std::vector<std::string> names;
+    std::size_t gpus = 0;
+    for (NodeId n : c.domain_nodes(DomainId(d))) {
+      names.push_back(c.node_name(n));
+      gpus += static_cast<std::size_t>(c.node_gpu_count(n));
+    }
+    domains.push_back({{"name", c.domain(DomainId(d)).name}, {"nodes", compress_hostlist(names)}, {"gpus", gpus},
+                       {"bandwidth_GBps", c.domain(DomainId(d)).bandwidth_GBps}});
+  }
+  out["accelerator_domains"] = domains;
+  Json types = Json::array();
+  std::vector<std::size_t> per_type(c.node_type_count(), 0);
+  for (std::uint32_t n = 0; n < c.node_count(); ++n) ++per_type[c.node_type_id(NodeId(n)).index()];
+  for (std::uint32_t t = 0; t < c.node_type_count(); ++t) {
+    const NodeType& nt = c.node_type_at(NodeTypeId(t));
+    types.push_back({{"name", nt.name}, {"nodes", per_type[t]}, {"gpu_model", nt.gpu_model},
+                     {"gpus_per_node", nt.gpu_count}, {"gpu_memory_gb", nt.gpu_memory_gb},
+                     {"nvswitch", nt.nvswitch}, {"nics", nt.nics.size()}});
+  }
+  out["node_types"] = types;
+  Json switches = Json::array();
+  for (std::size_t k = 0; k < c.tiers().size(); ++k) {
+    std::size_t count = 0;
+    for (std::uint32_t s = 0; s < c.switch_count(); ++s) count += static_cast<std::size_t>(c.switch_tier(SwitchId(s))) == k;
+    switches.push_back({{"tier", c.tiers()[k].name}, {"switches", count}, {"oversubscription", c.tiers()[k].oversubscription}});
+  }
+  out["fabric"] = switches;
+  std::size_t no_topology = 0;
+  for (std::uint32_t n = 0; n < c.node_count(); ++n) no_topology += !c.node_switch(NodeId(n)).valid();
+  out["nodes_without_switch"] = no_topology;
+  return out;
+}
+
+int run_show(const ShowOptions& o) {
+  int code = kExitOk;
+  auto c = load_cluster_or_report(o.cluster, code);
+  if (!c) return code;
+  if (o.spec) {
+    std::cout << (o.format == OutputFormat::kJson ? write_native_json(*c) : write_native_yaml(*c));
+    return kExitOk;
+  }
+  Json s = summary(*c);
+  if (o.format == OutputFormat::kJson) {
+    print_json(s);
+    return kExitOk;
+  }
+  fmt::print("cluster      {}\n", c->name());
+  fmt::print("nodes        {}  {}\n", c->node_count(), s["hostlist"].get<std::string>());
+  fmt::print("gpus         {}\n", c->gpu_count());
+  for (const auto& t : s["node_types"]) {
+    fmt::print("node type    {}: {} nodes x {} {} ({} GB){}, {} NICs\n", t["name"].get<std::string>(), t["nodes"].get<std::size_t>(),
+               t["gpus_per_node"].get<int>(), t["gpu_model"].get<std::string>(), t["gpu_memory_gb"].get<double>(),
+               t["nvswitch"].get<bool>() ? ", NVSwitch" : "", t["nics"].get<std::size_t>());
+  }
+  if (c->tiers().empty()) fmt::print("fabric       none (no switch data)\n");
+  for (const auto& f : s["fabric"])
+    fmt::print("tier         {}: {} switches, oversubscription {}:1\n", f["tier"].get<std::string>(), f["switches"].get<std::size_t>(),
+               f["oversubscription"].get<double>());
+  for (const auto& d : s["accelerator_domains"])
+    fmt::print("domain       {}: {} ({} GPUs, {} GB/s per GPU)\n", d["name"].get<std::string>(), d["nodes"].get<std::string>(),
+               d["gpus"].get<std::size_t>(), d["bandwidth_GBps"].get<double>());
+  if (s["nodes_without_switch"].get<std::size_t>() > 0 && !c->tiers().empty())
+    fmt::print("warning      {} nodes are under no switch\n", s["nodes_without_switch"].get<std::size_t>());
+  return kExitOk;
+}
+}  // namespace
+
+void register_show(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<ShowOptions>();
+  CLI::App* cmd = app.add_subcommand("show", "Summarise a cluster: nodes, GPUs, node types, fabric tiers, NVLink domains");
+  cmd->add_option("--cluster,-c", opts->cluster, "Cluster SPEC: a spec file or preset:NAME[?k=v&...]")->required();
+  cmd->add_flag("--spec", opts->spec, "Print the whole cluster as a native spec (YAML, or JSON with --format json)");
+  add_format_option(*cmd, opts->format);
+  cmd->callback([opts, &exit_code] { exit_code = run_show(*opts); });
+}
+
+}  // namespace toposched::cli

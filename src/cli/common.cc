@@ -1,0 +1,60 @@
+#include "cli/common.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "formats/cluster_source.h"
+
+namespace toposched::cli {
+
+void add_format_option(CLI::App& cmd, OutputFormat& format) {
+  static const std::map<std::string, OutputFormat> kFormats = {{"text", OutputFormat::kText},
+                                                               {"json", OutputFormat::kJson}};
+  cmd.add_option("--format", format, "Output format: text (default) or json")
+      ->transform(CLI::CheckedTransformer(kFormats, CLI::ignore_case))
+      ->option_text("text|json");
+}
+
+int report(const Error& e) {
+  std::cerr << "toposched: error: " << e.to_string() << "\n";
+  return e.code == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
+}
+
+int usage_error(const std::string& message) {
+  std::cerr << "toposched: error: " << message << "\n";
+  return kExitUsage;
+}
+
+std::optional<Cluster> load_cluster_or_report(const std::string& spec, int& exit_code) {
+  auto c = load_cluster(spec);
+  if (!c) {
+    exit_code = report(c.error());
+    // A bad preset parameter is a usage error; a bad file is an input error.
+    if (c.error().code == ErrorCode::kInvalidArgument && !spec.starts_with("preset:")) exit_code = kExitError;
+    return std::nullopt;
+  }
+  return std::move(*c);
+}
+
+void print_json(const Json& j) { std::cout << j.dump(2) << "\n"; }
+
+Result<GpuId> parse_gpu(const Cluster& cluster, std::string_view text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size())
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("expected a GPU as NODE:INDEX (e.g. dgx-h100-001:3), found '{}'", text));
+  std::string_view node_name = text.substr(0, colon);
+  std::string_view index_text = text.substr(colon + 1);
+  auto node = cluster.find_node(node_name);
+  if (!node) return make_error(ErrorCode::kInvalidArgument, fmt::format("no node named '{}' in cluster '{}'", node_name, cluster.name()));
+  int index = 0;
+  auto [ptr, ec] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
+  if (ec != std::errc() || ptr != index_text.data() + index_text.size())
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("expected a GPU index after '{}:', found '{}'", node_name, index_text));
+  int count = cluster.node_gpu_count(*node);
+  if (index < 0 || index >= count)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("node '{}' has GPUs 0..{}, not {}", node_name, count - 1, index));
+  return cluster.node_gpu(*node, index);
+}
+
+}  // namespace toposched::cli

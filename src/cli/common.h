@@ -1,0 +1,50 @@
+// Shared plumbing of the toposched command line: output format option, error reporting
+// with the exit codes of DESIGN.md (0 ok, 1 error, 2 usage), and the registration hook each
+// subcommand file provides. No scheduling logic lives in cli/. Single-threaded.
+#pragma once
+
+#include <functional>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "topology/cluster.h"
+#include "topology/error.h"
+
+namespace toposched::cli {
+
+using Json = nlohmann::ordered_json;
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+
+enum class OutputFormat { kText, kJson };
+
+// Adds `--format text|json` to a subcommand.
+void add_format_option(CLI::App& cmd, OutputFormat& format);
+
+// Prints "toposched: error: <file:line:col: message>" and returns the exit code (1, or 2
+// for kInvalidArgument, which means the command line was wrong).
+int report(const Error& e);
+int usage_error(const std::string& message);
+
+// Loads the --cluster SPEC, reporting failures; nullopt after an error was printed.
+std::optional<Cluster> load_cluster_or_report(const std::string& spec, int& exit_code);
+
+// Prints JSON to stdout followed by a newline.
+void print_json(const Json& j);
+
+// Parses "node:index" into a GPU of the cluster.
+Result<GpuId> parse_gpu(const Cluster& cluster, std::string_view text);
+
+// Each subcommand file defines one of these; main() calls them all.
+// The callback stores the command's exit code in `exit_code`.
+using Registrar = void (*)(CLI::App& app, int& exit_code);
+void register_presets(CLI::App& app, int& exit_code);
+void register_show(CLI::App& app, int& exit_code);
+void register_path(CLI::App& app, int& exit_code);
+
+}  // namespace toposched::cli

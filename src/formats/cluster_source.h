@@ -1,0 +1,19 @@
+// Loads a cluster from the CLI's SPEC argument: "preset:NAME[?k=v&...]" or a file whose
+// format is detected by content (native YAML/JSON spec; further readers register in
+// cluster_source.cc). Pure function of its input; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "topology/cluster.h"
+#include "topology/error.h"
+
+namespace toposched {
+
+Result<Cluster> load_cluster(const std::string& spec);
+
+// Loads from text already read; `file` names it in errors.
+Result<Cluster> load_cluster_text(std::string_view text, const std::string& file);
+
+}  // namespace toposched

@@ -1,0 +1,572 @@
+#include "formats/native_spec.h"
+
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "formats/yaml_input.h"
+#include "topology/hardware.h"
+#include "topology/hostlist.h"
+
+namespace toposched {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+#define TRY(var, expr)                                 \
+  auto var##_r = (expr);                               \
+  if (!var##_r) return tl::unexpected(var##_r.error()); \
+  auto var = std::move(*var##_r)
+#define CHECK(expr)                              \
+  do {                                           \
+    auto check_r_ = (expr);                      \
+    if (!check_r_) return tl::unexpected(check_r_.error()); \
+  } while (0)
+
+class SpecReader {
+ public:
+  SpecReader(const std::string& file) : in_(file), builder_("cluster") {}
+
+  Result<Cluster> read(std::string_view text) {
+    TRY(root, in_.parse(text));
+    CHECK(in_.expect_map(root, "the cluster spec",
+                         {"version", "name", "node_types", "nodes", "fabric", "accelerator_domains"}));
+    TRY(version, in_.opt_integer(root, "version"));
+    if (version && *version != 1)
+      return in_.error_at(root["version"], fmt::format("unsupported spec version {}; this toposched reads version 1", *version));
+    TRY(name, in_.opt_string(root, "name"));
+    builder_ = ClusterBuilder(name ? *name : "cluster");
+    if (!root["node_types"]) return in_.error_at(root, "missing required key 'node_types'");
+    if (!root["nodes"]) return in_.error_at(root, "missing required key 'nodes'");
+    CHECK(read_node_types(root["node_types"]));
+    CHECK(read_nodes(root["nodes"]));
+    if (root["fabric"]) CHECK(read_fabric(root["fabric"]));
+    if (root["accelerator_domains"]) CHECK(read_domains(root["accelerator_domains"]));
+    auto cluster = std::move(builder_).build();
+    if (!cluster) {
+      Error e = cluster.error();
+      auto it = marks_.find(builder_.error_subject());
+      e.code = ErrorCode::kValidation;
+      e.where = it != marks_.end() ? it->second : SourceLocation{in_.file(), 0, 0};
+      return tl::unexpected(e);
+    }
+    return cluster;
+  }
+
+ private:
+  Result<std::vector<LinkClass>> classes(const YAML::Node& node, std::string_view key, std::size_t count) {
+    TRY(words, in_.words(node, key));
+    if (words.size() != count)
+      return in_.error_at(node, fmt::format("expected {} path classes in '{}' (one per GPU), found {}", count, key, words.size()));
+    std::vector<LinkClass> out;
+    for (const auto& w : words) {
+      auto c = parse_pcie_class(w);
+      if (!c || *c == LinkClass::kSelf)
+        return in_.error_at(node, fmt::format("expected PIX, PXB, PHB, NODE or SYS in '{}', found '{}'", key, w));
+      out.push_back(*c);
+    }
+    return out;
+  }
+
+  Result<void> read_node_type(const YAML::Node& n) {
+    CHECK(in_.expect_map(n, "a node type", {"name", "gpu", "nvlink", "links", "pcie", "numa", "cpu_affinity", "nics"}));
+    NodeType t;
+    TRY(name, in_.req_string(n, "name"));
+    t.name = name;
+    marks_[name] = in_.where(n["name"]);
+    if (!n["gpu"]) return in_.error_at(n, fmt::format("node type '{}': missing required key 'gpu'", name));
+    const YAML::Node gpu = n["gpu"];
+    CHECK(in_.expect_map(gpu, "'gpu'", {"model", "memory_gb", "count"}));
+    TRY(model, in_.req_string(gpu, "model"));
+    t.gpu_model = model;
+    auto product = find_gpu_product(model);
+    TRY(mem, in_.opt_number(gpu, "memory_gb"));
+    t.gpu_memory_gb = mem ? *mem : product ? product->memory_gb : 0;
+    if (!gpu["count"]) return in_.error_at(gpu, "missing required key 'count'");
+    TRY(count, in_.integer(gpu["count"], "count"));
+    if (count < 0 || count > 64) return in_.error_at(gpu["count"], fmt::format("expected a GPU count in 0..64, found {}", count));
+    t.gpu_count = static_cast<int>(count);
+    const auto nu = static_cast<std::size_t>(count);
+
+    int mesh_links = 0;
+    t.nvlink_GBps_per_link = product ? product->nvlink_GBps_per_link : 0;
+    if (const YAML::Node nv = n["nvlink"]) {
+      CHECK(in_.expect_map(nv, "'nvlink'", {"links", "GBps_per_link", "nvswitch"}));
+      TRY(links, in_.opt_integer(nv, "links"));
+      TRY(per, in_.opt_number(nv, "GBps_per_link"));
+      TRY(sw, in_.opt_boolean(nv, "nvswitch"));
+      if (links && (*links < 0 || *links > 255)) return in_.error_at(nv["links"], fmt::format("expected 0..255 NVLinks, found {}", *links));
+      if (per && !(*per > 0)) return in_.error_at(nv["GBps_per_link"], "expected a positive per-link bandwidth");
+      mesh_links = links ? static_cast<int>(*links) : 0;
+      if (per) t.nvlink_GBps_per_link = *per;
+      t.nvswitch = sw ? *sw : mesh_links > 0 && !n["links"];
+    }
+    if (const YAML::Node rows = n["links"]) {
+      CHECK(in_.expect_sequence(rows, "'links' (one row of topo -m cells per GPU)"));
+      if (rows.size() != nu)
+        return in_.error_at(rows, fmt::format("node type '{}' has {} GPUs but 'links' has {} rows", name, nu, rows.size()));
+      t.gpu_links.resize(nu * nu);
+      for (std::size_t i = 0; i < nu; ++i) {
+        TRY(cells, in_.words(rows[i], "links"));
+        if (cells.size() != nu)
+          return in_.error_at(rows[i], fmt::format("node type '{}' has {} GPUs but row {} of 'links' has {} cells", name, nu, i, cells.size()));
+        for (std::size_t j = 0; j < nu; ++j) {
+          auto cell = parse_link_cell(cells[j]);
+          if (!cell)
+            return in_.error_at(rows[i], fmt::format("row {}, column {} of 'links': expected X, NV<count>, PIX, PXB, PHB, NODE or SYS, found '{}'", i, j, cells[j]));
+          t.gpu_links[i * nu + j] = *cell;
+        }
+      }
+    } else if (mesh_links > 0) {
+      t.gpu_links = NodeType::full_nvlink_mesh(t.gpu_count, mesh_links);
+    } else {
+      if (nu > 1) return in_.error_at(n, fmt::format("node type '{}' needs 'links' (the GPU matrix) or 'nvlink.links'", name));
+      t.gpu_links = NodeType::full_nvlink_mesh(t.gpu_count, 0);
+      for (auto& l : t.gpu_links) l = GpuLink{LinkClass::kSelf, 0};
+    }
+
+    t.pcie_GBps = pcie_GBps(product ? product->pcie_gen : 4, 16);
+    if (const YAML::Node p = n["pcie"]) {
+      CHECK(in_.expect_map(p, "'pcie'", {"gen", "lanes", "GBps"}));
+      TRY(gen, in_.opt_integer(p, "gen"));
+      TRY(lanes, in_.opt_integer(p, "lanes"));
+      TRY(gbps, in_.opt_number(p, "GBps"));
+      if (gen && (*gen < 1 || *gen > 6)) return in_.error_at(p["gen"], fmt::format("expected PCIe generation 1..6, found {}", *gen));
+      if (lanes && !(*lanes == 1 || *lanes == 2 || *lanes == 4 || *lanes == 8 || *lanes == 16 || *lanes == 32))
+        return in_.error_at(p["lanes"], fmt::format("expected 1, 2, 4, 8, 16 or 32 lanes, found {}", *lanes));
+      if (gbps) {
+        if (!(*gbps > 0)) return in_.error_at(p["GBps"], "expected a positive bandwidth");
+        t.pcie_GBps = *gbps;
+      } else {
+        t.pcie_GBps = pcie_GBps(gen ? static_cast<int>(*gen) : product ? product->pcie_gen : 4, lanes ? static_cast<int>(*lanes) : 16);
+      }
+    }
+    if (const YAML::Node numa = n["numa"]) {
+      TRY(words, in_.words(numa, "numa"));
+      if (words.size() != nu) return in_.error_at(numa, fmt::format("expected {} NUMA ids (one per GPU), found {}", nu, words.size()));
+      for (const auto& w : words) {
+        if (w == "N/A" || w == "-1") { t.gpu_numa.push_back(-1); continue; }
+        int v = 0;
+        auto [ptr, ec] = std::from_chars(w.data(), w.data() + w.size(), v);
+        if (ec != std::errc() || ptr != w.data() + w.size() || v < 0)
+          return in_.error_at(numa, fmt::format("expected a NUMA id, found '{}'", w));
+        t.gpu_numa.push_back(v);
+      }
+    }
+    if (const YAML::Node cpu = n["cpu_affinity"]) {
+      CHECK(in_.expect_sequence(cpu, "'cpu_affinity' (one CPU list per GPU)"));
+      if (cpu.size() != nu) return in_.error_at(cpu, fmt::format("expected {} CPU lists (one per GPU), found {}", nu, cpu.size()));
+      for (const auto& c : cpu) {
+        TRY(s, in_.string(c, "cpu_affinity"));
+        t.gpu_cpu_affinity.push_back(s);
+      }
+    }
+    if (const YAML::Node nics = n["nics"]) {
+      CHECK(in_.expect_sequence(nics, "'nics'"));
+      for (const auto& nn : nics) {
+        CHECK(in_.expect_map(nn, "a NIC", {"name", "gbit", "affinity", "numa", "compute"}));
+        Nic nic;
+        TRY(nic_name, in_.req_string(nn, "name"));
+        nic.name = nic_name;
+        if (!nn["gbit"]) return in_.error_at(nn, fmt::format("NIC '{}': missing required key 'gbit'", nic_name));
+        TRY(gbit, in_.number(nn["gbit"], "gbit"));
+        if (!(gbit > 0)) return in_.error_at(nn["gbit"], fmt::format("NIC '{}': expected a positive speed in Gbit/s", nic_name));
+        nic.gbit = gbit;
+        if (!nn["affinity"]) return in_.error_at(nn, fmt::format("NIC '{}': missing required key 'affinity' (one path class per GPU)", nic_name));
+        TRY(aff, classes(nn["affinity"], "affinity", nu));
+        nic.gpu_affinity = aff;
+        TRY(numa, in_.opt_integer(nn, "numa"));
+        nic.numa_node = numa ? static_cast<int>(*numa) : -1;
+        TRY(compute, in_.opt_boolean(nn, "compute"));
+        nic.compute = compute ? *compute : true;
+        t.nics.push_back(std::move(nic));
+      }
+    }
+    if (builder_.find_node_type(name)) return in_.error_at(n["name"], fmt::format("node type '{}' is declared twice", name));
+    builder_.add_node_type(std::move(t));
+    return {};
+  }
+
+  Result<void> read_node_types(const YAML::Node& list) {
+    CHECK(in_.expect_sequence(list, "'node_types'"));
+    for (const auto& n : list) CHECK(read_node_type(n));
+    return {};
+  }
+
+  Result<std::vector<std::string>> hostlist(const YAML::Node& node, std::string_view key) {
+    TRY(expr, in_.string(node, key));
+    auto names = expand_hostlist(expr);
+    if (!names) {
+      SourceLocation w = in_.where(node);
+      int col = names.error().where.column;
+      // Point inside the scalar when it is written on one line without quotes.
+      if (w.line > 0 && col > 0) w.column += col - (node.Tag() == "!" ? 0 : 1);  // "!": quoted
+      return make_error(ErrorCode::kParse, fmt::format("in hostlist '{}': {}", expr, names.error().message), w);
+    }
+    return names;
+  }
+
+  Result<std::vector<NodeId>> node_refs(const YAML::Node& node, std::string_view key) {
+    TRY(names, hostlist(node, key));
+    std::vector<NodeId> ids;
+    for (const auto& n : names) {
+      auto id = builder_.find_node(n);
+      if (!id) return in_.error_at(node, fmt::format("'{}' names node '{}', which is not declared under 'nodes'", key, n));
+      ids.push_back(*id);
+    }
+    return ids;
+  }
+
+  Result<void> read_nodes(const YAML::Node& list) {
+    CHECK(in_.expect_sequence(list, "'nodes'"));
+    for (const auto& n : list) {
+      CHECK(in_.expect_map(n, "a node group", {"names", "type"}));
+      if (!n["names"]) return in_.error_at(n, "missing required key 'names' (a hostlist)");
+      TRY(type, in_.req_string(n, "type"));
+      auto t = builder_.find_node_type(type);
+      if (!t) return in_.error_at(n["type"], fmt::format("unknown node type '{}'", type));
+      TRY(names, hostlist(n["names"], "names"));
+      for (auto& name : names) {
+        if (builder_.find_node(name)) return in_.error_at(n["names"], fmt::format("node '{}' is declared twice", name));
+        marks_[name] = in_.where(n["names"]);
+        builder_.add_node(std::move(name), *t);
+      }
+    }
+    return {};
+  }
+
+  Result<void> read_fabric(const YAML::Node& f) {
+    CHECK(in_.expect_map(f, "'fabric'", {"tiers", "switches", "cross_root"}));
+    std::unordered_map<std::string, int> tier_index;
+    if (const YAML::Node tiers = f["tiers"]) {
+      CHECK(in_.expect_sequence(tiers, "'fabric.tiers'"));
+      for (const auto& t : tiers) {
+        CHECK(in_.expect_map(t, "a tier", {"name", "bandwidth_GBps_per_node", "hop_latency_us", "oversubscription"}));
+        Tier tier;
+        TRY(name, in_.req_string(t, "name"));
+        tier.name = name;
+        TRY(bw, in_.opt_number(t, "bandwidth_GBps_per_node"));
+        TRY(lat, in_.opt_number(t, "hop_latency_us"));
+        TRY(over, in_.opt_number(t, "oversubscription"));
+        if (bw) tier.bandwidth_GBps_per_node = *bw;
+        tier.hop_latency_us = lat ? *lat : kDefaultHopLatencyUs;
+        if (over) tier.oversubscription = *over;
+        if (tier_index.contains(name)) return in_.error_at(t["name"], fmt::format("tier '{}' is declared twice", name));
+        marks_[name] = in_.where(t["name"]);
+        tier_index[name] = builder_.add_tier(tier);
+      }
+    }
+    struct Pending {
+      YAML::Node node;
+      SwitchId id;
+    };
+    std::vector<Pending> pending;
+    if (const YAML::Node switches = f["switches"]) {
+      CHECK(in_.expect_sequence(switches, "'fabric.switches'"));
+      for (const auto& s : switches) {
+        CHECK(in_.expect_map(s, "a switch", {"name", "tier", "nodes", "switches", "parent"}));
+        TRY(name, in_.req_string(s, "name"));
+        TRY(tier, in_.req_string(s, "tier"));
+        auto ti = tier_index.find(tier);
+        if (ti == tier_index.end()) return in_.error_at(s["tier"], fmt::format("switch '{}': unknown tier '{}'", name, tier));
+        if (builder_.find_switch(name)) return in_.error_at(s["name"], fmt::format("switch '{}' is declared twice", name));
+        marks_[name] = in_.where(s["name"]);
+        pending.push_back({s, builder_.add_switch(name, ti->second)});
+      }
+    }
+    for (const auto& p : pending) {
+      const YAML::Node& s = p.node;
+      if (const YAML::Node nodes = s["nodes"]) {
+        TRY(ids, node_refs(nodes, "nodes"));
+        for (NodeId id : ids) {
+          if (auto prev = attached_.find(id.value); prev != attached_.end() && prev->second != p.id.value)
+            return in_.error_at(nodes, fmt::format("node '{}' is under two switches ('{}' and '{}')", node_name(id),
+                                                   switch_name(SwitchId(prev->second)), switch_name(p.id)));
+          attached_[id.value] = p.id.value;
+          builder_.attach(id, p.id);
+        }
+      }
+      if (const YAML::Node children = s["switches"]) {
+        TRY(names, in_.words(children, "switches"));
+        for (const auto& c : names) {
+          auto child = builder_.find_switch(c);
+          if (!child) return in_.error_at(children, fmt::format("switch '{}' lists unknown switch '{}'", switch_name(p.id), c));
+          builder_.connect(*child, p.id);
+        }
+      }
+      if (const YAML::Node parent = s["parent"]) {
+        TRY(pname, in_.string(parent, "parent"));
+        auto par = builder_.find_switch(pname);
+        if (!par) return in_.error_at(parent, fmt::format("switch '{}' has unknown parent '{}'", switch_name(p.id), pname));
+        builder_.connect(p.id, *par);
+      }
+    }
+    if (const YAML::Node cr = f["cross_root"]) {
+      CHECK(in_.expect_map(cr, "'fabric.cross_root'", {"bandwidth_GBps", "latency_us"}));
+      TRY(bw, in_.opt_number(cr, "bandwidth_GBps"));
+      TRY(lat, in_.opt_number(cr, "latency_us"));
+      builder_.set_cross_root(bw ? *bw : 0, lat ? *lat : 0);
+    }
+    return {};
+  }
+
+  Result<void> read_domains(const YAML::Node& list) {
+    CHECK(in_.expect_sequence(list, "'accelerator_domains'"));
+    for (const auto& d : list) {
+      CHECK(in_.expect_map(d, "an accelerator domain", {"name", "nodes", "bandwidth_GBps", "latency_us", "sub_domains"}));
+      DomainSpec spec;
+      TRY(name, in_.req_string(d, "name"));
+      spec.name = name;
+      TRY(bw, in_.opt_number(d, "bandwidth_GBps"));
+      TRY(lat, in_.opt_number(d, "latency_us"));
+      if (bw) spec.bandwidth_GBps = *bw;
+      if (lat) spec.latency_us = *lat;
+      if (builder_.find_domain(name)) return in_.error_at(d["name"], fmt::format("accelerator domain '{}' is declared twice", name));
+      marks_[name] = in_.where(d["name"]);
+      if (!d["nodes"]) return in_.error_at(d, fmt::format("domain '{}': missing required key 'nodes'", name));
+      TRY(ids, node_refs(d["nodes"], "nodes"));
+      DomainId id = builder_.add_domain(spec);
+      for (NodeId n : ids) {
+        if (auto prev = in_domain_.find(n.value); prev != in_domain_.end() && prev->second != id.value)
+          return in_.error_at(d["nodes"], fmt::format("node '{}' is in two accelerator domains", node_name(n)));
+        in_domain_[n.value] = id.value;
+        builder_.add_to_domain(n, id);
+      }
+      if (const YAML::Node subs = d["sub_domains"]) {
+        CHECK(in_.expect_sequence(subs, "'sub_domains'"));
+        for (const auto& s : subs) {
+          CHECK(in_.expect_map(s, "a sub-domain", {"name", "nodes"}));
+          TRY(sname, in_.req_string(s, "name"));
+          if (!s["nodes"]) return in_.error_at(s, "missing required key 'nodes'");
+          TRY(sids, node_refs(s["nodes"], "nodes"));
+          for (NodeId n : sids) {
+            if (in_domain_[n.value] != id.value)
+              return in_.error_at(s["nodes"], fmt::format("sub-domain '{}' names node '{}', which is not in domain '{}'", sname, node_name(n), name));
+            builder_.add_to_domain(n, id, sname);
+          }
+        }
+      }
+    }
+    return {};
+  }
+
+  // Names are only needed for error messages: a linear search is fine there.
+  std::string node_name(NodeId id) const {
+    for (const auto& [name, loc] : marks_) {
+      auto n = builder_.find_node(name);
+      if (n && *n == id) return name;
+    }
+    return fmt::format("#{}", id.value);
+  }
+  std::string switch_name(SwitchId id) const {
+    for (const auto& [name, loc] : marks_) {
+      auto s = builder_.find_switch(name);
+      if (s && *s == id) return name;
+    }
+    return fmt::format("#{}", id.value);
+  }
+
+  YamlInput in_;
+  ClusterBuilder builder_;
+  std::unordered_map<std::string, SourceLocation> marks_;
+  std::unordered_map<std::uint32_t, std::uint32_t> attached_;
+  std::unordered_map<std::uint32_t, std::uint32_t> in_domain_;
+};
+
+#undef TRY
+#undef CHECK
+
+bool is_full_mesh(const NodeType& t, int& links) {
+  if (t.gpu_count < 2) return false;
+  links = t.link(0, 1).nvlinks;
+  return links > 0 && t.gpu_links == NodeType::full_nvlink_mesh(t.gpu_count, links);
+}
+
+std::string classes_text(const std::vector<LinkClass>& v) {
+  std::string s;
+  for (LinkClass c : v) s += (s.empty() ? "" : " ") + std::string(link_class_token(c));
+  return s;
+}
+
+Json to_json(const Cluster& c) {
+  Json root;
+  root["version"] = 1;
+  root["name"] = c.name();
+  Json types = Json::array();
+  for (std::uint32_t i = 0; i < c.node_type_count(); ++i) {
+    const NodeType& t = c.node_type_at(NodeTypeId(i));
+    Json jt;
+    jt["name"] = t.name;
+    jt["gpu"] = {{"model", t.gpu_model}, {"memory_gb", t.gpu_memory_gb}, {"count", t.gpu_count}};
+    int links = 0;
+    bool mesh = is_full_mesh(t, links);
+    Json nv;
+    if (mesh) nv["links"] = links;
+    nv["GBps_per_link"] = t.nvlink_GBps_per_link;
+    nv["nvswitch"] = t.nvswitch;
+    jt["nvlink"] = nv;
+    if (!mesh && t.gpu_count > 1) {
+      Json rows = Json::array();
+      for (int a = 0; a < t.gpu_count; ++a) {
+        std::string row;
+        for (int b = 0; b < t.gpu_count; ++b) row += (b ? " " : "") + link_cell_token(t.link(a, b));
+        rows.push_back(row);
+      }
+      jt["links"] = rows;
+    }
+    jt["pcie"] = {{"GBps", t.pcie_GBps}};
+    if (!t.gpu_numa.empty()) jt["numa"] = t.gpu_numa;
+    if (!t.gpu_cpu_affinity.empty()) jt["cpu_affinity"] = t.gpu_cpu_affinity;
+    if (!t.nics.empty()) {
+      Json nics = Json::array();
+      for (const Nic& n : t.nics) {
+        Json jn;
+        jn["name"] = n.name;
+        jn["gbit"] = n.gbit;
+        jn["affinity"] = classes_text(n.gpu_affinity);
+        if (n.numa_node >= 0) jn["numa"] = n.numa_node;
+        if (!n.compute) jn["compute"] = false;
+        nics.push_back(jn);
+      }
+      jt["nics"] = nics;
+    }
+    types.push_back(jt);
+  }
+  root["node_types"] = types;
+
+  // Consecutive nodes of one type become one hostlist entry.
+  Json nodes = Json::array();
+  for (std::size_t i = 0; i < c.node_count();) {
+    NodeTypeId t = c.node_type_id(NodeId(static_cast<std::uint32_t>(i)));
+    std::vector<std::string> run;
+    std::size_t j = i;
+    for (; j < c.node_count() && c.node_type_id(NodeId(static_cast<std::uint32_t>(j))) == t; ++j)
+      run.push_back(c.node_name(NodeId(static_cast<std::uint32_t>(j))));
+    nodes.push_back({{"names", compress_hostlist(run)}, {"type", c.node_type_at(t).name}});
+    i = j;
+  }
+  root["nodes"] = nodes;
+
+  if (!c.tiers().empty() || c.switch_count() > 0) {
+    Json fabric;
+    Json tiers = Json::array();
+    for (const Tier& t : c.tiers()) {
+      Json jt;
+      jt["name"] = t.name;
+      if (t.bandwidth_GBps_per_node > 0) jt["bandwidth_GBps_per_node"] = t.bandwidth_GBps_per_node;
+      jt["hop_latency_us"] = t.hop_latency_us;
+      jt["oversubscription"] = t.oversubscription;
+      tiers.push_back(jt);
+    }
+    fabric["tiers"] = tiers;
+    Json switches = Json::array();
+    for (std::uint32_t s = 0; s < c.switch_count(); ++s) {
+      SwitchId id(s);
+      Json js;
+      js["name"] = c.switch_name(id);
+      js["tier"] = c.tiers()[static_cast<std::size_t>(c.switch_tier(id))].name;
+      if (c.switch_parent(id).valid()) js["parent"] = c.switch_name(c.switch_parent(id));
+      if (!c.switch_nodes(id).empty()) {
+        std::vector<std::string> names;
+        for (NodeId n : c.switch_nodes(id)) names.push_back(c.node_name(n));
+        js["nodes"] = compress_hostlist(names);
+      }
+      switches.push_back(js);
+    }
+    fabric["switches"] = switches;
+    if (c.cross_root_bandwidth_GBps() > 0 || c.cross_root_latency_us() > 0)
+      fabric["cross_root"] = {{"bandwidth_GBps", c.cross_root_bandwidth_GBps()}, {"latency_us", c.cross_root_latency_us()}};
+    root["fabric"] = fabric;
+  }
+  if (c.domain_count() > 0) {
+    Json domains = Json::array();
+    for (std::uint32_t d = 0; d < c.domain_count(); ++d) {
+      DomainId id(d);
+      Json jd;
+      jd["name"] = c.domain(id).name;
+      std::vector<std::string> names;
+      std::map<std::string, std::vector<std::string>> subs;
+      for (NodeId n : c.domain_nodes(id)) {
+        names.push_back(c.node_name(n));
+        if (!c.node_sub_domain(n).empty()) subs[c.node_sub_domain(n)].push_back(c.node_name(n));
+      }
+      jd["nodes"] = compress_hostlist(names);
+      jd["bandwidth_GBps"] = c.domain(id).bandwidth_GBps;
+      jd["latency_us"] = c.domain(id).latency_us;
+      if (!subs.empty()) {
+        Json js = Json::array();
+        for (const auto& [name, members] : subs) js.push_back({{"name", name}, {"nodes", compress_hostlist(members)}});
+        jd["sub_domains"] = js;
+      }
+      domains.push_back(jd);
+    }
+    root["accelerator_domains"] = domains;
+  }
+  return root;
+}
+
+void emit_yaml(YAML::Emitter& out, const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::object: {
+      bool flow = j.size() <= 4 && std::all_of(j.begin(), j.end(), [](const Json& v) { return v.is_primitive(); });
+      if (flow) out << YAML::Flow;
+      out << YAML::BeginMap;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        out << YAML::Key << it.key() << YAML::Value;
+        emit_yaml(out, it.value());
+      }
+      out << YAML::EndMap;
+      break;
+    }
+    case Json::value_t::array: {
+      bool flow = std::all_of(j.begin(), j.end(), [](const Json& v) { return v.is_number(); });
+      if (flow) out << YAML::Flow;
+      out << YAML::BeginSeq;
+      for (const auto& v : j) emit_yaml(out, v);
+      out << YAML::EndSeq;
+      break;
+    }
+    case Json::value_t::string: out << YAML::DoubleQuoted << j.get<std::string>(); break;
+    case Json::value_t::boolean: out << (j.get<bool>() ? "true" : "false"); break;
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: out << j.dump(); break;
+    case Json::value_t::number_float: out << fmt::format("{}", j.get<double>()); break;
+    default: out << YAML::Null; break;
+  }
+}
+
+}  // namespace
+
+Result<Cluster> read_native_spec(std::string_view text, const std::string& file) {
+  try {
+    SpecReader reader(file);
+    return reader.read(text);
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
+                      SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
+  }
+}
+
+std::string write_native_json(const Cluster& cluster) { return to_json(cluster).dump(2) + "\n"; }
+
+std::string write_native_yaml(const Cluster& cluster) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  emit_yaml(out, to_json(cluster));
+  return "# toposched cluster spec (docs/cluster-spec.md)\n" + std::string(out.c_str()) + "\n";
+}
+
+bool looks_like_native_spec(std::string_view text) {
+  try {
+    YAML::Node root = YAML::Load(std::string(text));
+    return root.IsMap() && (root["node_types"] || root["nodes"]);
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
+}  // namespace toposched

@@ -1,0 +1,25 @@
+// Slurm hostlist expressions: "dgx[001-032]", "rack[1-2]-n[01-18],login1".
+// expand_hostlist follows Slurm's rules: comma-separated items, bracket groups of numbers
+// and ranges, zero padding taken from the range's first bound, several bracket groups per
+// item expanded leftmost-slowest. compress_hostlist keeps the given order (it merges only
+// consecutive names) so that expand(compress(names)) == names. Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topology/error.h"
+
+namespace toposched {
+
+// Refuses expressions that would expand to more than this many names.
+inline constexpr std::size_t kMaxHostlistNames = 10'000'000;
+
+// Errors carry the 1-based column of the offending character in `where.column`.
+Result<std::vector<std::string>> expand_hostlist(std::string_view expression);
+
+std::string compress_hostlist(const std::vector<std::string>& names);
+
+}  // namespace toposched
