@@ -20,6 +20,8 @@
 //       distributed optimizer moves the same bytes),
 //   pp: 2 point-to-point transfers (activation forward, gradient backward) per micro-batch
 //       at every stage boundary.
+// Inference (training = false) runs the forward halves only and has no DP traffic. The
+// formulas and the workload classes are tabulated in docs/cost-model.md.
 // step_comm_us is the sum over kinds; exposed_comm_us = step_comm_us x (1 - overlap).
 //
 // Invariants: slowdown >= 1; ideal_step_comm_us <= step_comm_us. Pure functions;
@@ -46,7 +48,7 @@ struct ParallelPlan {
 // Checks sizes (>= 1) and that `order` names each of tp, cp, ep, dp, pp exactly once.
 Result<void> validate_plan(const ParallelPlan& plan);
 
-// Coordinates of global rank r, indexed like kParallelKinds (tp, cp, ep, dp, pp).
+// The five parallel kinds, in the order of Megatron's default rank order.
 inline constexpr std::string_view kParallelKinds[5] = {"tp", "cp", "ep", "dp", "pp"};
 
 struct WorkloadModel {
