@@ -268,3 +268,60 @@ TEST(Collective, NamesRoundTrip) {
 
 }  // namespace
 }  // namespace toposched
+
+namespace toposched {
+namespace {
+
+// Two 8-GPU nodes with one 400G NIC per GPU under one leaf whose per-node bandwidth is
+// capped at `cap` GB/s, or under no common switch with the given cross-root bandwidth.
+Cluster pair_of_nodes(double cap, bool common_switch, double cross_root_GBps) {
+  ClusterBuilder b("pair");
+  NodeType t;
+  t.name = "h100";
+  t.gpu_model = "H100-SXM5";
+  t.gpu_count = 8;
+  t.gpu_links = NodeType::full_nvlink_mesh(8, 18);
+  t.nvlink_GBps_per_link = 25;
+  t.nvswitch = true;
+  t.pcie_GBps = 63;
+  for (int k = 0; k < 8; ++k) {
+    Nic nic{fmt::format("mlx5_{}", k), 400, {}, -1, true};
+    for (int g = 0; g < 8; ++g) nic.gpu_affinity.push_back(g == k ? LinkClass::kPix : LinkClass::kNode);
+    t.nics.push_back(nic);
+  }
+  NodeTypeId type = b.add_node_type(t);
+  NodeId a = b.add_node("a", type);
+  NodeId z = b.add_node("z", type);
+  if (common_switch) {
+    int leaf = b.add_tier(Tier{"leaf", cap, 0.5, 1.0});
+    SwitchId s = b.add_switch("leaf", leaf);
+    b.attach(a, s);
+    b.attach(z, s);
+  } else {
+    b.set_cross_root(cross_root_GBps, 5.0);
+  }
+  return std::move(*std::move(b).build());
+}
+
+TEST(Collective, TierBandwidthCapLimitsTheCrossing) {
+  Cluster capped = pair_of_nodes(100, true, 0);
+  auto gpus = *parse_gpu_selection(capped, "a,z");
+  auto e = estimate_collective(capped, gpus, Collective::kAllReduce, 8.0 * (1ull << 30), Algorithm::kRing);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NEAR(e->busbw_GBps, 100, 1.0);
+}
+
+TEST(Collective, CrossRootBandwidthIsPerGpu) {
+  Cluster c = pair_of_nodes(0, false, 10);
+  auto gpus = *parse_gpu_selection(c, "a,z");
+  auto e = estimate_collective(c, gpus, Collective::kAllReduce, 8.0 * (1ull << 30), Algorithm::kRing);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NEAR(e->busbw_GBps, 80, 1.0);  // 8 GPUs x 10 GB/s
+  auto lat = estimate_collective(c, gpus, Collective::kAllReduce, 8, Algorithm::kRing);
+  ASSERT_TRUE(lat.has_value());
+  // Two network steps, each with NCCL's LL network latency plus the 5 us cross-root path.
+  EXPECT_GT(lat->time_us, 2 * (2.7 + 5.0));
+}
+
+}  // namespace
+}  // namespace toposched

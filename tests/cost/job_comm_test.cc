@@ -204,3 +204,20 @@ TEST(JobComm, ComputeTimeDilutesTheStepSlowdown) {
 
 }  // namespace
 }  // namespace toposched
+
+namespace toposched {
+namespace {
+
+TEST(JobComm, IdealPlacementPrefersOneNvlinkDomain) {
+  auto c = build_preset("gb200-nvl72?racks=4&racks_per_su=4");
+  ASSERT_TRUE(c.has_value());
+  // 64 GPUs = 16 trays: one NVL72 rack holds them, so the ideal stays in one domain.
+  auto ideal = ideal_placement(*c, 64, c->node_gpu(NodeId(40), 0));
+  ASSERT_TRUE(ideal.has_value());
+  DomainId d = c->node_domain(c->gpu_node((*ideal)[0]));
+  ASSERT_TRUE(d.valid());
+  for (GpuId g : *ideal) EXPECT_EQ(c->node_domain(c->gpu_node(g)), d);
+}
+
+}  // namespace
+}  // namespace toposched
