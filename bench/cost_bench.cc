@@ -50,6 +50,22 @@ void BM_JobCommEstimate(benchmark::State& state) {
 }
 BENCHMARK(BM_JobCommEstimate)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond);
 
+// What the placement engine does per candidate: the ideal computed once, reused.
+void BM_JobCommEstimateReusedIdeal(benchmark::State& state) {
+  ParallelPlan plan;
+  plan.tp = 8;
+  plan.pp = 4;
+  plan.dp = static_cast<int>(state.range(0)) / 32;
+  const auto gpus = first_gpus(plan.gpus(), false);
+  const WorkloadModel model = *workload_class("llm-dense");
+  const IdealJobComm ideal = *ideal_job_comm(cluster(), plan, model, gpus[0]);
+  for (auto _ : state) {
+    auto e = estimate_job_comm(cluster(), gpus, plan, model, CostOptions{}, ideal);
+    benchmark::DoNotOptimize(e);
+  }
+}
+BENCHMARK(BM_JobCommEstimateReusedIdeal)->Arg(256)->Arg(4096)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -275,9 +275,10 @@ Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count
                                 cluster.node_type_at(type).name));
 }
 
-Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
-                                          const ParallelPlan& plan, const WorkloadModel& model,
-                                          const CostOptions& options) {
+namespace {
+
+Result<void> check_job(const Cluster& cluster, std::span<const GpuId> gpus_by_rank, const ParallelPlan& plan,
+                       const WorkloadModel& model) {
   if (auto v = validate_plan(plan); !v) return tl::unexpected(v.error());
   if (auto v = validate_workload(model); !v) return tl::unexpected(v.error());
   if (static_cast<long long>(gpus_by_rank.size()) != plan.gpus())
@@ -287,32 +288,66 @@ Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<cons
   for (std::size_t r = 0; r < gpus_by_rank.size(); ++r)
     if (!gpus_by_rank[r].valid() || gpus_by_rank[r].index() >= cluster.gpu_count())
       return make_error(ErrorCode::kInvalidArgument, fmt::format("rank {}: GPU id {} is not in cluster '{}'", r, gpus_by_rank[r].value, cluster.name()));
-  const auto dims = *parse_order(plan.order);
-  const auto traffic = traffic_of(plan, model);
+  return {};
+}
 
-  auto actual = kind_times(cluster, gpus_by_rank, plan, dims, traffic, options);
-  if (!actual) return tl::unexpected(actual.error());
-  // The ideal: the same job alone (full network share) on packed whole nodes, Megatron order
-  // as given; if the cluster cannot hold it in one type, the same GPUs in node order.
-  std::vector<GpuId> ideal_gpus;
-  if (auto ideal = ideal_placement(cluster, plan.gpus(), gpus_by_rank[0])) {
-    ideal_gpus = std::move(*ideal);
-  } else {
-    ideal_gpus.assign(gpus_by_rank.begin(), gpus_by_rank.end());
-    std::sort(ideal_gpus.begin(), ideal_gpus.end());
+Result<IdealJobComm> ideal_on(const Cluster& cluster, std::span<const GpuId> gpus, const ParallelPlan& plan,
+                              const WorkloadModel& model) {
+  auto times = kind_times(cluster, gpus, plan, *parse_order(plan.order), traffic_of(plan, model), CostOptions{});
+  if (!times) return tl::unexpected(times.error());
+  IdealJobComm ideal;
+  ideal.kind_time_us = times->time;
+  ideal.sizes = sizes_of(plan);
+  for (double t : ideal.kind_time_us) ideal.step_comm_us += t;
+  return ideal;
+}
+
+}  // namespace
+
+Result<IdealJobComm> ideal_job_comm(const Cluster& cluster, const ParallelPlan& plan, const WorkloadModel& model,
+                                    GpuId like) {
+  if (auto v = validate_plan(plan); !v) return tl::unexpected(v.error());
+  if (auto v = validate_workload(model); !v) return tl::unexpected(v.error());
+  auto gpus = ideal_placement(cluster, plan.gpus(), like);
+  if (!gpus) return tl::unexpected(gpus.error());
+  return ideal_on(cluster, *gpus, plan, model);
+}
+
+Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
+                                          const ParallelPlan& plan, const WorkloadModel& model,
+                                          const CostOptions& options) {
+  if (auto ok = check_job(cluster, gpus_by_rank, plan, model); !ok) return tl::unexpected(ok.error());
+  // The ideal: the same job alone (full network share) on packed whole nodes; if the cluster
+  // cannot hold it in the first GPU's node type, the same GPUs in node order.
+  auto ideal = ideal_job_comm(cluster, plan, model, gpus_by_rank[0]);
+  if (!ideal) {
+    std::vector<GpuId> same(gpus_by_rank.begin(), gpus_by_rank.end());
+    std::sort(same.begin(), same.end());
+    ideal = ideal_on(cluster, same, plan, model);
+    if (!ideal) return tl::unexpected(ideal.error());
   }
-  auto ideal = kind_times(cluster, ideal_gpus, plan, dims, traffic, CostOptions{});
-  if (!ideal) return tl::unexpected(ideal.error());
+  return estimate_job_comm(cluster, gpus_by_rank, plan, model, options, *ideal);
+}
+
+Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
+                                          const ParallelPlan& plan, const WorkloadModel& model,
+                                          const CostOptions& options, const IdealJobComm& ideal) {
+  if (auto ok = check_job(cluster, gpus_by_rank, plan, model); !ok) return tl::unexpected(ok.error());
+  const auto sizes = sizes_of(plan);
+  if (ideal.sizes != sizes)
+    return make_error(ErrorCode::kInvalidArgument, "the precomputed ideal belongs to a different parallel plan");
+  const auto traffic = traffic_of(plan, model);
+  auto actual = kind_times(cluster, gpus_by_rank, plan, *parse_order(plan.order), traffic, options);
+  if (!actual) return tl::unexpected(actual.error());
 
   JobCommEstimate est;
-  const auto sizes = sizes_of(plan);
   for (int k = 0; k < 5; ++k) {
     const int size = sizes[static_cast<std::size_t>(k)];
     if (size <= 1) continue;
     GroupComm g;
     g.kind = std::string(kParallelKinds[k]);
     g.time_us = actual->time[static_cast<std::size_t>(k)];
-    g.ideal_time_us = ideal->time[static_cast<std::size_t>(k)];
+    g.ideal_time_us = ideal.kind_time_us[static_cast<std::size_t>(k)];
     g.groups = actual->groups[static_cast<std::size_t>(k)];
     g.group_size = size;
     g.collective = std::string(collective_name(traffic[static_cast<std::size_t>(k)].collective));

@@ -28,6 +28,7 @@
 // thread-safe.
 #pragma once
 
+#include <array>
 #include <span>
 #include <string>
 #include <string_view>
@@ -105,6 +106,23 @@ struct JobCommEstimate {
 Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
                                           const ParallelPlan& plan, const WorkloadModel& model,
                                           const CostOptions& options = {});
+
+// The ideal side of a job's estimate: per-kind step times (indexed like kParallelKinds) of
+// the same job alone on ideal_placement(). Callers that compare many placements of one job
+// (the placement engine) compute it once and pass it to the overload below.
+struct IdealJobComm {
+  std::array<double, 5> kind_time_us{};
+  std::array<int, 5> sizes{};  // tp, cp, ep, dp, pp of the plan it was computed for
+  double step_comm_us = 0;
+};
+// Errors when the cluster has too few GPUs of `like`'s node type.
+Result<IdealJobComm> ideal_job_comm(const Cluster& cluster, const ParallelPlan& plan, const WorkloadModel& model,
+                                    GpuId like);
+// As estimate_job_comm, with the ideal precomputed (for the same plan and model; a plan
+// of other sizes is an error).
+Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
+                                          const ParallelPlan& plan, const WorkloadModel& model,
+                                          const CostOptions& options, const IdealJobComm& ideal);
 
 // The GPUs, in rank order, of the ideal placement of a job of `gpu_count` GPUs on an empty
 // cluster: whole nodes of `like`'s node type, packed under the closest common switch (or
