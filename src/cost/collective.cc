@@ -513,7 +513,7 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
         double over = 1, cap = kInf;
         for (std::size_t k = 0; k <= p.tier && k < tiers.size(); ++k) {
           if (tiers[k].bandwidth_GBps_per_node > 0) cap = std::min(cap, tiers[k].bandwidth_GBps_per_node);
-          if (k < p.tier) over *= tiers[k].oversubscription;
+          if (k < p.tier && !options.share_accounts_for_oversubscription) over *= tiers[k].oversubscription;
         }
         bw = std::min({bw, cap * a.nodes, cap * b.nodes}) / over;
       } else if (p.level == PathLevel::kCrossRoot) {
@@ -521,7 +521,8 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
           bw = std::min(bw, cluster.cross_root_bandwidth_GBps() * std::min(a.gpus, b.gpus));
         } else {
           double over = 1;
-          for (const Tier& t : tiers) over *= t.oversubscription;
+          if (!options.share_accounts_for_oversubscription)
+            for (const Tier& t : tiers) over *= t.oversubscription;
           bw /= over;
         }
       }

@@ -77,6 +77,12 @@ struct CostOptions {
   // Fraction (0, 1] of its inter-node bandwidth the job gets, e.g. from
   // network_shares() in contention.h when other jobs share its uplinks.
   double network_share = 1.0;
+  // By default a path above an oversubscribed tier gets its bandwidth divided by the
+  // oversubscription (the topology's convention: every node under the switch sending at
+  // once). When network_share comes from network_shares(), which computes who actually
+  // shares each uplink, set this: the static division is skipped and the share alone
+  // applies, so a job alone on an oversubscribed fabric gets the whole uplink.
+  bool share_accounts_for_oversubscription = false;
 };
 
 // One collective of `bytes` on `ranks` (ranks[r] is the GPU of rank r). Errors: empty

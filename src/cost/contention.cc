@@ -135,4 +135,28 @@ Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const 
   return result;
 }
 
+Result<std::vector<JobCommEstimate>> estimate_running_jobs(const Cluster& cluster, std::span<const RunningJob> jobs) {
+  std::vector<JobTraffic> traffic;
+  traffic.reserve(jobs.size());
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    if (!jobs[j].plan || !jobs[j].model)
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("running job {} has no plan or model", j));
+    traffic.push_back({jobs[j].gpus_by_rank, 0});
+  }
+  auto shares = network_shares(cluster, traffic);
+  if (!shares) return tl::unexpected(shares.error());
+  std::vector<JobCommEstimate> out;
+  out.reserve(jobs.size());
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    auto e = estimate_job_comm(cluster, jobs[j].gpus_by_rank, *jobs[j].plan, *jobs[j].model, CostOptions{shares->share[j], true});
+    if (!e) {
+      Error err = e.error();
+      err.message = fmt::format("running job {}: {}", j, err.message);
+      return tl::unexpected(err);
+    }
+    out.push_back(std::move(*e));
+  }
+  return out;
+}
+
 }  // namespace toposched
