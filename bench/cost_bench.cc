@@ -34,7 +34,12 @@ void BM_AllReduceEstimate(benchmark::State& state) {
   }
   state.SetLabel(state.range(1) ? "ranks shuffled" : "ranks in node order");
 }
-BENCHMARK(BM_AllReduceEstimate)->Args({8, 0})->Args({512, 0})->Args({4096, 0})->Args({4096, 1})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AllReduceEstimate)
+    ->Args({8, 0})
+    ->Args({512, 0})
+    ->Args({4096, 0})
+    ->Args({4096, 1})
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_JobCommEstimate(benchmark::State& state) {
   ParallelPlan plan;

@@ -19,7 +19,8 @@ Arch arch_of(std::string_view gpu_model) {
   // Upper-cased copy in a fixed buffer: no allocation (this runs per node on hot paths).
   char buf[64];
   const std::size_t n = std::min(gpu_model.size(), sizeof buf);
-  for (std::size_t i = 0; i < n; ++i) buf[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(gpu_model[i])));
+  for (std::size_t i = 0; i < n; ++i)
+    buf[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(gpu_model[i])));
   const std::string_view key(buf, n);
   auto has = [&](std::string_view s) { return key.find(s) != std::string_view::npos; };
   if (has("B200") || has("B300") || has("GB2") || has("GB3")) return Arch::kBlackwell;
@@ -31,10 +32,14 @@ Arch arch_of(std::string_view gpu_model) {
 double nvlink_efficiency(Arch arch) {
   // NCCL's usable per-link figures (topo.h) over the nominal rate per link (hardware.h).
   switch (arch) {
-    case Arch::kVolta: return 20.0 / 25.0;
-    case Arch::kAmpere: return 20.0 / 25.0;
-    case Arch::kHopper: return 20.6 / 25.0;
-    case Arch::kBlackwell: return 40.1 / 50.0;
+    case Arch::kVolta:
+      return 20.0 / 25.0;
+    case Arch::kAmpere:
+      return 20.0 / 25.0;
+    case Arch::kHopper:
+      return 20.6 / 25.0;
+    case Arch::kBlackwell:
+      return 40.1 / 50.0;
   }
   return 0.8;
 }
@@ -80,13 +85,13 @@ struct Island {
   std::uint32_t first_rank = 0;
   int gpus = 0;
   int nodes = 0;
-  NodeId node;  // first node, for path queries to other islands
-  double intra_bw = kInf;    // usable GB/s per GPU of the slowest hop inside
-  double intra_lat = 0;      // µs, slowest hop inside
-  bool nvlink = true;        // every hop inside is NVLink (or domain NVLink)
-  bool nvswitch = true;      // every node has an NVSwitch baseboard
+  NodeId node;                   // first node, for path queries to other islands
+  double intra_bw = kInf;        // usable GB/s per GPU of the slowest hop inside
+  double intra_lat = 0;          // µs, slowest hop inside
+  bool nvlink = true;            // every hop inside is NVLink (or domain NVLink)
+  bool nvswitch = true;          // every node has an NVSwitch baseboard
   Arch arch = Arch::kBlackwell;  // oldest GPU generation among its nodes
-  double egress = 0;         // GB/s: usable NIC share of its GPUs, summed
+  double egress = 0;             // GB/s: usable NIC share of its GPUs, summed
 };
 
 struct Entry {
@@ -154,10 +159,19 @@ bool ring_candidate(const Graph& g, Collective c, int proto, Candidate& out) {
   const int n = g.ranks;
   int nsteps, ninter;
   switch (c) {
-    case Collective::kAllReduce: nsteps = 2 * (n - 1); ninter = 2 * (g.islands - 1); break;
+    case Collective::kAllReduce:
+      nsteps = 2 * (n - 1);
+      ninter = 2 * (g.islands - 1);
+      break;
     case Collective::kAllGather:
-    case Collective::kReduceScatter: nsteps = n - 1; ninter = g.islands - 1; break;
-    default: nsteps = n - 1; ninter = g.islands - 1; break;  // broadcast, reduce: a chain
+    case Collective::kReduceScatter:
+      nsteps = n - 1;
+      ninter = g.islands - 1;
+      break;
+    default:
+      nsteps = n - 1;
+      ninter = g.islands - 1;
+      break;  // broadcast, reduce: a chain
   }
   double intra = intra_hop_latency(g, kRingIdx, proto);
   if (g.islands > 1) intra = std::max(intra, nccl::kNetOverheadUs * (proto == 2 ? 3 : 1));
@@ -175,11 +189,9 @@ bool tree_candidate(const Graph& g, int proto, Candidate& out) {
   if (proto == 1 && !ll128_enabled(g)) return false;
   double bus = graph_bw(g) * nccl::kTreeFactor;
   if (proto == 0) bus = std::min(bus * nccl::kTreeLLFactor, ll_max_bw(g));
-  if (proto == 1)
-    bus *= g.islands == 1 ? nccl::kTreeLL128FactorSingleNode : nccl::kTreeLL128FactorMultiNode;
-  double lat = nccl::kBaseLatencyUs[kTree][proto] +
-               2 * ((g.max_local - 1) * intra_hop_latency(g, kTree, proto) +
-                    log2i(g.islands) * inter_hop_latency(g, kTree, proto));
+  if (proto == 1) bus *= g.islands == 1 ? nccl::kTreeLL128FactorSingleNode : nccl::kTreeLL128FactorMultiNode;
+  double lat = nccl::kBaseLatencyUs[kTree][proto] + 2 * ((g.max_local - 1) * intra_hop_latency(g, kTree, proto) +
+                                                         log2i(g.islands) * inter_hop_latency(g, kTree, proto));
   out = {Algorithm::kTree, static_cast<Protocol>(proto), lat, bus * nccl::kTreeAlgbwRatio};
   return true;
 }
@@ -206,8 +218,7 @@ bool nvls_candidate(const Graph& g, Collective c, Candidate& out) {
   if (c != Collective::kAllReduce) return false;
   double inter = g.islands <= 2 ? g.cross_bw : g.cross_bw / 2;
   double bw = std::min(g.intra_bw, inter) * nccl::kNvlsAlgbwRatio;
-  double lat = intra_lat + 2 * log2i(g.islands) *
-                               (nccl::kHopLatencyUs[kHwNet][kNvlsIdx][2] + g.cross_lat);
+  double lat = intra_lat + 2 * log2i(g.islands) * (nccl::kHopLatencyUs[kHwNet][kNvlsIdx][2] + g.cross_lat);
   out = {Algorithm::kNvls, Protocol::kSimple, lat, bw};
   return true;
 }
@@ -238,8 +249,7 @@ Candidate direct_candidate(const Graph& g, Collective c, double local_fraction_m
                (g.islands > 1 ? inter_hop_latency(g, kRingIdx, 2) : intra_hop_latency(g, kRingIdx, 2));
   double per_byte;  // µs per byte
   if (c == Collective::kSendRecv) {
-    double bw = g.islands > 1 ? std::min(g.cross_bw / std::max(1, g.max_local), g.intra_bw)
-                              : g.intra_bw;
+    double bw = g.islands > 1 ? std::min(g.cross_bw / std::max(1, g.max_local), g.intra_bw) : g.intra_bw;
     per_byte = 1.0 / (bw * 1e3);
   } else {
     const int n = g.ranks;
@@ -314,9 +324,7 @@ Scratch& scratch() {
 
 }  // namespace
 
-std::string_view collective_name(Collective c) {
-  return kCollectiveNames[static_cast<std::size_t>(c)].canonical;
-}
+std::string_view collective_name(Collective c) { return kCollectiveNames[static_cast<std::size_t>(c)].canonical; }
 
 std::optional<Collective> parse_collective(std::string_view name) {
   std::string key = lower(name);
@@ -330,29 +338,38 @@ std::optional<Collective> parse_collective(std::string_view name) {
 
 std::string_view algorithm_name(Algorithm a) {
   switch (a) {
-    case Algorithm::kAuto: return "auto";
-    case Algorithm::kRing: return "ring";
-    case Algorithm::kTree: return "tree";
-    case Algorithm::kNvls: return "nvls";
-    case Algorithm::kHierarchical: return "hierarchical";
-    case Algorithm::kDirect: return "direct";
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
+    case Algorithm::kNvls:
+      return "nvls";
+    case Algorithm::kHierarchical:
+      return "hierarchical";
+    case Algorithm::kDirect:
+      return "direct";
   }
   return "unknown";
 }
 
 std::optional<Algorithm> parse_algorithm(std::string_view name) {
   std::string key = lower(name);
-  for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls,
-                      Algorithm::kHierarchical, Algorithm::kDirect})
+  for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kHierarchical,
+                      Algorithm::kDirect})
     if (key == algorithm_name(a)) return a;
   return std::nullopt;
 }
 
 std::string_view protocol_name(Protocol p) {
   switch (p) {
-    case Protocol::kLL: return "LL";
-    case Protocol::kLL128: return "LL128";
-    case Protocol::kSimple: return "Simple";
+    case Protocol::kLL:
+      return "LL";
+    case Protocol::kLL128:
+      return "LL128";
+    case Protocol::kSimple:
+      return "Simple";
   }
   return "unknown";
 }
@@ -360,31 +377,38 @@ std::string_view protocol_name(Protocol p) {
 double bus_factor(Collective c, int ranks) {
   const double n = std::max(ranks, 1);
   switch (c) {
-    case Collective::kAllReduce: return 2 * (n - 1) / n;
+    case Collective::kAllReduce:
+      return 2 * (n - 1) / n;
     case Collective::kAllGather:
     case Collective::kReduceScatter:
-    case Collective::kAllToAll: return (n - 1) / n;
+    case Collective::kAllToAll:
+      return (n - 1) / n;
     case Collective::kBroadcast:
     case Collective::kReduce:
-    case Collective::kSendRecv: return 1;
+    case Collective::kSendRecv:
+      return 1;
   }
   return 1;
 }
 
 Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span<const GpuId> ranks,
-                                               Collective collective, double bytes,
-                                               Algorithm algorithm, const CostOptions& options) {
+                                               Collective collective, double bytes, Algorithm algorithm,
+                                               const CostOptions& options) {
   if (ranks.empty()) return make_error(ErrorCode::kInvalidArgument, "a collective needs at least one GPU");
   if (ranks.size() > std::numeric_limits<std::uint32_t>::max() / 2)
     return make_error(ErrorCode::kInvalidArgument, "too many ranks");
   if (!std::isfinite(bytes) || bytes < 0)
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("message size must be a finite, non-negative number of bytes, not {}", bytes));
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("message size must be a finite, non-negative number of bytes, not {}", bytes));
   if (!(options.network_share > 0) || options.network_share > 1)
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("network share must be in (0, 1], not {}", options.network_share));
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("network share must be in (0, 1], not {}", options.network_share));
 
   const bool is_direct = collective == Collective::kAllToAll || collective == Collective::kSendRecv;
   auto reject = [&](std::string why) -> tl::unexpected<Error> {
-    return make_error(ErrorCode::kUnsupported, fmt::format("algorithm '{}' does not apply to {}: {}", algorithm_name(algorithm), collective_name(collective), why));
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("algorithm '{}' does not apply to {}: {}", algorithm_name(algorithm),
+                                  collective_name(collective), why));
   };
   if (is_direct && algorithm != Algorithm::kAuto && algorithm != Algorithm::kDirect)
     return reject("it is point-to-point; use 'direct' or 'auto'");
@@ -414,7 +438,8 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     GpuId g = ranks[r];
     if (!g.valid() || g.index() >= gpu_total)
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("rank {}: GPU id {} is not in cluster '{}'", r, g.value, cluster.name()));
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("rank {}: GPU id {} is not in cluster '{}'", r, g.value, cluster.name()));
     NodeId n = cluster.gpu_node(g);
     DomainId d = cluster.node_domain(n);
     std::uint64_t island = d.valid() ? d.index() : domains + n.index();
@@ -441,10 +466,10 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
     NodeId n(e.node);
     bool new_island = i == 0 || (sorted[i - 1].key >> gpu_bits) != (e.key >> gpu_bits);
     if (!new_island && sorted[i - 1].key == e.key)
-      return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("GPU {}:{} is given twice (ranks {} and {})", cluster.node_name(n),
-                                    cluster.gpu_local_index(g), std::min(sorted[i - 1].rank, e.rank),
-                                    std::max(sorted[i - 1].rank, e.rank)));
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("GPU {}:{} is given twice (ranks {} and {})", cluster.node_name(n), cluster.gpu_local_index(g),
+                      std::min(sorted[i - 1].rank, e.rank), std::max(sorted[i - 1].rank, e.rank)));
     bool new_node = new_island || sorted[i - 1].node != e.node;
     if (new_node) {
       if (cluster.node_type_id(n) != cached_type) {
@@ -557,8 +582,7 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
     chosen = direct_candidate(g, collective, local);
     best = chosen.time(bytes);
   } else if (algorithm == Algorithm::kHierarchical) {
-    if (!g.equal_local)
-      return reject("it needs the same number of GPUs in every node (or NVLink domain)");
+    if (!g.equal_local) return reject("it needs the same number of GPUs in every node (or NVLink domain)");
     best = hierarchical_time(g, bytes);
     chosen = {Algorithm::kHierarchical, Protocol::kSimple, 0, 0};
   } else if (algorithm == Algorithm::kAuto) {

@@ -57,7 +57,7 @@ std::string_view collective_name(Collective c);
 std::optional<Collective> parse_collective(std::string_view name);
 std::string_view algorithm_name(Algorithm a);  // "auto", "ring", "tree", "nvls", "hierarchical", "direct"
 std::optional<Algorithm> parse_algorithm(std::string_view name);
-std::string_view protocol_name(Protocol p);    // "LL", "LL128", "Simple"
+std::string_view protocol_name(Protocol p);  // "LL", "LL128", "Simple"
 
 // nccl-tests' bus bandwidth factor for n ranks.
 double bus_factor(Collective c, int ranks);
@@ -90,7 +90,6 @@ struct CostOptions {
 // not apply to the collective or to these GPUs (e.g. NVLS without NVSwitch), bad options.
 Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span<const GpuId> ranks,
                                                Collective collective, double bytes,
-                                               Algorithm algorithm = Algorithm::kAuto,
-                                               const CostOptions& options = {});
+                                               Algorithm algorithm = Algorithm::kAuto, const CostOptions& options = {});
 
 }  // namespace toposched

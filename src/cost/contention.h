@@ -32,14 +32,14 @@ struct JobTraffic {
 };
 
 struct UplinkLoad {
-  SwitchId below;          // the switch whose uplink this is
+  SwitchId below;  // the switch whose uplink this is
   double capacity_GBps = 0;
-  double used_GBps = 0;    // after fair sharing
-  int jobs = 0;            // jobs crossing it
+  double used_GBps = 0;  // after fair sharing
+  int jobs = 0;          // jobs crossing it
 };
 
 struct ContentionResult {
-  std::vector<double> share;       // per job, in (0, 1]: fraction of its demand it gets
+  std::vector<double> share;        // per job, in (0, 1]: fraction of its demand it gets
   std::vector<UplinkLoad> uplinks;  // only uplinks some job crosses
 };
 

@@ -186,7 +186,8 @@ Result<WorkloadModel> workload_class(std::string_view name) {
   } else {
     std::string known;
     for (auto n : kClassNames) known += (known.empty() ? "" : ", ") + std::string(n);
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown workload class '{}'; known classes: {}", name, known));
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("unknown workload class '{}'; known classes: {}", name, known));
   }
   return m;
 }
@@ -196,22 +197,30 @@ std::span<const std::string_view> workload_class_names() { return kClassNames; }
 Result<void> validate_workload(const WorkloadModel& m) {
   auto bad = [](std::string what) { return make_error(ErrorCode::kInvalidArgument, std::move(what)); };
   if (!std::isfinite(m.parameters) || m.parameters < 0) return bad("model parameters must be a non-negative number");
-  if (m.hidden < 0 || m.layers < 0 || m.sequence < 0) return bad("hidden size, layers and sequence length must not be negative");
-  if (m.micro_batch < 1 || m.micro_batches < 1) return bad("micro-batch size and micro-batches per step must be at least 1");
-  if (!(m.bytes_per_element > 0) || !(m.grad_bytes_per_element > 0) || m.bytes_per_element > 16 || m.grad_bytes_per_element > 16)
+  if (m.hidden < 0 || m.layers < 0 || m.sequence < 0)
+    return bad("hidden size, layers and sequence length must not be negative");
+  if (m.micro_batch < 1 || m.micro_batches < 1)
+    return bad("micro-batch size and micro-batches per step must be at least 1");
+  if (!(m.bytes_per_element > 0) || !(m.grad_bytes_per_element > 0) || m.bytes_per_element > 16 ||
+      m.grad_bytes_per_element > 16)
     return bad("bytes per element must be in (0, 16]");
-  if (m.experts < 0 || m.top_k < 1 || (m.experts > 0 && m.top_k > m.experts)) return bad("experts must be >= 0 and top_k in 1..experts");
-  if (!(m.expert_parameter_fraction >= 0 && m.expert_parameter_fraction <= 1)) return bad("expert parameter fraction must be in [0, 1]");
+  if (m.experts < 0 || m.top_k < 1 || (m.experts > 0 && m.top_k > m.experts))
+    return bad("experts must be >= 0 and top_k in 1..experts");
+  if (!(m.expert_parameter_fraction >= 0 && m.expert_parameter_fraction <= 1))
+    return bad("expert parameter fraction must be in [0, 1]");
   if (m.moe_layer_interval < 1) return bad("MoE layer interval must be at least 1");
   if (!(m.overlap >= 0 && m.overlap < 1)) return bad("overlap must be in [0, 1)");
-  if (!std::isfinite(m.compute_us_per_step) || m.compute_us_per_step < 0) return bad("compute time per step must not be negative");
+  if (!std::isfinite(m.compute_us_per_step) || m.compute_us_per_step < 0)
+    return bad("compute time per step must not be negative");
   return {};
 }
 
 Result<std::vector<int>> group_of_rank(const ParallelPlan& plan, std::string_view kind, int rank) {
   if (auto v = validate_plan(plan); !v) return tl::unexpected(v.error());
   int k = kind_index(kind);
-  if (k < 0) return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown parallel kind '{}'; kinds: tp, cp, ep, dp, pp", kind));
+  if (k < 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("unknown parallel kind '{}'; kinds: tp, cp, ep, dp, pp", kind));
   if (rank < 0 || rank >= plan.gpus())
     return make_error(ErrorCode::kInvalidArgument, fmt::format("rank {} is outside 0..{}", rank, plan.gpus() - 1));
   auto dims = *parse_order(plan.order);
@@ -237,7 +246,8 @@ Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count
     std::vector<GpuId> out;
     for (NodeId n : nodes) {
       if (cluster.node_type_id(n) != type) continue;
-      for (int i = 0; i < per_node && static_cast<int>(out.size()) < gpu_count; ++i) out.push_back(cluster.node_gpu(n, i));
+      for (int i = 0; i < per_node && static_cast<int>(out.size()) < gpu_count; ++i)
+        out.push_back(cluster.node_gpu(n, i));
       if (static_cast<int>(out.size()) == gpu_count) return out;
     }
     return std::nullopt;
@@ -270,9 +280,8 @@ Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count
   std::vector<NodeId> all;
   for (std::uint32_t n = 0; n < cluster.node_count(); ++n) all.push_back(NodeId(n));
   if (auto out = take(all)) return *out;
-  return make_error(ErrorCode::kInfeasible,
-                    fmt::format("cluster '{}' has fewer than {} GPUs of node type '{}'", cluster.name(), gpu_count,
-                                cluster.node_type_at(type).name));
+  return make_error(ErrorCode::kInfeasible, fmt::format("cluster '{}' has fewer than {} GPUs of node type '{}'",
+                                                        cluster.name(), gpu_count, cluster.node_type_at(type).name));
 }
 
 namespace {
@@ -287,7 +296,8 @@ Result<void> check_job(const Cluster& cluster, std::span<const GpuId> gpus_by_ra
                                   gpus_by_rank.size()));
   for (std::size_t r = 0; r < gpus_by_rank.size(); ++r)
     if (!gpus_by_rank[r].valid() || gpus_by_rank[r].index() >= cluster.gpu_count())
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("rank {}: GPU id {} is not in cluster '{}'", r, gpus_by_rank[r].value, cluster.name()));
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("rank {}: GPU id {} is not in cluster '{}'", r,
+                                                                 gpus_by_rank[r].value, cluster.name()));
   return {};
 }
 
@@ -362,7 +372,8 @@ Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<cons
   est.exposed_comm_us = est.step_comm_us * (1 - model.overlap);
   est.ideal_exposed_comm_us = est.ideal_step_comm_us * (1 - model.overlap);
   if (model.compute_us_per_step > 0)
-    est.step_slowdown = (model.compute_us_per_step + est.exposed_comm_us) / (model.compute_us_per_step + est.ideal_exposed_comm_us);
+    est.step_slowdown =
+        (model.compute_us_per_step + est.exposed_comm_us) / (model.compute_us_per_step + est.ideal_exposed_comm_us);
   else
     est.step_slowdown = est.slowdown;
   return est;

@@ -40,9 +40,12 @@ constexpr Collective kAll[] = {Collective::kAllReduce, Collective::kAllGather, C
 TEST(Collective, TimeGrowsWithMessageSize) {
   Cluster h100 = preset("dgx-h100?nodes=4");
   Cluster l40s = preset("pcie-l40s?nodes=2");
-  struct Case { const Cluster* c; std::string sel; };
-  for (const Case& k : {Case{&h100, "dgx-h100-001"}, Case{&h100, "dgx-h100-[001-004]"}, Case{&h100, "dgx-h100-001:0-1,dgx-h100-003:0-1"},
-                        Case{&l40s, "l40s-[001-002]"}}) {
+  struct Case {
+    const Cluster* c;
+    std::string sel;
+  };
+  for (const Case& k : {Case{&h100, "dgx-h100-001"}, Case{&h100, "dgx-h100-[001-004]"},
+                        Case{&h100, "dgx-h100-001:0-1,dgx-h100-003:0-1"}, Case{&l40s, "l40s-[001-002]"}}) {
     auto gpus = select(*k.c, k.sel);
     for (Collective coll : kAll) {
       double prev = -1;
@@ -115,7 +118,8 @@ TEST(Collective, RingIsBuiltByNodeNotByRankOrder) {
   std::mt19937 rng(7);
   std::shuffle(shuffled.begin(), shuffled.end(), rng);
   for (double bytes : {8.0, 8.0 * (1ull << 30)})
-    EXPECT_DOUBLE_EQ(time_us(c, gpus, Collective::kAllReduce, bytes), time_us(c, shuffled, Collective::kAllReduce, bytes));
+    EXPECT_DOUBLE_EQ(time_us(c, gpus, Collective::kAllReduce, bytes),
+                     time_us(c, shuffled, Collective::kAllReduce, bytes));
 }
 
 TEST(Collective, GpusSharingANicSlowTheCrossing) {
@@ -167,12 +171,14 @@ TEST(Collective, OversubscribedTierSlowsCrossingRings) {
   auto across = select(over, "n00,n10");
   const double big = 8.0 * (1ull << 30);
   // Inside one leaf the oversubscription above it does not matter.
-  EXPECT_DOUBLE_EQ(time_us(over, same_leaf, Collective::kAllReduce, big), time_us(full, select(full, "n00,n01"), Collective::kAllReduce, big));
+  EXPECT_DOUBLE_EQ(time_us(over, same_leaf, Collective::kAllReduce, big),
+                   time_us(full, select(full, "n00,n01"), Collective::kAllReduce, big));
   // Across the spine a 4:1 leaf gives a quarter of the NIC bandwidth.
   auto e = estimate_collective(over, across, Collective::kAllReduce, big, Algorithm::kRing);
   ASSERT_TRUE(e.has_value());
   EXPECT_NEAR(e->busbw_GBps, 8 * 50 * 64.0 / 66.0 / 4, 1.0);
-  EXPECT_GT(time_us(over, across, Collective::kAllReduce, big), 3 * time_us(full, select(full, "n00,n10"), Collective::kAllReduce, big));
+  EXPECT_GT(time_us(over, across, Collective::kAllReduce, big),
+            3 * time_us(full, select(full, "n00,n10"), Collective::kAllReduce, big));
 }
 
 TEST(Collective, NetworkShareScalesTheCrossingOnly) {
@@ -183,8 +189,9 @@ TEST(Collective, NetworkShareScalesTheCrossingOnly) {
   ASSERT_TRUE(full && half);
   EXPECT_NEAR(half->busbw_GBps, full->busbw_GBps / 2, full->busbw_GBps * 0.01);
   auto node = select(c, "dgx-h100-001");
-  EXPECT_DOUBLE_EQ(time_us(c, node, Collective::kAllReduce, 1 << 30),
-                   estimate_collective(c, node, Collective::kAllReduce, 1 << 30, Algorithm::kAuto, CostOptions{0.5})->time_us);
+  EXPECT_DOUBLE_EQ(
+      time_us(c, node, Collective::kAllReduce, 1 << 30),
+      estimate_collective(c, node, Collective::kAllReduce, 1 << 30, Algorithm::kAuto, CostOptions{0.5})->time_us);
 }
 
 TEST(Collective, AutoPicksTheFastestCandidate) {
@@ -243,7 +250,8 @@ TEST(Collective, ErrorsAreClean) {
   EXPECT_EQ(code(outside, Collective::kAllReduce, 8, Algorithm::kAuto), ErrorCode::kInvalidArgument);
   std::vector<GpuId> invalid = {GpuId()};
   EXPECT_EQ(code(invalid, Collective::kAllReduce, 8, Algorithm::kAuto), ErrorCode::kInvalidArgument);
-  EXPECT_FALSE(estimate_collective(a100, gpus, Collective::kAllReduce, 8, Algorithm::kAuto, CostOptions{0}).has_value());
+  EXPECT_FALSE(
+      estimate_collective(a100, gpus, Collective::kAllReduce, 8, Algorithm::kAuto, CostOptions{0}).has_value());
 }
 
 TEST(Collective, OneRankCostsNothing) {
