@@ -2,6 +2,7 @@
 // NCCL-style ring construction, nccl-tests' bus bandwidth definition, bottlenecks (shared
 // NICs, oversubscribed tiers), and clean errors.
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include <fmt/format.h>
@@ -329,6 +330,40 @@ TEST(Collective, CrossRootBandwidthIsPerGpu) {
   ASSERT_TRUE(lat.has_value());
   // Two network steps, each with NCCL's LL network latency plus the 5 us cross-root path.
   EXPECT_GT(lat->time_us, 2 * (2.7 + 5.0));
+}
+
+}  // namespace
+}  // namespace toposched
+
+namespace toposched {
+namespace {
+
+TEST(Collective, RandomSelectionsOnEveryPresetGiveSaneEstimates) {
+  std::mt19937 rng(2026);
+  for (const char* spec : {"dgx-a100?nodes=6&su_size=2", "dgx-h100?nodes=8&nics=4", "hgx-h200?nodes=4",
+                           "gb200-nvl72?racks=2&racks_per_su=1&trays=4", "pcie-l40s?nodes=4&nodes_per_leaf=2",
+                           "llama3-24k?pods=2&racks=2", "synthetic?nodes=16&gpus_per_node=4&nvlinks=0&fanout=2,2"}) {
+    auto c = build_preset(spec);
+    ASSERT_TRUE(c.has_value()) << spec;
+    std::vector<GpuId> all;
+    for (std::uint32_t g = 0; g < c->gpu_count(); ++g) all.push_back(GpuId(g));
+    for (int trial = 0; trial < 20; ++trial) {
+      std::shuffle(all.begin(), all.end(), rng);
+      std::size_t n = 2 + rng() % std::min<std::size_t>(all.size() - 1, 40);
+      std::span<const GpuId> gpus(all.data(), n);
+      for (Collective coll : kAll) {
+        double prev = 0;
+        for (double bytes : {1.0, 4096.0, 1048576.0, 1073741824.0}) {
+          auto e = estimate_collective(*c, gpus, coll, bytes);
+          ASSERT_TRUE(e.has_value()) << spec << " " << collective_name(coll) << ": " << e.error().message;
+          EXPECT_TRUE(std::isfinite(e->time_us) && e->time_us > 0) << spec << " " << collective_name(coll);
+          EXPECT_GE(e->time_us, prev) << spec << " " << collective_name(coll) << " " << bytes;
+          EXPECT_TRUE(std::isfinite(e->busbw_GBps) && e->busbw_GBps > 0);
+          prev = e->time_us;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
