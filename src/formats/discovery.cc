@@ -244,7 +244,10 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
       hw = *m.node.hardware;
     } else {
       const std::string model = m.node.gpu_model.empty() ? options.default_gpu_model : m.node.gpu_model;
-      const int count = m.node.gpu_count > 0 ? m.node.gpu_count : options.default_gpu_count;
+      // A GB200/GB300 compute tray has 4 GPUs; other products default to the option.
+      auto product = find_gpu_product(model);
+      const bool tray = product && product->canonical.starts_with("GB");
+      const int count = m.node.gpu_count > 0 ? m.node.gpu_count : tray ? 4 : options.default_gpu_count;
       auto generic = generic_node_type(model, count, options.default_nic_gbit);
       if (!generic) {
         Error e = generic.error();
