@@ -18,6 +18,7 @@
 #include "formats/nvidia_topo.h"
 #include "formats/slurm_topology.h"
 #include "formats/topograph_model.h"
+#include "support/ibnet_generator.h"
 #include "topology/file_io.h"
 
 namespace toposched {
@@ -29,14 +30,18 @@ template <class T>
 void check(const Result<T>& r) {
   if (r) return;
   EXPECT_FALSE(r.error().message.empty());
-  if (r.error().where.line > 0) EXPECT_EQ(r.error().where.file, kName) << r.error().to_string();
+  if (r.error().where.line > 0) {
+    EXPECT_EQ(r.error().where.file, kName) << r.error().to_string();
+  }
 }
 
 void check_merge(const Result<DiscoveredTopology>& t) {
   check(t);
   if (!t) return;
   auto m = merge_discovered({*t}, {});
-  if (!m) EXPECT_FALSE(m.error().message.empty());
+  if (!m) {
+    EXPECT_FALSE(m.error().message.empty());
+  }
 }
 
 using Reader = std::function<void(std::string_view)>;
@@ -54,7 +59,9 @@ const std::vector<std::pair<std::string, Reader>>& readers() {
            n.hardware = r->type;
            d.nodes.push_back(n);
            auto m = merge_discovered({d}, {});
-           if (!m) EXPECT_FALSE(m.error().message.empty());
+           if (!m) {
+    EXPECT_FALSE(m.error().message.empty());
+  }
          }
        }},
       {"fabric", [](std::string_view t) { check(read_nvidia_fabric(t, kName)); }},
@@ -133,6 +140,36 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, DiscoveryRobustness, ::testing::ValuesIn(fixt
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            return n;
                          });
+
+// The benchmark's 10,000-node dump (bench/discovery_ibnet.cc) gives the right tree; the time
+// is measured there, in Release, not here.
+TEST(DiscoveryScale, TenThousandNodeDump) {
+  IbnetGeneratorSpec s;
+  s.scalable_units = 250;
+  s.nodes_per_su = 40;
+  s.rails = 8;
+  s.sus_per_pod = 10;
+  s.spines = 8;
+  s.cores = 8;
+  IbnetOptions o;
+  o.hca_regex = "mlx5_[0-7]";
+  auto r = read_ibnetdiscover(generate_ibnetdiscover(s), "generated.ibnet", o);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->topology.nodes.size(), 10'000u);
+  EXPECT_EQ(r->stats.kept_hcas, 80'000);
+  EXPECT_EQ(r->stats.leaf_groups, 250);
+  EXPECT_EQ(r->topology.tiers.size(), 3u);
+  int spines = 0, cores = 0;
+  for (const auto& sw : r->topology.switches) {
+    spines += sw.tier == 1;
+    cores += sw.tier == 2;
+  }
+  EXPECT_EQ(spines, 25);  // one spine group per pod
+  EXPECT_EQ(cores, 1);
+  auto m = merge_discovered({r->topology}, {});
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_EQ(m->cluster.node_count(), 10'000u);
+}
 
 }  // namespace
 }  // namespace toposched
