@@ -189,7 +189,7 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
       if (m.node.gpu_model.empty()) m.node.gpu_model = n.gpu_model;
     }
   if (nodes.empty())
-    return make_error(ErrorCode::kInvalidArgument,
+    return make_error(ErrorCode::kValidation,
                       "no node found in the inputs; give per-node `topo -m` files or a fabric source that names nodes");
   std::sort(nodes.begin(), nodes.end(),
             [](const MergedNode& a, const MergedNode& b) { return natural_less(a.node.name, b.node.name); });

@@ -37,7 +37,8 @@ bool is_clique(std::string_view s) {
 
 // Validates one (uuid, clique) pair; `where` points at the UUID.
 Result<GpuFabric> classify(std::string_view uuid, std::string_view clique, const std::string& file, int line,
-                           int uuid_col, int clique_col) {
+                           int uuid_col, int clique_col, int clique_line = 0) {
+  if (clique_line == 0) clique_line = line;
   GpuFabric g;
   g.line = line;
   if (uuid == "N/A" || clique == "N/A") {
@@ -51,7 +52,7 @@ Result<GpuFabric> classify(std::string_view uuid, std::string_view clique, const
   if (!is_clique(clique))
     return make_error(ErrorCode::kParse,
                       fmt::format("expected a clique id (a number) or N/A, found '{}'", printable(clique)),
-                      at(file, line, clique_col));
+                      at(file, clique_line, clique_col));
   if (all_zero(uuid)) {
     g.why = "the cluster UUID is all zeros (fabric not registered)";
     return g;
@@ -105,7 +106,7 @@ Result<std::vector<GpuFabric>> read_query(std::string_view text, const std::stri
     if (trim(lines[i].text) != "Fabric") continue;
     const std::size_t base = indent_of(lines[i].text);
     std::optional<std::string_view> state, status, clique, uuid;
-    int clique_col = 0, uuid_col = 0, line = lines[i].number;
+    int clique_col = 0, uuid_col = 0, clique_line = 0, uuid_line = 0, line = lines[i].number;
     std::size_t j = i + 1;
     for (; j < lines.size(); ++j) {
       std::string_view l = lines[j].text;
@@ -119,8 +120,16 @@ Result<std::vector<GpuFabric>> read_query(std::string_view text, const std::stri
       const int col = static_cast<int>(colon + 1 + (rest.size() - rest.substr(rest.find_first_not_of(" \t") == std::string_view::npos ? rest.size() : rest.find_first_not_of(" \t")).size())) + 1;
       if (key == "State") state = value;
       if (key == "Status") status = value;
-      if (key == "CliqueId") { clique = value; clique_col = col; }
-      if (key == "ClusterUUID") { uuid = value; uuid_col = col; }
+      if (key == "CliqueId") {
+        clique = value;
+        clique_col = col;
+        clique_line = lines[j].number;
+      }
+      if (key == "ClusterUUID") {
+        uuid = value;
+        uuid_col = col;
+        uuid_line = lines[j].number;
+      }
     }
     i = j - 1;
     GpuFabric g;
@@ -135,9 +144,10 @@ Result<std::vector<GpuFabric>> read_query(std::string_view text, const std::stri
                                     !clique && !uuid ? "neither" : !clique ? "no CliqueId" : "no ClusterUUID"),
                         at(file, line, static_cast<int>(base) + 1));
     } else {
-      auto c = classify(*uuid, *clique, file, line, uuid_col, clique_col);
+      auto c = classify(*uuid, *clique, file, uuid_line, uuid_col, clique_col, clique_line);
       if (!c) return tl::unexpected(c.error());
       g = *c;
+      g.line = line;
     }
     gpus.push_back(g);
   }

@@ -118,6 +118,30 @@ class DiscoverGb200(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+class DiscoverHybridCubeMesh(unittest.TestCase):
+    def test_partial_nvlink_paths(self):
+        tmp = tempfile.mkdtemp(prefix="toposched-discover-")
+        try:
+            topo = os.path.join(tmp, "dgx1-01.topo")
+            shutil.copy(os.path.join(DATA, "dgx1-v100.topo"), topo)
+            spec = os.path.join(tmp, "dgx1.yaml")
+            run("discover", "--topo-m", topo, "--gpu-model", "V100", "-o", spec)
+
+            def path(a, b):
+                return json.loads(run("path", "--cluster", spec, f"dgx1-01:{a}", f"dgx1-01:{b}",
+                                      "--format", "json").stdout)
+            one, two, none = path(0, 1), path(0, 3), path(0, 5)
+            self.assertEqual(one["level"], "nvlink")
+            self.assertEqual(two["level"], "nvlink")
+            self.assertAlmostEqual(two["bandwidth_GBps"], 2 * one["bandwidth_GBps"])
+            self.assertEqual(none["level"], "pcie-sys")
+            # The per-link speed can be overridden.
+            run("discover", "--topo-m", topo, "--gpu-model", "V100", "--nvlink-GBps", "20", "-o", spec)
+            self.assertAlmostEqual(path(0, 3)["bandwidth_GBps"], 40)
+        finally:
+            shutil.rmtree(tmp)
+
+
 class SlurmTopologyAsCluster(unittest.TestCase):
     def test_topology_conf_is_detected_by_content(self):
         with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as f:

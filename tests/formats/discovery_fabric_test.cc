@@ -229,6 +229,29 @@ TEST(DiscoveryMerge, ConflictingLeavesAreReportedAndFirstWins) {
   EXPECT_EQ(r->cluster.node_type(*r->cluster.find_node("n1")).gpu_count, 8);
 }
 
+TEST(DiscoveryMerge, HybridCubeMeshPathsFollowLinkCounts) {
+  DiscoveredTopology hw = named("topo-m");
+  hw.nodes.push_back(topo_node("dgx1-01", "dgx1-v100.topo", "V100"));
+  auto r = merge_discovered({hw}, {});
+  ASSERT_TRUE(r) << r.error().to_string();
+  const Cluster& c = r->cluster;
+  NodeId n = *c.find_node("dgx1-01");
+  auto path = [&](int a, int b) { return c.path(c.node_gpu(n, a), c.node_gpu(n, b)); };
+  // NV1 and NV2 pairs are NVLink, at one and two times the V100's 25 GB/s per link.
+  EXPECT_EQ(c.level_name(path(0, 1)), "nvlink");
+  EXPECT_DOUBLE_EQ(path(0, 1).bandwidth_GBps, 25);
+  EXPECT_EQ(c.level_name(path(0, 3)), "nvlink");
+  EXPECT_DOUBLE_EQ(path(0, 3).bandwidth_GBps, 50);
+  EXPECT_DOUBLE_EQ(path(0, 3).bandwidth_GBps, 2 * path(0, 1).bandwidth_GBps);
+  // Pairs without NVLink cross the CPU interconnect.
+  EXPECT_EQ(c.level_name(path(0, 5)), "pcie-sys");
+  EXPECT_EQ(c.level_name(path(3, 6)), "pcie-sys");
+  int nvlink_pairs = 0;
+  for (int a = 0; a < 8; ++a)
+    for (int b = a + 1; b < 8; ++b) nvlink_pairs += path(a, b).level == PathLevel::kNVLink;
+  EXPECT_EQ(nvlink_pairs, 16);  // a hybrid cube-mesh: 16 of the 28 pairs
+}
+
 TEST(DiscoveryMerge, NoNodesIsAnError) { EXPECT_FALSE(merge_discovered({}, {})); }
 
 TEST(DiscoveryMerge, NaturalOrder) {

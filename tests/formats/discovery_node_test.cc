@@ -265,6 +265,16 @@ TEST(NvidiaFabric, MalformedLinesNamePosition) {
   EXPECT_FALSE(read_nvidia_fabric("", "empty.csv"));
 }
 
+TEST(NvidiaFabric, QueryOutputErrorsPointAtTheField) {
+  std::string text = data("q-fabric-healthy.txt");
+  text.replace(text.find("4026"), 4, "40x6");
+  auto f = read_nvidia_fabric(text, "q.txt");
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().where.line, 4);
+  EXPECT_EQ(f.error().where.column, 45);
+  EXPECT_NE(f.error().message.find("40x6"), std::string::npos);
+}
+
 TEST(NvidiaFabric, DetectsBothFormats) {
   EXPECT_TRUE(looks_like_nvidia_fabric(data("fabric-gb-r1-n01.csv")));
   EXPECT_TRUE(looks_like_nvidia_fabric(data("fabric-not-supported.csv")));
