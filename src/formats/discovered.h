@@ -43,7 +43,7 @@ struct DiscoveredTopology {
 // "leaf", "spine", "core", then "tier3", "tier4", ...: tier names by level, closest first.
 std::string tier_name_for_level(int level);
 
-// Name of a GPU-generation-less default: the node type used for nodes no `topo -m` describes.
+// The node type given to nodes that no `topo -m` describes (its name is left empty).
 // `gpu_model` names the product (find_gpu_product); every GPU pair is NVLinked with the
 // product's per-GPU link count (an NVSwitch baseboard) when the product has NVLink, else
 // joined over PCIe (SYS); one `nic_gbit` NIC per GPU at PIX.

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "formats/yaml_input.h"
+#include "topology/hostlist.h"
 
 namespace toposched {
 namespace {
@@ -103,6 +104,7 @@ Result<DiscoveredTopology> read_k8s_nodes(std::string_view text, const std::stri
     std::unordered_map<std::string, int> name_tier;
     int max_tier = -1;
     std::unordered_map<std::string, bool> seen_nodes;
+    std::vector<std::string> skipped;
     for (const auto& item : items) {
       if (!item.IsMap() || !item["metadata"] || !item["metadata"].IsMap())
         return in.error_at(item, fmt::format("expected a Node with 'metadata', found {}", YamlInput::describe(item)));
@@ -174,8 +176,15 @@ Result<DiscoveredTopology> read_k8s_nodes(std::string_view text, const std::stri
         below = v;
         below_tier = t;
       }
+      if (node.switch_name.empty() && node.domain.empty() && node.gpu_count == 0 && node.gpu_model.empty()) {
+        skipped.push_back(node.name);  // no GPU and no topology label: a CPU or control-plane node
+        continue;
+      }
       out.nodes.push_back(std::move(node));
     }
+    if (!skipped.empty())
+      out.warnings.push_back(fmt::format("skipped {} node(s) without GPU or topology labels: {}", skipped.size(),
+                                         compress_hostlist(skipped)));
     for (int t = 0; t <= max_tier; ++t) out.tiers.push_back(tier_name_for_level(t));
     return out;
   } catch (const YAML::Exception& e) {

@@ -8,6 +8,8 @@
 // `label_map` entries "KEY=ROLE" add site-specific keys, tried before the built-in ones;
 // ROLE is tier-N, leaf, spine, core, domain, sub-domain, gpu-count or gpu-product.
 // A switch whose nodes disagree on its parent is kept under the first, with a warning.
+// Nodes with neither GPU nor topology labels (CPU and control-plane nodes) are skipped and
+// counted in a warning.
 // Errors name file:line:col. Pure function; thread-safe.
 #pragma once
 

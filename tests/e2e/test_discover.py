@@ -142,6 +142,54 @@ class DiscoverHybridCubeMesh(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+class DiscoverClusterWideSources(unittest.TestCase):
+    def spec_of(self, *args):
+        return json.loads(run("discover", *args, "--format", "json").stdout)
+
+    def test_kubernetes_labels_and_label_map(self):
+        nodes = os.path.join(DATA, "k8s-nodes.json")
+        proc = run("discover", "--k8s-nodes", nodes, "--format", "json")
+        self.assertIn("cpu-login", proc.stderr)  # skipped CPU node, reported
+        spec = json.loads(proc.stdout)
+        types = {t["name"]: t for t in spec["node_types"]}
+        self.assertIn("GB200x4-generic", types)
+        self.assertIn("H100-SXM5x8-generic", types)
+        self.assertEqual(len(spec["accelerator_domains"]), 1)
+        spec = self.spec_of("--k8s-nodes", nodes, "--label-map", "example.com/rack=tier-0")
+        names = ",".join(group["names"] for group in spec["nodes"])
+        self.assertIn("cpu-login", names)
+        self.assertEqual(run("discover", "--k8s-nodes", nodes, "--label-map", "bad", check=False).returncode, 2)
+
+    def test_aws_instance_topology(self):
+        spec = self.spec_of("--aws-topology", os.path.join(DATA, "aws-instance-topology.json"))
+        self.assertEqual([t["name"] for t in spec["fabric"]["tiers"]], ["leaf", "spine", "core"])
+        self.assertEqual(spec["accelerator_domains"][0]["name"], "cr-0123456789example")
+
+    def test_topograph_model_and_slurm_conf_as_inputs(self):
+        spec = self.spec_of("--topograph-model", os.path.join(DATA, "topograph-model.yaml"))
+        self.assertEqual(len(spec["accelerator_domains"]), 2)
+        spec = self.spec_of("--slurm-topology", os.path.join(DATA, "slurm-tree.conf"))
+        self.assertEqual(len(spec["fabric"]["switches"]), 7)
+
+    def test_topograph_model_as_cluster_spec(self):
+        show = json.loads(run("show", "--cluster", os.path.join(DATA, "topograph-model.yaml"),
+                              "--format", "json").stdout)
+        self.assertEqual(show["nodes"], 32)
+        self.assertEqual(show["tiers"], ["leaf", "spine", "core"])
+
+    def test_bad_topology_conf_names_position(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as f:
+            f.write("SwitchName=s1 Nodes=n[1-4]\nSwitchName=top Switches=s1,s2\n")
+            path = f.name
+        try:
+            proc = run("show", "--cluster", path, check=False)
+            self.assertEqual(proc.returncode, 1)
+            self.assertIn(f"{path}:2:28:", proc.stderr)
+            self.assertIn("'s2'", proc.stderr)
+        finally:
+            os.unlink(path)
+
+
 class SlurmTopologyAsCluster(unittest.TestCase):
     def test_topology_conf_is_detected_by_content(self):
         with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as f:

@@ -179,7 +179,7 @@ TEST(TopographModel, LoadClusterDetectsModels) {
 TEST(K8sNodes, TopographOlderNvidiaAndGfdLabels) {
   auto t = read_k8s_nodes(data("k8s-nodes.json"), "nodes.json");
   ASSERT_TRUE(t) << t.error().to_string();
-  EXPECT_EQ(t->nodes.size(), 4u);
+  EXPECT_EQ(t->nodes.size(), 3u);
   EXPECT_EQ(t->tiers, (std::vector<std::string>{"leaf", "spine"}));
   // Topograph labels.
   EXPECT_EQ(node(*t, "gb-a1")->switch_name, "S-leaf-a");
@@ -193,13 +193,16 @@ TEST(K8sNodes, TopographOlderNvidiaAndGfdLabels) {
   EXPECT_EQ(node(*t, "gb-a2")->domain, "7f3c2a10-5b4e-4d6a-9c1e-2b8f0e6d4a91.1");
   EXPECT_EQ(node(*t, "gb-a2")->gpu_count, 4);
   EXPECT_EQ(node(*t, "h100-b1")->gpu_model, "NVIDIA-H100-80GB-HBM3");
-  // No labels at all: a node without topology.
-  EXPECT_EQ(node(*t, "cpu-login")->switch_name, "");
+  // Neither GPU nor topology labels: a CPU node, skipped with a warning.
+  EXPECT_EQ(node(*t, "cpu-login"), nullptr);
+  ASSERT_EQ(t->warnings.size(), 1u);
+  EXPECT_NE(t->warnings[0].find("cpu-login"), std::string::npos);
 }
 
 TEST(K8sNodes, LabelMapAddsSiteKeys) {
   auto t = read_k8s_nodes(data("k8s-nodes.json"), "nodes.json", {"example.com/rack=tier-0"});
   ASSERT_TRUE(t) << t.error().to_string();
+  ASSERT_NE(node(*t, "cpu-login"), nullptr);
   EXPECT_EQ(node(*t, "cpu-login")->switch_name, "rack-9");
   // A site key is tried before the built-in ones.
   auto t2 = read_k8s_nodes(data("k8s-nodes.json"), "nodes.json", {"example.com/rack=leaf"});
