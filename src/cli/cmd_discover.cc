@@ -24,8 +24,9 @@ int run_discover(DiscoverOptions& o) {
   if (!o.compute_nics.empty()) r.topo.compute_nic_regex = o.compute_nics;
   if (r.topo_m.empty() && r.fabric.empty() && r.ibnetdiscover.empty() && r.slurm_topology.empty() &&
       r.topograph_models.empty() && r.k8s_nodes.empty() && r.aws_topology.empty())
-    return usage_error("discover needs at least one input (--topo-m, --fabric, --ibnetdiscover, --slurm-topology, "
-                       "--topograph-model, --k8s-nodes or --aws-topology); see 'toposched discover --help'");
+    return usage_error(
+        "discover needs at least one input (--topo-m, --fabric, --ibnetdiscover, --slurm-topology, "
+        "--topograph-model, --k8s-nodes or --aws-topology); see 'toposched discover --help'");
   auto result = discover(r);
   if (!result) return report(result.error());
   for (const auto& w : result->warnings) std::cerr << "toposched: warning: " << w << "\n";
@@ -33,9 +34,10 @@ int run_discover(DiscoverOptions& o) {
       o.format == OutputFormat::kJson ? write_native_json(result->cluster) : write_native_yaml(result->cluster);
   if (auto ok = write_file_atomically(o.output, text); !ok) return report(ok.error());
   if (o.output != "-")
-    std::cerr << fmt::format("toposched: wrote {}: {} nodes, {} GPUs, {} switches, {} accelerator domains, {} warnings\n",
-                             o.output, result->cluster.node_count(), result->cluster.gpu_count(),
-                             result->cluster.switch_count(), result->cluster.domain_count(), result->warnings.size());
+    std::cerr << fmt::format(
+        "toposched: wrote {}: {} nodes, {} GPUs, {} switches, {} accelerator domains, {} warnings\n", o.output,
+        result->cluster.node_count(), result->cluster.gpu_count(), result->cluster.switch_count(),
+        result->cluster.domain_count(), result->warnings.size());
   return kExitOk;
 }
 }  // namespace

@@ -63,7 +63,8 @@ Result<DiscoveredTopology> read_aws_topology(std::string_view text, const std::s
     };
     std::vector<Pending> paths;
     for (const auto& inst : instances) {
-      if (!inst.IsMap()) return in.error_at(inst, fmt::format("expected an instance (a mapping), found {}", YamlInput::describe(inst)));
+      if (!inst.IsMap())
+        return in.error_at(inst, fmt::format("expected an instance (a mapping), found {}", YamlInput::describe(inst)));
       auto id = in.req_string(inst, "InstanceId");
       if (!id) return tl::unexpected(id.error());
       if (id->empty()) return in.error_at(inst["InstanceId"], "expected an instance id, found an empty one");
@@ -85,7 +86,8 @@ Result<DiscoveredTopology> read_aws_topology(std::string_view text, const std::s
       if (const YAML::Node nn = inst["NetworkNodes"]) {
         auto words = in.words(nn, "NetworkNodes");
         if (!words) return tl::unexpected(words.error());
-        if (words->size() > 16) return in.error_at(nn, fmt::format("expected at most 16 network nodes, found {}", words->size()));
+        if (words->size() > 16)
+          return in.error_at(nn, fmt::format("expected at most 16 network nodes, found {}", words->size()));
         p.path = *words;
       }
       depth = std::max(depth, p.path.size());
@@ -115,9 +117,10 @@ Result<DiscoveredTopology> read_aws_topology(std::string_view text, const std::s
           if (c.parent.empty())
             c.parent = name;
           else if (c.parent != name)
-            out.warnings.push_back(fmt::format("instance '{}' puts network node '{}' under '{}', but another instance "
-                                               "put it under '{}'; keeping '{}'",
-                                               out.nodes[n].name, c.name, name, c.parent, c.parent));
+            out.warnings.push_back(
+                fmt::format("instance '{}' puts network node '{}' under '{}', but another instance "
+                            "put it under '{}'; keeping '{}'",
+                            out.nodes[n].name, c.name, name, c.parent, c.parent));
         }
         child = v;
       }

@@ -60,7 +60,8 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
       DiscoveredNode n;
       n.name = node_name_from_path(f);
       if (std::any_of(hw.nodes.begin(), hw.nodes.end(), [&](const DiscoveredNode& x) { return x.name == n.name; }))
-        return make_error(ErrorCode::kInvalidArgument, fmt::format("--topo-m: two files are named after node '{}'", n.name),
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("--topo-m: two files are named after node '{}'", n.name),
                           SourceLocation{f, 0, 0});
       for (const auto& w : m->warnings) hw.warnings.push_back(f + ": " + w);
       topo_gpus[n.name] = m->type.gpu_count;
@@ -89,8 +90,8 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
       n.name = node_name_from_path(f);
       for (const auto& w : nf->warnings) fabric_notes[w].push_back(n.name);
       if (auto it = topo_gpus.find(n.name); it != topo_gpus.end() && it->second != nf->gpus)
-        fab.warnings.push_back(fmt::format("{}: node '{}': reports {} GPUs but its topo -m has {}", f, n.name, nf->gpus,
-                                           it->second));
+        fab.warnings.push_back(
+            fmt::format("{}: node '{}': reports {} GPUs but its topo -m has {}", f, n.name, nf->gpus, it->second));
       n.domain = nf->domain;
       fab.nodes.push_back(std::move(n));
     }
@@ -116,15 +117,20 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
   };
   IbnetOptions ib;
   ib.hca_regex = r.hca_regex;
-  Result<void> ok = each(r.ibnetdiscover, [&](const std::string& t, const std::string& f) -> Result<DiscoveredTopology> {
-    auto res = read_ibnetdiscover(t, f, ib);
-    if (!res) return tl::unexpected(res.error());
-    return std::move(res->topology);
-  });
-  if (ok) ok = each(r.slurm_topology, [](const std::string& t, const std::string& f) { return read_slurm_topology(t, f); });
-  if (ok) ok = each(r.topograph_models, [](const std::string& t, const std::string& f) { return read_topograph_model(t, f); });
+  Result<void> ok =
+      each(r.ibnetdiscover, [&](const std::string& t, const std::string& f) -> Result<DiscoveredTopology> {
+        auto res = read_ibnetdiscover(t, f, ib);
+        if (!res) return tl::unexpected(res.error());
+        return std::move(res->topology);
+      });
   if (ok)
-    ok = each(r.k8s_nodes, [&](const std::string& t, const std::string& f) { return read_k8s_nodes(t, f, r.label_map); });
+    ok = each(r.slurm_topology, [](const std::string& t, const std::string& f) { return read_slurm_topology(t, f); });
+  if (ok)
+    ok =
+        each(r.topograph_models, [](const std::string& t, const std::string& f) { return read_topograph_model(t, f); });
+  if (ok)
+    ok = each(r.k8s_nodes,
+              [&](const std::string& t, const std::string& f) { return read_k8s_nodes(t, f, r.label_map); });
   if (ok) ok = each(r.aws_topology, [](const std::string& t, const std::string& f) { return read_aws_topology(t, f); });
   if (!ok) return tl::unexpected(ok.error());
 

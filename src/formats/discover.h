@@ -21,11 +21,11 @@ struct DiscoverRequest {
   std::vector<std::string> ibnetdiscover;   // whole-fabric dumps
   std::vector<std::string> slurm_topology;  // topology.conf files
   std::vector<std::string> topograph_models;
-  std::vector<std::string> k8s_nodes;       // kubectl get nodes -o json
-  std::vector<std::string> aws_topology;    // describe-instance-topology JSON
-  std::optional<std::string> hca_regex;     // ibnetdiscover: the compute HCAs' device names
-  std::vector<std::string> label_map;       // KEY=ROLE for Kubernetes labels
-  TopoMatrixOptions topo;                   // GPU model, NVLink speed, NIC speed, compute NICs
+  std::vector<std::string> k8s_nodes;     // kubectl get nodes -o json
+  std::vector<std::string> aws_topology;  // describe-instance-topology JSON
+  std::optional<std::string> hca_regex;   // ibnetdiscover: the compute HCAs' device names
+  std::vector<std::string> label_map;     // KEY=ROLE for Kubernetes labels
+  TopoMatrixOptions topo;                 // GPU model, NVLink speed, NIC speed, compute NICs
   DiscoveryOptions merge;
 };
 

@@ -24,9 +24,9 @@ struct DiscoveredSwitch {
 
 struct DiscoveredNode {
   std::string name;
-  std::string switch_name;  // the switch the node hangs under; empty = unknown
-  std::string domain;       // accelerator (multi-node NVLink) domain; empty = none
-  std::string sub_domain;   // optional, only with a domain
+  std::string switch_name;           // the switch the node hangs under; empty = unknown
+  std::string domain;                // accelerator (multi-node NVLink) domain; empty = none
+  std::string sub_domain;            // optional, only with a domain
   std::optional<NodeType> hardware;  // GPUs and NICs, from `nvidia-smi topo -m`
   int gpu_count = 0;                 // hint from labels or the instance type; 0 = unknown
   std::string gpu_model;             // hint, e.g. "NVIDIA H100 80GB HBM3"; empty = unknown

@@ -14,10 +14,14 @@ namespace toposched {
 
 std::string tier_name_for_level(int level) {
   switch (level) {
-    case 0: return "leaf";
-    case 1: return "spine";
-    case 2: return "core";
-    default: return fmt::format("tier{}", level);
+    case 0:
+      return "leaf";
+    case 1:
+      return "spine";
+    case 2:
+      return "core";
+    default:
+      return fmt::format("tier{}", level);
   }
 }
 
@@ -135,10 +139,10 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
       }
       const MergedSwitch& prev = switches[it->second];
       if (prev.sw.tier != sw.tier || prev.sw.parent != sw.parent)
-        warnings.push_back(fmt::format("{}: switch '{}' is in tier {} under '{}' here but in tier {} under '{}' in {}; "
-                                       "keeping the latter",
-                                       s.source, sw.name, sw.tier, sw.parent, prev.sw.tier, prev.sw.parent,
-                                       prev.source));
+        warnings.push_back(
+            fmt::format("{}: switch '{}' is in tier {} under '{}' here but in tier {} under '{}' in {}; "
+                        "keeping the latter",
+                        s.source, sw.name, sw.tier, sw.parent, prev.sw.tier, prev.sw.parent, prev.source));
     }
 
   // Nodes: merged by name.
@@ -169,9 +173,10 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
           m.node.sub_domain = n.sub_domain;
           m.domain_source = s.source;
         } else if (m.node.domain != n.domain) {
-          warnings.push_back(fmt::format("{}: node '{}' is in accelerator domain '{}' here but in '{}' in {}; "
-                                         "keeping '{}'",
-                                         s.source, n.name, n.domain, m.node.domain, m.domain_source, m.node.domain));
+          warnings.push_back(
+              fmt::format("{}: node '{}' is in accelerator domain '{}' here but in '{}' in {}; "
+                          "keeping '{}'",
+                          s.source, n.name, n.domain, m.node.domain, m.domain_source, m.node.domain));
         } else if (m.node.sub_domain.empty()) {
           m.node.sub_domain = n.sub_domain;
         }
@@ -214,12 +219,13 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
     if (!m.node.hardware) no_hardware.push_back(m.node.name);
   }
   if (!unplaced.empty())
-    warnings.push_back(fmt::format("{} node(s) are missing from the switch tree and go under '{}': {}",
-                                   unplaced.size(), kNoTopologySwitch, names_of(unplaced)));
+    warnings.push_back(fmt::format("{} node(s) are missing from the switch tree and go under '{}': {}", unplaced.size(),
+                                   kNoTopologySwitch, names_of(unplaced)));
   if (!no_data.empty())
-    warnings.push_back(fmt::format("{} node(s) have no fabric data (no switch, no accelerator domain) and go under "
-                                   "'{}': {}",
-                                   no_data.size(), kNoTopologySwitch, names_of(no_data)));
+    warnings.push_back(
+        fmt::format("{} node(s) have no fabric data (no switch, no accelerator domain) and go under "
+                    "'{}': {}",
+                    no_data.size(), kNoTopologySwitch, names_of(no_data)));
   if (!no_hardware.empty() && no_hardware.size() < nodes.size())
     warnings.push_back(fmt::format("{} node(s) have no `topo -m` file and get a generic node type: {}",
                                    no_hardware.size(), names_of(no_hardware)));

@@ -266,9 +266,9 @@ Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string&
         fmt::format("skipped {} SHARP aggregation node(s) (switch-internal, not hosts)", st.aggregation_nodes));
 
   // Leaves and edge switches.
-  std::vector<int> leaves;                      // switch entity ids
-  std::vector<std::vector<int>> leaf_nodes;     // sorted node ids per leaf
-  std::vector<char> edge(ents.size(), 0);       // holds a host CA: never an upper-tier switch
+  std::vector<int> leaves;                   // switch entity ids
+  std::vector<std::vector<int>> leaf_nodes;  // sorted node ids per leaf
+  std::vector<char> edge(ents.size(), 0);    // holds a host CA: never an upper-tier switch
   std::vector<std::string> display(ents.size());
   std::unordered_set<std::string> taken_display;
   for (std::size_t i = 0; i < ents.size(); ++i) {
@@ -430,7 +430,8 @@ Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string&
     level = std::move(next);
     ++tier;
   }
-  const int tiers = 1 + std::accumulate(all.begin(), all.end(), 0, [](int m, const Group& g) { return std::max(m, g.tier); });
+  const int tiers =
+      1 + std::accumulate(all.begin(), all.end(), 0, [](int m, const Group& g) { return std::max(m, g.tier); });
   for (int t = 0; t < tiers; ++t) out.topology.tiers.push_back(tier_name_for_level(t));
   std::unordered_set<std::string> taken;
   std::vector<int> counter(static_cast<std::size_t>(tiers), 0);

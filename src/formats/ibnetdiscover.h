@@ -32,9 +32,9 @@ struct IbnetStats {
   int switches = 0;
   int cas = 0;
   int kept_hcas = 0;
-  int skipped_unnamed = 0;     // description not "<host> <device>"
-  int aggregation_nodes = 0;   // SHARP aggregation nodes
-  int filtered_hcas = 0;       // named, but the device does not match hca_regex
+  int skipped_unnamed = 0;    // description not "<host> <device>"
+  int aggregation_nodes = 0;  // SHARP aggregation nodes
+  int filtered_hcas = 0;      // named, but the device does not match hca_regex
   int leaf_groups = 0;
   int nodes_in_several_leaf_groups = 0;
 };
@@ -44,7 +44,8 @@ struct IbnetFabric {
   IbnetStats stats;
 };
 
-Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string& file, const IbnetOptions& options = {});
+Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string& file,
+                                       const IbnetOptions& options = {});
 
 bool looks_like_ibnetdiscover(std::string_view text);
 

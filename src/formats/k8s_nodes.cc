@@ -32,10 +32,11 @@ Result<int> parse_role(std::string_view r) {
     auto [p, ec] = std::from_chars(d.data(), d.data() + d.size(), n);
     if (ec == std::errc() && p == d.data() + d.size() && n >= 0 && n < kMaxTiers) return n;
   }
-  return make_error(ErrorCode::kInvalidArgument,
-                    fmt::format("--label-map: unknown role '{}'; expected tier-N (N in 0..{}), leaf, spine, core, domain, "
-                                "sub-domain, gpu-count or gpu-product",
-                                r, kMaxTiers - 1));
+  return make_error(
+      ErrorCode::kInvalidArgument,
+      fmt::format("--label-map: unknown role '{}'; expected tier-N (N in 0..{}), leaf, spine, core, domain, "
+                  "sub-domain, gpu-count or gpu-product",
+                  r, kMaxTiers - 1));
 }
 
 std::vector<std::pair<std::string, int>> builtin_labels() {
@@ -73,8 +74,9 @@ Result<DiscoveredTopology> read_k8s_nodes(std::string_view text, const std::stri
   for (const auto& entry : label_map) {
     auto eq = entry.rfind('=');
     if (eq == std::string::npos || eq == 0)
-      return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("--label-map: expected KEY=ROLE (e.g. example.com/rack=tier-0), found '{}'", entry));
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("--label-map: expected KEY=ROLE (e.g. example.com/rack=tier-0), found '{}'", entry));
     auto role = parse_role(std::string_view(entry).substr(eq + 1));
     if (!role) return tl::unexpected(role.error());
     keys.emplace_back(entry.substr(0, eq), *role);
@@ -85,7 +87,9 @@ Result<DiscoveredTopology> read_k8s_nodes(std::string_view text, const std::stri
   try {
     auto root = in.parse(text);
     if (!root) return tl::unexpected(root.error());
-    if (!root->IsMap()) return in.error_at(*root, fmt::format("expected a Kubernetes NodeList (a mapping with 'items'), found {}", YamlInput::describe(*root)));
+    if (!root->IsMap())
+      return in.error_at(*root, fmt::format("expected a Kubernetes NodeList (a mapping with 'items'), found {}",
+                                            YamlInput::describe(*root)));
     std::vector<YAML::Node> items;
     if ((*root)["items"]) {
       auto ok = in.expect_sequence((*root)["items"], "'items'");
@@ -119,14 +123,17 @@ Result<DiscoveredTopology> read_k8s_nodes(std::string_view text, const std::stri
       std::vector<std::string> tier_value(kMaxTiers);
       std::vector<bool> role_done(kMaxTiers + 4, false);
       if (const YAML::Node labels = meta["labels"]) {
-        if (!labels.IsMap()) return in.error_at(labels, fmt::format("expected 'labels' to be a mapping, found {}", YamlInput::describe(labels)));
+        if (!labels.IsMap())
+          return in.error_at(labels,
+                             fmt::format("expected 'labels' to be a mapping, found {}", YamlInput::describe(labels)));
         for (const auto& [key, role] : keys) {
           const YAML::Node v = labels[key];
           if (!v) continue;
           auto value = in.string(v, key);
           if (!value) return tl::unexpected(value.error());
           if (value->empty()) continue;
-          const std::size_t slot = role < kMaxTiers ? static_cast<std::size_t>(role) : static_cast<std::size_t>(kMaxTiers + role - kDomain);
+          const std::size_t slot =
+              role < kMaxTiers ? static_cast<std::size_t>(role) : static_cast<std::size_t>(kMaxTiers + role - kDomain);
           if (role_done[slot]) continue;  // an earlier key of the same role wins
           role_done[slot] = true;
           if (role < kMaxTiers) {
@@ -169,9 +176,10 @@ Result<DiscoveredTopology> read_k8s_nodes(std::string_view text, const std::stri
           if (child.parent.empty())
             child.parent = sw_name;
           else if (child.parent != sw_name)
-            out.warnings.push_back(fmt::format("node '{}' puts switch '{}' under '{}', but another node put it under '{}'; "
-                                               "keeping '{}'",
-                                               node.name, child.name, sw_name, child.parent, child.parent));
+            out.warnings.push_back(
+                fmt::format("node '{}' puts switch '{}' under '{}', but another node put it under '{}'; "
+                            "keeping '{}'",
+                            node.name, child.name, sw_name, child.parent, child.parent));
         }
         below = v;
         below_tier = t;

@@ -126,7 +126,8 @@ Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std:
       f.value = std::string(t.text.substr(eq + 1));
       f.key_at = st.pos[start];
       f.value_at = st.pos[std::min(start + eq + 1, st.pos.size() - 1)];
-      if (f.value.size() >= 2 && f.value.front() == '"' && f.value.back() == '"') f.value = f.value.substr(1, f.value.size() - 2);
+      if (f.value.size() >= 2 && f.value.front() == '"' && f.value.back() == '"')
+        f.value = f.value.substr(1, f.value.size() - 2);
       fields.push_back(std::move(f));
     }
     const Field& head = fields.front();
@@ -135,8 +136,9 @@ Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std:
       if (!names) {
         SourceLocation l = f.value_at;
         if (names.error().where.column > 0) l.column += names.error().where.column - 1;
-        return make_error(ErrorCode::kParse, fmt::format("in {} hostlist '{}': {}", f.key == "nodes" ? "Nodes" : "Switches",
-                                                         printable(f.value), names.error().message),
+        return make_error(ErrorCode::kParse,
+                          fmt::format("in {} hostlist '{}': {}", f.key == "nodes" ? "Nodes" : "Switches",
+                                      printable(f.value), names.error().message),
                           where(l));
       }
       return names;
@@ -147,7 +149,8 @@ Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std:
     };
     if (head.key == "switchname") {
       tree = true;
-      if (head.value.empty()) return make_error(ErrorCode::kParse, "expected a switch name after SwitchName=", where(head.value_at));
+      if (head.value.empty())
+        return make_error(ErrorCode::kParse, "expected a switch name after SwitchName=", where(head.value_at));
       if (switch_index.contains(head.value))
         return make_error(ErrorCode::kParse, fmt::format("switch '{}' is defined twice", printable(head.value)),
                           where(head.value_at));
@@ -178,7 +181,8 @@ Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std:
       }
     } else if (head.key == "blockname") {
       block = true;
-      if (head.value.empty()) return make_error(ErrorCode::kParse, "expected a block name after BlockName=", where(head.value_at));
+      if (head.value.empty())
+        return make_error(ErrorCode::kParse, "expected a block name after BlockName=", where(head.value_at));
       bool any = false;
       for (std::size_t k = 1; k < fields.size(); ++k) {
         const Field& f = fields[k];
@@ -187,7 +191,9 @@ Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std:
         if (!names) return tl::unexpected(names.error());
         for (const auto& n : *names) any = add_node(n, "", head.value, f.value_at) || any;
       }
-      if (!any) out.warnings.push_back(fmt::format("line {}: block '{}' has no nodes of its own", head.key_at.line, head.value));
+      if (!any)
+        out.warnings.push_back(
+            fmt::format("line {}: block '{}' has no nodes of its own", head.key_at.line, head.value));
     } else if (head.key == "blocksizes") {
       block = true;
       if (fields.size() > 1) return unknown_key(fields[1], "nothing else on a BlockSizes= line");
@@ -195,10 +201,14 @@ Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std:
         std::size_t start = 0;
         while (start <= part.size()) {
           auto comma = part.find(',', start);
-          std::string_view v = part.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-          if (v.empty() || !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-            return make_error(ErrorCode::kParse, fmt::format("expected BlockSizes as numbers separated by commas, found '{}'", printable(head.value)),
-                              where(head.value_at));
+          std::string_view v =
+              part.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+          if (v.empty() ||
+              !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+            return make_error(
+                ErrorCode::kParse,
+                fmt::format("expected BlockSizes as numbers separated by commas, found '{}'", printable(head.value)),
+                where(head.value_at));
           if (comma == std::string_view::npos) break;
           start = comma + 1;
         }
@@ -226,17 +236,19 @@ Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std:
       auto it = switch_index.find(child);
       if (it == switch_index.end())
         return make_error(ErrorCode::kParse,
-                          fmt::format("switch '{}' lists switch '{}', which no SwitchName= line defines", switches[s].name,
-                                      printable(child)),
+                          fmt::format("switch '{}' lists switch '{}', which no SwitchName= line defines",
+                                      switches[s].name, printable(child)),
                           where(switches[s].child_at[c]));
       SwitchRec& ch = switches[static_cast<std::size_t>(it->second)];
       if (it->second == static_cast<int>(s))
-        return make_error(ErrorCode::kParse, fmt::format("switch '{}' lists itself", ch.name), where(switches[s].child_at[c]));
+        return make_error(ErrorCode::kParse, fmt::format("switch '{}' lists itself", ch.name),
+                          where(switches[s].child_at[c]));
       if (ch.parent >= 0 && ch.parent != static_cast<int>(s)) {
-        out.warnings.push_back(fmt::format("line {}: switch '{}' is also listed under '{}'; keeping it under '{}' (the "
-                                           "model is a tree)",
-                                           switches[s].child_at[c].line, ch.name, switches[s].name,
-                                           switches[static_cast<std::size_t>(ch.parent)].name));
+        out.warnings.push_back(
+            fmt::format("line {}: switch '{}' is also listed under '{}'; keeping it under '{}' (the "
+                        "model is a tree)",
+                        switches[s].child_at[c].line, ch.name, switches[s].name,
+                        switches[static_cast<std::size_t>(ch.parent)].name));
         continue;
       }
       ch.parent = static_cast<int>(s);
@@ -260,13 +272,15 @@ Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std:
   if (done < switches.size()) {
     for (std::size_t s = 0; s < switches.size(); ++s)
       if (pending[s] > 0)
-        return make_error(ErrorCode::kParse, fmt::format("switch '{}' is part of a cycle of switches", switches[s].name),
+        return make_error(ErrorCode::kParse,
+                          fmt::format("switch '{}' is part of a cycle of switches", switches[s].name),
                           where(switches[s].at));
   }
   if (tree) {
     for (int t = 0; t <= max_height; ++t) out.tiers.push_back(tier_name_for_level(t));
     for (const auto& s : switches)
-      out.switches.push_back({s.name, s.height, s.parent >= 0 ? switches[static_cast<std::size_t>(s.parent)].name : ""});
+      out.switches.push_back(
+          {s.name, s.height, s.parent >= 0 ? switches[static_cast<std::size_t>(s.parent)].name : ""});
   }
   return out;
 }

@@ -15,10 +15,10 @@ namespace {
   auto var##_r = (expr);                                \
   if (!var##_r) return tl::unexpected(var##_r.error()); \
   auto var = std::move(*var##_r)
-#define CHECK(expr)                                             \
-  do {                                                          \
-    auto check_r_ = (expr);                                     \
-    if (!check_r_) return tl::unexpected(check_r_.error());     \
+#define CHECK(expr)                                         \
+  do {                                                      \
+    auto check_r_ = (expr);                                 \
+    if (!check_r_) return tl::unexpected(check_r_.error()); \
   } while (0)
 
 constexpr const char* kDomainLabels[] = {"accelerator.topograph.run/domain", "network.topology.nvidia.com/accelerator",
@@ -54,8 +54,8 @@ class ModelReader {
           CHECK(add_switch(name, s["name"], s, true));
         }
       } else if (!sw.IsNull()) {
-        return in_.error_at(sw, fmt::format("expected 'switches' to be a mapping of switch names, found {}",
-                                            YamlInput::describe(sw)));
+        return in_.error_at(
+            sw, fmt::format("expected 'switches' to be a mapping of switch names, found {}", YamlInput::describe(sw)));
       }
     }
     if (const YAML::Node blocks = root["blocks"]) CHECK(read_blocks(blocks));
@@ -65,7 +65,8 @@ class ModelReader {
   }
 
  private:
-  Result<void> add_switch(const std::string& name, const YAML::Node& name_node, const YAML::Node& body, bool old_layout) {
+  Result<void> add_switch(const std::string& name, const YAML::Node& name_node, const YAML::Node& body,
+                          bool old_layout) {
     if (name.empty()) return in_.error_at(name_node, "expected a switch name, found an empty one");
     if (switch_index_.contains(name)) return in_.error_at(name_node, fmt::format("switch '{}' is defined twice", name));
     switch_index_.emplace(name, static_cast<int>(switches_.size()));
@@ -73,7 +74,8 @@ class ModelReader {
     s.name = name;
     s.at = name_node;
     if (!body.IsNull()) {
-      if (!old_layout) CHECK(in_.expect_map(body, fmt::format("switch '{}'", name), {"switches", "labels", "metadata"}));
+      if (!old_layout)
+        CHECK(in_.expect_map(body, fmt::format("switch '{}'", name), {"switches", "labels", "metadata"}));
       if (const YAML::Node ch = body["switches"]) {
         TRY(names, in_.words(ch, "switches"));
         for (auto& n : names) {
@@ -98,16 +100,15 @@ class ModelReader {
     std::vector<std::string> names;
     for (const auto& e : exprs) {
       auto expanded = expand_hostlist(e);
-      if (!expanded)
-        return in_.error_at(nodes, fmt::format("in hostlist '{}': {}", e, expanded.error().message));
+      if (!expanded) return in_.error_at(nodes, fmt::format("in hostlist '{}': {}", e, expanded.error().message));
       if (names.size() + expanded->size() > kMaxHostlistNames) return in_.error_at(nodes, "too many nodes");
       names.insert(names.end(), expanded->begin(), expanded->end());
     }
     return names;
   }
 
-  Result<void> add_nodes(const YAML::Node& nodes, const std::string& sw, const YAML::Node& sw_at, const std::string& domain,
-                         const std::string& sub, const std::string& type) {
+  Result<void> add_nodes(const YAML::Node& nodes, const std::string& sw, const YAML::Node& sw_at,
+                         const std::string& domain, const std::string& sub, const std::string& type) {
     TRY(names, node_names(nodes));
     if (!sw.empty() && !switch_index_.contains(sw))
       return in_.error_at(sw_at, fmt::format("block names switch '{}', which 'switches' does not define", sw));
@@ -132,7 +133,9 @@ class ModelReader {
       TRY(sw, in_.opt_string(b, "switch"));
       std::string domain, sub;
       if (const YAML::Node labels = b["labels"]) {
-        if (!labels.IsMap()) return in_.error_at(labels, fmt::format("expected 'labels' to be a mapping, found {}", YamlInput::describe(labels)));
+        if (!labels.IsMap())
+          return in_.error_at(labels,
+                              fmt::format("expected 'labels' to be a mapping, found {}", YamlInput::describe(labels)));
         for (const char* key : kDomainLabels)
           if (labels[key] && domain.empty()) {
             TRY(d, in_.string(labels[key], key));
@@ -169,8 +172,9 @@ class ModelReader {
       for (std::size_t c = 0; c < switches_[s].children.size(); ++c) {
         auto it = switch_index_.find(switches_[s].children[c]);
         if (it == switch_index_.end())
-          return in_.error_at(switches_[s].child_at[c], fmt::format("switch '{}' lists switch '{}', which is not defined",
-                                                                    switches_[s].name, switches_[s].children[c]));
+          return in_.error_at(switches_[s].child_at[c],
+                              fmt::format("switch '{}' lists switch '{}', which is not defined", switches_[s].name,
+                                          switches_[s].children[c]));
         Sw& ch = switches_[static_cast<std::size_t>(it->second)];
         if (ch.parent >= 0 && ch.parent != static_cast<int>(s))
           return in_.error_at(switches_[s].child_at[c],
@@ -194,11 +198,13 @@ class ModelReader {
     }
     if (queue.size() < switches_.size())
       for (std::size_t s = 0; s < switches_.size(); ++s)
-        if (pending[s] > 0) return in_.error_at(switches_[s].at, fmt::format("switch '{}' is part of a cycle", switches_[s].name));
+        if (pending[s] > 0)
+          return in_.error_at(switches_[s].at, fmt::format("switch '{}' is part of a cycle", switches_[s].name));
     if (switches_.empty()) return {};
     for (int t = 0; t <= max_height; ++t) out_.tiers.push_back(tier_name_for_level(t));
     for (const auto& s : switches_)
-      out_.switches.push_back({s.name, s.height, s.parent >= 0 ? switches_[static_cast<std::size_t>(s.parent)].name : ""});
+      out_.switches.push_back(
+          {s.name, s.height, s.parent >= 0 ? switches_[static_cast<std::size_t>(s.parent)].name : ""});
     return {};
   }
 

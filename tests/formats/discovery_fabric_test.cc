@@ -169,9 +169,11 @@ TEST(DiscoveryMerge, TopoFabricAndIbnetBecomeOneCluster) {
 
 TEST(DiscoveryMerge, FabricDomainsAndNoTopologyGroup) {
   DiscoveredTopology hw = named("topo-m"), fab = named("fabric");
-  for (const char* n : {"gb-r1-n01", "gb-r1-n02", "gb-r2-n01"}) hw.nodes.push_back(topo_node(n, "gb200-4gpu.topo", "GB200"));
-  for (auto [node, file] : {std::pair{"gb-r1-n01", "fabric-gb-r1-n01.csv"}, std::pair{"gb-r1-n02", "fabric-gb-r1-n02.csv"},
-                            std::pair{"gb-r2-n01", "fabric-gb-r2-n01.csv"}}) {
+  for (const char* n : {"gb-r1-n01", "gb-r1-n02", "gb-r2-n01"})
+    hw.nodes.push_back(topo_node(n, "gb200-4gpu.topo", "GB200"));
+  for (auto [node, file] :
+       {std::pair{"gb-r1-n01", "fabric-gb-r1-n01.csv"}, std::pair{"gb-r1-n02", "fabric-gb-r1-n02.csv"},
+        std::pair{"gb-r2-n01", "fabric-gb-r2-n01.csv"}}) {
     auto f = read_nvidia_fabric(data(file), file);
     ASSERT_TRUE(f);
     DiscoveredNode dn;

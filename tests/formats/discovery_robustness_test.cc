@@ -60,8 +60,8 @@ const std::vector<std::pair<std::string, Reader>>& readers() {
            d.nodes.push_back(n);
            auto m = merge_discovered({d}, {});
            if (!m) {
-    EXPECT_FALSE(m.error().message.empty());
-  }
+             EXPECT_FALSE(m.error().message.empty());
+           }
          }
        }},
       {"fabric", [](std::string_view t) { check(read_nvidia_fabric(t, kName)); }},
@@ -94,8 +94,9 @@ std::vector<std::string> fixture_files() {
 }
 
 // Bytes a corruption writes: structure characters of every format, digits, controls, high bytes.
-constexpr char kNasty[] = {'\0', '\n', '\r', '\t', ' ', '"', '\'', '[', ']', '{', '}', '(', ')', ':', ',', ';', '=',
-                           '#', '\\', '-', '.', '*', '&', '!', '|', '>', '0', '9', 'X', 'N', 'V', '\x7f', '\xff', '\xc3'};
+constexpr char kNasty[] = {'\0', '\n', '\r', '\t', ' ', '"', '\'', '[',    ']',    '{',   '}', '(',
+                           ')',  ':',  ',',  ';',  '=', '#', '\\', '-',    '.',    '*',   '&', '!',
+                           '|',  '>',  '0',  '9',  'X', 'N', 'V',  '\x7f', '\xff', '\xc3'};
 
 class DiscoveryRobustness : public ::testing::TestWithParam<std::string> {};
 
@@ -107,7 +108,8 @@ TEST_P(DiscoveryRobustness, TruncatedAndCorruptedCopiesNeverCrash) {
   std::mt19937 rng(seed);
   std::vector<std::string> mutants;
   // Truncations: every line end, plus seeded positions.
-  for (std::size_t p = original.find('\n'); p != std::string::npos && mutants.size() < 60; p = original.find('\n', p + 1))
+  for (std::size_t p = original.find('\n'); p != std::string::npos && mutants.size() < 60;
+       p = original.find('\n', p + 1))
     mutants.push_back(original.substr(0, p));
   std::uniform_int_distribution<std::size_t> pos(0, original.empty() ? 0 : original.size() - 1);
   for (int k = 0; k < 60; ++k) mutants.push_back(original.substr(0, pos(rng)));
@@ -119,9 +121,15 @@ TEST_P(DiscoveryRobustness, TruncatedAndCorruptedCopiesNeverCrash) {
     for (int e = edits(rng); e > 0 && !m.empty(); --e) {
       std::size_t at = std::uniform_int_distribution<std::size_t>(0, m.size() - 1)(rng);
       switch (kind(rng)) {
-        case 0: m[at] = kNasty[nasty(rng)]; break;
-        case 1: m.erase(at, 1); break;
-        default: m.insert(at, m.substr(at, std::min<std::size_t>(16, m.size() - at))); break;
+        case 0:
+          m[at] = kNasty[nasty(rng)];
+          break;
+        case 1:
+          m.erase(at, 1);
+          break;
+        default:
+          m.insert(at, m.substr(at, std::min<std::size_t>(16, m.size() - at)));
+          break;
       }
     }
     mutants.push_back(std::move(m));

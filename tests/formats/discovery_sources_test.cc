@@ -155,7 +155,8 @@ TEST(TopographModel, ErrorsNamePositions) {
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().where.line, 3);
   EXPECT_NE(unknown.error().message.find("missing"), std::string::npos);
-  auto two_parents = read_topograph_model("switches:\n  a:\n    switches: [c]\n  b:\n    switches: [c]\n  c: {}\n", "m.yaml");
+  auto two_parents =
+      read_topograph_model("switches:\n  a:\n    switches: [c]\n  b:\n    switches: [c]\n  c: {}\n", "m.yaml");
   ASSERT_FALSE(two_parents);
   EXPECT_NE(two_parents.error().message.find("two parent"), std::string::npos);
   auto bad_block = read_topograph_model("blocks:\n- switch: nowhere\n  nodes: [n1]\n", "m.yaml");
@@ -217,7 +218,8 @@ TEST(K8sNodes, ErrorsNamePositions) {
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("name"), std::string::npos);
   auto count = read_k8s_nodes(
-      "{\"items\": [\n {\"metadata\": {\"name\": \"n1\", \"labels\": {\"nvidia.com/gpu.count\": \"many\"}}}]}", "n.json");
+      "{\"items\": [\n {\"metadata\": {\"name\": \"n1\", \"labels\": {\"nvidia.com/gpu.count\": \"many\"}}}]}",
+      "n.json");
   ASSERT_FALSE(count);
   EXPECT_EQ(count.error().where.line, 2);
   EXPECT_NE(count.error().message.find("many"), std::string::npos);
