@@ -84,7 +84,9 @@ void register_discover(CLI::App& app, int& exit_code) {
   cmd->add_option("--nvlink-GBps", r.topo.nvlink_GBps_per_link,
                   "NVLink bandwidth per link and direction in GB/s (default: from --gpu-model, e.g. 25 for H100)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--nic-gbit", r.topo.nic_gbit, "NIC line rate in Gbit/s (topo -m does not show it; default 400)")
+  cmd->add_option("--nic-gbit", r.topo.nic_gbit,
+                  "Line rate of compute NICs in Gbit/s (topo -m does not show it; default: the HCAs' link rate in "
+                  "--ibnetdiscover, e.g. 4xNDR = 400, else 400)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--gpus-per-node", r.merge.default_gpu_count,
                   "GPUs of nodes no topo -m or label describes (default 8; 4 for GB200/GB300)")
@@ -103,7 +105,10 @@ void register_discover(CLI::App& app, int& exit_code) {
       "Example:\n"
       "  toposched discover --topo-m topo/ --fabric fabric/ --ibnetdiscover fabric.ibnet \\\n"
       "      --hca 'mlx5_[0-7]' --gpu-model H100 -o cluster.yaml");
-  cmd->callback([opts, &exit_code] { exit_code = run_discover(*opts); });
+  cmd->callback([opts, cmd, &exit_code] {
+    opts->request.merge.nic_gbit_from_fabric = cmd->count("--nic-gbit") == 0;
+    exit_code = run_discover(*opts);
+  });
 }
 
 }  // namespace toposched::cli

@@ -190,6 +190,7 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
                                          s.source, n.name, m.hardware_source));
         }
       }
+      if (m.node.nic_gbit == 0) m.node.nic_gbit = n.nic_gbit;
       if (m.node.gpu_count == 0) m.node.gpu_count = n.gpu_count;
       if (m.node.gpu_model.empty()) m.node.gpu_model = n.gpu_model;
     }
@@ -248,13 +249,18 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
     NodeType hw;
     if (m.node.hardware) {
       hw = *m.node.hardware;
+      if (options.nic_gbit_from_fabric && m.node.nic_gbit > 0)
+        for (Nic& nic : hw.nics)
+          if (nic.compute) nic.gbit = m.node.nic_gbit;
     } else {
       const std::string model = m.node.gpu_model.empty() ? options.default_gpu_model : m.node.gpu_model;
       // A GB200/GB300 compute tray has 4 GPUs; other products default to the option.
       auto product = find_gpu_product(model);
       const bool tray = product && product->canonical.starts_with("GB");
       const int count = m.node.gpu_count > 0 ? m.node.gpu_count : tray ? 4 : options.default_gpu_count;
-      auto generic = generic_node_type(model, count, options.default_nic_gbit);
+      const double nic_gbit =
+          options.nic_gbit_from_fabric && m.node.nic_gbit > 0 ? m.node.nic_gbit : options.default_nic_gbit;
+      auto generic = generic_node_type(model, count, nic_gbit);
       if (!generic) {
         Error e = generic.error();
         e.message = fmt::format("node '{}': {}", m.node.name, e.message);

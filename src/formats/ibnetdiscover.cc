@@ -23,7 +23,28 @@ struct Entity {
   Kind kind = Kind::kCa;
   bool has_record = false;
   std::vector<int> peers;  // switches only
+  double gbit = 0;         // CAs: the link rate of its port, 0 = unknown
 };
+
+// Link rate of a port line's last word, "4xNDR" -> 400 (Gbit/s); 0 when it is not one.
+double link_gbit(std::string_view line) {
+  auto words = tokenize(line);
+  if (words.empty()) return 0;
+  std::string_view w = words.back().text;
+  auto x = w.find('x');
+  if (x == std::string_view::npos || x == 0 || x > 2) return 0;
+  int lanes = 0;
+  for (std::size_t i = 0; i < x; ++i) {
+    if (w[i] < '0' || w[i] > '9') return 0;
+    lanes = lanes * 10 + (w[i] - '0');
+  }
+  static constexpr std::pair<std::string_view, double> kLane[] = {{"SDR", 2.5},  {"DDR", 5},   {"QDR", 10},
+                                                                  {"FDR10", 10}, {"FDR", 14},  {"EDR", 25},
+                                                                  {"HDR", 50},   {"NDR", 100}, {"XDR", 200}};
+  for (auto [name, rate] : kLane)
+    if (w.substr(x + 1) == name) return lanes * rate;
+  return 0;
+}
 
 class UnionFind {
  public:
@@ -202,11 +223,15 @@ Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string&
       Entity& pe = ents[static_cast<std::size_t>(peer_id)];
       std::string_view d = comment_desc(s, p);
       if (!pe.has_record && pe.desc.empty() && !d.empty()) pe.desc = std::string(d);
-      const Entity& ce = ents[static_cast<std::size_t>(current)];
-      if (ce.kind == Kind::kSwitch)
+      Entity& ce = ents[static_cast<std::size_t>(current)];
+      const double gbit = link_gbit(s.substr(p));
+      if (ce.kind == Kind::kSwitch) {
         links.emplace_back(current, peer_id);
-      else if (pe.kind == Kind::kSwitch)
+        if (pe.kind == Kind::kCa && gbit > 0) pe.gbit = gbit;
+      } else if (pe.kind == Kind::kSwitch) {
         links.emplace_back(peer_id, current);
+        if (gbit > 0) ce.gbit = gbit;
+      }
       continue;
     }
     return bad("an ibnetdiscover line (a 'Switch'/'Ca' node line, a '[port]' line, 'key=value' or a comment)");
@@ -225,6 +250,7 @@ Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string&
   std::vector<CaRole> role(ents.size(), CaRole::kNone);
   std::vector<int> ca_node(ents.size(), -1);
   std::vector<std::string> node_names;
+  std::vector<double> node_gbit;  // per node: link rate of its kept HCAs
   std::unordered_map<std::string, int> node_index;
   std::vector<std::string> unnamed_examples;
   for (std::size_t i = 0; i < ents.size(); ++i) {
@@ -254,7 +280,14 @@ Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string&
     role[i] = CaRole::kHca;
     ++st.kept_hcas;
     auto [it, inserted] = node_index.try_emplace(std::string(words[0].text), static_cast<int>(node_names.size()));
-    if (inserted) node_names.emplace_back(words[0].text);
+    if (inserted) {
+      node_names.emplace_back(words[0].text);
+      node_gbit.push_back(e.gbit);
+    } else if (e.gbit > 0) {
+      // The slowest HCA of the node bounds what its NICs deliver.
+      double& g = node_gbit[static_cast<std::size_t>(it->second)];
+      g = g > 0 ? std::min(g, e.gbit) : e.gbit;
+    }
     ca_node[i] = it->second;
   }
   if (st.skipped_unnamed > 0)
@@ -450,6 +483,7 @@ Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string&
     if (node_group[n] < 0) continue;
     DiscoveredNode dn;
     dn.name = node_names[n];
+    dn.nic_gbit = node_gbit[n];
     dn.switch_name = all[static_cast<std::size_t>(kept_index[static_cast<std::size_t>(node_group[n])])].name;
     out.topology.nodes.push_back(std::move(dn));
   }

@@ -12,7 +12,8 @@
 // Upper tiers are built upward: switches linked to the groups of one tier form the next
 // tier, and switches sharing a child group are merged. A node reaching several leaf groups
 // is placed under the smallest one and named in a warning. A dump without a switch gives an
-// empty fabric. Pure function; thread-safe.
+// empty fabric. Each node's NIC speed hint is the link rate of its kept HCAs ("4xNDR" = 400
+// Gbit/s; the slowest when they differ). Pure function; thread-safe.
 #pragma once
 
 #include <optional>

@@ -75,6 +75,9 @@ class DiscoverTwoSu(unittest.TestCase):
         proc = self.discover("--hca", "mlx5_[01]", "--format", "json")
         spec = json.loads(proc.stdout)
         self.assertEqual(spec["nodes"][0]["names"], "gpu-a[01-04],gpu-b[01-04]")
+        self.assertEqual(spec["node_types"][0]["nics"][0]["gbit"], 400)  # the dump's 4xNDR links
+        proc = self.discover("--hca", "mlx5_[01]", "--format", "json", "--nic-gbit", "100")
+        self.assertEqual(json.loads(proc.stdout)["node_types"][0]["nics"][0]["gbit"], 100)
 
     def test_bad_input_names_file_line_column(self):
         bad = os.path.join(self.topo, "gpu-a02.topo")

@@ -66,6 +66,7 @@ TEST(Ibnetdiscover, TwoSuWithHcaFilterGivesTwoLeafGroupsOfFour) {
   EXPECT_EQ(f->stats.aggregation_nodes, 7);
   EXPECT_EQ(f->stats.filtered_hcas, 8);  // the mlx5_4 storage HCAs
   EXPECT_EQ(f->stats.nodes_in_several_leaf_groups, 0);
+  for (const auto& n : t.nodes) EXPECT_DOUBLE_EQ(n.nic_gbit, 400) << n.name;  // 4xNDR
   EXPECT_TRUE(any_warning_mentions(t.warnings, "skipped 1 CA"));
   EXPECT_TRUE(any_warning_mentions(t.warnings, "MT4129 ConnectX7"));
   EXPECT_TRUE(any_warning_mentions(t.warnings, "7 SHARP aggregation"));
@@ -161,6 +162,19 @@ TEST(DiscoveryMerge, TopoFabricAndIbnetBecomeOneCluster) {
   EXPECT_EQ(c.level_name(c.path(c.node_gpu(*a1, 0), c.node_gpu(*a1, 1))), "nvlink");
   EXPECT_EQ(c.level_name(c.node_path(*a1, *a2)), "tier:leaf");
   EXPECT_EQ(c.level_name(c.node_path(*a1, *b1)), "tier:spine");
+  // HDR links instead of NDR: the compute NICs take the fabric's rate unless told otherwise.
+  std::string hdr = data("two-su-rails-storage.ibnet");
+  for (auto p = hdr.find("4xNDR"); p != std::string::npos; p = hdr.find("4xNDR", p)) hdr.replace(p, 5, "4xHDR");
+  auto ib_hdr = read_ibnetdiscover(hdr, "hdr.ibnet", o);
+  ASSERT_TRUE(ib_hdr);
+  auto slow = merge_discovered({hw, ib_hdr->topology}, {});
+  ASSERT_TRUE(slow);
+  EXPECT_DOUBLE_EQ(slow->cluster.node_type(*slow->cluster.find_node("gpu-a01")).nics[0].gbit, 200);
+  DiscoveryOptions fixed;
+  fixed.nic_gbit_from_fabric = false;
+  auto kept = merge_discovered({hw, ib_hdr->topology}, fixed);
+  ASSERT_TRUE(kept);
+  EXPECT_DOUBLE_EQ(kept->cluster.node_type(*kept->cluster.find_node("gpu-a01")).nics[0].gbit, 400);
   // The result round-trips through the native spec.
   auto again = read_native_spec(write_native_yaml(c), "spec.yaml");
   ASSERT_TRUE(again) << again.error().to_string();
