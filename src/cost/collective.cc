@@ -1,0 +1,544 @@
+#include "cost/collective.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cost/nccl_constants.h"
+
+namespace toposched {
+
+namespace nccl {
+
+Arch arch_of(std::string_view gpu_model) {
+  std::string key;
+  for (char c : gpu_model) key += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  auto has = [&](std::string_view s) { return key.find(s) != std::string::npos; };
+  if (has("B200") || has("B300") || has("GB2") || has("GB3")) return Arch::kBlackwell;
+  if (has("H100") || has("H200") || has("H800") || has("H20") || has("GH200")) return Arch::kHopper;
+  if (has("V100")) return Arch::kVolta;
+  return Arch::kAmpere;
+}
+
+double nvlink_efficiency(Arch arch) {
+  // NCCL's usable per-link figures (topo.h) over the nominal rate per link (hardware.h).
+  switch (arch) {
+    case Arch::kVolta: return 20.0 / 25.0;
+    case Arch::kAmpere: return 20.0 / 25.0;
+    case Arch::kHopper: return 20.6 / 25.0;
+    case Arch::kBlackwell: return 40.1 / 50.0;
+  }
+  return 0.8;
+}
+
+}  // namespace nccl
+
+namespace {
+
+using nccl::Arch;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// NCCL's usable PCIe bandwidth (topo.h PCI_BW 24 GB/s for Gen4 x16, 12 for Gen3 x16) over
+// the line rate after encoding (31.5 and 15.75 GB/s).
+constexpr double kPcieEfficiency = 24.0 / 31.5;
+
+constexpr int kTree = 0, kRingIdx = 1, kNvlsIdx = 2;
+constexpr int kHwNvlink = 0, kHwPci = 1, kHwNet = 2;
+
+struct CollectiveName {
+  Collective c;
+  std::string_view canonical;
+  std::array<std::string_view, 3> aliases;
+};
+
+constexpr std::array<CollectiveName, 7> kCollectiveNames = {{
+    {Collective::kAllReduce, "allreduce", {"all_reduce", "all-reduce", ""}},
+    {Collective::kAllGather, "allgather", {"all_gather", "all-gather", ""}},
+    {Collective::kReduceScatter, "reduce-scatter", {"reduce_scatter", "reducescatter", ""}},
+    {Collective::kBroadcast, "broadcast", {"bcast", "", ""}},
+    {Collective::kReduce, "reduce", {"", "", ""}},
+    {Collective::kAllToAll, "all-to-all", {"alltoall", "all_to_all", "a2a"}},
+    {Collective::kSendRecv, "send-recv", {"sendrecv", "send_recv", "p2p"}},
+}};
+
+std::string lower(std::string_view s) {
+  std::string out;
+  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// One NVLink island of the collective: a node, or the part of an accelerator domain the
+// ranks use. Built per call from the ranks; see estimate_collective.
+struct Island {
+  std::uint32_t first_rank = 0;
+  int gpus = 0;
+  int nodes = 0;
+  NodeId node;  // first node, for path queries to other islands
+  double intra_bw = kInf;    // usable GB/s per GPU of the slowest hop inside
+  double intra_lat = 0;      // µs, slowest hop inside
+  bool nvlink = true;        // every hop inside is NVLink (or domain NVLink)
+  bool nvswitch = true;      // every node has an NVSwitch baseboard
+  double egress = 0;         // GB/s: usable NIC share of its GPUs, summed
+};
+
+struct Entry {
+  std::uint64_t key;  // island key << 32 | gpu
+  std::uint32_t rank;
+};
+
+// The graph-level quantities every algorithm's formula needs.
+struct Graph {
+  int ranks = 0;
+  int islands = 0;
+  int max_local = 0;
+  bool equal_local = true;
+  double intra_bw = kInf;  // slowest intra-island hop, GB/s per GPU
+  double intra_lat = 0;    // its latency, µs
+  bool intra_nvlink = true;
+  bool nvswitch = true;
+  double cross_bw = kInf;  // slowest island crossing, GB/s (all channels)
+  double cross_lat = 0;
+  Arch arch = Arch::kBlackwell;
+};
+
+struct Candidate {
+  Algorithm algorithm;
+  Protocol protocol;
+  double latency_us;
+  double algbw_GBps;  // bandwidth term: time = latency + bytes / algbw
+  double time(double bytes) const { return latency_us + bytes / (algbw_GBps * 1e3); }
+};
+
+int log2i(int n) {
+  int l = 0;
+  while (n > 1) {
+    n >>= 1;
+    ++l;
+  }
+  return l;
+}
+
+double ll_max_bw(const Graph& g) {
+  int col = g.islands <= 2 ? g.islands - 1 : 2;
+  return nccl::kLLMaxBwGBps[static_cast<int>(g.arch)][col];
+}
+
+bool ll128_enabled(const Graph& g) { return g.intra_nvlink; }
+
+double intra_hop_latency(const Graph& g, int algo, int proto) {
+  int hw = g.intra_nvlink ? kHwNvlink : kHwPci;
+  double lat = nccl::kHopLatencyUs[hw][algo][proto];
+  if (g.islands > 1 && proto == 0) lat *= nccl::kLLIntraLatencyFactorMultiNode;
+  return lat + g.intra_lat;
+}
+
+double inter_hop_latency(const Graph& g, int algo, int proto) {
+  return nccl::kHopLatencyUs[kHwNet][algo][proto] + g.cross_lat;
+}
+
+// The graph's per-rank bandwidth: what one rank can push through the slowest hop.
+double graph_bw(const Graph& g) { return std::min(g.intra_bw, g.cross_bw); }
+
+// Ring: NCCL's formula with this graph's bandwidth; returns false if the protocol is off.
+bool ring_candidate(const Graph& g, Collective c, int proto, Candidate& out) {
+  if (proto == 1 && !ll128_enabled(g)) return false;
+  const int n = g.ranks;
+  int nsteps, ninter;
+  switch (c) {
+    case Collective::kAllReduce: nsteps = 2 * (n - 1); ninter = 2 * (g.islands - 1); break;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter: nsteps = n - 1; ninter = g.islands - 1; break;
+    default: nsteps = n - 1; ninter = g.islands - 1; break;  // broadcast, reduce: a chain
+  }
+  double intra = intra_hop_latency(g, kRingIdx, proto);
+  if (g.islands > 1) intra = std::max(intra, nccl::kNetOverheadUs * (proto == 2 ? 3 : 1));
+  double lat = nccl::kBaseLatencyUs[kRingIdx][proto] + (nsteps - ninter) * intra +
+               ninter * inter_hop_latency(g, kRingIdx, proto);
+  double bus = graph_bw(g);
+  if (proto == 0) bus = std::min(ll_max_bw(g), bus * nccl::kRingLLFactor);
+  if (proto == 1) bus *= nccl::kRingLL128Factor;
+  out = {Algorithm::kRing, static_cast<Protocol>(proto), lat, bus / bus_factor(c, n)};
+  if (c == Collective::kBroadcast || c == Collective::kReduce) out.algbw_GBps = bus;
+  return true;
+}
+
+bool tree_candidate(const Graph& g, int proto, Candidate& out) {
+  if (proto == 1 && !ll128_enabled(g)) return false;
+  double bus = graph_bw(g) * nccl::kTreeFactor;
+  if (proto == 0) bus = std::min(bus * nccl::kTreeLLFactor, ll_max_bw(g));
+  if (proto == 1)
+    bus *= g.islands == 1 ? nccl::kTreeLL128FactorSingleNode : nccl::kTreeLL128FactorMultiNode;
+  double lat = nccl::kBaseLatencyUs[kTree][proto] +
+               2 * ((g.max_local - 1) * intra_hop_latency(g, kTree, proto) +
+                    log2i(g.islands) * inter_hop_latency(g, kTree, proto));
+  out = {Algorithm::kTree, static_cast<Protocol>(proto), lat, bus * nccl::kTreeAlgbwRatio};
+  return true;
+}
+
+bool nvls_supported(const Graph& g) {
+  return g.nvswitch && g.intra_nvlink && g.arch >= Arch::kHopper && g.max_local >= 2;
+}
+
+// NVLS inside one island (allreduce, allgather, reduce-scatter); NVLS+Tree across islands
+// (allreduce only), as NCCL 2.18+ does on NVSwitch systems.
+bool nvls_candidate(const Graph& g, Collective c, Candidate& out) {
+  if (!nvls_supported(g)) return false;
+  // Two steps through the switch (multimem reduce, then multicast store), each paying the
+  // NVLink hop latency on top of NCCL's NVLS latency.
+  const double intra_lat = nccl::kHopLatencyUs[kHwNvlink][kNvlsIdx][2] + 2 * g.intra_lat;
+  if (g.islands == 1) {
+    if (c == Collective::kAllReduce) {
+      out = {Algorithm::kNvls, Protocol::kSimple, intra_lat, g.intra_bw * nccl::kNvlsAlgbwRatio};
+    } else {
+      out = {Algorithm::kNvls, Protocol::kSimple, intra_lat, g.intra_bw / bus_factor(c, g.ranks)};
+    }
+    return true;
+  }
+  if (c != Collective::kAllReduce) return false;
+  double inter = g.islands <= 2 ? g.cross_bw : g.cross_bw / 2;
+  double bw = std::min(g.intra_bw, inter) * nccl::kNvlsAlgbwRatio;
+  double lat = intra_lat + 2 * log2i(g.islands) *
+                               (nccl::kHopLatencyUs[kHwNet][kNvlsIdx][2] + g.cross_lat);
+  out = {Algorithm::kNvls, Protocol::kSimple, lat, bw};
+  return true;
+}
+
+double best_time(const Graph& g, Collective c, double bytes, Algorithm a, Candidate* chosen) {
+  double best = kInf;
+  auto consider = [&](const Candidate& cand) {
+    double t = cand.time(bytes);
+    if (t < best) {
+      best = t;
+      if (chosen) *chosen = cand;
+    }
+  };
+  Candidate cand;
+  for (int p = 0; p < 3; ++p) {
+    if (a == Algorithm::kRing && ring_candidate(g, c, p, cand)) consider(cand);
+    if (a == Algorithm::kTree && tree_candidate(g, p, cand)) consider(cand);
+  }
+  if (a == Algorithm::kNvls && nvls_candidate(g, c, cand)) consider(cand);
+  return best;
+}
+
+// All-to-all and send/recv: every rank talks to its peers directly. Volume leaving each
+// rank over NVLink and over the network is divided by the bandwidth of that path.
+Candidate direct_candidate(const Graph& g, Collective c, double local_fraction_min) {
+  // Time per byte of `bytes` (what each rank sends).
+  double lat = nccl::kBaseLatencyUs[kRingIdx][2] +
+               (g.islands > 1 ? inter_hop_latency(g, kRingIdx, 2) : intra_hop_latency(g, kRingIdx, 2));
+  double per_byte;  // µs per byte
+  if (c == Collective::kSendRecv) {
+    double bw = g.islands > 1 ? std::min(g.cross_bw / std::max(1, g.max_local), g.intra_bw)
+                              : g.intra_bw;
+    per_byte = 1.0 / (bw * 1e3);
+  } else {
+    const int n = g.ranks;
+    // Fraction of a rank's data to peers in its island, and outside it.
+    double local = local_fraction_min;
+    double remote = (n - 1.0) / n - local;
+    double per_rank_net = g.islands > 1 ? g.cross_bw / std::max(1, g.max_local) : kInf;
+    per_byte = std::max(local / (g.intra_bw * 1e3), remote > 0 ? remote / (per_rank_net * 1e3) : 0.0);
+  }
+  return {Algorithm::kDirect, Protocol::kSimple, lat, per_byte > 0 ? 1.0 / (per_byte * 1e3) : kInf};
+}
+
+// Hierarchical allreduce: reduce-scatter inside each island, allreduce across islands
+// between the ranks of equal local index (max_local rings sharing the crossing), allgather
+// inside. Three NCCL calls in sequence, each with its best protocol.
+double hierarchical_time(const Graph& g, double bytes) {
+  // Real implementations cut the message into chunks and overlap the phases, so the
+  // bandwidth term is that of the busiest resource (NVLink carries both intra phases, the
+  // network the inter phase) while every phase's latency is paid once.
+  const int k = g.max_local;
+  double latency = 0, nvlink_term = 0, network_term = 0;
+  Candidate c;
+  if (k > 1) {
+    Graph in = g;
+    in.ranks = k;
+    in.islands = 1;
+    in.cross_bw = kInf;
+    in.cross_lat = 0;
+    for (Collective phase : {Collective::kReduceScatter, Collective::kAllGather}) {
+      best_time(in, phase, bytes, Algorithm::kRing, &c);
+      latency += c.latency_us;
+      nvlink_term += bytes / (c.algbw_GBps * 1e3);
+    }
+  }
+  if (g.islands > 1) {
+    Graph out = g;
+    out.ranks = g.islands;
+    out.max_local = 1;
+    out.intra_bw = kInf;
+    out.intra_lat = 0;
+    out.cross_bw = g.cross_bw / k;  // k rings share each crossing
+    best_time(out, Collective::kAllReduce, bytes / k, Algorithm::kRing, &c);
+    latency += c.latency_us;
+    network_term = bytes / k / (c.algbw_GBps * 1e3);
+  }
+  return latency + std::max(nvlink_term, network_term);
+}
+
+struct Scratch {
+  std::vector<Entry> entries;
+  std::vector<Island> islands;
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+}  // namespace
+
+std::string_view collective_name(Collective c) {
+  return kCollectiveNames[static_cast<std::size_t>(c)].canonical;
+}
+
+std::optional<Collective> parse_collective(std::string_view name) {
+  std::string key = lower(name);
+  for (const auto& e : kCollectiveNames) {
+    if (key == e.canonical) return e.c;
+    for (auto a : e.aliases)
+      if (!a.empty() && key == a) return e.c;
+  }
+  return std::nullopt;
+}
+
+std::string_view algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto: return "auto";
+    case Algorithm::kRing: return "ring";
+    case Algorithm::kTree: return "tree";
+    case Algorithm::kNvls: return "nvls";
+    case Algorithm::kHierarchical: return "hierarchical";
+    case Algorithm::kDirect: return "direct";
+  }
+  return "unknown";
+}
+
+std::optional<Algorithm> parse_algorithm(std::string_view name) {
+  std::string key = lower(name);
+  for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls,
+                      Algorithm::kHierarchical, Algorithm::kDirect})
+    if (key == algorithm_name(a)) return a;
+  return std::nullopt;
+}
+
+std::string_view protocol_name(Protocol p) {
+  switch (p) {
+    case Protocol::kLL: return "LL";
+    case Protocol::kLL128: return "LL128";
+    case Protocol::kSimple: return "Simple";
+  }
+  return "unknown";
+}
+
+double bus_factor(Collective c, int ranks) {
+  const double n = std::max(ranks, 1);
+  switch (c) {
+    case Collective::kAllReduce: return 2 * (n - 1) / n;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll: return (n - 1) / n;
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+    case Collective::kSendRecv: return 1;
+  }
+  return 1;
+}
+
+Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span<const GpuId> ranks,
+                                               Collective collective, double bytes,
+                                               Algorithm algorithm, const CostOptions& options) {
+  if (ranks.empty()) return make_error(ErrorCode::kInvalidArgument, "a collective needs at least one GPU");
+  if (ranks.size() > std::numeric_limits<std::uint32_t>::max() / 2)
+    return make_error(ErrorCode::kInvalidArgument, "too many ranks");
+  if (!std::isfinite(bytes) || bytes < 0)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("message size must be a finite, non-negative number of bytes, not {}", bytes));
+  if (!(options.network_share > 0) || options.network_share > 1)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("network share must be in (0, 1], not {}", options.network_share));
+
+  const bool is_direct = collective == Collective::kAllToAll || collective == Collective::kSendRecv;
+  auto reject = [&](std::string why) -> tl::unexpected<Error> {
+    return make_error(ErrorCode::kUnsupported, fmt::format("algorithm '{}' does not apply to {}: {}", algorithm_name(algorithm), collective_name(collective), why));
+  };
+  if (is_direct && algorithm != Algorithm::kAuto && algorithm != Algorithm::kDirect)
+    return reject("it is point-to-point; use 'direct' or 'auto'");
+  if (!is_direct && algorithm == Algorithm::kDirect) return reject("use ring, tree, nvls or hierarchical");
+  if ((algorithm == Algorithm::kTree || algorithm == Algorithm::kHierarchical) && collective != Collective::kAllReduce)
+    return reject("NCCL runs it for allreduce only");
+  if (algorithm == Algorithm::kNvls && collective != Collective::kAllReduce && collective != Collective::kAllGather &&
+      collective != Collective::kReduceScatter)
+    return reject("NVLS serves allreduce, allgather and reduce-scatter");
+
+  // Group the ranks into islands (GPU ids of a node are contiguous and increase with the
+  // node id, so sorting by (island, gpu) groups nodes and keeps each node's GPUs in order).
+  Scratch& s = scratch();
+  s.entries.clear();
+  s.entries.reserve(ranks.size());
+  const auto gpu_total = cluster.gpu_count();
+  const auto domains = static_cast<std::uint64_t>(cluster.domain_count());
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    GpuId g = ranks[r];
+    if (!g.valid() || g.index() >= gpu_total)
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("rank {}: GPU id {} is not in cluster '{}'", r, g.value, cluster.name()));
+    NodeId n = cluster.gpu_node(g);
+    DomainId d = cluster.node_domain(n);
+    std::uint64_t island = d.valid() ? d.index() : domains + n.index();
+    s.entries.push_back({island << 32 | g.value, static_cast<std::uint32_t>(r)});
+  }
+  auto by_key = [](const Entry& a, const Entry& b) { return a.key < b.key; };
+  if (!std::is_sorted(s.entries.begin(), s.entries.end(), by_key))
+    std::sort(s.entries.begin(), s.entries.end(), by_key);
+
+  s.islands.clear();
+  for (std::size_t i = 0; i < s.entries.size(); ++i) {
+    const Entry& e = s.entries[i];
+    GpuId g(static_cast<std::uint32_t>(e.key & 0xffffffffu));
+    NodeId n = cluster.gpu_node(g);
+    bool new_island = i == 0 || (s.entries[i - 1].key >> 32) != (e.key >> 32);
+    if (!new_island && s.entries[i - 1].key == e.key)
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("GPU {}:{} is given twice (ranks {} and {})", cluster.node_name(n),
+                                    cluster.gpu_local_index(g), std::min(s.entries[i - 1].rank, e.rank),
+                                    std::max(s.entries[i - 1].rank, e.rank)));
+    const NodeType& type = cluster.node_type(n);
+    if (new_island) {
+      Island isl;
+      isl.first_rank = e.rank;
+      isl.node = n;
+      s.islands.push_back(isl);
+    }
+    Island& isl = s.islands.back();
+    isl.first_rank = std::min(isl.first_rank, e.rank);
+    bool new_node = new_island || cluster.gpu_node(GpuId(static_cast<std::uint32_t>(s.entries[i - 1].key & 0xffffffffu))) != n;
+    if (new_node) {
+      ++isl.nodes;
+      isl.nvswitch = isl.nvswitch && type.nvswitch;
+    }
+    ++isl.gpus;
+    isl.egress += cluster.gpu_network_GBps(g) * nccl::kNetEncodingEfficiency;
+    if (!new_island) {
+      GpuId prev(static_cast<std::uint32_t>(s.entries[i - 1].key & 0xffffffffu));
+      Path p = cluster.path(prev, g);
+      double eff;
+      if (p.level == PathLevel::kNVLink || p.level == PathLevel::kAccelDomain) {
+        eff = nccl::nvlink_efficiency(nccl::arch_of(type.gpu_model));
+      } else {
+        eff = kPcieEfficiency;
+        isl.nvlink = false;
+      }
+      isl.intra_bw = std::min(isl.intra_bw, p.bandwidth_GBps * eff);
+      isl.intra_lat = std::max(isl.intra_lat, p.latency_us);
+    }
+  }
+
+  Graph g;
+  g.ranks = static_cast<int>(ranks.size());
+  g.islands = static_cast<int>(s.islands.size());
+  for (const Island& isl : s.islands) {
+    g.max_local = std::max(g.max_local, isl.gpus);
+    if (isl.gpus != s.islands.front().gpus) g.equal_local = false;
+    if (isl.gpus > 1) {
+      g.intra_bw = std::min(g.intra_bw, isl.intra_bw);
+      g.intra_lat = std::max(g.intra_lat, isl.intra_lat);
+      g.intra_nvlink = g.intra_nvlink && isl.nvlink;
+    }
+    g.nvswitch = g.nvswitch && isl.nvswitch;
+    g.arch = std::min(g.arch, nccl::arch_of(cluster.node_type(isl.node).gpu_model));
+  }
+  if (g.max_local <= 1) g.intra_nvlink = true;  // no intra hop: the protocols are not limited by one
+
+  // Islands in the order of their first rank; each consecutive pair (and the last back to
+  // the first) is crossed once by every channel.
+  if (g.islands > 1) {
+    std::sort(s.islands.begin(), s.islands.end(),
+              [](const Island& a, const Island& b) { return a.first_rank < b.first_rank; });
+    const auto& tiers = cluster.tiers();
+    for (std::size_t i = 0; i < s.islands.size(); ++i) {
+      const Island& a = s.islands[i];
+      const Island& b = s.islands[(i + 1) % s.islands.size()];
+      if (s.islands.size() == 2 && i == 1) break;  // the same pair
+      Path p = cluster.node_path(a.node, b.node);
+      double bw = std::min(a.egress, b.egress);
+      if (p.level == PathLevel::kTier) {
+        double over = 1, cap = kInf;
+        for (std::size_t k = 0; k <= p.tier && k < tiers.size(); ++k) {
+          if (tiers[k].bandwidth_GBps_per_node > 0) cap = std::min(cap, tiers[k].bandwidth_GBps_per_node);
+          if (k < p.tier) over *= tiers[k].oversubscription;
+        }
+        bw = std::min({bw, cap * a.nodes, cap * b.nodes}) / over;
+      } else if (p.level == PathLevel::kCrossRoot) {
+        if (cluster.cross_root_bandwidth_GBps() > 0) {
+          bw = std::min(bw, cluster.cross_root_bandwidth_GBps() * std::min(a.gpus, b.gpus));
+        } else {
+          double over = 1;
+          for (const Tier& t : tiers) over *= t.oversubscription;
+          bw /= over;
+        }
+      }
+      bw *= options.network_share;
+      g.cross_bw = std::min(g.cross_bw, bw);
+      g.cross_lat = std::max(g.cross_lat, p.latency_us);
+    }
+  }
+
+  CollectiveEstimate est;
+  est.collective = collective;
+  est.ranks = g.ranks;
+  est.islands = g.islands;
+  if (g.ranks == 1) {
+    est.algorithm = algorithm == Algorithm::kAuto ? (is_direct ? Algorithm::kDirect : Algorithm::kRing) : algorithm;
+    return est;  // nothing crosses a link
+  }
+
+  Candidate chosen{Algorithm::kRing, Protocol::kSimple, 0, kInf};
+  double best = kInf;
+  auto consider_algo = [&](Algorithm a) {
+    Candidate c;
+    double t = best_time(g, collective, bytes, a, &c);
+    if (t < best) best = t, chosen = c;
+  };
+  if (is_direct) {
+    // Fraction of a rank's all-to-all data that stays in its island (the smallest island
+    // has the most remote traffic).
+    int min_local = g.max_local;
+    for (const Island& isl : s.islands) min_local = std::min(min_local, isl.gpus);
+    double local = (min_local - 1.0) / g.ranks;
+    chosen = direct_candidate(g, collective, local);
+    best = chosen.time(bytes);
+  } else if (algorithm == Algorithm::kHierarchical) {
+    if (!g.equal_local)
+      return reject("it needs the same number of GPUs in every node (or NVLink domain)");
+    best = hierarchical_time(g, bytes);
+    chosen = {Algorithm::kHierarchical, Protocol::kSimple, 0, 0};
+  } else if (algorithm == Algorithm::kAuto) {
+    consider_algo(Algorithm::kRing);
+    if (collective == Collective::kAllReduce) consider_algo(Algorithm::kTree);
+    if (collective == Collective::kAllReduce || collective == Collective::kAllGather ||
+        collective == Collective::kReduceScatter)
+      consider_algo(Algorithm::kNvls);
+  } else {
+    if (algorithm == Algorithm::kNvls && !nvls_supported(g))
+      return reject("NVLS needs NVSwitch nodes of the Hopper generation or later and at least two GPUs per node");
+    if (algorithm == Algorithm::kNvls && g.islands > 1 && collective != Collective::kAllReduce)
+      return reject("across nodes NCCL runs NVLS (as NVLS+Tree) for allreduce only");
+    consider_algo(algorithm);
+  }
+  if (!std::isfinite(best)) best = chosen.latency_us;  // only when bytes are 0 and bw is infinite
+  est.algorithm = chosen.algorithm;
+  est.protocol = chosen.protocol;
+  est.time_us = best;
+  if (best > 0 && bytes > 0) {
+    est.algbw_GBps = bytes / (best * 1e3);
+    est.busbw_GBps = est.algbw_GBps * bus_factor(collective, g.ranks);
+  }
+  return est;
+}
+
+}  // namespace toposched

@@ -1,0 +1,90 @@
+// Collective cost model: the time NCCL would take for one collective on a given set of GPUs,
+// reasoned the way NCCL's own tuner does it (src/graph/tuning.cc): for every algorithm and
+// protocol a latency (base + per-step hop latency) and a bandwidth (the slowest hop of the
+// graph NCCL would build, times the protocol's efficiency), time = latency + bytes / algbw,
+// and `auto` takes the fastest candidate. See docs/cost-model.md for the model, constants
+// and sources.
+//
+// Graphs are built as NCCL builds them, independent of the order of `ranks`: GPUs of one
+// NVLink island (a node, or an accelerator domain such as an NVL72 rack) are contiguous, the
+// islands are visited in the order of their first rank, and each pair of consecutive islands
+// is crossed once per channel; the crossing bandwidth counts the NIC share of every GPU the
+// collective has in the island (GPUs sharing a NIC share it), the tier caps, and the
+// oversubscription of every tier below the joining switch.
+//
+// Reporting follows nccl-tests (doc/PERFORMANCE.md): `bytes` is the size nccl-tests prints
+// (the whole buffer: the output of allgather, the input of reduce-scatter, what each rank
+// sends in all-to-all and send/recv), algbw = bytes / time and busbw = algbw x factor with
+// factor 2(n-1)/n for allreduce, (n-1)/n for allgather, reduce-scatter and all-to-all, 1 for
+// broadcast, reduce and send/recv.
+//
+// Invariants: time_us >= 0, finite; busbw = algbw x bus_factor; time grows with bytes for a
+// fixed algorithm and protocol, and so does the auto choice (a minimum of increasing
+// functions). Pure functions of their inputs; thread-safe. estimate_collective allocates
+// only a thread-local scratch buffer that it reuses.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "topology/cluster.h"
+#include "topology/error.h"
+
+namespace toposched {
+
+enum class Collective : std::uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kSendRecv,
+};
+
+// kDirect is the point-to-point pattern of all-to-all and send/recv (no ring or tree).
+enum class Algorithm : std::uint8_t { kAuto, kRing, kTree, kNvls, kHierarchical, kDirect };
+
+// NCCL's protocols: LL (8-byte flag+data lines), LL128 (128-byte lines), Simple.
+enum class Protocol : std::uint8_t { kLL, kLL128, kSimple };
+
+// "allreduce", "allgather", "reduce-scatter", "broadcast", "reduce", "all-to-all", "send-recv".
+std::string_view collective_name(Collective c);
+// Accepts the names above and common spellings ("all_reduce", "reducescatter", "alltoall",
+// "sendrecv", ...), case-insensitively.
+std::optional<Collective> parse_collective(std::string_view name);
+std::string_view algorithm_name(Algorithm a);  // "auto", "ring", "tree", "nvls", "hierarchical", "direct"
+std::optional<Algorithm> parse_algorithm(std::string_view name);
+std::string_view protocol_name(Protocol p);    // "LL", "LL128", "Simple"
+
+// nccl-tests' bus bandwidth factor for n ranks.
+double bus_factor(Collective c, int ranks);
+
+struct CollectiveEstimate {
+  Collective collective = Collective::kAllReduce;
+  Algorithm algorithm = Algorithm::kRing;  // never kAuto: the algorithm chosen
+  Protocol protocol = Protocol::kSimple;
+  double time_us = 0;
+  double algbw_GBps = 0;  // 0 when time is 0 (one rank)
+  double busbw_GBps = 0;
+  int ranks = 0;
+  int islands = 0;  // NVLink islands (nodes, or accelerator domains) the ranks span
+};
+
+struct CostOptions {
+  // Fraction (0, 1] of its inter-node bandwidth the job gets, e.g. from
+  // network_shares() in contention.h when other jobs share its uplinks.
+  double network_share = 1.0;
+};
+
+// One collective of `bytes` on `ranks` (ranks[r] is the GPU of rank r). Errors: empty
+// ranks, an invalid or repeated GPU, bytes negative or not finite, an algorithm that does
+// not apply to the collective or to these GPUs (e.g. NVLS without NVSwitch), bad options.
+Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span<const GpuId> ranks,
+                                               Collective collective, double bytes,
+                                               Algorithm algorithm = Algorithm::kAuto,
+                                               const CostOptions& options = {});
+
+}  // namespace toposched

@@ -1,0 +1,47 @@
+// Network contention between running jobs: jobs whose traffic leaves the same switch
+// subtree share that switch's uplink, whose capacity is what the nodes below can inject
+// divided by the oversubscription of every tier up to it. Shares are max-min fair
+// (progressive filling): every job's rate rises together until an uplink it crosses is
+// full; those jobs freeze, the others keep rising.
+//
+// A job's demand on an uplink is its inter-node rate: NCCL's rings leave a subtree once per
+// channel set, so a job that spans a subtree's boundary puts one node's worth of network
+// bandwidth (the NIC share of its GPUs on its busiest node) on that uplink. Jobs inside one
+// node, or one accelerator domain, use no uplink and always get share 1.
+//
+// The result feeds CostOptions::network_share of estimate_collective / estimate_job_comm.
+// Invariants: every share is in (0, 1]; a job alone gets the share its uplinks allow
+// (1 when nothing is oversubscribed). Pure function; thread-safe.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "topology/cluster.h"
+#include "topology/error.h"
+
+namespace toposched {
+
+struct JobTraffic {
+  std::span<const GpuId> gpus;  // the job's GPUs (any order)
+  // Inter-node rate the job would use alone, GB/s per node; 0 = the NIC share of its GPUs
+  // on its busiest node (a bandwidth-bound job).
+  double demand_GBps = 0;
+};
+
+struct UplinkLoad {
+  SwitchId below;          // the switch whose uplink this is
+  double capacity_GBps = 0;
+  double used_GBps = 0;    // after fair sharing
+  int jobs = 0;            // jobs crossing it
+};
+
+struct ContentionResult {
+  std::vector<double> share;       // per job, in (0, 1]: fraction of its demand it gets
+  std::vector<UplinkLoad> uplinks;  // only uplinks some job crosses
+};
+
+// Errors: an invalid GPU id, a job without GPUs, a negative or non-finite demand.
+Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const JobTraffic> jobs);
+
+}  // namespace toposched

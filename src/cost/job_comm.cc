@@ -1,0 +1,336 @@
+#include "cost/job_comm.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace toposched {
+
+namespace {
+
+constexpr std::array<std::string_view, 4> kClassNames = {"llm-dense", "llm-moe", "dp-vision", "inference"};
+
+int kind_index(std::string_view kind) {
+  for (int i = 0; i < 5; ++i)
+    if (kParallelKinds[i] == kind) return i;
+  return -1;
+}
+
+std::array<int, 5> sizes_of(const ParallelPlan& p) { return {p.tp, p.cp, p.ep, p.dp, p.pp}; }
+
+// Dimension kinds (indices into kParallelKinds) innermost first, from plan.order.
+Result<std::array<int, 5>> parse_order(std::string_view order) {
+  std::array<int, 5> dims{};
+  std::array<bool, 5> seen{};
+  int count = 0;
+  std::size_t start = 0;
+  while (start <= order.size()) {
+    std::size_t dash = order.find('-', start);
+    if (dash == std::string_view::npos) dash = order.size();
+    std::string_view part = order.substr(start, dash - start);
+    int k = kind_index(part);
+    if (k < 0 || count >= 5 || seen[static_cast<std::size_t>(k)])
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("rank order '{}' must name each of tp, cp, ep, dp, pp exactly once, "
+                                    "innermost first, joined by '-' (e.g. tp-cp-ep-dp-pp)",
+                                    order));
+    seen[static_cast<std::size_t>(k)] = true;
+    dims[static_cast<std::size_t>(count++)] = k;
+    start = dash + 1;
+    if (dash == order.size()) break;
+  }
+  if (count != 5)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("rank order '{}' must name each of tp, cp, ep, dp, pp exactly once", order));
+  return dims;
+}
+
+// Stride of each kind in the global rank numbering.
+std::array<int, 5> strides_of(const ParallelPlan& plan, const std::array<int, 5>& dims) {
+  auto sizes = sizes_of(plan);
+  std::array<int, 5> stride{};
+  int s = 1;
+  for (int d : dims) {
+    stride[static_cast<std::size_t>(d)] = s;
+    s *= sizes[static_cast<std::size_t>(d)];
+  }
+  return stride;
+}
+
+struct KindTraffic {
+  Collective collective;
+  double bytes;
+  int calls;
+};
+
+// What one group of each kind moves per step (see job_comm.h).
+std::array<KindTraffic, 5> traffic_of(const ParallelPlan& plan, const WorkloadModel& m) {
+  const double tokens = static_cast<double>(m.sequence) / plan.cp * m.micro_batch;
+  const double act = tokens * m.hidden * m.bytes_per_element;  // one micro-batch's activations
+  const int layers_per_stage = (m.layers + plan.pp - 1) / plan.pp;
+  const int moe_every = std::max(1, m.moe_layer_interval);
+  const int moe_layers = m.experts > 0 ? (layers_per_stage + moe_every - 1) / moe_every : 0;
+  const int passes = m.training ? 2 : 1;  // forward (+ backward)
+  std::array<KindTraffic, 5> t{};
+  t[0] = {Collective::kAllReduce, act, 2 * passes * layers_per_stage * m.micro_batches};
+  t[1] = {Collective::kAllGather,  // K and V; the backward reduce-scatter moves the same bytes
+          2.0 * m.sequence * m.micro_batch * m.hidden * m.bytes_per_element / plan.tp,
+          passes * layers_per_stage * m.micro_batches};
+  t[2] = {Collective::kAllToAll, act / plan.tp * std::max(1, m.top_k), 2 * passes * moe_layers * m.micro_batches};
+  const double f = std::clamp(m.expert_parameter_fraction, 0.0, 1.0);
+  const double params_per_rank = m.parameters * ((1 - f) + f / plan.ep) / (static_cast<double>(plan.tp) * plan.pp);
+  t[3] = {Collective::kAllReduce, params_per_rank * m.grad_bytes_per_element, m.training ? 1 : 0};
+  t[4] = {Collective::kSendRecv, act / plan.tp, passes * m.micro_batches};
+  return t;
+}
+
+struct KindTimes {
+  std::array<double, 5> time{};
+  std::array<int, 5> groups{};
+};
+
+Result<KindTimes> kind_times(const Cluster& cluster, std::span<const GpuId> gpus, const ParallelPlan& plan,
+                             const std::array<int, 5>& dims, const std::array<KindTraffic, 5>& traffic,
+                             const CostOptions& options) {
+  const auto sizes = sizes_of(plan);
+  const auto stride = strides_of(plan, dims);
+  const int n = plan.gpus();
+  KindTimes out;
+  std::vector<GpuId> members;
+  for (int k = 0; k < 5; ++k) {
+    const int size = sizes[static_cast<std::size_t>(k)];
+    const KindTraffic& tr = traffic[static_cast<std::size_t>(k)];
+    if (size <= 1) continue;
+    const int st = stride[static_cast<std::size_t>(k)];
+    double worst = 0;
+    int groups = 0;
+    for (int r = 0; r < n; ++r) {
+      if ((r / st) % size != 0) continue;  // r is the first member of its group
+      members.clear();
+      for (int j = 0; j < size; ++j) members.push_back(gpus[static_cast<std::size_t>(r + j * st)]);
+      ++groups;
+      if (tr.calls == 0 || tr.bytes <= 0) continue;
+      auto est = estimate_collective(cluster, members, tr.collective, tr.bytes, Algorithm::kAuto, options);
+      if (!est) return tl::unexpected(est.error());
+      worst = std::max(worst, est->time_us * tr.calls);
+    }
+    out.time[static_cast<std::size_t>(k)] = worst;
+    out.groups[static_cast<std::size_t>(k)] = groups;
+  }
+  return out;
+}
+
+}  // namespace
+
+int ParallelPlan::gpus() const { return tp * pp * dp * ep * cp; }
+
+Result<void> validate_plan(const ParallelPlan& plan) {
+  auto sizes = sizes_of(plan);
+  long long product = 1;
+  for (int i = 0; i < 5; ++i) {
+    if (sizes[static_cast<std::size_t>(i)] < 1 || sizes[static_cast<std::size_t>(i)] > 1'000'000)
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("parallel size {} must be in 1..1000000, found {}", kParallelKinds[i],
+                                    sizes[static_cast<std::size_t>(i)]));
+    product *= sizes[static_cast<std::size_t>(i)];
+    if (product > 10'000'000)
+      return make_error(ErrorCode::kInvalidArgument, "tp x pp x dp x ep x cp exceeds 10,000,000 GPUs");
+  }
+  if (auto d = parse_order(plan.order); !d) return tl::unexpected(d.error());
+  return {};
+}
+
+Result<WorkloadModel> workload_class(std::string_view name) {
+  WorkloadModel m;
+  m.name = std::string(name);
+  if (name == "llm-dense") {
+    // Llama 2 70B (Touvron et al., 2023): 80 layers, hidden 8192, 4k context.
+    m.parameters = 70e9;
+    m.hidden = 8192;
+    m.layers = 80;
+    m.sequence = 4096;
+    m.micro_batch = 1;
+    m.micro_batches = 8;
+    m.overlap = 0.3;
+  } else if (name == "llm-moe") {
+    // Mixtral 8x7B (Jiang et al., 2024): 46.7B parameters, 32 layers, hidden 4096, 8 experts,
+    // top-2 routing; about 45B of the parameters are in the experts.
+    m.parameters = 46.7e9;
+    m.hidden = 4096;
+    m.layers = 32;
+    m.sequence = 4096;
+    m.micro_batch = 1;
+    m.micro_batches = 8;
+    m.experts = 8;
+    m.top_k = 2;
+    m.expert_parameter_fraction = 0.96;
+    m.overlap = 0.2;
+  } else if (name == "dp-vision") {
+    // ResNet-50 (He et al., 2016) data-parallel: 25.6M parameters, fp32 gradients; DDP
+    // overlaps its bucketed allreduce with the backward pass.
+    m.parameters = 25.6e6;
+    m.grad_bytes_per_element = 4;
+    m.bytes_per_element = 4;
+    m.overlap = 0.5;
+  } else if (name == "inference") {
+    // Serving a 70B model: one decode step of 64 sequences, forward only, TP allreduces.
+    m.parameters = 70e9;
+    m.hidden = 8192;
+    m.layers = 80;
+    m.sequence = 1;
+    m.micro_batch = 64;
+    m.micro_batches = 1;
+    m.training = false;
+  } else {
+    std::string known;
+    for (auto n : kClassNames) known += (known.empty() ? "" : ", ") + std::string(n);
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown workload class '{}'; known classes: {}", name, known));
+  }
+  return m;
+}
+
+std::span<const std::string_view> workload_class_names() { return kClassNames; }
+
+Result<void> validate_workload(const WorkloadModel& m) {
+  auto bad = [](std::string what) { return make_error(ErrorCode::kInvalidArgument, std::move(what)); };
+  if (!std::isfinite(m.parameters) || m.parameters < 0) return bad("model parameters must be a non-negative number");
+  if (m.hidden < 0 || m.layers < 0 || m.sequence < 0) return bad("hidden size, layers and sequence length must not be negative");
+  if (m.micro_batch < 1 || m.micro_batches < 1) return bad("micro-batch size and micro-batches per step must be at least 1");
+  if (!(m.bytes_per_element > 0) || !(m.grad_bytes_per_element > 0) || m.bytes_per_element > 16 || m.grad_bytes_per_element > 16)
+    return bad("bytes per element must be in (0, 16]");
+  if (m.experts < 0 || m.top_k < 1 || (m.experts > 0 && m.top_k > m.experts)) return bad("experts must be >= 0 and top_k in 1..experts");
+  if (!(m.expert_parameter_fraction >= 0 && m.expert_parameter_fraction <= 1)) return bad("expert parameter fraction must be in [0, 1]");
+  if (m.moe_layer_interval < 1) return bad("MoE layer interval must be at least 1");
+  if (!(m.overlap >= 0 && m.overlap < 1)) return bad("overlap must be in [0, 1)");
+  if (!std::isfinite(m.compute_us_per_step) || m.compute_us_per_step < 0) return bad("compute time per step must not be negative");
+  return {};
+}
+
+Result<std::vector<int>> group_of_rank(const ParallelPlan& plan, std::string_view kind, int rank) {
+  if (auto v = validate_plan(plan); !v) return tl::unexpected(v.error());
+  int k = kind_index(kind);
+  if (k < 0) return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown parallel kind '{}'; kinds: tp, cp, ep, dp, pp", kind));
+  if (rank < 0 || rank >= plan.gpus())
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("rank {} is outside 0..{}", rank, plan.gpus() - 1));
+  auto dims = *parse_order(plan.order);
+  auto stride = strides_of(plan, dims);
+  auto sizes = sizes_of(plan);
+  const int st = stride[static_cast<std::size_t>(k)];
+  const int size = sizes[static_cast<std::size_t>(k)];
+  int coord = (rank / st) % size;
+  int first = rank - coord * st;
+  std::vector<int> out;
+  for (int j = 0; j < size; ++j) out.push_back(first + j * st);
+  return out;
+}
+
+Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count, GpuId like) {
+  if (!like.valid() || like.index() >= cluster.gpu_count())
+    return make_error(ErrorCode::kInvalidArgument, "ideal placement: the reference GPU is not in the cluster");
+  if (gpu_count < 1) return make_error(ErrorCode::kInvalidArgument, "ideal placement needs at least one GPU");
+  const NodeTypeId type = cluster.node_type_id(cluster.gpu_node(like));
+  const int per_node = cluster.node_type_at(type).gpu_count;
+  const std::size_t need = static_cast<std::size_t>((gpu_count + per_node - 1) / per_node);
+  auto take = [&](const std::vector<NodeId>& nodes) -> std::optional<std::vector<GpuId>> {
+    std::vector<GpuId> out;
+    for (NodeId n : nodes) {
+      if (cluster.node_type_id(n) != type) continue;
+      for (int i = 0; i < per_node && static_cast<int>(out.size()) < gpu_count; ++i) out.push_back(cluster.node_gpu(n, i));
+      if (static_cast<int>(out.size()) == gpu_count) return out;
+    }
+    return std::nullopt;
+  };
+  auto count_of_type = [&](const std::vector<NodeId>& nodes) {
+    std::size_t c = 0;
+    for (NodeId n : nodes) c += cluster.node_type_id(n) == type;
+    return c;
+  };
+  if (need == 1) {
+    for (std::uint32_t n = 0; n < cluster.node_count(); ++n)
+      if (cluster.node_type_id(NodeId(n)) == type) {
+        std::vector<GpuId> out;
+        for (int i = 0; i < gpu_count; ++i) out.push_back(cluster.node_gpu(NodeId(n), i));
+        return out;
+      }
+  }
+  for (std::uint32_t d = 0; d < cluster.domain_count(); ++d) {
+    const auto& nodes = cluster.domain_nodes(DomainId(d));
+    if (count_of_type(nodes) >= need)
+      if (auto out = take(nodes)) return *out;
+  }
+  for (std::size_t tier = 0; tier < cluster.tiers().size(); ++tier)
+    for (std::uint32_t s = 0; s < cluster.switch_count(); ++s) {
+      if (cluster.switch_tier(SwitchId(s)) != static_cast<int>(tier)) continue;
+      const auto& nodes = cluster.switch_subtree_nodes(SwitchId(s));
+      if (count_of_type(nodes) >= need)
+        if (auto out = take(nodes)) return *out;
+    }
+  std::vector<NodeId> all;
+  for (std::uint32_t n = 0; n < cluster.node_count(); ++n) all.push_back(NodeId(n));
+  if (auto out = take(all)) return *out;
+  return make_error(ErrorCode::kInfeasible,
+                    fmt::format("cluster '{}' has fewer than {} GPUs of node type '{}'", cluster.name(), gpu_count,
+                                cluster.node_type_at(type).name));
+}
+
+Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
+                                          const ParallelPlan& plan, const WorkloadModel& model,
+                                          const CostOptions& options) {
+  if (auto v = validate_plan(plan); !v) return tl::unexpected(v.error());
+  if (auto v = validate_workload(model); !v) return tl::unexpected(v.error());
+  if (static_cast<long long>(gpus_by_rank.size()) != plan.gpus())
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("the plan needs tp x pp x dp x ep x cp = {} GPUs but {} were given", plan.gpus(),
+                                  gpus_by_rank.size()));
+  for (std::size_t r = 0; r < gpus_by_rank.size(); ++r)
+    if (!gpus_by_rank[r].valid() || gpus_by_rank[r].index() >= cluster.gpu_count())
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("rank {}: GPU id {} is not in cluster '{}'", r, gpus_by_rank[r].value, cluster.name()));
+  const auto dims = *parse_order(plan.order);
+  const auto traffic = traffic_of(plan, model);
+
+  auto actual = kind_times(cluster, gpus_by_rank, plan, dims, traffic, options);
+  if (!actual) return tl::unexpected(actual.error());
+  // The ideal: the same job alone (full network share) on packed whole nodes, Megatron order
+  // as given; if the cluster cannot hold it in one type, the same GPUs in node order.
+  std::vector<GpuId> ideal_gpus;
+  if (auto ideal = ideal_placement(cluster, plan.gpus(), gpus_by_rank[0])) {
+    ideal_gpus = std::move(*ideal);
+  } else {
+    ideal_gpus.assign(gpus_by_rank.begin(), gpus_by_rank.end());
+    std::sort(ideal_gpus.begin(), ideal_gpus.end());
+  }
+  auto ideal = kind_times(cluster, ideal_gpus, plan, dims, traffic, CostOptions{});
+  if (!ideal) return tl::unexpected(ideal.error());
+
+  JobCommEstimate est;
+  const auto sizes = sizes_of(plan);
+  for (int k = 0; k < 5; ++k) {
+    const int size = sizes[static_cast<std::size_t>(k)];
+    if (size <= 1) continue;
+    GroupComm g;
+    g.kind = std::string(kParallelKinds[k]);
+    g.time_us = actual->time[static_cast<std::size_t>(k)];
+    g.ideal_time_us = ideal->time[static_cast<std::size_t>(k)];
+    g.groups = actual->groups[static_cast<std::size_t>(k)];
+    g.group_size = size;
+    g.collective = std::string(collective_name(traffic[static_cast<std::size_t>(k)].collective));
+    g.bytes = traffic[static_cast<std::size_t>(k)].bytes;
+    g.calls = traffic[static_cast<std::size_t>(k)].calls;
+    est.step_comm_us += g.time_us;
+    est.ideal_step_comm_us += g.ideal_time_us;
+    est.groups.push_back(std::move(g));
+  }
+  est.ideal_step_comm_us = std::min(est.ideal_step_comm_us, est.step_comm_us);
+  est.slowdown = est.ideal_step_comm_us > 0 ? est.step_comm_us / est.ideal_step_comm_us : 1.0;
+  est.exposed_comm_us = est.step_comm_us * (1 - model.overlap);
+  est.ideal_exposed_comm_us = est.ideal_step_comm_us * (1 - model.overlap);
+  if (model.compute_us_per_step > 0)
+    est.step_slowdown = (model.compute_us_per_step + est.exposed_comm_us) / (model.compute_us_per_step + est.ideal_exposed_comm_us);
+  else
+    est.step_slowdown = est.slowdown;
+  return est;
+}
+
+}  // namespace toposched

@@ -1,0 +1,110 @@
+// AllocationState: which job owns each GPU of a Cluster, with incremental free counters.
+//
+// Counters kept up to date on every allocate/release: free GPUs per node, per switch (whole
+// subtree, every tier) and per accelerator domain, and the number of wholly free nodes
+// under each switch and in each domain. allocate/release cost O(GPUs x tree depth); all
+// other queries are O(1). A job is allocated all at once (gang): allocate() either takes
+// every GPU it is given or changes nothing.
+//
+// Invariants (check_invariants() recomputes them from the owners): every counter equals
+// the count derived from the per-GPU owners; every job's GPU list holds exactly the GPUs
+// whose owner is that job; no GPU has two owners (structural: one owner slot per GPU).
+//
+// The state refers to its Cluster by pointer: the Cluster must outlive it. Copying is the
+// snapshot (snapshot()/restore() are O(GPUs + switches)). Not thread-safe for writes;
+// concurrent const queries are fine.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "topology/cluster.h"
+#include "topology/error.h"
+
+namespace toposched {
+
+class AllocationState {
+ public:
+  // Index of a job inside the state; 0 means "free".
+  using JobSlot = std::uint32_t;
+  static constexpr JobSlot kFree = 0;
+
+  explicit AllocationState(const Cluster& cluster);
+
+  const Cluster& cluster() const { return *cluster_; }
+
+  // Gives `gpus` to job `job_id` (a new, non-empty id). Fails without changing anything if a
+  // GPU is out of range, repeated, or already owned, or if the job id is already in use.
+  Result<void> allocate(std::string_view job_id, std::span<const GpuId> gpus);
+  // Frees every GPU of the job; returns them in the order they were allocated.
+  Result<std::vector<GpuId>> release(std::string_view job_id);
+
+  bool gpu_free(GpuId g) const { return owner_[g.index()] == kFree; }
+  // Job id owning the GPU, or empty when free.
+  std::string_view gpu_owner(GpuId g) const;
+
+  int free_gpus(NodeId n) const { return node_free_[n.index()]; }
+  bool node_whole_free(NodeId n) const { return node_free_[n.index()] == cluster_->node_gpu_count(n); }
+  std::int64_t switch_free_gpus(SwitchId s) const { return switch_free_gpus_[s.index()]; }
+  std::int64_t switch_free_nodes(SwitchId s) const { return switch_free_nodes_[s.index()]; }
+  std::int64_t switch_total_gpus(SwitchId s) const { return switch_total_gpus_[s.index()]; }
+  std::int64_t domain_free_gpus(DomainId d) const { return domain_free_gpus_[d.index()]; }
+  std::int64_t domain_free_nodes(DomainId d) const { return domain_free_nodes_[d.index()]; }
+  std::int64_t domain_total_gpus(DomainId d) const { return domain_total_gpus_[d.index()]; }
+  std::int64_t total_free_gpus() const { return total_free_gpus_; }
+  std::int64_t total_free_nodes() const { return total_free_nodes_; }
+
+  // Switches above the node, leaf first (the node's switch, its parent, ...).
+  std::span<const SwitchId> node_ancestors(NodeId n) const {
+    return {ancestors_.data() + ancestor_begin_[n.index()],
+            ancestor_begin_[n.index() + 1] - ancestor_begin_[n.index()]};
+  }
+
+  // Jobs, in allocation order.
+  std::vector<std::string> job_ids() const;
+  bool has_job(std::string_view job_id) const { return job_index_.contains(std::string(job_id)); }
+  // GPUs of the job in allocation (rank) order; empty when unknown.
+  std::span<const GpuId> job_gpus(std::string_view job_id) const;
+  std::size_t job_count() const { return job_index_.size(); }
+
+  // Snapshot = a copy; restore puts the copy back (both O(state size)).
+  AllocationState snapshot() const { return *this; }
+  void restore(const AllocationState& snap) { *this = snap; }
+
+  // Recomputes every counter from the owners; describes the first mismatch.
+  Result<void> check_invariants() const;
+
+  // Counter equality (used by tests: a release restores the exact prior counters).
+  bool same_counters(const AllocationState& other) const;
+
+ private:
+  void adjust(NodeId n, int delta_gpus);
+
+  const Cluster* cluster_;
+  std::vector<JobSlot> owner_;                 // per GPU
+  std::vector<int> node_free_;                 // per node
+  std::vector<std::int64_t> switch_free_gpus_; // per switch, whole subtree
+  std::vector<std::int64_t> switch_free_nodes_;
+  std::vector<std::int64_t> switch_total_gpus_;
+  std::vector<std::int64_t> domain_free_gpus_;
+  std::vector<std::int64_t> domain_free_nodes_;
+  std::vector<std::int64_t> domain_total_gpus_;
+  std::int64_t total_free_gpus_ = 0;
+  std::int64_t total_free_nodes_ = 0;
+  std::vector<std::uint32_t> ancestor_begin_;  // per node + 1, into ancestors_
+  std::vector<SwitchId> ancestors_;
+
+  // Job table: slot 0 is unused ("free"); released slots are recycled.
+  std::vector<std::string> job_name_;
+  std::vector<std::vector<GpuId>> job_gpus_;
+  std::vector<std::uint64_t> job_order_;       // allocation sequence number per slot
+  std::vector<JobSlot> free_slots_;
+  std::unordered_map<std::string, JobSlot> job_index_;
+  std::uint64_t next_order_ = 0;
+};
+
+}  // namespace toposched

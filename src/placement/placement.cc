@@ -1,0 +1,248 @@
+#include "placement/placement.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "placement/policies/policies.h"
+#include "placement/select_util.h"
+#include "topology/hostlist.h"
+
+namespace toposched {
+
+const std::vector<const PlacementPolicy*>& placement_policies() {
+  static const std::vector<const PlacementPolicy*> all = {
+      &first_fit_policy(), &random_policy(),        &slurm_tree_policy(),
+      &slurm_block_policy(), &kueue_bestfit_policy(), &topo_policy(),
+  };
+  return all;
+}
+
+Result<const PlacementPolicy*> find_policy(std::string_view name) {
+  std::string names;
+  for (const PlacementPolicy* p : placement_policies()) {
+    if (p->name() == name) return p;
+    names += (names.empty() ? "" : ", ") + std::string(p->name());
+  }
+  return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown policy '{}'; policies: {}", name, names));
+}
+
+Result<void> check_placement(const AllocationState& state, const JobRequest& r, std::span<const GpuId> gpus) {
+  const Cluster& c = state.cluster();
+  auto fail = [](std::string m) { return make_error(ErrorCode::kInfeasible, std::move(m)); };
+  if (static_cast<int>(gpus.size()) != r.total_gpus)
+    return fail(fmt::format("placement has {} GPUs, the job needs {}", gpus.size(), r.total_gpus));
+  std::unordered_map<std::uint32_t, int> per_node;
+  std::set<std::uint32_t> seen;
+  for (GpuId g : gpus) {
+    if (!g.valid() || g.index() >= c.gpu_count()) return fail("placement names a GPU outside the cluster");
+    if (!seen.insert(g.value).second) return fail(fmt::format("GPU {} appears twice", g.value));
+    if (!state.gpu_free(g)) return fail(fmt::format("GPU {}:{} is not free", c.node_name(c.gpu_node(g)), c.gpu_local_index(g)));
+    NodeId n = c.gpu_node(g);
+    if (!model_matches(r, c, n))
+      return fail(fmt::format("node {} has {} GPUs, not '{}'", c.node_name(n), c.node_type(n).gpu_model, r.gpu_model));
+    ++per_node[n.value];
+  }
+  std::set<std::uint32_t> leaves;
+  for (auto [node, count] : per_node) {
+    NodeId n(node);
+    if (r.exclusive && count != c.node_gpu_count(n) && r.gpus_per_node == c.node_gpu_count(n))
+      return fail(fmt::format("exclusive job uses {} of node {}'s {} GPUs", count, c.node_name(n), c.node_gpu_count(n)));
+    if (r.exclusive && !state.node_whole_free(n)) return fail(fmt::format("exclusive job shares node {}", c.node_name(n)));
+    if (r.gpus_per_node > 0 && count != r.gpus_per_node)
+      return fail(fmt::format("node {} holds {} GPUs of the job, not {}", c.node_name(n), count, r.gpus_per_node));
+    leaves.insert(c.node_switch(n).value);
+  }
+  if (r.required_tier_index) {
+    int tier = *r.required_tier_index;
+    if (tier == kNodeTier) {
+      if (per_node.size() != 1) return fail("required tier 'node': the GPUs are on more than one node");
+    } else {
+      SwitchId first;
+      for (auto [node, count] : per_node) {
+        SwitchId s = ancestor_at_tier(state, NodeId(node), tier);
+        if (!s.valid() || (first.valid() && s != first))
+          return fail(fmt::format("required tier '{}': the GPUs are not under one switch of that tier", c.tiers()[static_cast<std::size_t>(tier)].name));
+        first = s;
+      }
+    }
+  }
+  if (r.max_switches > 0 && static_cast<int>(leaves.size()) > r.max_switches)
+    return fail(fmt::format("uses {} leaf switches, more than --switches={}", leaves.size(), r.max_switches));
+  return {};
+}
+
+namespace {
+
+// Runs the policy under the required tier: one switch (or node) of that tier at a time, in
+// id order, skipping those without enough free GPUs; the first success wins.
+Result<std::vector<GpuId>> select_in_tier(const AllocationState& s, const JobRequest& r, const PlacementPolicy& p, int tier) {
+  const Cluster& c = s.cluster();
+  std::string tier_name = tier == kNodeTier ? "node" : c.tiers()[static_cast<std::size_t>(tier)].name;
+  std::int64_t largest = 0;
+  if (tier == kNodeTier) {
+    NodeMask mask(c.node_count(), 0);
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      NodeId n(static_cast<std::uint32_t>(i));
+      int cap = node_capacity(s, r, {}, n);
+      largest = std::max<std::int64_t>(largest, cap);
+      if (cap < r.total_gpus) continue;
+      mask[i] = 1;
+      auto got = p.select(s, r, mask);
+      mask[i] = 0;
+      if (got) return got;
+    }
+  } else {
+    for (SwitchId sw : switches_at_tier(c, tier)) {
+      std::int64_t free = s.switch_free_gpus(sw);
+      largest = std::max(largest, free);
+      if (free < r.total_gpus) continue;
+      auto got = p.select(s, r, subtree_mask(c, sw));
+      if (got) return got;
+    }
+  }
+  return make_error(ErrorCode::kInfeasible,
+                    fmt::format("needs {} GPUs under one {} (required tier); the most free under one is {}", r.total_gpus,
+                                tier_name, largest));
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : std::string(sep)) + s;
+  return out;
+}
+
+void describe(const AllocationState& s, const JobRequest& r, Placement& p, const PlacementPolicy& policy) {
+  const Cluster& c = s.cluster();
+  const auto& gpus = p.gpus_by_rank;
+  // Nodes in first-rank order with their local indices in rank order.
+  std::vector<NodeId> nodes;
+  std::unordered_map<std::uint32_t, std::size_t> node_pos;
+  std::vector<std::vector<int>> locals;
+  for (GpuId g : gpus) {
+    NodeId n = c.gpu_node(g);
+    auto [it, fresh] = node_pos.emplace(n.value, nodes.size());
+    if (fresh) {
+      nodes.push_back(n);
+      locals.emplace_back();
+    }
+    locals[it->second].push_back(c.gpu_local_index(g));
+  }
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    names.push_back(c.node_name(nodes[i]));
+    std::string dev;
+    for (int l : locals[i]) dev += (dev.empty() ? "" : ",") + std::to_string(l);
+    p.cuda_visible_devices.emplace_back(names.back(), dev);
+  }
+  p.nodes_hostlist = compress_hostlist(names);
+  p.node_count = static_cast<int>(nodes.size());
+
+  // Levels: every pair inside a node, and between nodes (each node against the first and
+  // its neighbour in node order: the widest level always shows up among those).
+  std::map<int, std::string> levels;
+  auto note = [&](const Path& path) { levels.emplace(path.distance(), c.level_name(path)); };
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    for (std::size_t a = 0; a < locals[i].size(); ++a)
+      for (std::size_t b = a + 1; b < locals[i].size(); ++b)
+        note(c.path(c.node_gpu(nodes[i], locals[i][a]), c.node_gpu(nodes[i], locals[i][b])));
+  }
+  std::vector<NodeId> sorted = nodes;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 1; i < sorted.size(); ++i) {
+    note(c.node_path(sorted[0], sorted[i]));
+    note(c.node_path(sorted[i - 1], sorted[i]));
+  }
+  std::set<std::uint32_t> leaves;
+  for (NodeId n : nodes)
+    if (c.node_switch(n).valid()) leaves.insert(c.node_switch(n).value);
+  p.leaf_switch_count = static_cast<int>(leaves.size());
+  for (auto& [d, name] : levels) {
+    p.levels_spanned.push_back(name);
+    if (name.starts_with("tier:")) p.tiers_spanned.push_back(name.substr(5));
+  }
+
+  // TP groups and PP stages (training ranks: tp fastest, pp slowest).
+  const int tp = std::max(1, r.tp);
+  for (std::size_t g0 = 0; g0 + static_cast<std::size_t>(tp) <= gpus.size(); g0 += static_cast<std::size_t>(tp)) {
+    NodeId n0 = c.gpu_node(gpus[g0]);
+    DomainId d0 = c.node_domain(n0);
+    for (std::size_t k = 1; k < static_cast<std::size_t>(tp); ++k) {
+      NodeId n = c.gpu_node(gpus[g0 + k]);
+      if (n != n0 && (!d0.valid() || c.node_domain(n) != d0)) {
+        ++p.tp_groups_split;
+        break;
+      }
+    }
+  }
+  const int pp = r.workload == WorkloadKind::kTraining ? std::max(1, r.pp) : 1;
+  const std::size_t stage = gpus.size() / static_cast<std::size_t>(pp);
+  for (int st = 0; st < pp && stage > 0; ++st) {
+    std::set<std::uint32_t> sl;
+    for (std::size_t i = static_cast<std::size_t>(st) * stage; i < (static_cast<std::size_t>(st) + 1) * stage; ++i)
+      sl.insert(c.node_switch(c.gpu_node(gpus[i])).value);
+    p.max_stage_leaves = std::max(p.max_stage_leaves, static_cast<int>(sl.size()));
+  }
+
+  std::string text = fmt::format("Policy {} ({}) placed job {}: {} GPUs on {} node{} ({})", policy.name(), policy.summary(),
+                                 p.job_id, gpus.size(), p.node_count, p.node_count == 1 ? "" : "s", p.nodes_hostlist);
+  text += fmt::format(" under {} leaf switch{}", p.leaf_switch_count, p.leaf_switch_count == 1 ? "" : "es");
+  text += fmt::format("; the GPUs talk over {}.", levels.empty() ? "nothing (one GPU)" : join(p.levels_spanned, ", "));
+  if (r.workload == WorkloadKind::kTraining) {
+    text += fmt::format(" Ranks follow tp={} cp={} ep={} dp={} pp={} (tp fastest, pp slowest): ", r.tp, r.cp, r.ep, r.dp, r.pp);
+    text += p.tp_groups_split == 0 ? fmt::format("every TP group of {} stays inside one node or NVLink domain", tp)
+                                   : fmt::format("{} TP group(s) span nodes", p.tp_groups_split);
+    text += fmt::format(", and each of the {} PP stage(s) touches at most {} leaf switch(es).", pp, p.max_stage_leaves);
+  } else {
+    text += fmt::format(" {} replica(s) of {} GPUs each.", r.total_gpus / std::max(1, r.replica_gpus), r.replica_gpus);
+  }
+  if (p.predicted_comm_us)
+    text += fmt::format(" Predicted communication per step: {:.1f} us ({:.2f}x the ideal {:.1f} us).", *p.predicted_comm_us,
+                        p.slowdown.value_or(1.0), p.ideal_comm_us.value_or(0.0));
+  else
+    text += " No communication prediction (this build has no cost model).";
+  p.explanation = std::move(text);
+}
+
+}  // namespace
+
+Result<Placement> place(const AllocationState& state, const JobRequest& raw, const PlacementPolicy& policy) {
+  auto norm = raw.total_gpus > 0 ? Result<JobRequest>(raw) : normalize(raw, state.cluster());
+  if (!norm) return tl::unexpected(norm.error());
+  const JobRequest& r = *norm;
+  if (r.segment > 0 && !policy.supports_segments())
+    return make_error(ErrorCode::kUnsupported, fmt::format("policy {} does not implement --segment (slurm-block does)", policy.name()));
+  if (r.total_gpus > state.total_free_gpus())
+    return make_error(ErrorCode::kInfeasible, fmt::format("needs {} GPUs; only {} of {} are free", r.total_gpus,
+                                                          state.total_free_gpus(), state.cluster().gpu_count()));
+  Result<std::vector<GpuId>> gpus = make_error(ErrorCode::kInfeasible, "no placement");
+  if (policy.handles_tier_constraints()) {
+    gpus = policy.select(state, r, {});
+  } else if (r.required_tier_index) {
+    gpus = select_in_tier(state, r, policy, *r.required_tier_index);
+  } else if (r.preferred_tier_index) {
+    gpus = select_in_tier(state, r, policy, *r.preferred_tier_index);
+    if (!gpus) gpus = policy.select(state, r, {});
+  } else {
+    gpus = policy.select(state, r, {});
+  }
+  if (!gpus) return tl::unexpected(gpus.error());
+  if (auto ok = check_placement(state, r, *gpus); !ok)
+    return make_error(ErrorCode::kInfeasible, fmt::format("policy {}: {}", policy.name(), ok.error().message));
+  Placement p;
+  p.job_id = r.job_id;
+  p.policy = std::string(policy.name());
+  p.gpus_by_rank = std::move(*gpus);
+  if (auto pred = predict_comm(state.cluster(), p.gpus_by_rank, r)) {
+    p.predicted_comm_us = pred->step_comm_us;
+    p.ideal_comm_us = pred->ideal_step_comm_us;
+    p.slowdown = pred->ideal_step_comm_us > 0 ? pred->step_comm_us / pred->ideal_step_comm_us : 1.0;
+  }
+  describe(state, r, p, policy);
+  return p;
+}
+
+}  // namespace toposched

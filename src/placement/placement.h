@@ -1,0 +1,85 @@
+// Placement: the answer to "which GPUs, and which rank on which GPU" for one JobRequest,
+// and the policy interface and registry that produce it.
+//
+// A policy returns the job's GPUs in rank order (rank r = gpus_by_rank[r]); place() checks
+// the result against the request (check_placement: count, free, distinct, model, exclusive
+// nodes, GPUs per node, required tier, leaf-switch limit) and derives everything else:
+// hostlist, CUDA_VISIBLE_DEVICES per node, the levels the job spans, the predicted
+// communication time (from the cost model when it is built in) and an explanation.
+// Infeasible requests are kInfeasible errors whose message says why.
+//
+// Policies are stateless singletons: select() is const and may be called from several
+// threads at once on distinct states. place() does not modify the state; the caller
+// allocates (AllocationState::allocate) when it accepts the placement.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "placement/allocation_state.h"
+#include "placement/job_request.h"
+
+namespace toposched {
+
+// Nodes a policy may use (true = allowed); an empty mask allows every node.
+using NodeMask = std::vector<char>;
+
+struct Placement {
+  std::string job_id;
+  std::string policy;
+  std::vector<GpuId> gpus_by_rank;
+  std::string nodes_hostlist;  // nodes in first-rank order, compressed
+  std::vector<std::pair<std::string, std::string>> cuda_visible_devices;  // node -> "0,1,2,3"
+  // Path levels between GPUs of the job, closest first ("nvlink", "tier:leaf", ...).
+  std::vector<std::string> levels_spanned;
+  std::vector<std::string> tiers_spanned;  // fabric tiers crossed (subset of levels_spanned)
+  int node_count = 0;
+  int leaf_switch_count = 0;
+  int tp_groups_split = 0;   // TP groups whose GPUs are not all on one node / NVLink domain
+  int max_stage_leaves = 0;  // largest number of leaf switches one PP stage touches
+  std::optional<double> predicted_comm_us;  // per training step; absent without a cost model
+  std::optional<double> ideal_comm_us;
+  std::optional<double> slowdown;
+  std::string explanation;
+};
+
+class PlacementPolicy {
+ public:
+  virtual ~PlacementPolicy() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view summary() const = 0;
+  // GPUs in rank order, or a kInfeasible error saying why. `allowed` restricts the nodes.
+  virtual Result<std::vector<GpuId>> select(const AllocationState& state, const JobRequest& request,
+                                            const NodeMask& allowed) const = 0;
+  // True when the policy honours required/preferred tiers itself; otherwise place() runs it
+  // once per switch of the required tier.
+  virtual bool handles_tier_constraints() const { return false; }
+  virtual bool supports_segments() const { return false; }
+};
+
+// Every policy, in a stable order.
+const std::vector<const PlacementPolicy*>& placement_policies();
+// kInvalidArgument listing the known names when `name` is unknown.
+Result<const PlacementPolicy*> find_policy(std::string_view name);
+
+// Chooses GPUs for `request` (normalized or not) without changing `state`.
+Result<Placement> place(const AllocationState& state, const JobRequest& request, const PlacementPolicy& policy);
+
+// Checks that `gpus` satisfy the (normalized) request on `state`: the constraints every
+// policy must honour. Used by place() and by the tests.
+Result<void> check_placement(const AllocationState& state, const JobRequest& request, std::span<const GpuId> gpus);
+
+// Predicted communication of a placement: (step_comm_us, ideal_step_comm_us); nullopt when
+// this build has no cost model. Implemented in comm_estimate.cc.
+struct CommPrediction {
+  double step_comm_us = 0;
+  double ideal_step_comm_us = 0;
+};
+std::optional<CommPrediction> predict_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
+                                           const JobRequest& request);
+
+}  // namespace toposched

@@ -1,0 +1,64 @@
+// random: uniformly random free GPUs (or random eligible nodes for whole-node and
+// per-node requests), reproducible from the request's seed. Ranks follow node order.
+#include <algorithm>
+#include <random>
+
+#include "placement/policies/policies.h"
+#include "placement/select_util.h"
+
+namespace toposched {
+namespace {
+
+class RandomPolicy final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "random"; }
+  std::string_view summary() const override { return "random free GPUs, seeded"; }
+  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) const override {
+    const Cluster& c = s.cluster();
+    std::mt19937_64 rng(r.seed);
+    std::vector<GpuId> out;
+    if (r.exclusive || r.gpus_per_node > 0) {
+      std::vector<NodeId> nodes;
+      for (std::size_t i = 0; i < c.node_count(); ++i) {
+        NodeId n(static_cast<std::uint32_t>(i));
+        if (node_capacity(s, r, allowed, n) > 0) nodes.push_back(n);
+      }
+      if (static_cast<int>(nodes.size()) < r.nodes) return tl::unexpected(shortage_error(s, r, allowed));
+      std::shuffle(nodes.begin(), nodes.end(), rng);
+      nodes.resize(static_cast<std::size_t>(r.nodes));
+      std::sort(nodes.begin(), nodes.end());
+      for (NodeId n : nodes) {
+        std::vector<GpuId> free;
+        take_lowest_free(s, n, c.node_gpu_count(n), free);
+        std::shuffle(free.begin(), free.end(), rng);
+        free.resize(static_cast<std::size_t>(r.gpus_per_node));
+        std::sort(free.begin(), free.end());
+        out.insert(out.end(), free.begin(), free.end());
+      }
+      return out;
+    }
+    std::vector<GpuId> free;
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      NodeId n(static_cast<std::uint32_t>(i));
+      if (node_capacity(s, r, allowed, n) > 0) take_lowest_free(s, n, c.node_gpu_count(n), free);
+    }
+    if (static_cast<int>(free.size()) < r.total_gpus) return tl::unexpected(shortage_error(s, r, allowed));
+    // Partial Fisher-Yates: the first total_gpus entries become a uniform sample.
+    for (std::size_t i = 0; i < static_cast<std::size_t>(r.total_gpus); ++i) {
+      std::uniform_int_distribution<std::size_t> pick(i, free.size() - 1);
+      std::swap(free[i], free[pick(rng)]);
+    }
+    free.resize(static_cast<std::size_t>(r.total_gpus));
+    std::sort(free.begin(), free.end());
+    return free;
+  }
+};
+
+}  // namespace
+
+const PlacementPolicy& random_policy() {
+  static const RandomPolicy p;
+  return p;
+}
+
+}  // namespace toposched

@@ -1,0 +1,173 @@
+// slurm-tree: the node selection of Slurm's select/cons_tres with topology/tree
+// (_eval_nodes_topo in src/plugins/select/cons_tres/job_test.c, Slurm 22.05, the version
+// Debian 12 ships and the agreement test runs), re-implemented from reading it:
+//
+//  1. Available nodes: whole free nodes for exclusive jobs, nodes with enough free GPUs
+//     for --gpus-per-node, nodes with any free GPU for a GPU-count job (--gpus=N).
+//  2. Top switch: among switches whose subtree holds enough available nodes, the one of the
+//     highest level (the last such in switch order); nodes outside it are dropped.
+//  3. Leaves are then chosen one at a time. Every leaf has a distance: the sum of tree hops
+//     to the leaves already chosen (0 before the first). A leaf replaces the current best
+//     when it is closer and compares at least as well, or equally close and compares
+//     better. Comparing two leaves walks up from them while neither "fits" (holds enough
+//     available nodes for what remains) and their parents differ: one that fits beats one
+//     that does not, of two that fit the one with fewer nodes (tightest) wins; otherwise
+//     the one with more available nodes, then the lower level.
+//  4. From the chosen leaf, nodes are taken in node order until the job is satisfied
+//     (a GPU-count job takes every free GPU of each node, the last one only what it needs).
+//
+// Deliberate differences: Slurm also weighs CPUs and node weights (all equal here, and CPUs
+// are assumed plentiful), and --switches is only a wait-time preference in Slurm while it
+// is a hard limit here (checked by place()). Ranks follow node order, as srun lays tasks.
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "placement/policies/policies.h"
+#include "placement/select_util.h"
+
+namespace toposched {
+namespace {
+
+class SlurmTree final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "slurm-tree"; }
+  std::string_view summary() const override { return "Slurm 22.05 topology/tree selection"; }
+
+  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) const override {
+    const Cluster& c = s.cluster();
+    const std::size_t n_sw = c.switch_count();
+    const bool gres_per_job = r.nodes == 0;  // --gpus=N without a node count
+    std::vector<int> cap(c.node_count(), 0);
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      NodeId n(static_cast<std::uint32_t>(i));
+      if (c.node_switch(n).valid()) cap[i] = node_capacity(s, r, allowed, n);
+    }
+    int rem_nodes = gres_per_job ? 1 : r.nodes;
+    // Available nodes per switch subtree.
+    std::vector<int> count(n_sw, 0);
+    for (std::size_t i = 0; i < c.node_count(); ++i)
+      if (cap[i] > 0)
+        for (SwitchId sw : s.node_ancestors(NodeId(static_cast<std::uint32_t>(i)))) ++count[sw.index()];
+    // 2. Top switch: highest level with enough nodes.
+    int top = -1;
+    for (std::size_t j = 0; j < n_sw; ++j) {
+      if (count[j] == 0 || count[j] < rem_nodes) continue;
+      if (top < 0 || level(c, j) >= level(c, static_cast<std::size_t>(top))) top = static_cast<int>(j);
+    }
+    if (top < 0) return tl::unexpected(shortage_error(s, r, allowed));
+    SwitchId top_sw(static_cast<std::uint32_t>(top));
+    // Restrict to the top switch's subtree.
+    std::vector<char> in_top(c.node_count(), 0);
+    long total_gpus = 0;
+    int total_nodes = 0;
+    for (NodeId n : c.switch_subtree_nodes(top_sw))
+      if (cap[n.index()] > 0) {
+        in_top[n.index()] = 1;
+        total_gpus += cap[n.index()];
+        ++total_nodes;
+      }
+    if (total_nodes < rem_nodes || (gres_per_job && total_gpus < r.total_gpus))
+      return tl::unexpected(shortage_error(s, r, allowed));
+    std::fill(count.begin(), count.end(), 0);
+    for (std::size_t i = 0; i < c.node_count(); ++i)
+      if (in_top[i])
+        for (SwitchId sw : s.node_ancestors(NodeId(static_cast<std::uint32_t>(i)))) ++count[sw.index()];
+
+    std::vector<SwitchId> leaves;
+    for (std::size_t j = 0; j < n_sw; ++j)
+      if (!c.switch_nodes(SwitchId(static_cast<std::uint32_t>(j))).empty()) leaves.push_back(SwitchId(static_cast<std::uint32_t>(j)));
+    std::vector<long> dist(n_sw, 0);
+    std::vector<GpuId> out;
+    int need_gpus = r.total_gpus;
+    int prev_rem = rem_nodes + 1;
+    while (prev_rem != rem_nodes) {
+      prev_rem = rem_nodes;
+      int best = -1;
+      for (SwitchId leaf : leaves) {
+        const std::size_t i = leaf.index();
+        if (count[i] == 0) continue;
+        if (best < 0) {
+          best = static_cast<int>(i);
+          continue;
+        }
+        int cmp = compare(c, i, static_cast<std::size_t>(best), rem_nodes, count);
+        const long di = dist[i], db = dist[static_cast<std::size_t>(best)];
+        if ((di < db && cmp >= 0) || (di == db && cmp > 0)) best = static_cast<int>(i);
+      }
+      if (best < 0) break;
+      SwitchId chosen(static_cast<std::uint32_t>(best));
+      for (SwitchId leaf : leaves) dist[leaf.index()] += hops(c, chosen, leaf);
+      for (NodeId n : c.switch_nodes(chosen)) {
+        if (!in_top[n.index()]) continue;
+        in_top[n.index()] = 0;
+        const int take = gres_per_job ? std::min(cap[n.index()], need_gpus) : cap[n.index()];
+        take_lowest_free(s, n, take, out);
+        need_gpus -= take;
+        --rem_nodes;
+        if (rem_nodes <= 0 && need_gpus <= 0) {
+          std::sort(out.begin(), out.end());
+          return out;
+        }
+      }
+      count[chosen.index()] = 0;
+    }
+    return tl::unexpected(shortage_error(s, r, allowed));
+  }
+
+ private:
+  static int level(const Cluster& c, std::size_t sw) { return c.switch_tier(SwitchId(static_cast<std::uint32_t>(sw))); }
+
+  // Tree hops between two switches (through their lowest common ancestor).
+  static long hops(const Cluster& c, SwitchId a, SwitchId b) {
+    if (a == b) return 0;
+    long up_a = 0;
+    for (SwitchId x = a; x.valid(); x = c.switch_parent(x), ++up_a) {
+      long up_b = 0;
+      for (SwitchId y = b; y.valid(); y = c.switch_parent(y), ++up_b)
+        if (x == y) return up_a + up_b;
+    }
+    return std::numeric_limits<int>::max() / 4;  // different roots: unreachable
+  }
+
+  // > 0 when switch i is a better choice than j (Slurm's _topo_compare_switches).
+  static int compare(const Cluster& c, std::size_t i, std::size_t j, int rem_nodes, const std::vector<int>& count) {
+    while (true) {
+      const bool i_fit = count[i] >= rem_nodes;
+      const bool j_fit = count[j] >= rem_nodes;
+      if (i_fit && j_fit) {
+        if (count[i] < count[j]) return 1;
+        if (count[i] > count[j]) return -1;
+        break;
+      }
+      if (i_fit) return 1;
+      if (j_fit) return -1;
+      // A root is its own parent, as in Slurm's switch table.
+      SwitchId up_i = c.switch_parent(SwitchId(static_cast<std::uint32_t>(i)));
+      SwitchId up_j = c.switch_parent(SwitchId(static_cast<std::uint32_t>(j)));
+      const std::size_t pi = up_i.valid() ? up_i.index() : i;
+      const std::size_t pj = up_j.valid() ? up_j.index() : j;
+      if ((pi != i || pj != j) && pi != pj) {
+        i = pi;
+        j = pj;
+        continue;
+      }
+      break;
+    }
+    if (count[i] > count[j]) return 1;
+    if (count[i] < count[j]) return -1;
+    if (level(c, i) < level(c, j)) return 1;
+    if (level(c, i) > level(c, j)) return -1;
+    return 0;
+  }
+};
+
+}  // namespace
+
+const PlacementPolicy& slurm_tree_policy() {
+  static const SlurmTree p;
+  return p;
+}
+
+}  // namespace toposched

@@ -1,0 +1,480 @@
+// topo: toposched's own, parallelism-aware policy (docs/placement.md).
+//
+// Training: the job is cut into TP groups ("units" of tp GPUs), which never leave a node
+// (or, when tp is larger than a node, an NVLink domain). PP stages are tp x cp x dp GPUs;
+// ranks are tp fastest, then cp, dp, pp (Megatron-LM order).
+//  1. Scope: the smallest subtree that holds every unit: one node, else a switch of the
+//     lowest tier that can (required tier: no higher than it). Up to kCandidates switches
+//     of that tier are tried, tightest first (best fit).
+//  2. In the scope, each PP stage in turn takes its units with best fit at every tier: the
+//     child (switch or node) with the least capacity that still holds the rest of the
+//     stage, else the one with the most, and so on down. A stage thus touches as few leaves
+//     and nodes as the free capacity allows, and partly used nodes/leaves are used before
+//     whole ones.
+//  3. Inside a node the GPUs of a stage are the best connected free subset (most NVLinks,
+//     then the closest PCIe class), split into TP groups that are themselves best connected.
+//  4. Candidates are ranked by predicted communication time when the cost model is built in
+//     (and the job is small enough to evaluate cheaply), otherwise by a structural score
+//     (stages spanning leaves and tiers); then by best fit (fragmentation left behind).
+// Inference: replicas are independent; each goes to the usable node with the fewest free
+// GPUs that holds it (best fit, so whole nodes stay free for training). Replicas larger
+// than a node are placed like training jobs with one stage per replica. inference-pd places
+// the prefill pool and the decode pool as two stages of one scope (KV transfer stays close).
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "placement/policies/policies.h"
+#include "placement/select_util.h"
+
+namespace toposched {
+namespace {
+
+constexpr int kCandidates = 4;
+// Jobs up to this many GPUs are ranked with the cost model when it is available.
+constexpr int kCostRankLimit = 1024;
+
+// Per-decision scratch: GPUs already chosen on each touched node.
+using TakenMasks = std::unordered_map<std::uint32_t, std::uint64_t>;
+
+// Chooses k free (and not yet taken) GPUs of node n, best connected, in TP-group order.
+void choose_gpus(const AllocationState& s, NodeId n, int k, int group, TakenMasks& taken, std::vector<GpuId>& out) {
+  const Cluster& c = s.cluster();
+  const NodeType& t = c.node_type(n);
+  std::uint64_t& mask = taken[n.value];
+  std::vector<int> free;
+  for (int l = 0; l < t.gpu_count; ++l)
+    if (s.gpu_free(c.node_gpu(n, l)) && !(mask & (std::uint64_t{1} << l))) free.push_back(l);
+  auto best_subset = [&](const std::vector<int>& from, int size) {
+    if (size >= static_cast<int>(from.size()) || t.nvswitch || size <= 1)
+      return std::vector<int>(from.begin(), from.begin() + std::min<std::ptrdiff_t>(size, static_cast<std::ptrdiff_t>(from.size())));
+    auto score = [&](const std::vector<int>& p) {
+      long sc = 0;
+      for (std::size_t i = 0; i < p.size(); ++i)
+        for (std::size_t j = i + 1; j < p.size(); ++j) sc += link_score(t, p[i], p[j]);
+      return sc;
+    };
+    const int m = static_cast<int>(from.size());
+    std::vector<int> best, pick;
+    if (m <= 16) {
+      long best_score = -1;
+      for (std::uint32_t bits = 0; bits < (1u << m); ++bits) {
+        if (std::popcount(bits) != size) continue;
+        pick.clear();
+        for (int i = 0; i < m; ++i)
+          if (bits & (1u << i)) pick.push_back(from[static_cast<std::size_t>(i)]);
+        long sc = score(pick);
+        if (sc > best_score) {
+          best_score = sc;
+          best = pick;
+        }
+      }
+      return best;
+    }
+    best = {from[0]};
+    while (static_cast<int>(best.size()) < size) {
+      int add = -1;
+      long add_score = -1;
+      for (int g : from) {
+        if (std::find(best.begin(), best.end(), g) != best.end()) continue;
+        long sc = 0;
+        for (int b : best) sc += link_score(t, g, b);
+        if (sc > add_score) {
+          add_score = sc;
+          add = g;
+        }
+      }
+      best.push_back(add);
+    }
+    std::sort(best.begin(), best.end());
+    return best;
+  };
+  std::vector<int> chosen = best_subset(free, k);
+  // Split into TP groups, each the best connected subset of what is left.
+  std::vector<int> ordered;
+  while (!chosen.empty()) {
+    std::vector<int> g = best_subset(chosen, std::min(group, static_cast<int>(chosen.size())));
+    for (int l : g) {
+      ordered.push_back(l);
+      chosen.erase(std::find(chosen.begin(), chosen.end(), l));
+    }
+  }
+  for (int l : ordered) {
+    mask |= std::uint64_t{1} << l;
+    out.push_back(c.node_gpu(n, l));
+  }
+}
+
+struct Plan {
+  int unit = 1;     // GPUs per unit (TP group or replica)
+  int units = 0;    // in the whole job
+  int stages = 1;   // PP stages (or prefill/decode pools)
+  bool fixed = false;       // nodes give exactly `per_node` units or none
+  int per_node = 0;
+};
+
+struct Candidate {
+  std::vector<std::pair<NodeId, int>> takes;  // (node, units) in rank order
+  double comm = 0;
+  double frag = 0;
+  bool ok = false;
+};
+
+class Topo final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "topo"; }
+  std::string_view summary() const override { return "parallelism-aware, best fit at every tier"; }
+  bool handles_tier_constraints() const override { return true; }
+
+  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) const override {
+    const Cluster& c = s.cluster();
+    int max_node = 0;
+    for (std::size_t i = 0; i < c.node_type_count(); ++i) max_node = std::max(max_node, c.node_type_at(NodeTypeId(static_cast<std::uint32_t>(i))).gpu_count);
+    if (r.workload == WorkloadKind::kInference) {
+      if (r.replica_gpus <= max_node && !r.exclusive && r.gpus_per_node == 0) return pack_replicas(s, r, allowed);
+      JobRequest as_training = r;
+      as_training.workload = WorkloadKind::kTraining;
+      as_training.pp = r.total_gpus / r.replica_gpus;
+      as_training.tp = largest_divisor_at_most(r.replica_gpus, max_node);
+      as_training.cp = 1;
+      as_training.dp = r.replica_gpus / as_training.tp;
+      return select(s, as_training, allowed);
+    }
+    Plan plan;
+    if (r.workload == WorkloadKind::kInferencePD) {
+      plan.unit = r.replica_gpus;
+      const int replicas = r.total_gpus / r.replica_gpus;
+      plan.stages = replicas % 2 == 0 ? 2 : 1;
+    } else {
+      plan.unit = r.tp;
+      plan.stages = r.pp;
+    }
+    if (plan.unit > max_node) {
+      if (c.domain_count() > 0) return place_in_domains(s, r, allowed, plan);
+      // No NVLink domain can hold a TP group: split it over whole nodes, kept together.
+      JobRequest smaller = r;
+      smaller.tp = largest_divisor_at_most(plan.unit, max_node);
+      smaller.dp = r.dp * (r.tp / smaller.tp);
+      if (r.tp % smaller.tp != 0) return make_error(ErrorCode::kInfeasible, fmt::format("tp={} cannot be split over nodes of {} GPUs", r.tp, max_node));
+      return select(s, smaller, allowed);
+    }
+    plan.units = r.total_gpus / plan.unit;
+    plan.fixed = r.exclusive || r.gpus_per_node > 0;
+    if (plan.fixed) {
+      if (r.gpus_per_node % plan.unit != 0)
+        return make_error(ErrorCode::kInfeasible, fmt::format("a TP group of {} GPUs does not divide {} GPUs per node", plan.unit, r.gpus_per_node));
+      plan.per_node = r.gpus_per_node / plan.unit;
+      // Stages that do not end on node boundaries are chosen together, so nodes stay whole.
+      if ((plan.units / plan.stages) % plan.per_node != 0) plan.stages = 1;
+    }
+    return place_units(s, r, allowed, plan);
+  }
+
+ private:
+  static int largest_divisor_at_most(int n, int limit) {
+    for (int d = std::min(n, limit); d > 1; --d)
+      if (n % d == 0) return d;
+    return 1;
+  }
+
+  Result<std::vector<GpuId>> place_units(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, const Plan& plan) const {
+    const Cluster& c = s.cluster();
+    std::vector<int> node_units(c.node_count(), 0);
+    std::vector<long> sw_units(c.switch_count(), 0);
+    long total = 0;
+    int best_node_units = 0;
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      NodeId n(static_cast<std::uint32_t>(i));
+      int cap = node_capacity(s, r, allowed, n);
+      int u = plan.fixed ? (cap > 0 ? plan.per_node : 0) : cap / plan.unit;
+      node_units[i] = u;
+      if (!u) continue;
+      total += u;
+      best_node_units = std::max(best_node_units, u);
+      for (SwitchId sw : s.node_ancestors(n)) sw_units[sw.index()] += u;
+    }
+    const int limit_tier = r.required_tier_index ? *r.required_tier_index : std::numeric_limits<int>::max();
+    auto unit_text = [&] {
+      return plan.unit == 1 ? fmt::format("{} GPUs", r.total_gpus)
+                            : fmt::format("{} GPUs as {} groups of {} inside one node each", r.total_gpus, plan.units, plan.unit);
+    };
+    if (total < plan.units)
+      return make_error(ErrorCode::kInfeasible, fmt::format("needs {}; only {} such group(s) are free (largest node holds {})",
+                                                            unit_text(), total, best_node_units));
+
+    // 1. Scope: one node if the job fits in one.
+    std::vector<Candidate> cands;
+    if (plan.units <= best_node_units && (!plan.fixed || plan.per_node >= plan.units)) {
+      NodeId best;
+      for (std::size_t i = 0; i < c.node_count(); ++i)
+        if (node_units[i] >= plan.units && (!best.valid() || node_units[i] < node_units[best.index()])) best = NodeId(static_cast<std::uint32_t>(i));
+      Candidate cand;
+      cand.takes.push_back({best, plan.units});
+      cand.ok = true;
+      cands.push_back(std::move(cand));
+    } else if (limit_tier == kNodeTier) {
+      return make_error(ErrorCode::kInfeasible, fmt::format("needs {} on one node (required tier); the best node holds {} group(s)",
+                                                            unit_text(), best_node_units));
+    } else {
+      const int tiers = static_cast<int>(c.tiers().size());
+      long largest_at_limit = 0;
+      for (int tier = 0; tier < tiers && tier <= limit_tier && cands.empty(); ++tier) {
+        std::vector<SwitchId> fits;
+        for (SwitchId sw : switches_at_tier(c, tier)) {
+          if (tier == limit_tier) largest_at_limit = std::max(largest_at_limit, sw_units[sw.index()]);
+          if (sw_units[sw.index()] >= plan.units) fits.push_back(sw);
+        }
+        std::stable_sort(fits.begin(), fits.end(), [&](SwitchId a, SwitchId b) { return sw_units[a.index()] < sw_units[b.index()]; });
+        if (fits.size() > kCandidates) fits.resize(kCandidates);
+        for (SwitchId sw : fits) cands.push_back(build(s, plan, node_units, sw_units, sw));
+      }
+      if (cands.empty()) {
+        if (r.required_tier_index)
+          return make_error(ErrorCode::kInfeasible,
+                            fmt::format("needs {} under one {} (required tier); the most free under one is {} group(s)", unit_text(),
+                                        c.tiers()[static_cast<std::size_t>(limit_tier)].name, largest_at_limit));
+        cands.push_back(build(s, plan, node_units, sw_units, SwitchId()));  // whole cluster
+      }
+    }
+    // 4. Rank the candidates.
+    const Candidate* best = nullptr;
+    std::vector<GpuId> best_gpus;
+    for (Candidate& cand : cands) {
+      if (!cand.ok) continue;
+      std::vector<GpuId> gpus = materialize(s, cand, plan);
+      score(s, r, plan, cand, gpus);
+      if (!best || cand.comm < best->comm * (1 - 1e-3) || (cand.comm <= best->comm * (1 + 1e-3) && cand.frag < best->frag)) {
+        best = &cand;
+        best_gpus = std::move(gpus);
+      }
+    }
+    if (!best) return make_error(ErrorCode::kInfeasible, fmt::format("needs {}; no subtree could hold it", unit_text()));
+    return best_gpus;
+  }
+
+  // 2. Per-stage best fit inside the scope (invalid scope = the whole cluster).
+  static Candidate build(const AllocationState& s, const Plan& plan, std::vector<int> node_units, std::vector<long> sw_units,
+                         SwitchId scope) {
+    const Cluster& c = s.cluster();
+    Candidate cand;
+    const int per_stage = plan.units / plan.stages;
+    for (int st = 0; st < plan.stages; ++st) {
+      long need = per_stage;
+      take(s, plan, scope, need, node_units, sw_units, cand.takes);
+      if (need > 0) return cand;
+    }
+    (void)c;
+    cand.ok = true;
+    return cand;
+  }
+
+  // One child of a switch (or of the whole cluster): a switch or a node with free units.
+  struct Child {
+    bool is_node;
+    std::uint32_t id;
+    long units;
+  };
+
+  static void take(const AllocationState& s, const Plan& plan, SwitchId sw, long& need, std::vector<int>& node_units,
+                   std::vector<long>& sw_units, std::vector<std::pair<NodeId, int>>& takes) {
+    const Cluster& c = s.cluster();
+    std::vector<Child> kids;
+    auto add_switch = [&](SwitchId ch) {
+      if (sw_units[ch.index()] > 0) kids.push_back({false, ch.value, sw_units[ch.index()]});
+    };
+    auto add_node = [&](NodeId n) {
+      if (node_units[n.index()] > 0) kids.push_back({true, n.value, node_units[n.index()]});
+    };
+    if (sw.valid()) {
+      for (SwitchId ch : c.switch_children(sw)) add_switch(ch);
+      for (NodeId n : c.switch_nodes(sw)) add_node(n);
+    } else {
+      for (SwitchId root : c.root_switches()) add_switch(root);
+      for (std::size_t i = 0; i < c.node_count(); ++i)
+        if (!c.node_switch(NodeId(static_cast<std::uint32_t>(i))).valid()) add_node(NodeId(static_cast<std::uint32_t>(i)));
+    }
+    while (need > 0) {
+      // Tightest child that holds the rest, else the child with the most.
+      std::size_t pick = kids.size();
+      for (std::size_t i = 0; i < kids.size(); ++i) {
+        if (kids[i].units <= 0) continue;
+        if (pick == kids.size()) {
+          pick = i;
+          continue;
+        }
+        const bool fits = kids[i].units >= need, pick_fits = kids[pick].units >= need;
+        if ((fits && !pick_fits) || (fits && pick_fits && kids[i].units < kids[pick].units) ||
+            (!fits && !pick_fits && kids[i].units > kids[pick].units))
+          pick = i;
+      }
+      if (pick == kids.size()) return;
+      Child& k = kids[pick];
+      long want = std::min(k.units, need);
+      if (k.is_node) {
+        NodeId n(k.id);
+        node_units[n.index()] -= static_cast<int>(want);
+        for (SwitchId a : s.node_ancestors(n)) sw_units[a.index()] -= want;
+        if (!takes.empty() && takes.back().first == n) takes.back().second += static_cast<int>(want);
+        else takes.push_back({n, static_cast<int>(want)});
+        need -= want;
+        k.units -= want;
+      } else {
+        long before = want;
+        take(s, plan, SwitchId(k.id), want, node_units, sw_units, takes);
+        long got = before - want;
+        need -= got;
+        k.units -= got;
+        if (got == 0) k.units = 0;
+      }
+    }
+  }
+
+  static std::vector<GpuId> materialize(const AllocationState& s, const Candidate& cand, const Plan& plan) {
+    TakenMasks taken;
+    std::vector<GpuId> out;
+    out.reserve(static_cast<std::size_t>(plan.units * plan.unit));
+    for (auto [n, u] : cand.takes) choose_gpus(s, n, u * plan.unit, plan.unit, taken, out);
+    return out;
+  }
+
+  // Lower is better: predicted communication (or the structural score), then fragmentation.
+  static void score(const AllocationState& s, const JobRequest& r, const Plan& plan, Candidate& cand, const std::vector<GpuId>& gpus) {
+    const Cluster& c = s.cluster();
+    std::optional<CommPrediction> pred;
+    if (static_cast<int>(gpus.size()) <= kCostRankLimit) pred = predict_comm(c, gpus, r);
+    if (pred) {
+      cand.comm = pred->step_comm_us;
+    } else {
+      // Structural: for each stage, the tier that joins its nodes and the leaves it touches.
+      const std::size_t stage = gpus.size() / static_cast<std::size_t>(plan.stages);
+      double sc = 0;
+      for (int st = 0; st < plan.stages; ++st) {
+        std::vector<std::uint32_t> leaves;
+        NodeId first = c.gpu_node(gpus[static_cast<std::size_t>(st) * stage]);
+        int widest = -1;
+        for (std::size_t i = static_cast<std::size_t>(st) * stage; i < (static_cast<std::size_t>(st) + 1) * stage; i += static_cast<std::size_t>(plan.unit)) {
+          NodeId n = c.gpu_node(gpus[i]);
+          leaves.push_back(c.node_switch(n).value);
+          if (n != first) widest = std::max(widest, c.node_path(first, n).distance());
+        }
+        std::sort(leaves.begin(), leaves.end());
+        leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());
+        sc += 1e4 * (widest + 1) + 1e2 * static_cast<double>(leaves.size());
+      }
+      cand.comm = sc;
+    }
+    // Fragmentation: whole nodes broken (used but not filled) and free capacity left in the
+    // leaves touched (best fit prefers leaves that end up fuller).
+    double broken = 0, leaf_left = 0;
+    std::vector<std::uint32_t> seen_leaves;
+    for (auto [n, u] : cand.takes) {
+      if (s.node_whole_free(n) && u * plan.unit < c.node_gpu_count(n)) broken += 1;
+      seen_leaves.push_back(c.node_switch(n).value);
+    }
+    std::sort(seen_leaves.begin(), seen_leaves.end());
+    seen_leaves.erase(std::unique(seen_leaves.begin(), seen_leaves.end()), seen_leaves.end());
+    for (std::uint32_t l : seen_leaves)
+      if (l != SwitchId::kInvalidValue) leaf_left += static_cast<double>(s.switch_free_gpus(SwitchId(l)));
+    cand.frag = broken * 1e6 + leaf_left - static_cast<double>(gpus.size()) * static_cast<double>(seen_leaves.size() > 0);
+  }
+
+  // Inference replicas that fit a node: best fit per replica over the usable nodes.
+  static Result<std::vector<GpuId>> pack_replicas(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) {
+    const Cluster& c = s.cluster();
+    const int size = r.replica_gpus;
+    int max_free = 0;
+    std::vector<int> free(c.node_count(), 0);
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      free[i] = node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i)));
+      max_free = std::max(max_free, free[i]);
+    }
+    // Buckets of nodes by free GPUs, each in node order.
+    std::vector<std::vector<std::uint32_t>> bucket(static_cast<std::size_t>(max_free) + 1);
+    for (std::size_t i = 0; i < c.node_count(); ++i)
+      if (free[i] >= size) bucket[static_cast<std::size_t>(free[i])].push_back(static_cast<std::uint32_t>(i));
+    for (auto& b : bucket) std::reverse(b.begin(), b.end());  // pop_back takes the lowest node id
+    TakenMasks taken;
+    std::vector<GpuId> out;
+    const int replicas = r.total_gpus / size;
+    for (int k = 0; k < replicas; ++k) {
+      int f = size;
+      while (f <= max_free && bucket[static_cast<std::size_t>(f)].empty()) ++f;
+      if (f > max_free)
+        return make_error(ErrorCode::kInfeasible, fmt::format("needs {} replicas of {} GPUs, each inside one node; only {} fit", replicas, size, k));
+      std::uint32_t node = bucket[static_cast<std::size_t>(f)].back();
+      bucket[static_cast<std::size_t>(f)].pop_back();
+      choose_gpus(s, NodeId(node), size, size, taken, out);
+      if (f - size >= size) {
+        auto& b = bucket[static_cast<std::size_t>(f - size)];
+        b.insert(std::upper_bound(b.begin(), b.end(), node, std::greater<>()), node);
+      }
+    }
+    return out;
+  }
+
+  // TP groups larger than a node: each inside one accelerator (multi-node NVLink) domain.
+  static Result<std::vector<GpuId>> place_in_domains(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, const Plan& plan) {
+    const Cluster& c = s.cluster();
+    const int groups = r.total_gpus / plan.unit;
+    std::vector<long> usable(c.domain_count(), 0);
+    long largest = 0;
+    long total_groups = 0;
+    for (std::size_t d = 0; d < c.domain_count(); ++d) {
+      for (NodeId n : c.domain_nodes(DomainId(static_cast<std::uint32_t>(d)))) usable[d] += node_capacity(s, r, allowed, n);
+      largest = std::max(largest, usable[d]);
+      total_groups += usable[d] / plan.unit;
+    }
+    if (total_groups < groups) {
+      if (groups == 1 || largest < plan.unit)
+        return make_error(ErrorCode::kInfeasible, fmt::format("needs {} GPUs in one NVLink domain; the largest free one has {}", plan.unit, largest));
+      return make_error(ErrorCode::kInfeasible, fmt::format("needs {} groups of {} GPUs, each in one NVLink domain; only {} fit", groups, plan.unit, total_groups));
+    }
+    // Best fit over domains: tightest domain holding the remaining groups, else the largest.
+    std::vector<GpuId> out;
+    std::vector<char> used(c.domain_count(), 0);
+    int remaining = groups;
+    while (remaining > 0) {
+      std::size_t pick = c.domain_count();
+      for (std::size_t d = 0; d < c.domain_count(); ++d) {
+        long g = used[d] ? 0 : usable[d] / plan.unit;
+        if (g == 0) continue;
+        if (pick == c.domain_count()) {
+          pick = d;
+          continue;
+        }
+        long pg = usable[pick] / plan.unit;
+        if ((g >= remaining && (pg < remaining || g < pg)) || (g < remaining && pg < remaining && g > pg)) pick = d;
+      }
+      used[pick] = 1;
+      int take_groups = static_cast<int>(std::min<long>(remaining, usable[pick] / plan.unit));
+      // Fullest-free nodes first, so a group spans as few trays as possible.
+      std::vector<NodeId> nodes = c.domain_nodes(DomainId(static_cast<std::uint32_t>(pick)));
+      std::stable_sort(nodes.begin(), nodes.end(), [&](NodeId a, NodeId b) {
+        return node_capacity(s, r, allowed, a) > node_capacity(s, r, allowed, b);
+      });
+      int need = take_groups * plan.unit;
+      for (NodeId n : nodes) {
+        int k = std::min(need, node_capacity(s, r, allowed, n));
+        if (k <= 0) continue;
+        take_lowest_free(s, n, k, out);
+        need -= k;
+        if (need == 0) break;
+      }
+      remaining -= take_groups;
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+const PlacementPolicy& topo_policy() {
+  static const Topo p;
+  return p;
+}
+
+}  // namespace toposched

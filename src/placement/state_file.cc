@@ -1,0 +1,103 @@
+#include "placement/state_file.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "formats/yaml_input.h"
+#include "topology/file_io.h"
+
+namespace toposched {
+
+namespace {
+constexpr std::string_view kFormat = "toposched-allocation-state";
+}
+
+std::string state_to_json(const AllocationState& s) {
+  const Cluster& c = s.cluster();
+  nlohmann::ordered_json j;
+  j["format"] = kFormat;
+  j["version"] = 1;
+  j["cluster"] = c.name();
+  j["gpus"] = c.gpu_count();
+  j["jobs"] = nlohmann::ordered_json::array();
+  for (const std::string& id : s.job_ids()) {
+    nlohmann::ordered_json job;
+    job["id"] = id;
+    auto& gpus = job["gpus"] = nlohmann::ordered_json::array();
+    for (GpuId g : s.job_gpus(id)) gpus.push_back(fmt::format("{}:{}", c.node_name(c.gpu_node(g)), c.gpu_local_index(g)));
+    j["jobs"].push_back(std::move(job));
+  }
+  return j.dump(1) + "\n";
+}
+
+Result<AllocationState> state_from_json(const Cluster& c, std::string_view text, const std::string& file) {
+  YamlInput in(file);
+  auto root = in.parse(text);
+  if (!root) return tl::unexpected(root.error());
+  if (auto ok = in.expect_map(*root, "allocation state", {"format", "version", "cluster", "gpus", "jobs"}); !ok)
+    return tl::unexpected(ok.error());
+  auto format = in.req_string(*root, "format");
+  if (!format) return tl::unexpected(format.error());
+  if (*format != kFormat) return in.error_at((*root)["format"], fmt::format("expected format '{}', found '{}'", kFormat, *format));
+  auto version = in.opt_integer(*root, "version");
+  if (!version) return tl::unexpected(version.error());
+  if (*version && **version != 1)
+    return in.error_at((*root)["version"], fmt::format("expected version 1, found {}", **version));
+  auto cluster = in.req_string(*root, "cluster");
+  if (!cluster) return tl::unexpected(cluster.error());
+  if (*cluster != c.name())
+    return in.error_at((*root)["cluster"], fmt::format("state is for cluster '{}', not '{}'", *cluster, c.name()));
+  auto gpus = in.opt_integer(*root, "gpus");
+  if (!gpus) return tl::unexpected(gpus.error());
+  if (*gpus && **gpus != static_cast<long>(c.gpu_count()))
+    return in.error_at((*root)["gpus"], fmt::format("state counts {} GPUs, cluster '{}' has {}", **gpus, c.name(), c.gpu_count()));
+  AllocationState state(c);
+  YAML::Node jobs = (*root)["jobs"];
+  if (!jobs) return state;
+  if (auto ok = in.expect_sequence(jobs, "jobs"); !ok) return tl::unexpected(ok.error());
+  std::vector<GpuId> ids;
+  for (const YAML::Node& job : jobs) {
+    if (auto ok = in.expect_map(job, "job", {"id", "gpus"}); !ok) return tl::unexpected(ok.error());
+    auto id = in.req_string(job, "id");
+    if (!id) return tl::unexpected(id.error());
+    if (id->empty()) return in.error_at(job["id"], "expected a non-empty job id");
+    if (state.has_job(*id)) return in.error_at(job["id"], fmt::format("job '{}' appears twice", *id));
+    YAML::Node list = job["gpus"];
+    if (!list) return in.error_at(job, fmt::format("job '{}' has no 'gpus'", *id));
+    if (auto ok = in.expect_sequence(list, "gpus"); !ok) return tl::unexpected(ok.error());
+    if (list.size() == 0) return in.error_at(list, fmt::format("job '{}' has an empty GPU list", *id));
+    ids.clear();
+    for (const YAML::Node& g : list) {
+      auto text_gpu = in.string(g, "gpu");
+      if (!text_gpu) return tl::unexpected(text_gpu.error());
+      std::string_view t = *text_gpu;
+      auto colon = t.rfind(':');
+      if (colon == std::string_view::npos || colon == 0 || colon + 1 == t.size())
+        return in.error_at(g, fmt::format("expected a GPU as NODE:INDEX, found '{}'", t));
+      auto node = c.find_node(t.substr(0, colon));
+      if (!node) return in.error_at(g, fmt::format("no node named '{}' in cluster '{}'", t.substr(0, colon), c.name()));
+      int index = -1;
+      std::string_view num = t.substr(colon + 1);
+      auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), index);
+      if (ec != std::errc() || ptr != num.data() + num.size() || index < 0 || index >= c.node_gpu_count(*node))
+        return in.error_at(g, fmt::format("node '{}' has GPUs 0..{}, found '{}'", c.node_name(*node), c.node_gpu_count(*node) - 1, num));
+      ids.push_back(c.node_gpu(*node, index));
+    }
+    if (auto ok = state.allocate(*id, ids); !ok) return in.error_at(list, ok.error().message);
+  }
+  return state;
+}
+
+Result<AllocationState> load_state_file(const Cluster& c, const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text) return tl::unexpected(text.error());
+  return state_from_json(c, *text, path);
+}
+
+Result<void> save_state_file(const AllocationState& s, const std::string& path) {
+  return write_file_atomically(path, state_to_json(s));
+}
+
+}  // namespace toposched
