@@ -28,9 +28,12 @@ struct Entity {
 
 // Link rate of a port line's last word, "4xNDR" -> 400 (Gbit/s); 0 when it is not one.
 double link_gbit(std::string_view line) {
-  auto words = tokenize(line);
-  if (words.empty()) return 0;
-  std::string_view w = words.back().text;
+  // The last word, found without splitting the whole line (this runs once per port line).
+  std::size_t end = line.size();
+  while (end > 0 && (line[end - 1] == ' ' || line[end - 1] == '\t' || line[end - 1] == '\r')) --end;
+  std::size_t start = end;
+  while (start > 0 && line[start - 1] != ' ' && line[start - 1] != '\t') --start;
+  std::string_view w = line.substr(start, end - start);
   auto x = w.find('x');
   if (x == std::string_view::npos || x == 0 || x > 2) return 0;
   int lanes = 0;
