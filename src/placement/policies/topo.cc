@@ -134,13 +134,16 @@ class Topo final : public PlacementPolicy {
     const Cluster& c = s.cluster();
     int max_node = 0;
     for (std::size_t i = 0; i < c.node_type_count(); ++i) max_node = std::max(max_node, c.node_type_at(NodeTypeId(static_cast<std::uint32_t>(i))).gpu_count);
-    if (r.workload == WorkloadKind::kInference) {
-      if (r.replica_gpus <= max_node && !r.exclusive && r.gpus_per_node == 0) return pack_replicas(s, r, allowed);
+    if (r.workload == WorkloadKind::kInference && r.replica_gpus <= max_node && !r.exclusive && r.gpus_per_node == 0)
+      return pack_replicas(s, r, allowed);
+    if (r.workload != WorkloadKind::kTraining && (r.workload == WorkloadKind::kInference || r.replica_gpus > max_node)) {
+      // Replicas larger than a node (or on exclusive nodes): one training-like stage each.
       JobRequest as_training = r;
       as_training.workload = WorkloadKind::kTraining;
       as_training.pp = r.total_gpus / r.replica_gpus;
       as_training.tp = largest_divisor_at_most(r.replica_gpus, max_node);
       as_training.cp = 1;
+      as_training.ep = 1;
       as_training.dp = r.replica_gpus / as_training.tp;
       return select(s, as_training, allowed);
     }
