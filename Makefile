@@ -11,7 +11,7 @@ deps:
 
 build: deps
 	@cmake --preset release >/dev/null
-	@cmake --build --preset release -j $(JOBS)
+	@cmake --build --preset release -j $(JOBS) --target toposched
 
 debug: deps
 	@cmake --preset debug >/dev/null
@@ -25,6 +25,7 @@ demo: build
 	@scripts/demo build/release/toposched
 
 bench: build
+	@cmake --build --preset release -j $(JOBS)
 	@scripts/run-benchmarks build/release/bench
 
 format:

@@ -5,6 +5,7 @@
 
 #include "cli/common.h"
 #include "formats/native_spec.h"
+#include "topology/file_io.h"
 #include "topology/hostlist.h"
 
 namespace toposched::cli {
@@ -14,6 +15,7 @@ struct ShowOptions {
   std::string cluster;
   OutputFormat format = OutputFormat::kText;
   bool spec = false;
+  std::string output = "-";
 };
 
 Json summary(const Cluster& c) {
@@ -65,9 +67,10 @@ int run_show(const ShowOptions& o) {
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
   if (o.spec) {
-    std::cout << (o.format == OutputFormat::kJson ? write_native_json(*c) : write_native_yaml(*c));
-    return kExitOk;
+    auto written = write_file_atomically(o.output, o.format == OutputFormat::kJson ? write_native_json(*c) : write_native_yaml(*c));
+    return written ? kExitOk : report(written.error());
   }
+  if (o.output != "-") return usage_error("--output is only used with --spec");
   Json s = summary(*c);
   if (o.format == OutputFormat::kJson) {
     print_json(s);
@@ -99,6 +102,7 @@ void register_show(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("show", "Summarise a cluster: nodes, GPUs, node types, fabric tiers, NVLink domains");
   cmd->add_option("--cluster,-c", opts->cluster, "Cluster SPEC: a spec file or preset:NAME[?k=v&...]")->required();
   cmd->add_flag("--spec", opts->spec, "Print the whole cluster as a native spec (YAML, or JSON with --format json)");
+  cmd->add_option("--output,-o", opts->output, "With --spec: write the spec to FILE (atomically) instead of stdout");
   add_format_option(*cmd, opts->format);
   cmd->callback([opts, &exit_code] { exit_code = run_show(*opts); });
 }

@@ -187,7 +187,9 @@ bool nvls_supported(const Graph& g) {
 // (allreduce only), as NCCL 2.18+ does on NVSwitch systems.
 bool nvls_candidate(const Graph& g, Collective c, Candidate& out) {
   if (!nvls_supported(g)) return false;
-  const double intra_lat = nccl::kHopLatencyUs[kHwNvlink][kNvlsIdx][2];
+  // Two steps through the switch (multimem reduce, then multicast store), each paying the
+  // NVLink hop latency on top of NCCL's NVLS latency.
+  const double intra_lat = nccl::kHopLatencyUs[kHwNvlink][kNvlsIdx][2] + 2 * g.intra_lat;
   if (g.islands == 1) {
     if (c == Collective::kAllReduce) {
       out = {Algorithm::kNvls, Protocol::kSimple, intra_lat, g.intra_bw * nccl::kNvlsAlgbwRatio};
@@ -249,16 +251,23 @@ Candidate direct_candidate(const Graph& g, Collective c, double local_fraction_m
 // between the ranks of equal local index (max_local rings sharing the crossing), allgather
 // inside. Three NCCL calls in sequence, each with its best protocol.
 double hierarchical_time(const Graph& g, double bytes) {
+  // Real implementations cut the message into chunks and overlap the phases, so the
+  // bandwidth term is that of the busiest resource (NVLink carries both intra phases, the
+  // network the inter phase) while every phase's latency is paid once.
   const int k = g.max_local;
-  double t = 0;
+  double latency = 0, nvlink_term = 0, network_term = 0;
+  Candidate c;
   if (k > 1) {
     Graph in = g;
     in.ranks = k;
     in.islands = 1;
     in.cross_bw = kInf;
     in.cross_lat = 0;
-    t += best_time(in, Collective::kReduceScatter, bytes, Algorithm::kRing, nullptr);
-    t += best_time(in, Collective::kAllGather, bytes, Algorithm::kRing, nullptr);
+    for (Collective phase : {Collective::kReduceScatter, Collective::kAllGather}) {
+      best_time(in, phase, bytes, Algorithm::kRing, &c);
+      latency += c.latency_us;
+      nvlink_term += bytes / (c.algbw_GBps * 1e3);
+    }
   }
   if (g.islands > 1) {
     Graph out = g;
@@ -267,9 +276,11 @@ double hierarchical_time(const Graph& g, double bytes) {
     out.intra_bw = kInf;
     out.intra_lat = 0;
     out.cross_bw = g.cross_bw / k;  // k rings share each crossing
-    t += best_time(out, Collective::kAllReduce, bytes / k, Algorithm::kRing, nullptr);
+    best_time(out, Collective::kAllReduce, bytes / k, Algorithm::kRing, &c);
+    latency += c.latency_us;
+    network_term = bytes / k / (c.algbw_GBps * 1e3);
   }
-  return t;
+  return latency + std::max(nvlink_term, network_term);
 }
 
 struct Scratch {

@@ -100,7 +100,7 @@ class SpecReader {
       TRY(per, in_.opt_number(nv, "GBps_per_link"));
       TRY(sw, in_.opt_boolean(nv, "nvswitch"));
       if (links && (*links < 0 || *links > 255)) return in_.error_at(nv["links"], fmt::format("expected 0..255 NVLinks, found {}", *links));
-      if (per && !(*per > 0)) return in_.error_at(nv["GBps_per_link"], "expected a positive per-link bandwidth");
+      if (per && !(*per >= 0)) return in_.error_at(nv["GBps_per_link"], "expected a per-link bandwidth >= 0 (GB/s)");
       mesh_links = links ? static_cast<int>(*links) : 0;
       if (per) t.nvlink_GBps_per_link = *per;
       t.nvswitch = sw ? *sw : mesh_links > 0 && !n["links"];

@@ -1,0 +1,400 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <queue>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace toposched::sim {
+
+Result<Discipline> parse_discipline(std::string_view name) {
+  if (name == "fifo") return Discipline::kFifo;
+  if (name == "easy-backfill" || name == "backfill") return Discipline::kEasyBackfill;
+  if (name == "priority") return Discipline::kPriority;
+  return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown queue discipline '{}'; expected fifo, easy-backfill or priority", name));
+}
+
+std::string_view discipline_name(Discipline d) {
+  switch (d) {
+    case Discipline::kFifo: return "fifo";
+    case Discipline::kEasyBackfill: return "easy-backfill";
+    case Discipline::kPriority: return "priority";
+  }
+  return "fifo";
+}
+
+namespace {
+
+struct Event {
+  double t;
+  std::uint64_t seq;
+  std::uint32_t job;
+  std::uint32_t version;
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+// GPUs of the cluster whose model matches a job's gpu_model ("A|B" lists alternatives).
+class ModelCapacity {
+ public:
+  explicit ModelCapacity(const Cluster& c) {
+    for (std::size_t n = 0; n < c.node_count(); ++n) {
+      const NodeType& t = c.node_type(NodeId(static_cast<std::uint32_t>(n)));
+      by_model_[t.gpu_model] += static_cast<std::size_t>(t.gpu_count);
+    }
+    total_ = c.gpu_count();
+  }
+  // GPUs the job may use: of its models when any exists in the cluster, else all.
+  std::size_t for_job(const std::string& models) {
+    if (models.empty()) return total_;
+    auto it = cache_.find(models);
+    if (it != cache_.end()) return it->second;
+    std::size_t n = 0;
+    std::size_t start = 0;
+    while (start <= models.size()) {
+      std::size_t bar = models.find('|', start);
+      if (bar == std::string::npos) bar = models.size();
+      auto m = by_model_.find(models.substr(start, bar - start));
+      if (m != by_model_.end()) n += m->second;
+      start = bar + 1;
+    }
+    if (n == 0) n = total_;
+    cache_.emplace(models, n);
+    return n;
+  }
+
+ private:
+  std::map<std::string, std::size_t> by_model_;
+  std::map<std::string, std::size_t> cache_;
+  std::size_t total_ = 0;
+};
+
+class Engine {
+ public:
+  Engine(const Cluster& cluster, const Trace& trace, Placer& placer, const CommModel& comm, const EngineOptions& o)
+      : cluster_(cluster), trace_(trace), placer_(placer), comm_(comm), o_(o), capacity_(cluster) {
+    std::size_t n = trace.jobs.size();
+    res_.jobs.resize(n);
+    remaining_.assign(n, 0);
+    rate_.assign(n, 1);
+    last_update_.assign(n, 0);
+    version_.assign(n, 0);
+    running_.assign(n, 0);
+    est_.resize(n);
+    uses_.resize(n);
+    est_end_it_.resize(n);
+    estimate_.resize(n);
+    for (std::size_t j = 0; j < n; ++j) {
+      const SimJob& job = trace.jobs[j];
+      estimate_[j] = job.estimate_s > 0 ? job.estimate_s : job.duration_s * o.estimate_factor;
+    }
+    uplink_load_.assign(comm.uplink_count(), 0);
+    uplink_jobs_.resize(comm.uplink_count());
+    free_ = cluster.gpu_count();
+    res_.cluster_gpus = cluster.gpu_count();
+    frag_every_ = std::max<std::size_t>(1, 2 * n / std::max<std::size_t>(o.timeline_points, 1));
+  }
+
+  Result<SimulationResult> run() {
+    const auto& jobs = trace_.jobs;
+    std::size_t n = jobs.size();
+    if (n == 0) return std::move(res_);
+    now_ = jobs.front().submit_s;
+    res_.first_submit_s = now_;
+    std::size_t next = 0;
+    std::size_t done = 0, last_report = 0;
+    while (next < n || !heap_.empty()) {
+      while (!heap_.empty() && heap_.top().version != version_[heap_.top().job]) heap_.pop();
+      double t_arr = next < n ? jobs[next].submit_s : std::numeric_limits<double>::infinity();
+      double t_fin = heap_.empty() ? std::numeric_limits<double>::infinity() : heap_.top().t;
+      double t = std::min(t_arr, t_fin);
+      if (!std::isfinite(t)) break;
+      advance_to(t);
+      // Finishes first, so their GPUs are free for the jobs that arrive at the same time.
+      while (!heap_.empty()) {
+        const Event e = heap_.top();
+        if (e.version != version_[e.job]) {
+          heap_.pop();
+          continue;
+        }
+        if (e.t > now_) break;
+        heap_.pop();
+        finish(e.job);
+        ++done;
+      }
+      while (next < n && jobs[next].submit_s <= now_) {
+        arrive(static_cast<std::uint32_t>(next));
+        if (!res_.jobs[next].placed && !res_.jobs[next].never_placed_reason.empty()) ++done;
+        ++next;
+      }
+      done += schedule();
+      refresh_affected();
+      ++res_.events;
+      record_change();
+      if (o_.progress && done - last_report >= std::max<std::size_t>(1, n / 100)) {
+        last_report = done;
+        o_.progress(static_cast<double>(done) / static_cast<double>(n));
+      }
+    }
+    // Whatever is still queued could never start (e.g. the policy refuses it even when idle).
+    for (auto [key, j] : queue_) {
+      res_.jobs[j].never_placed_reason = "still queued when the simulation ended";
+    }
+    res_.last_end_s = now_;
+    build_timeline();
+    if (o_.progress) o_.progress(1.0);
+    return std::move(res_);
+  }
+
+ private:
+  void advance_to(double t) {
+    double dt = t - now_;
+    if (dt > 0) {
+      busy_gpu_seconds_ += dt * static_cast<double>(cluster_.gpu_count() - free_);
+      res_.busy_gpu_seconds = busy_gpu_seconds_;
+    }
+    now_ = t;
+  }
+
+  void record_change() {
+    changes_.push_back({now_, static_cast<double>(cluster_.gpu_count() - free_), static_cast<double>(queue_.size()), 0});
+    if (res_.events % frag_every_ == 0) frag_samples_.emplace_back(now_, placer_.fragmentation());
+  }
+
+  void arrive(std::uint32_t j) {
+    const SimJob& job = trace_.jobs[j];
+    std::size_t cap = capacity_.for_job(job.gpu_model);
+    if (static_cast<std::size_t>(job.gpus) > cap) {
+      res_.jobs[j].never_placed_reason = fmt::format("asks for {} GPUs, the cluster has {}{}", job.gpus, cap,
+                                                     job.gpu_model.empty() ? "" : " of model " + job.gpu_model);
+      return;
+    }
+    int key = o_.discipline == Discipline::kPriority ? -job.priority : 0;
+    queue_.emplace(std::make_pair(key, j), j);
+  }
+
+  bool try_start(std::uint32_t j) {
+    const SimJob& job = trace_.jobs[j];
+    if (static_cast<std::size_t>(job.gpus) > free_) return false;
+    auto gpus = placer_.place(job, j);
+    if (!gpus) {
+      if (gpus.error().code != ErrorCode::kInfeasible) permanent_error_ = gpus.error().message;
+      return false;
+    }
+    JobOutcome& out = res_.jobs[j];
+    out.placed = true;
+    running_[j] = 1;
+    out.start_s = now_;
+    free_ -= static_cast<std::size_t>(job.gpus);
+    std::vector<std::uint32_t> nodes;
+    nodes.reserve(gpus->size());
+    for (GpuId g : *gpus) nodes.push_back(cluster_.gpu_node(g).value);
+    std::sort(nodes.begin(), nodes.end());
+    out.nodes = static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+    CommEstimate ce = comm_.estimate(job, *gpus);
+    est_[j] = {std::max(1.0, ce.slowdown), std::clamp(ce.network_share, 0.0, 1.0)};
+    out.placement_slowdown = est_[j].first;
+    remaining_[j] = job.duration_s;
+    last_update_[j] = now_;
+    uses_[j] = std::move(ce.uplinks);
+    for (const UplinkUse& u : uses_[j]) {
+      uplink_load_[u.uplink] += u.demand;
+      uplink_jobs_[u.uplink].push_back(j);
+      mark_uplink(u.uplink);
+    }
+    affected_.push_back(j);
+    est_end_it_[j] = est_end_.emplace(now_ + estimate_[j], job.gpus);
+    return true;
+  }
+
+  void finish(std::uint32_t j) {
+    const SimJob& job = trace_.jobs[j];
+    JobOutcome& out = res_.jobs[j];
+    out.end_s = now_;
+    out.slowdown = (out.end_s - out.start_s) / job.duration_s;
+    placer_.release(j);
+    running_[j] = 0;
+    free_ += static_cast<std::size_t>(job.gpus);
+    ++version_[j];
+    for (const UplinkUse& u : uses_[j]) {
+      uplink_load_[u.uplink] -= u.demand;
+      auto& v = uplink_jobs_[u.uplink];
+      auto it = std::find(v.begin(), v.end(), j);
+      if (it != v.end()) {
+        *it = v.back();
+        v.pop_back();
+      }
+      mark_uplink(u.uplink);
+    }
+    uses_[j].clear();
+    est_end_.erase(est_end_it_[j]);
+  }
+
+  void mark_uplink(std::uint32_t u) {
+    for (std::uint32_t other : uplink_jobs_[u]) affected_.push_back(other);
+  }
+
+  double contention(std::uint32_t j) const {
+    double c = 1.0;
+    for (const UplinkUse& u : uses_[j]) {
+      double cap = comm_.uplink_capacity(u.uplink);
+      if (cap > 0) c = std::max(c, uplink_load_[u.uplink] / cap);
+    }
+    return c;
+  }
+
+  void refresh_affected() {
+    std::sort(affected_.begin(), affected_.end());
+    affected_.erase(std::unique(affected_.begin(), affected_.end()), affected_.end());
+    for (std::uint32_t j : affected_) {
+      if (!running_[j]) continue;
+      remaining_[j] = std::max(0.0, remaining_[j] - (now_ - last_update_[j]) * rate_[j]);
+      last_update_[j] = now_;
+      auto [slow, share] = est_[j];
+      rate_[j] = 1.0 / (slow * (1.0 + share * (contention(j) - 1.0)));
+      ++version_[j];
+      heap_.push({now_ + remaining_[j] / rate_[j], seq_++, j, version_[j]});
+    }
+    affected_.clear();
+  }
+
+  // Starts what the discipline allows; returns how many jobs were dropped as unplaceable.
+  std::size_t schedule() {
+    std::size_t dropped = 0;
+    while (!queue_.empty()) {
+      auto head = queue_.begin();
+      std::uint32_t j = head->second;
+      permanent_error_.clear();
+      if (try_start(j)) {
+        queue_.erase(head);
+        continue;
+      }
+      if (!permanent_error_.empty() || free_ == cluster_.gpu_count()) {
+        res_.jobs[j].never_placed_reason =
+            permanent_error_.empty() ? "the policy cannot place it even on an idle cluster" : permanent_error_;
+        queue_.erase(head);
+        ++dropped;
+        continue;
+      }
+      break;
+    }
+    if (o_.discipline != Discipline::kEasyBackfill || queue_.size() < 2 || free_ == 0) return dropped;
+    // EASY: the head's reservation from the running jobs' estimated ends.
+    const SimJob& head = trace_.jobs[queue_.begin()->second];
+    std::size_t avail = free_;
+    double shadow = std::numeric_limits<double>::infinity();
+    std::size_t extra = 0;
+    for (auto& [end, gpus] : est_end_) {
+      avail += static_cast<std::size_t>(gpus);
+      if (avail >= static_cast<std::size_t>(head.gpus)) {
+        shadow = std::max(end, now_);
+        extra = avail - static_cast<std::size_t>(head.gpus);
+        break;
+      }
+    }
+    int looked = 0;
+    for (auto it = std::next(queue_.begin()); it != queue_.end() && looked < o_.backfill_depth && free_ > 0;) {
+      ++looked;
+      std::uint32_t c = it->second;
+      const SimJob& job = trace_.jobs[c];
+      std::size_t g = static_cast<std::size_t>(job.gpus);
+      bool ends_in_time = now_ + estimate_[c] <= shadow;
+      permanent_error_.clear();
+      if (g <= free_ && (ends_in_time || g <= extra) && try_start(c)) {
+        if (!ends_in_time) extra -= g;
+        it = queue_.erase(it);
+      } else if (!permanent_error_.empty()) {
+        res_.jobs[c].never_placed_reason = permanent_error_;
+        ++dropped;
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return dropped;
+  }
+
+  void build_timeline() {
+    std::size_t points = std::max<std::size_t>(o_.timeline_points, 1);
+    double t0 = res_.first_submit_s, t1 = std::max(res_.last_end_s, t0 + 1e-9);
+    double width = (t1 - t0) / static_cast<double>(points);
+    res_.timeline.assign(points, {});
+    std::vector<double> busy(points, 0), queued(points, 0);
+    // Piecewise-constant values between change points, integrated per bucket.
+    for (std::size_t i = 0; i + 1 < changes_.size(); ++i) {
+      double a = changes_[i].t, b = changes_[i + 1].t;
+      while (a < b) {
+        std::size_t k = std::min(points - 1, static_cast<std::size_t>((a - t0) / width));
+        double edge = std::min(b, t0 + width * static_cast<double>(k + 1));
+        if (edge <= a) edge = b;  // rounding at the last bucket
+        busy[k] += changes_[i].busy_gpus * (edge - a);
+        queued[k] += changes_[i].queued_jobs * (edge - a);
+        a = edge;
+      }
+    }
+    std::vector<double> frag_sum(points, 0);
+    std::vector<int> frag_n(points, 0);
+    double frag_total = 0;
+    for (auto [t, f] : frag_samples_) {
+      std::size_t k = std::min(points - 1, static_cast<std::size_t>(std::max(0.0, t - t0) / width));
+      frag_sum[k] += f;
+      ++frag_n[k];
+      frag_total += f;
+    }
+    res_.fragmentation_mean = frag_samples_.empty() ? 0 : frag_total / static_cast<double>(frag_samples_.size());
+    double last_frag = 0;
+    for (std::size_t k = 0; k < points; ++k) {
+      TimelinePoint& p = res_.timeline[k];
+      p.t = t0 + width * static_cast<double>(k + 1);
+      p.busy_gpus = busy[k] / width;
+      p.queued_jobs = queued[k] / width;
+      if (frag_n[k] > 0) last_frag = frag_sum[k] / frag_n[k];
+      p.fragmentation = last_frag;
+    }
+  }
+
+  const Cluster& cluster_;
+  const Trace& trace_;
+  Placer& placer_;
+  const CommModel& comm_;
+  const EngineOptions& o_;
+  ModelCapacity capacity_;
+  SimulationResult res_;
+
+  double now_ = 0;
+  std::size_t free_ = 0;
+  double busy_gpu_seconds_ = 0;
+  std::uint64_t seq_ = 0;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
+  std::map<std::pair<int, std::uint32_t>, std::uint32_t> queue_;
+  std::vector<double> remaining_, rate_, last_update_, estimate_;
+  std::vector<std::uint32_t> version_;
+  std::vector<char> running_;
+  std::vector<std::pair<double, double>> est_;
+  std::vector<std::vector<UplinkUse>> uses_;
+  std::vector<double> uplink_load_;
+  std::vector<std::vector<std::uint32_t>> uplink_jobs_;
+  std::vector<std::uint32_t> affected_;
+  std::multimap<double, int> est_end_;
+  std::vector<std::multimap<double, int>::iterator> est_end_it_;
+  std::vector<TimelinePoint> changes_;
+  std::vector<std::pair<double, double>> frag_samples_;
+  std::size_t frag_every_ = 1;
+  std::string permanent_error_;
+};
+
+}  // namespace
+
+Result<SimulationResult> run_simulation(const Cluster& cluster, const Trace& trace, Placer& placer, const CommModel& comm,
+                                        const EngineOptions& options, std::string policy_name) {
+  if (cluster.gpu_count() == 0) return make_error(ErrorCode::kValidation, "the cluster has no GPU");
+  Engine e(cluster, trace, placer, comm, options);
+  auto r = e.run();
+  if (r) r->policy = std::move(policy_name);
+  return r;
+}
+
+}  // namespace toposched::sim

@@ -1,0 +1,76 @@
+// The discrete-event simulator: replays a Trace on a Cluster under one placement policy
+// and one queue discipline, and records what happened to every job.
+//
+// Events are arrivals, starts and finishes, processed in (time, sequence) order, so a run
+// is a pure function of its inputs (and the seed the random policy gets). Jobs are
+// gang-scheduled: all GPUs at once through the Placer, or the job waits. Disciplines:
+//  - fifo: in submit order; the head blocks everything behind it;
+//  - priority: by priority (high first), then submit order; the head blocks;
+//  - easy-backfill: fifo, but later jobs may start when they do not delay the head's
+//    reservation (EASY: computed from runtime estimates: the trace's estimate_s, or the
+//    duration times `estimate_factor`).
+// Runtime: a job does `duration_s` seconds of ideal work; it progresses at rate
+// 1 / (slowdown * (1 + network_share * (contention - 1))), slowdown from the CommModel for
+// its actual placement and contention = the worst load / capacity over the uplinks it
+// uses, recomputed for the affected jobs whenever a job starts or finishes.
+// Jobs larger than the cluster (or than the GPUs of their model), and jobs the policy
+// cannot place even on an idle cluster, are reported as never placed and dropped.
+// Thread-safety: run_simulation only reads its inputs; run several at once on one Cluster.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/backend.h"
+#include "sim/trace.h"
+#include "topology/cluster.h"
+
+namespace toposched::sim {
+
+enum class Discipline { kFifo, kEasyBackfill, kPriority };
+Result<Discipline> parse_discipline(std::string_view name);
+std::string_view discipline_name(Discipline d);
+
+struct EngineOptions {
+  Discipline discipline = Discipline::kFifo;
+  double estimate_factor = 1.0;   // estimate = duration * factor when the trace has none
+  int backfill_depth = 256;       // queued jobs looked at per backfill pass
+  std::uint64_t seed = 1;
+  std::size_t timeline_points = 400;  // samples kept for the report's time series
+  // Called now and then with the fraction of jobs done (0..1); may be empty.
+  std::function<void(double)> progress;
+};
+
+struct JobOutcome {
+  bool placed = false;
+  std::string never_placed_reason;
+  double start_s = 0, end_s = 0;
+  double slowdown = 1;     // runtime / ideal duration (placement and contention)
+  double placement_slowdown = 1;  // from the placement alone
+  int nodes = 0;           // distinct nodes it ran on
+};
+
+struct TimelinePoint {
+  double t = 0;
+  double busy_gpus = 0;    // time-weighted mean over the interval ending at t
+  double queued_jobs = 0;  // idem
+  double fragmentation = 0;
+};
+
+struct SimulationResult {
+  std::string policy;
+  std::vector<JobOutcome> jobs;  // parallel to Trace::jobs
+  std::vector<TimelinePoint> timeline;
+  double first_submit_s = 0, last_end_s = 0;
+  double busy_gpu_seconds = 0;   // integral of busy GPUs over [first_submit, last_end]
+  std::size_t cluster_gpus = 0;
+  std::size_t events = 0;
+  double fragmentation_mean = 0;  // over the samples
+};
+
+Result<SimulationResult> run_simulation(const Cluster& cluster, const Trace& trace, Placer& placer,
+                                        const CommModel& comm, const EngineOptions& options, std::string policy_name);
+
+}  // namespace toposched::sim

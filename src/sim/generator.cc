@@ -1,0 +1,236 @@
+#include "sim/generator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <numbers>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "topology/file_io.h"
+
+namespace toposched::sim {
+
+Rng::Rng(std::uint64_t seed) {
+  std::uint64_t x = seed;
+  for (auto& s : s_) {
+    x += 0x9E3779B97F4A7C15ull;
+    std::uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    s = z ^ (z >> 31);
+  }
+}
+
+std::uint64_t Rng::next() {
+  std::uint64_t result = std::rotl(s_[1] * 5, 7) * 9;
+  std::uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = std::rotl(s_[3], 45);
+  return result;
+}
+
+double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double Rng::exponential(double mean) { return -mean * std::log1p(-uniform()); }
+double Rng::normal() {
+  double u1 = uniform(), u2 = uniform();
+  return std::sqrt(-2.0 * std::log1p(-u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+namespace {
+
+SourceLocation loc(const YAML::Node& n, const std::string& file) {
+  auto m = n.Mark();
+  return {file, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0};
+}
+
+template <class T>
+Result<void> read_num(const YAML::Node& map, const char* key, T& out, double lo, double hi, const std::string& file) {
+  YAML::Node n = map[key];
+  if (!n) return {};
+  double v = 0;
+  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v))
+    return make_error(ErrorCode::kParse, fmt::format("'{}' must be a number, found '{}'", key, n.IsScalar() ? n.Scalar() : "a collection"), loc(n, file));
+  if (v < lo || v > hi) return make_error(ErrorCode::kValidation, fmt::format("'{}' must be in {}..{}, found {}", key, lo, hi, v), loc(n, file));
+  if constexpr (std::is_integral_v<T>) {
+    if (v != std::floor(v)) return make_error(ErrorCode::kValidation, fmt::format("'{}' must be a whole number, found {}", key, v), loc(n, file));
+  }
+  out = static_cast<T>(v);
+  return {};
+}
+
+}  // namespace
+
+Result<GeneratorParams> parse_generator_yaml(std::string_view text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kParse, e.msg, {file, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0});
+  }
+  GeneratorParams p;
+  if (!root || root.IsNull()) return p;
+  if (!root.IsMap()) return make_error(ErrorCode::kParse, "expected a mapping of generator parameters", loc(root, file));
+  static const char* kKeys[] = {"seed", "jobs", "arrival_rate_per_hour", "max_gpus", "size_alpha", "duration", "inference_max_gpus",
+                                "vision_max_gpus", "estimate_max_factor", "mix"};
+  try {
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      std::string k = it->first.as<std::string>();
+      if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* x) { return k == x; }) == std::end(kKeys))
+        return make_error(ErrorCode::kParse,
+                          fmt::format("unknown key '{}'; expected seed, jobs, arrival_rate_per_hour, max_gpus, size_alpha, duration, "
+                                      "inference_max_gpus, vision_max_gpus, estimate_max_factor, mix", k),
+                          loc(it->first, file));
+    }
+    double seed = 1;
+    if (auto r = read_num(root, "seed", seed, 0, 9007199254740992.0, file); !r) return tl::unexpected(r.error());
+    p.seed = static_cast<std::uint64_t>(seed);
+    if (auto r = read_num(root, "jobs", p.jobs, 1, 10'000'000, file); !r) return tl::unexpected(r.error());
+    if (auto r = read_num(root, "arrival_rate_per_hour", p.arrival_rate_per_hour, 1e-6, 1e9, file); !r) return tl::unexpected(r.error());
+    if (auto r = read_num(root, "max_gpus", p.max_gpus, 1, 1 << 20, file); !r) return tl::unexpected(r.error());
+    if (auto r = read_num(root, "size_alpha", p.size_alpha, 0, 10, file); !r) return tl::unexpected(r.error());
+    if (auto r = read_num(root, "inference_max_gpus", p.inference_max_gpus, 1, 1 << 20, file); !r) return tl::unexpected(r.error());
+    if (auto r = read_num(root, "vision_max_gpus", p.vision_max_gpus, 1, 1 << 20, file); !r) return tl::unexpected(r.error());
+    if (auto r = read_num(root, "estimate_max_factor", p.estimate_max_factor, 1, 1000, file); !r) return tl::unexpected(r.error());
+    if (YAML::Node d = root["duration"]) {
+      if (!d.IsMap()) return make_error(ErrorCode::kParse, "'duration' must be a mapping with median_s, sigma, min_s, max_s", loc(d, file));
+      for (auto it = d.begin(); it != d.end(); ++it) {
+        std::string k = it->first.as<std::string>();
+        if (k != "median_s" && k != "sigma" && k != "min_s" && k != "max_s")
+          return make_error(ErrorCode::kParse, fmt::format("unknown key 'duration.{}'; expected median_s, sigma, min_s, max_s", k), loc(it->first, file));
+      }
+      if (auto r = read_num(d, "median_s", p.duration_median_s, 1e-3, 1e9, file); !r) return tl::unexpected(r.error());
+      if (auto r = read_num(d, "sigma", p.duration_sigma, 0, 10, file); !r) return tl::unexpected(r.error());
+      if (auto r = read_num(d, "min_s", p.duration_min_s, 1e-3, 1e9, file); !r) return tl::unexpected(r.error());
+      if (auto r = read_num(d, "max_s", p.duration_max_s, 1e-3, 1e10, file); !r) return tl::unexpected(r.error());
+      if (p.duration_min_s > p.duration_max_s)
+        return make_error(ErrorCode::kValidation, "'duration.min_s' is larger than 'duration.max_s'", loc(d, file));
+    }
+    if (YAML::Node m = root["mix"]) {
+      if (!m.IsMap()) return make_error(ErrorCode::kParse, "'mix' must map llm-dense, llm-moe, inference, dp-vision to weights", loc(m, file));
+      p.mix.clear();
+      double total = 0;
+      for (auto it = m.begin(); it != m.end(); ++it) {
+        std::string k = it->first.as<std::string>();
+        if (k != "llm-dense" && k != "llm-moe" && k != "inference" && k != "dp-vision")
+          return make_error(ErrorCode::kParse, fmt::format("unknown job class 'mix.{}'; expected llm-dense, llm-moe, inference, dp-vision", k), loc(it->first, file));
+        double w = 0;
+        if (auto r = read_num(m, k.c_str(), w, 0, 1e9, file); !r) return tl::unexpected(r.error());
+        p.mix[k] = w;
+        total += w;
+      }
+      if (!(total > 0)) return make_error(ErrorCode::kValidation, "'mix' weights must not all be 0", loc(m, file));
+    }
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kParse, e.msg, {file, e.mark.line + 1, e.mark.column + 1});
+  }
+  return p;
+}
+
+Result<GeneratorParams> load_generator_yaml(const std::string& path) {
+  auto text = read_text_file(path);
+  if (!text) return tl::unexpected(text.error());
+  return parse_generator_yaml(*text, path);
+}
+
+namespace {
+
+int draw_size(Rng& rng, int max_gpus, double alpha) {
+  int kmax = std::bit_width(static_cast<unsigned>(max_gpus)) - 1;
+  double total = 0;
+  for (int k = 0; k <= kmax; ++k) total += std::pow(2.0, -alpha * k);
+  double u = rng.uniform() * total;
+  for (int k = 0; k <= kmax; ++k) {
+    u -= std::pow(2.0, -alpha * k);
+    if (u < 0) return 1 << k;
+  }
+  return 1 << kmax;
+}
+
+double draw_duration(Rng& rng, const GeneratorParams& p) {
+  double d = p.duration_median_s * std::exp(p.duration_sigma * rng.normal());
+  return std::clamp(d, p.duration_min_s, p.duration_max_s);
+}
+
+}  // namespace
+
+Trace generate_trace(const GeneratorParams& p) {
+  Trace t;
+  t.source = "generator";
+  t.format = "generator";
+  Rng rng(p.seed);
+  double total_w = 0;
+  for (const auto& [k, w] : p.mix) total_w += w;
+  double now = 0;
+  int width = static_cast<int>(std::to_string(p.jobs).size());
+  for (int i = 0; i < p.jobs; ++i) {
+    now += rng.exponential(3600.0 / p.arrival_rate_per_hour);
+    SimJob j;
+    j.id = fmt::format("job-{:0{}d}", i + 1, width);
+    j.submit_s = std::round(now * 1000) / 1000;
+    double u = rng.uniform() * total_w;
+    std::string kind = p.mix.rbegin()->first;
+    for (const auto& [k, w] : p.mix) {
+      if (u < w) {
+        kind = k;
+        break;
+      }
+      u -= w;
+    }
+    j.kind = kind;
+    int size = draw_size(rng, p.max_gpus, p.size_alpha);
+    if (kind == "inference") size = std::min(size, p.inference_max_gpus);
+    if (kind == "dp-vision") size = std::min(size, p.vision_max_gpus);
+    j.gpus = size;
+    if (kind == "dp-vision") {
+      j.tp = 1, j.pp = 1, j.dp = size;
+    } else if (kind == "inference") {
+      j.tp = std::min(8, size);
+      j.pp = 1;
+      j.dp = size / j.tp;
+      j.priority = 2;
+    } else {
+      j.tp = std::min(8, size);
+      int rest = size / j.tp;
+      int pp = 1;
+      // Larger models use deeper pipelines: PP 2 from 64 GPUs, 4 from 256, 8 from 1024.
+      if (size >= 1024) pp = 8;
+      else if (size >= 256) pp = 4;
+      else if (size >= 64) pp = 2;
+      j.pp = std::min(pp, rest);
+      j.dp = rest / j.pp;
+      if (kind == "llm-moe") j.ep = std::min(8, j.dp);
+      j.priority = size >= 256 ? 1 : 0;
+    }
+    j.duration_s = std::round(draw_duration(rng, p) * 1000) / 1000;
+    j.estimate_s = std::round(j.duration_s * (1 + (p.estimate_max_factor - 1) * rng.uniform()) * 1000) / 1000;
+    t.jobs.push_back(std::move(j));
+  }
+  (void)finalize_trace(t);
+  return t;
+}
+
+void assign_synthetic_times(Trace& trace, std::size_t cluster_gpus, std::uint64_t seed, double target_load) {
+  Rng rng(seed);
+  const double median = 3600, sigma = 1.0;
+  double mean_duration = median * std::exp(sigma * sigma / 2);
+  double mean_gpus = 0;
+  for (const SimJob& j : trace.jobs) mean_gpus += j.gpus;
+  if (!trace.jobs.empty()) mean_gpus /= static_cast<double>(trace.jobs.size());
+  // Offered load = rate * mean_gpus * mean_duration / cluster_gpus.
+  double rate = target_load * static_cast<double>(std::max<std::size_t>(cluster_gpus, 1)) / std::max(mean_gpus * mean_duration, 1e-9);
+  double now = 0;
+  for (SimJob& j : trace.jobs) {
+    now += rng.exponential(1.0 / rate);
+    j.submit_s = std::round(now * 1000) / 1000;
+    j.duration_s = std::max(1.0, std::round(median * std::exp(sigma * rng.normal()) * 1000) / 1000);
+  }
+  trace.has_times = true;
+}
+
+}  // namespace toposched::sim

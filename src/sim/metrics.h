@@ -1,0 +1,38 @@
+// Per-policy figures of a simulation run: job completion time (JCT = end - submit) and
+// waiting time (start - submit) statistics over the jobs that ran, makespan (last end -
+// first submit), time-weighted GPU utilisation (busy GPU-seconds / (GPUs x makespan)),
+// communication slowdown (runtime / ideal duration) statistics, GPU-hours lost to
+// communication (sum of GPUs x (runtime - ideal)), mean fragmentation, jobs never placed.
+// Percentiles are nearest-rank on sorted values, so the figures are exact functions of the
+// result. Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "sim/engine.h"
+#include "sim/trace.h"
+
+namespace toposched::sim {
+
+struct PolicySummary {
+  std::string policy;
+  std::size_t jobs = 0;          // jobs that ran to completion
+  std::size_t never_placed = 0;
+  double jct_mean_s = 0, jct_p50_s = 0, jct_p95_s = 0, jct_p99_s = 0;
+  double wait_mean_s = 0, wait_p50_s = 0, wait_p95_s = 0, wait_p99_s = 0;
+  double makespan_s = 0;
+  double utilization = 0;        // 0..1
+  double comm_slowdown_mean = 1, comm_slowdown_p95 = 1;
+  double gpu_hours_lost_comm = 0;
+  double fragmentation_mean = 0;
+  double multi_node_jobs = 0;    // fraction of jobs that spanned more than one node
+};
+
+// Nearest-rank percentile (q in 0..100) of unsorted values; 0 when empty.
+double percentile(std::vector<double> values, double q);
+
+PolicySummary summarize(const Trace& trace, const SimulationResult& result);
+
+}  // namespace toposched::sim

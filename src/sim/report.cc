@@ -1,0 +1,294 @@
+#include "sim/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "topology/file_io.h"
+
+namespace toposched::sim {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Fixed decimals, so the JSON text does not depend on the last bits of a double.
+double round_to(double v, int decimals) {
+  if (!std::isfinite(v)) return 0;
+  double f = std::pow(10.0, decimals);
+  double r = std::round(v * f) / f;
+  return r == 0 ? 0.0 : r;  // no "-0.0"
+}
+
+Json summary_json(const PolicySummary& s) {
+  Json p;
+  p["jobs"] = s.jobs;
+  p["jct_mean_s"] = round_to(s.jct_mean_s, 3);
+  p["jct_p50_s"] = round_to(s.jct_p50_s, 3);
+  p["jct_p95_s"] = round_to(s.jct_p95_s, 3);
+  p["jct_p99_s"] = round_to(s.jct_p99_s, 3);
+  p["wait_mean_s"] = round_to(s.wait_mean_s, 3);
+  p["wait_p50_s"] = round_to(s.wait_p50_s, 3);
+  p["wait_p95_s"] = round_to(s.wait_p95_s, 3);
+  p["wait_p99_s"] = round_to(s.wait_p99_s, 3);
+  p["utilization"] = round_to(s.utilization, 6);
+  p["comm_slowdown_mean"] = round_to(s.comm_slowdown_mean, 6);
+  p["comm_slowdown_p95"] = round_to(s.comm_slowdown_p95, 6);
+  p["gpu_hours_lost_comm"] = round_to(s.gpu_hours_lost_comm, 3);
+  p["makespan_s"] = round_to(s.makespan_s, 3);
+  p["fragmentation_mean"] = round_to(s.fragmentation_mean, 6);
+  p["multi_node_jobs"] = round_to(s.multi_node_jobs, 6);
+  p["never_placed"] = s.never_placed;
+  return p;
+}
+
+Json run_json(const RunInfo& info) {
+  Json r;
+  r["cluster"] = info.cluster;
+  r["cluster_nodes"] = info.cluster_nodes;
+  r["cluster_gpus"] = info.cluster_gpus;
+  r["trace"] = info.trace;
+  r["trace_format"] = info.trace_format;
+  r["trace_jobs"] = info.trace_jobs;
+  r["discipline"] = info.discipline;
+  r["seed"] = info.seed;
+  return r;
+}
+
+std::string human_seconds(double s) {
+  if (s < 120) return fmt::format("{:.1f} s", s);
+  if (s < 7200) return fmt::format("{:.1f} min", s / 60);
+  if (s < 3 * 86400) return fmt::format("{:.2f} h", s / 3600);
+  return fmt::format("{:.2f} d", s / 86400);
+}
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// JSON safe to place inside <script>: no "</" sequence can close the element.
+std::string script_json(const Json& j) {
+  std::string s = j.dump();
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') out += "\\u003c";
+    else out += s[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string report_json(const RunInfo& info, const std::vector<PolicyRun>& runs) {
+  Json root;
+  Json policies = Json::object();
+  for (const PolicyRun& r : runs) policies[r.summary.policy] = summary_json(r.summary);
+  root["policies"] = std::move(policies);
+  root["run"] = run_json(info);
+  return root.dump(2) + "\n";
+}
+
+std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs) {
+  struct Row {
+    std::string label;
+    std::function<std::string(const PolicySummary&)> cell;
+  };
+  std::vector<Row> rows = {
+      {"jobs completed", [](const PolicySummary& s) { return std::to_string(s.jobs); }},
+      {"never placed", [](const PolicySummary& s) { return std::to_string(s.never_placed); }},
+      {"JCT mean", [](const PolicySummary& s) { return human_seconds(s.jct_mean_s); }},
+      {"JCT p50", [](const PolicySummary& s) { return human_seconds(s.jct_p50_s); }},
+      {"JCT p95", [](const PolicySummary& s) { return human_seconds(s.jct_p95_s); }},
+      {"JCT p99", [](const PolicySummary& s) { return human_seconds(s.jct_p99_s); }},
+      {"wait mean", [](const PolicySummary& s) { return human_seconds(s.wait_mean_s); }},
+      {"wait p50", [](const PolicySummary& s) { return human_seconds(s.wait_p50_s); }},
+      {"wait p95", [](const PolicySummary& s) { return human_seconds(s.wait_p95_s); }},
+      {"wait p99", [](const PolicySummary& s) { return human_seconds(s.wait_p99_s); }},
+      {"makespan", [](const PolicySummary& s) { return human_seconds(s.makespan_s); }},
+      {"GPU utilisation", [](const PolicySummary& s) { return fmt::format("{:.1f} %", 100 * s.utilization); }},
+      {"comm slowdown mean", [](const PolicySummary& s) { return fmt::format("{:.3f}x", s.comm_slowdown_mean); }},
+      {"comm slowdown p95", [](const PolicySummary& s) { return fmt::format("{:.3f}x", s.comm_slowdown_p95); }},
+      {"GPU-hours lost to comm", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.gpu_hours_lost_comm); }},
+      {"fragmentation mean", [](const PolicySummary& s) { return fmt::format("{:.3f}", s.fragmentation_mean); }},
+      {"multi-node jobs", [](const PolicySummary& s) { return fmt::format("{:.1f} %", 100 * s.multi_node_jobs); }},
+  };
+  std::size_t label_w = 0;
+  for (const Row& r : rows) label_w = std::max(label_w, r.label.size());
+  std::vector<std::size_t> col_w;
+  for (const PolicyRun& p : runs) {
+    std::size_t w = p.summary.policy.size();
+    for (const Row& r : rows) w = std::max(w, r.cell(p.summary).size());
+    col_w.push_back(w);
+  }
+  std::string out = fmt::format("{} ({} nodes, {} GPUs), trace {} ({} jobs), queue {}, seed {}\n\n", info.cluster, info.cluster_nodes,
+                                info.cluster_gpus, info.trace, info.trace_jobs, info.discipline, info.seed);
+  out += fmt::format("{:<{}}", "", label_w);
+  for (std::size_t i = 0; i < runs.size(); ++i) out += fmt::format("  {:>{}}", runs[i].summary.policy, col_w[i]);
+  out += "\n";
+  for (const Row& r : rows) {
+    out += fmt::format("{:<{}}", r.label, label_w);
+    for (std::size_t i = 0; i < runs.size(); ++i) out += fmt::format("  {:>{}}", r.cell(runs[i].summary), col_w[i]);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
+  Json cdf = Json::array(), timeline = Json::array(), slow = Json::array(), summary = Json::array();
+  for (const PolicyRun& run : runs) {
+    const std::string& name = run.summary.policy;
+    const PolicySummary& s = run.summary;
+    summary.push_back({{"policy", name}, {"metric", "mean JCT (h)"}, {"value", round_to(s.jct_mean_s / 3600, 4)}});
+    summary.push_back({{"policy", name}, {"metric", "mean wait (h)"}, {"value", round_to(s.wait_mean_s / 3600, 4)}});
+    summary.push_back({{"policy", name}, {"metric", "GPU utilisation (%)"}, {"value", round_to(100 * s.utilization, 3)}});
+    summary.push_back({{"policy", name}, {"metric", "mean comm slowdown"}, {"value", round_to(s.comm_slowdown_mean, 4)}});
+    if (!run.result) continue;
+    const SimulationResult& r = *run.result;
+    std::vector<double> jct, sd;
+    for (std::size_t i = 0; i < r.jobs.size(); ++i)
+      if (r.jobs[i].placed) {
+        jct.push_back(r.jobs[i].end_s - trace.jobs[i].submit_s);
+        sd.push_back(r.jobs[i].slowdown);
+      }
+    std::sort(jct.begin(), jct.end());
+    std::sort(sd.begin(), sd.end());
+    // At most 200 quantile points per policy keep the page small for any trace size.
+    std::size_t steps = std::min<std::size_t>(jct.size(), 200);
+    for (std::size_t k = 1; k <= steps; ++k) {
+      std::size_t idx = (k * jct.size() + steps - 1) / steps - 1;
+      cdf.push_back({{"policy", name}, {"jct_h", round_to(std::max(jct[idx], 1.0) / 3600, 5)},
+                     {"fraction", round_to(static_cast<double>(idx + 1) / static_cast<double>(jct.size()), 5)}});
+    }
+    std::size_t sd_steps = std::min<std::size_t>(sd.size(), 500);
+    for (std::size_t k = 1; k <= sd_steps; ++k) {
+      std::size_t idx = (k * sd.size() + sd_steps - 1) / sd_steps - 1;
+      slow.push_back({{"policy", name}, {"slowdown", round_to(sd[idx], 4)}});
+    }
+    double gpus = static_cast<double>(std::max<std::size_t>(r.cluster_gpus, 1));
+    for (const TimelinePoint& p : r.timeline)
+      timeline.push_back({{"policy", name}, {"hours", round_to((p.t - r.first_submit_s) / 3600, 4)},
+                          {"utilisation", round_to(100 * p.busy_gpus / gpus, 3)}, {"queued", round_to(p.queued_jobs, 3)},
+                          {"fragmentation", round_to(p.fragmentation, 4)}});
+  }
+  auto line = [](std::string title, Json data, std::string x, std::string xtitle, std::string y, std::string ytitle, bool logx) {
+    Json xenc = {{"field", x}, {"type", "quantitative"}, {"title", xtitle}};
+    if (logx) xenc["scale"] = {{"type", "log"}};
+    return Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+                {"title", title},
+                {"width", 520},
+                {"height", 260},
+                {"data", {{"values", std::move(data)}}},
+                {"mark", {{"type", "line"}, {"interpolate", "step-after"}}},
+                {"encoding", {{"x", xenc}, {"y", {{"field", y}, {"type", "quantitative"}, {"title", ytitle}}},
+                              {"color", {{"field", "policy"}, {"type", "nominal"}}}}}};
+  };
+  Json specs = Json::object();
+  specs["chart-jct-cdf"] = line("Job completion time, CDF per policy", cdf, "jct_h", "JCT (hours, log scale)", "fraction", "fraction of jobs", true);
+  specs["chart-utilisation"] = line("GPU utilisation over time", timeline, "hours", "time since first submit (h)", "utilisation", "busy GPUs (%)", false);
+  specs["chart-queue"] = line("Queue length over time", timeline, "hours", "time since first submit (h)", "queued", "queued jobs", false);
+  specs["chart-fragmentation"] = line("Fragmentation of free GPUs over time", timeline, "hours", "time since first submit (h)", "fragmentation", "fragmentation (0..1)", false);
+  specs["chart-slowdown"] = Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+                                 {"title", "Communication slowdown per job (runtime / ideal)"},
+                                 {"width", 520},
+                                 {"height", 260},
+                                 {"data", {{"values", slow}}},
+                                 {"mark", {{"type", "boxplot"}, {"extent", "min-max"}}},
+                                 {"encoding", {{"x", {{"field", "policy"}, {"type", "nominal"}, {"title", "policy"}}},
+                                               {"y", {{"field", "slowdown"}, {"type", "quantitative"}, {"title", "slowdown (x)"}, {"scale", {{"zero", false}}}}},
+                                               {"color", {{"field", "policy"}, {"type", "nominal"}}}}}};
+  specs["chart-summary"] = Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+                                {"title", "Per-policy summary"},
+                                {"data", {{"values", summary}}},
+                                {"facet", {{"column", {{"field", "metric"}, {"type", "nominal"}, {"title", nullptr}}}}},
+                                {"spec", {{"width", 150}, {"height", 200}, {"mark", "bar"},
+                                          {"encoding", {{"x", {{"field", "policy"}, {"type", "nominal"}, {"title", nullptr}}},
+                                                        {"y", {{"field", "value"}, {"type", "quantitative"}, {"title", nullptr}}},
+                                                        {"color", {{"field", "policy"}, {"type", "nominal"}}}}}}},
+                                {"resolve", {{"scale", {{"y", "independent"}}}}}};
+
+  std::string table = "<table><thead><tr><th></th>";
+  for (const PolicyRun& r : runs) table += "<th>" + html_escape(r.summary.policy) + "</th>";
+  table += "</tr></thead><tbody>";
+  auto row = [&](std::string label, auto fn) {
+    table += "<tr><th>" + html_escape(label) + "</th>";
+    for (const PolicyRun& r : runs) table += "<td>" + html_escape(fn(r.summary)) + "</td>";
+    table += "</tr>";
+  };
+  row("jobs completed", [](const PolicySummary& s) { return std::to_string(s.jobs); });
+  row("never placed", [](const PolicySummary& s) { return std::to_string(s.never_placed); });
+  row("JCT mean / p50 / p99", [](const PolicySummary& s) { return human_seconds(s.jct_mean_s) + " / " + human_seconds(s.jct_p50_s) + " / " + human_seconds(s.jct_p99_s); });
+  row("wait mean / p95", [](const PolicySummary& s) { return human_seconds(s.wait_mean_s) + " / " + human_seconds(s.wait_p95_s); });
+  row("makespan", [](const PolicySummary& s) { return human_seconds(s.makespan_s); });
+  row("GPU utilisation", [](const PolicySummary& s) { return fmt::format("{:.1f} %", 100 * s.utilization); });
+  row("comm slowdown mean / p95", [](const PolicySummary& s) { return fmt::format("{:.3f}x / {:.3f}x", s.comm_slowdown_mean, s.comm_slowdown_p95); });
+  row("GPU-hours lost to comm", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.gpu_hours_lost_comm); });
+  row("fragmentation mean", [](const PolicySummary& s) { return fmt::format("{:.3f}", s.fragmentation_mean); });
+  table += "</tbody></table>";
+
+  std::string out;
+  out.reserve(vega_js().size() + vega_lite_js().size() + vega_embed_js().size() + 200000);
+  out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>toposched simulation report</title>\n";
+  out += "<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:12px 0}"
+         "td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}thead th{background:#f2f2f2}"
+         ".charts{display:flex;flex-wrap:wrap;gap:16px}.chart{min-width:600px;min-height:320px}</style>\n";
+  out += "<script>window.__reportErrors=[];window.addEventListener('error',function(e){window.__reportErrors.push(String(e.message));"
+         "document.body&&document.body.setAttribute('data-charts','error: '+e.message);});</script>\n";
+  out += "<script>/* Vega (BSD-3-Clause), third_party/vega */\n";
+  out += vega_js();
+  out += "\n</script>\n<script>/* Vega-Lite (BSD-3-Clause), third_party/vega-lite */\n";
+  out += vega_lite_js();
+  out += "\n</script>\n<script>/* vega-embed (BSD-3-Clause), third_party/vega-embed */\n";
+  out += vega_embed_js();
+  out += "\n</script>\n</head>\n<body data-charts=\"pending\">\n";
+  out += "<h1>toposched simulation report</h1>\n";
+  out += fmt::format("<p>Cluster <b>{}</b> ({} nodes, {} GPUs); trace <b>{}</b> ({}, {} jobs); queue discipline <b>{}</b>; seed {}.</p>\n",
+                     html_escape(info.cluster), info.cluster_nodes, info.cluster_gpus, html_escape(info.trace), html_escape(info.trace_format),
+                     info.trace_jobs, html_escape(info.discipline), info.seed);
+  out += "<h2>Summary</h2>\n" + table + "\n<h2>Charts</h2>\n<div class=\"charts\">\n";
+  for (auto it = specs.begin(); it != specs.end(); ++it) out += "<div class=\"chart\" id=\"" + it.key() + "\"></div>\n";
+  out += "</div>\n<script>\n(function(){\nvar specs=" + script_json(specs) + ";\n";
+  out += R"JS(var ids=Object.keys(specs);
+function fail(e){window.__reportErrors.push(String(e));document.body.setAttribute('data-charts','error: '+e);}
+try{
+Promise.all(ids.map(function(id){return vegaEmbed('#'+id,specs[id],{actions:false,renderer:'svg'});}))
+.then(function(){
+  var bad=ids.filter(function(id){var s=document.querySelector('#'+id+' svg');return !s||s.querySelectorAll('path,rect,line').length===0;});
+  if(bad.length){fail('empty chart: '+bad.join(','));return;}
+  if(window.__reportErrors.length){fail(window.__reportErrors[0]);return;}
+  document.body.setAttribute('data-charts','ok');
+  document.body.setAttribute('data-charts-count',String(ids.length));
+}).catch(fail);
+}catch(e){fail(e);}
+})();
+</script>
+</body>
+</html>
+)JS";
+  return out;
+}
+
+Result<void> write_report(const std::string& dir, const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
+  auto j = write_file_atomically((std::filesystem::path(dir) / "report.json").string(), report_json(info, runs));
+  if (!j) return j;
+  return write_file_atomically((std::filesystem::path(dir) / "report.html").string(), report_html(info, trace, runs));
+}
+
+}  // namespace toposched::sim

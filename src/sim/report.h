@@ -1,0 +1,52 @@
+// The simulator's outputs, built from the per-policy results of one run:
+//  - report_json: the DESIGN.md contract {"policies":{NAME:{"jobs","jct_mean_s","jct_p50_s",
+//    "jct_p99_s","wait_mean_s","utilization","comm_slowdown_mean","makespan_s"}}} plus more
+//    keys per policy and a "run" object. A pure function of its inputs (no clock, no host
+//    name; numbers rounded to fixed decimals), so the same seed gives the same bytes.
+//  - report_table: the terminal table, one column per policy.
+//  - report_html: one self-contained page (Vega, Vega-Lite and vega-embed inlined from
+//    third_party/): JCT CDF per policy, utilisation, queue length and fragmentation over
+//    time, slowdown distribution, per-policy summary. When every chart has rendered the
+//    page sets data-charts="ok" on <body> (data-charts="error: ..." otherwise).
+// write_report writes report.json and report.html into a directory atomically.
+// Pure functions apart from write_report; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/engine.h"
+#include "sim/metrics.h"
+#include "sim/trace.h"
+#include "topology/cluster.h"
+
+namespace toposched::sim {
+
+struct RunInfo {
+  std::string cluster;      // cluster name
+  std::size_t cluster_gpus = 0;
+  std::size_t cluster_nodes = 0;
+  std::string trace;        // trace source
+  std::string trace_format;
+  std::size_t trace_jobs = 0;
+  std::string discipline;
+  std::uint64_t seed = 0;
+};
+
+struct PolicyRun {
+  PolicySummary summary;
+  const SimulationResult* result = nullptr;  // for the HTML series; may be null
+};
+
+std::string report_json(const RunInfo& info, const std::vector<PolicyRun>& runs);
+std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs);
+std::string report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs);
+
+Result<void> write_report(const std::string& dir, const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs);
+
+// The vendored plotting libraries, embedded in the binary at build time.
+std::string_view vega_js();
+std::string_view vega_lite_js();
+std::string_view vega_embed_js();
+
+}  // namespace toposched::sim

@@ -1,0 +1,89 @@
+#include "sim/traces/trace_source.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "sim/traces/alibaba_v2023.h"
+#include "sim/traces/csv.h"
+#include "sim/traces/native_csv.h"
+#include "sim/traces/other_traces.h"
+#include "topology/file_io.h"
+
+namespace toposched::sim {
+
+const std::vector<std::string>& trace_formats() {
+  static const std::vector<std::string> kFormats = {"auto", "native", "alibaba-v2023", "pai-v2020", "philly", "helios"};
+  return kFormats;
+}
+
+std::string detect_trace_format(std::string_view text, const std::string& file) {
+  std::size_t i = 0;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  if (i < text.size() && text[i] == '[') return "philly";
+  std::string_view first = text.substr(i, text.find('\n', i) == std::string_view::npos ? std::string_view::npos : text.find('\n', i) - i);
+  std::string base = std::filesystem::path(file).filename().string();
+  if (base.starts_with("pai_task_table")) return "pai-v2020";
+  auto has = [&](std::string_view col) {
+    std::size_t p = 0;
+    while ((p = first.find(col, p)) != std::string_view::npos) {
+      bool left = p == 0 || first[p - 1] == ',';
+      std::size_t end = p + col.size();
+      bool right = end >= first.size() || first[end] == ',' || first[end] == '\r';
+      if (left && right) return true;
+      p = end;
+    }
+    return false;
+  };
+  if (has("submit_s") && has("duration_s")) return "native";
+  if (has("num_gpu") && has("name")) return "alibaba-v2023";
+  if (has("gpu_num") && has("job_id")) return "helios";
+  if (has("job_name") && has("plan_gpu")) return "pai-v2020";
+  return "";
+}
+
+Result<Trace> load_trace(const std::string& path, std::string_view format, const TraceReadOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string file = path;
+  bool dir = fs::is_directory(path, ec);
+  if (dir) {
+    if (format != "auto" && format != "pai-v2020")
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("--trace {} is a directory; only a PAI v2020 trace is read from a directory", path));
+    file = (fs::path(path) / "pai_task_table.csv").string();
+    if (!fs::exists(file, ec))
+      return make_error(ErrorCode::kNotFound, fmt::format("{} is a directory without pai_task_table.csv", path));
+    format = "pai-v2020";
+  }
+  auto text = read_text_file(file);
+  if (!text) return tl::unexpected(text.error());
+  std::string fmt_name(format);
+  if (fmt_name == "auto") {
+    fmt_name = detect_trace_format(*text, file);
+    if (fmt_name.empty())
+      return make_error(ErrorCode::kParse,
+                        "cannot tell the trace format from the first line; pass --trace-format "
+                        "native|alibaba-v2023|pai-v2020|philly|helios (see docs/traces.md)",
+                        {file, 1, 1});
+  }
+  if (fmt_name == "native") return read_native_csv(*text, file, options);
+  if (fmt_name == "alibaba-v2023") return read_alibaba_v2023_pods(*text, file, options);
+  if (fmt_name == "philly") return read_philly(*text, file, options);
+  if (fmt_name == "helios") return read_helios(*text, file, options);
+  if (fmt_name == "pai-v2020") {
+    std::optional<TextFile> jobs;
+    std::string job_file = (fs::path(file).parent_path() / "pai_job_table.csv").string();
+    std::string job_text;
+    if (fs::path(file).filename() == "pai_task_table.csv" && fs::exists(job_file, ec)) {
+      auto jt = read_text_file(job_file);
+      if (!jt) return tl::unexpected(jt.error());
+      job_text = std::move(*jt);
+      jobs = TextFile{job_text, job_file};
+    }
+    return read_pai_v2020(TextFile{*text, file}, jobs, options);
+  }
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("unknown trace format '{}'; expected auto, native, alibaba-v2023, pai-v2020, philly or helios", format));
+}
+
+}  // namespace toposched::sim
