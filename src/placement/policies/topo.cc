@@ -14,7 +14,7 @@
 //  3. Inside a node the GPUs of a stage are the best connected free subset (most NVLinks,
 //     then the closest PCIe class), split into TP groups that are themselves best connected.
 //  4. Candidates are ranked by predicted communication time when the cost model is built in
-//     (and the job is small enough to evaluate cheaply), otherwise by a structural score
+//     (and the job has at most kCostRankLimit GPUs, to keep decisions under a millisecond), otherwise by a structural score
 //     (stages spanning leaves and tiers); then by best fit (fragmentation left behind).
 // Inference: replicas are independent; each goes to the usable node with the fewest free
 // GPUs that holds it (best fit, so whole nodes stay free for training). Replicas larger
@@ -36,7 +36,7 @@ namespace {
 
 constexpr int kCandidates = 4;
 // Jobs up to this many GPUs are ranked with the cost model when it is available.
-constexpr int kCostRankLimit = 1024;
+constexpr int kCostRankLimit = 256;
 
 // Per-decision scratch: GPUs already chosen on each touched node.
 using TakenMasks = std::unordered_map<std::uint32_t, std::uint64_t>;
@@ -246,10 +246,11 @@ class Topo final : public PlacementPolicy {
     // 4. Rank the candidates.
     const Candidate* best = nullptr;
     std::vector<GpuId> best_gpus;
+    const bool ranking = std::count_if(cands.begin(), cands.end(), [](const Candidate& k) { return k.ok; }) > 1;
     for (Candidate& cand : cands) {
       if (!cand.ok) continue;
       std::vector<GpuId> gpus = materialize(s, cand, plan);
-      score(s, r, plan, cand, gpus);
+      if (ranking) score(s, r, plan, cand, gpus);
       if (!best || cand.comm < best->comm * (1 - 1e-3) || (cand.comm <= best->comm * (1 + 1e-3) && cand.frag < best->frag)) {
         best = &cand;
         best_gpus = std::move(gpus);
