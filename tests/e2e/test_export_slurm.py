@@ -131,6 +131,43 @@ class SlurmTreeTest(unittest.TestCase):
                 self.check_tree_accepted(spec, gpu_type or (m.group(1) if m else ""))
 
 
+@unittest.skipIf(slurm_available(), slurm_available() or "")
+class SlurmNamesTest(unittest.TestCase):
+    """Switch names Slurm would misread, a switch with both nodes and child switches, and a
+    switch with nothing below it: the export still starts slurmctld cleanly."""
+
+    def test_odd_fabric_is_made_acceptable(self):
+        long_name = "S" * 70
+        spec = {"version": 1, "name": "odd",
+                "node_types": [{"name": "t", "gpu": {"model": "H100", "count": 1}}],
+                "nodes": [{"names": "n[01-10]", "type": "t"}],
+                "fabric": {"tiers": [{"name": "leaf"}, {"name": "spine"}, {"name": "core"}],
+                           "switches": [{"name": "core#1", "tier": "core"},
+                                        {"name": long_name, "tier": "spine", "parent": "core#1", "nodes": "n[09-10]"},
+                                        {"name": "leaf 1/a", "tier": "leaf", "parent": long_name, "nodes": "n[01-04]"},
+                                        {"name": "leaf[2]", "tier": "leaf", "parent": long_name, "nodes": "n[05-08]"},
+                                        {"name": "idle", "tier": "leaf", "parent": "core#1"}]}}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "odd.json")
+            with open(path, "w") as f:
+                json.dump(spec, f)
+            r = toposched("export", "--cluster", path, "--to", "slurm-tree")
+        self.assertIn("both nodes and child switches", r.stderr)
+        self.assertIn("idle", r.stderr)
+        exported = {x["SwitchName"]: x for x in parse_kv_lines(r.stdout, "SwitchName")}
+        self.assertEqual(len(exported), 5)  # 4 non-empty switches + the split-off leaf
+        for name in exported:
+            self.assertRegex(name, r"^[A-Za-z0-9_.-]{1,64}$")
+        with SlurmCluster([NodeSpec("n[01-10]", cpus=4, gpus=1)], topology_conf=r.stdout) as slurm:
+            shown = {s["SwitchName"]: s for s in slurm.show_topology()}
+            self.assertEqual(set(shown), set(exported))
+            levels = sorted(int(s["Level"]) for s in shown.values())
+            self.assertEqual(levels, [0, 0, 0, 1, 2])
+            top = [s for s in shown.values() if s["Level"] == "2"][0]
+            self.assertEqual(slurm.expand_hostlist(top["Nodes"]), [f"n{i:02}" for i in range(1, 11)])
+            self.assertEqual(slurm.log_errors(("topolog", "switch")), [])
+
+
 def h100_spec_from_fixture(path, nodes="h100-[01-04]"):
     """A native cluster spec with one node type built from a `nvidia-smi topo -m` file."""
     with open(path) as f:
