@@ -47,5 +47,6 @@ void register_presets(CLI::App& app, int& exit_code);
 void register_show(CLI::App& app, int& exit_code);
 void register_path(CLI::App& app, int& exit_code);
 void register_export(CLI::App& app, int& exit_code);
+void register_discover(CLI::App& app, int& exit_code);
 
 }  // namespace toposched::cli
