@@ -292,5 +292,53 @@ class DotAndNativeTest(unittest.TestCase):
         self.assertIn("toposched: error:", r.stderr)
 
 
+class RoundTripCliTest(unittest.TestCase):
+    """Exports read back by the command line: a topology.conf is a valid --cluster SPEC, and
+    node labels go through `toposched discover --k8s-nodes`."""
+
+    def fabric_summary(self, spec):
+        s = json.loads(toposched("show", "--cluster", spec, "--format", "json").stdout)
+        return s["hostlist"], [f["switches"] for f in s["fabric"]], [d["nodes"] for d in s["accelerator_domains"]]
+
+    def test_slurm_tree_and_block_read_back(self):
+        for spec in (DGX, GB200, "preset:llama3-24k?pods=2&racks=3"):
+            with self.subTest(spec=spec), tempfile.TemporaryDirectory() as d:
+                hostlist, switches, domains = self.fabric_summary(spec)
+                tree = os.path.join(d, "topology.conf")
+                toposched("export", "--cluster", spec, "--to", "slurm-tree", "-o", tree)
+                got_hosts, got_switches, _ = self.fabric_summary(tree)
+                self.assertEqual(sorted(_expand(got_hosts)), sorted(_expand(hostlist)))
+                self.assertEqual(got_switches, switches)
+                if domains:
+                    blocks = os.path.join(d, "blocks.conf")
+                    toposched("export", "--cluster", spec, "--to", "slurm-block", "-o", blocks)
+                    _, _, got_domains = self.fabric_summary(blocks)
+                    self.assertEqual(sorted(got_domains), sorted(domains))
+
+    def test_k8s_labels_read_back_by_discover(self):
+        for spec in (DGX, GB200):
+            with self.subTest(spec=spec), tempfile.TemporaryDirectory() as d:
+                patches = json.loads(export(spec, "k8s-labels", "--style", "patch"))
+                nodes = {"apiVersion": "v1", "kind": "List",
+                         "items": [{"apiVersion": "v1", "kind": "Node",
+                                    "metadata": {"name": n, "labels": p["metadata"]["labels"]}}
+                                   for n, p in patches.items()]}
+                path = os.path.join(d, "nodes.json")
+                with open(path, "w") as f:
+                    json.dump(nodes, f)
+                out = os.path.join(d, "back.yaml")
+                toposched("discover", "--k8s-nodes", path, "-o", out)
+                hostlist, switches, domains = self.fabric_summary(spec)
+                got_hosts, got_switches, got_domains = self.fabric_summary(out)
+                self.assertEqual(sorted(_expand(got_hosts)), sorted(_expand(hostlist)))
+                self.assertEqual(got_switches, switches)
+                self.assertEqual(sorted(got_domains), sorted(domains))
+                # The same labels again, from the discovered cluster.
+                again = json.loads(export(out, "k8s-labels", "--style", "patch"))
+                strip = lambda p: {n: {k: v for k, v in x["metadata"]["labels"].items() if k != "toposched.io/node-type"}
+                                   for n, x in p.items()}
+                self.assertEqual(strip(again), strip(patches))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -9,9 +9,8 @@
 - slurm-block: Debian's Slurm 22.05 has no topology/block plugin, so the block output is
   checked against topology.conf(5)'s syntax and Topograph's BlockSizes rules here instead.
 
-The H100 node is built in this test from the fixture's GPU matrix (a small parser below),
-because the `topo -m` reader lives on the discovery branch; the test then exports it through
-the native spec, which is what `toposched discover` writes.
+The H100 nodes come from `toposched discover --topo-m` on the fixture; the expected Links
+are read from the fixture's matrix by a small independent parser below.
 """
 
 import json
@@ -168,42 +167,34 @@ class SlurmNamesTest(unittest.TestCase):
             self.assertEqual(slurm.log_errors(("topolog", "switch")), [])
 
 
-def h100_spec_from_fixture(path, nodes="h100-[01-04]"):
-    """A native cluster spec with one node type built from a `nvidia-smi topo -m` file."""
+def fixture_nvlinks(path):
+    """The fixture's GPU x GPU NVLink counts (-1 on the diagonal), read here independently
+    of toposched's reader: cells are tab-separated, `NV18` is 18 links, ` X ` is the GPU."""
     with open(path) as f:
-        lines = [l.rstrip("\n") for l in f if l.strip()]
-    header = [h.strip() for h in lines[0].split("\t")]
-    gpu_cols = [i for i, h in enumerate(header) if re.fullmatch(r"GPU\d+", h)]
-    cpu_col = header.index("CPU Affinity")
-    numa_col = header.index("NUMA Affinity")
-    rows = [l.split("\t") for l in lines[1:] if re.match(r"GPU\d+\t", l)]
-    links, cpus, numa = [], [], []
+        rows = [l.rstrip("\n").split("\t") for l in f if re.match(r"GPU\d+\t", l)]
+    counts = []
     for row in rows:
-        links.append(" ".join(row[i].strip() for i in gpu_cols))
-        cpus.append(row[cpu_col].strip())
-        numa.append(row[numa_col].strip())
-    spec = {
-        "version": 1,
-        "name": "h100-fixture",
-        "node_types": [{
-            "name": "hgx-h100",
-            "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": len(rows)},
-            "links": links,
-            "numa": " ".join(numa),
-            "cpu_affinity": cpus,
-        }],
-        "nodes": [{"names": nodes, "type": "hgx-h100"}],
-        "fabric": {"tiers": [{"name": "leaf"}], "switches": [{"name": "leaf1", "tier": "leaf", "nodes": nodes}]},
-    }
-    return spec
+        cells = [c.strip() for c in row[1:len(rows) + 1]]
+        counts.append([-1 if c == "X" else int(c[2:]) if c.startswith("NV") else 0 for c in cells])
+    return counts
 
 
 class GresTest(unittest.TestCase):
+    """Acceptance 3: nodes read from the H100 `topo -m` fixture by `toposched discover`."""
+
+    NODES = [f"h100-0{i}" for i in range(1, 5)]
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
-        self.spec_path = os.path.join(self.tmp.name, "h100.json")
-        with open(self.spec_path, "w") as f:
-            json.dump(h100_spec_from_fixture(H100_TOPO), f)
+        topo_dir = os.path.join(self.tmp.name, "topo")
+        os.mkdir(topo_dir)
+        with open(H100_TOPO) as f:
+            matrix = f.read()
+        for node in self.NODES:  # discover names each node after its file
+            with open(os.path.join(topo_dir, f"{node}.topo"), "w") as f:
+                f.write(matrix)
+        self.spec_path = os.path.join(self.tmp.name, "h100.yaml")
+        toposched("discover", "--topo-m", topo_dir, "--gpu-model", "NVIDIA H100 80GB HBM3", "-o", self.spec_path)
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -214,21 +205,24 @@ class GresTest(unittest.TestCase):
 
     def test_links_are_nvlink_counts_as_nvml_autodetect_writes_them(self):
         _, lines = self.gres_lines()
+        want_links = fixture_nvlinks(H100_TOPO)
+        self.assertEqual(len(want_links), 8)
         self.assertEqual([l["File"] for l in lines], [f"/dev/nvidia{i}" for i in range(8)])
         for i, l in enumerate(lines):
             self.assertEqual(l["Name"], "gpu")
             self.assertEqual(l["NodeName"], "h100-[01-04]")
-            self.assertEqual(l["Type"], "nvidia_h100_80gb_hbm3")
+            self.assertEqual(l["Type"], "h100-sxm5")
             links = [int(x) for x in l["Links"].split(",")]
+            self.assertEqual(links, want_links[i])
             self.assertEqual(links, [-1 if j == i else 18 for j in range(8)])
             # CPUs 0-55,112-167 are cores 0-55 with their hyperthread siblings.
             self.assertEqual(l["Cores"], "0-55" if i < 4 else "56-111")
 
     @unittest.skipIf(slurm_available(), slurm_available() or "")
     def test_slurm_accepts_it(self):
-        # Acceptance 3: slurmctld starts with the gres.conf, and slurmd reads it back.
+        # slurmctld starts with the gres.conf, and slurmd reads it back the same.
         text, lines = self.gres_lines()
-        node = NodeSpec("h100-[01-04]", cpus=224, gpus=8, gpu_type="nvidia_h100_80gb_hbm3",
+        node = NodeSpec("h100-[01-04]", cpus=224, gpus=8, gpu_type="h100-sxm5",
                         extra="Sockets=2 CoresPerSocket=56 ThreadsPerCore=2")
         topo = toposched("export", "--cluster", self.spec_path, "--to", "slurm-tree").stdout
         with SlurmCluster([node], topology_conf=topo, gres_conf=text) as slurm:
@@ -238,10 +232,10 @@ class GresTest(unittest.TestCase):
             for rec, line in zip(records, lines):
                 self.assertEqual(rec["File"], line["File"])
                 self.assertEqual(rec["Links"], line["Links"])
-                self.assertEqual(rec["Type"], "nvidia_h100_80gb_hbm3")
+                self.assertEqual(rec["Type"], "h100-sxm5")
                 self.assertEqual(rec["Cores"], line["Cores"])
-            job = slurm.sbatch("--nodes=1", "--gres=gpu:nvidia_h100_80gb_hbm3:8")
-            self.assertIn(slurm.wait_job_nodes(job), [f"h100-0{i}" for i in range(1, 5)])
+            job = slurm.sbatch("--nodes=1", "--gres=gpu:h100-sxm5:8")
+            self.assertIn(slurm.wait_job_nodes(job), self.NODES)
 
 
 class SlurmBlockTest(unittest.TestCase):

@@ -1,8 +1,7 @@
 // Export writers: helpers (hashing, names, regexes, block sizes, label levels) and
-// property tests over every preset and random clusters: the text each writer produces,
-// read back by a small independent parser here, has the cluster's structure.
-// (Round trips through the discovery readers of topology.conf and node labels are added
-// when those readers land; the native spec round-trips through its own reader.)
+// property tests over every preset and random clusters: the text each writer produces has
+// the cluster's structure, read back both by a small independent parser here and by the
+// discovery readers (topology.conf, Kubernetes node labels, the native spec).
 // GCC 12 at -O1 with sanitizers reports a false -Wmaybe-uninitialized inside <regex>'s
 // std::function members (GCC bug 105562); std::regex is only the test's oracle here.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -17,10 +16,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/discovery.h"
 #include "formats/export_common.h"
 #include "formats/exporter.h"
 #include "formats/gres_conf.h"
 #include "formats/k8s_labels.h"
+#include "formats/k8s_nodes.h"
+#include "formats/slurm_topology.h"
 #include "formats/native_spec.h"
 #include "formats/slurm_tree.h"
 #include "topology/hostlist.h"
@@ -160,6 +162,11 @@ TEST(ExportRoundTrip, SlurmTreeHasTheClusterStructure) {
   for (const auto& [what, c] : all_clusters()) {
     SCOPED_TRACE(what);
     auto out = export_cluster(c, "slurm-tree", {});
+    if (slurm_tree(c).switches.empty()) {
+      ASSERT_FALSE(out.has_value());
+      EXPECT_EQ(out.error().code, ErrorCode::kValidation);
+      continue;
+    }
     ASSERT_TRUE(out.has_value()) << out.error().to_string();
     // Read back: switch -> parent, node -> leaf.
     std::map<std::string, std::string> parent, leaf_of;
@@ -228,6 +235,124 @@ TEST(ExportRoundTrip, K8sLabelsHaveTheClusterStructure) {
   }
 }
 
+// The switches above a node as a discovery reader saw them, closest first.
+std::vector<std::string> discovered_chain(const DiscoveredTopology& t, const std::string& node) {
+  std::map<std::string, std::string> parent;
+  for (const auto& s : t.switches) parent[s.name] = s.parent;
+  std::vector<std::string> chain;
+  for (const auto& n : t.nodes)
+    if (n.name == node)
+      for (std::string s = n.switch_name; !s.empty(); s = parent[s]) chain.push_back(s);
+  return chain;
+}
+
+// Every node's switch chain and domain, as the reader saw them, matches the model one to one
+// (names may differ where the writer had to make them valid for the target).
+void expect_discovered_structure(const Cluster& c, const DiscoveredTopology& t, bool with_domains) {
+  std::map<std::string, const DiscoveredNode*> by_name;
+  for (const auto& n : t.nodes) by_name[n.name] = &n;
+  std::map<std::string, int> tier_of;
+  for (const auto& s : t.switches) tier_of[s.name] = s.tier;
+  Bijection switches, domains, subs;
+  for (std::uint32_t i = 0; i < c.node_count(); ++i) {
+    NodeId n(i);
+    std::vector<std::string> want = model_chain(c, n);
+    std::vector<std::string> got = discovered_chain(t, c.node_name(n));
+    ASSERT_EQ(got.size(), want.size()) << c.node_name(n);
+    for (std::size_t k = 0; k < got.size(); ++k) switches.pair(want[k], got[k]);
+    if (!with_domains) continue;
+    DomainId d = c.node_domain(n);
+    auto it = by_name.find(c.node_name(n));
+    std::string got_domain = it == by_name.end() ? "" : it->second->domain;
+    EXPECT_EQ(d.valid(), !got_domain.empty()) << c.node_name(n);
+    if (d.valid()) domains.pair(c.domain(d).name, got_domain);
+  }
+}
+
+TEST(ExportRoundTrip, SlurmTreeReadBackByTheDiscoveryReader) {
+  for (const auto& [what, c] : all_clusters()) {
+    SCOPED_TRACE(what);
+    auto out = export_cluster(c, "slurm-tree", {});
+    if (slurm_tree(c).switches.empty()) {
+      EXPECT_FALSE(out.has_value());
+      continue;
+    }
+    ASSERT_TRUE(out.has_value());
+    auto t = read_slurm_topology(out->text, "exported.conf");
+    ASSERT_TRUE(t.has_value()) << t.error().to_string();
+    expect_discovered_structure(c, *t, false);
+    // Tiers by height: for trees whose leaves all sit in tier 0 they are the model's tiers.
+    for (std::uint32_t s = 0; s < c.switch_count(); ++s) {
+      SwitchId id(s);
+      if (c.switch_subtree_nodes(id).empty()) continue;
+      auto chain = discovered_chain(*t, c.node_name(c.switch_subtree_nodes(id).front()));
+      int depth = 0;
+      for (SwitchId k = c.node_switch(c.switch_subtree_nodes(id).front()); k != id; k = c.switch_parent(k)) ++depth;
+      ASSERT_LT(static_cast<std::size_t>(depth), chain.size());
+      for (const auto& d : t->switches) {
+        if (d.name == chain[static_cast<std::size_t>(depth)]) {
+          EXPECT_EQ(d.tier, c.switch_tier(id)) << d.name;
+        }
+      }
+    }
+    bool all_attached = c.switch_count() > 0;
+    for (std::uint32_t n = 0; n < c.node_count(); ++n) all_attached = all_attached && c.node_switch(NodeId(n)).valid();
+    if (all_attached) {
+      // Through the whole discovery merge, into a Cluster again.
+      auto back = merge_discovered({*t}, DiscoveryOptions{});
+      ASSERT_TRUE(back.has_value()) << back.error().to_string();
+      EXPECT_EQ(back->cluster.node_count(), c.node_count());
+      EXPECT_EQ(back->cluster.tiers().size(), c.tiers().size());
+      for (std::uint32_t n = 0; n < c.node_count(); ++n) {
+        auto m = back->cluster.find_node(c.node_name(NodeId(n)));
+        ASSERT_TRUE(m.has_value());
+        EXPECT_EQ(model_chain(back->cluster, *m).size(), model_chain(c, NodeId(n)).size());
+      }
+    }
+  }
+}
+
+TEST(ExportRoundTrip, SlurmBlockReadBackByTheDiscoveryReader) {
+  for (const auto& [what, c] : all_clusters()) {
+    SCOPED_TRACE(what);
+    if (c.domain_count() == 0 || node_blocks(c).blocks.empty()) continue;
+    auto out = export_cluster(c, "slurm-block", {});
+    ASSERT_TRUE(out.has_value()) << out.error().to_string();
+    auto t = read_slurm_topology(out->text, "blocks.conf");
+    ASSERT_TRUE(t.has_value()) << t.error().to_string();
+    Bijection domains;
+    std::map<std::string, std::string> got;
+    for (const auto& n : t->nodes) got[n.name] = n.domain;
+    for (std::uint32_t i = 0; i < c.node_count(); ++i) {
+      DomainId d = c.node_domain(NodeId(i));
+      auto it = got.find(c.node_name(NodeId(i)));
+      ASSERT_EQ(d.valid(), it != got.end() && !it->second.empty()) << c.node_name(NodeId(i));
+      if (d.valid()) domains.pair(c.domain(d).name, it->second);
+    }
+  }
+}
+
+TEST(ExportRoundTrip, K8sLabelsReadBackByTheDiscoveryReader) {
+  for (const auto& [what, c] : all_clusters()) {
+    SCOPED_TRACE(what);
+    ExportOptions o;
+    o.label_style = LabelStyle::kPatch;
+    auto out = export_cluster(c, "k8s-labels", o);
+    ASSERT_TRUE(out.has_value());
+    // Apply each merge patch to an empty Node: what `kubectl get nodes -o json` then shows.
+    auto patches = nlohmann::json::parse(out->text);
+    nlohmann::json list = {{"apiVersion", "v1"}, {"kind", "NodeList"}, {"items", nlohmann::json::array()}};
+    for (auto it = patches.begin(); it != patches.end(); ++it) {
+      nlohmann::json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", it.key()}}}};
+      node.merge_patch(it.value());
+      list["items"].push_back(node);
+    }
+    auto t = read_k8s_nodes(list.dump(), "nodes.json");
+    ASSERT_TRUE(t.has_value()) << t.error().to_string();
+    expect_discovered_structure(c, *t, true);
+  }
+}
+
 void expect_same_structure(const Cluster& a, const Cluster& b) {
   ASSERT_EQ(a.node_count(), b.node_count());
   ASSERT_EQ(a.switch_count(), b.switch_count());
@@ -268,7 +393,8 @@ TEST(ExportAllFormats, NeverFailOnValidClusters) {
     for (const auto& f : export_formats()) {
       auto out = f.write(c, {});
       bool blockless = (f.name == "slurm-block") && node_blocks(c).blocks.empty();
-      if (blockless) {
+      bool treeless = (f.name == "slurm-tree") && slurm_tree(c).switches.empty();
+      if (blockless || treeless) {
         EXPECT_FALSE(out.has_value()) << f.name;
         continue;
       }
