@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -271,6 +272,21 @@ class DotAndNativeTest(unittest.TestCase):
         first_leaf = text[text.index('label="leaf-su001 (leaf)"'):]
         first_leaf = first_leaf[:first_leaf.index("}")]
         self.assertEqual(re.findall(r'"(dgx-h100-\d+)" \[', first_leaf), [f"dgx-h100-00{i}" for i in range(1, 5)])
+
+    @unittest.skipUnless(shutil.which("dot"), "Graphviz's dot is not installed (scripts/install-deps installs it)")
+    def test_graphviz_reads_it(self):
+        for spec in (DGX, GB200, "preset:llama3-24k?pods=2&racks=3"):
+            with self.subTest(spec=spec):
+                dot = export(spec, "dot")
+                # `dot -Tcanon` re-emits the parsed graph: every node and cluster survives.
+                r = subprocess.run(["dot", "-Tcanon"], input=dot, capture_output=True, text=True, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(r.stderr, "")
+                nodes = set(json.loads(export(spec, "k8s-labels", "--style", "patch")))
+                for n in nodes:
+                    self.assertIn(f'"{n}"' if "-" in n else n, r.stdout)
+                self.assertEqual(len(re.findall(r"subgraph\s+\S*cluster_", r.stdout)),
+                                 len(re.findall(r"subgraph \"cluster_", dot)))
 
     def test_native_json_and_yaml_read_back_into_the_same_cluster(self):
         want = json.loads(toposched("show", "--cluster", GB200, "--format", "json").stdout)
