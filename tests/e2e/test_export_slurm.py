@@ -287,5 +287,44 @@ class SlurmBlockTest(unittest.TestCase):
                 self.assertEqual(r.stdout, "")
 
 
+class SlurmYamlTest(unittest.TestCase):
+    """topology.yaml is Slurm 25.05+: checked against topology.yaml(5) field by field, and
+    against the tree and block topology.conf of the same cluster."""
+
+    def test_fields_and_content_match_the_conf_formats(self):
+        import yaml
+        for spec in ("preset:gb200-nvl72?racks=4&racks_per_su=2", "preset:dgx-h100?nodes=64", "preset:pcie-l40s"):
+            with self.subTest(spec=spec):
+                text = toposched("export", "--cluster", spec, "--to", "slurm-yaml").stdout
+                doc = yaml.safe_load(text)
+                self.assertIsInstance(doc, list)
+                self.assertEqual(sum(1 for t in doc if t.get("cluster_default")), 1)
+                for t in doc:
+                    self.assertEqual(next(iter(t)), "topology")  # "Must be the first attribute"
+                    self.assertEqual(len({"block", "flat", "tree"} & set(t)), 1)
+                    self.assertTrue(set(t) <= {"topology", "cluster_default", "block", "flat", "tree"})
+                    self.assertIsInstance(t["cluster_default"], bool)
+                tree = [t["tree"] for t in doc if "tree" in t]
+                self.assertEqual(len(tree), 1)
+                conf = {r["SwitchName"]: r for r in parse_kv_lines(
+                    toposched("export", "--cluster", spec, "--to", "slurm-tree").stdout, "SwitchName")}
+                switches = tree[0]["switches"]
+                self.assertEqual([s["switch"] for s in switches], list(conf))
+                for s in switches:
+                    self.assertTrue(set(s) <= {"switch", "children", "nodes"})
+                    self.assertLessEqual(len(s["switch"]), 64)
+                    self.assertEqual(s.get("children"), conf[s["switch"]].get("Switches"))
+                    self.assertEqual(s.get("nodes"), conf[s["switch"]].get("Nodes"))
+                block = [t["block"] for t in doc if "block" in t]
+                self.assertEqual(len(block), 1)
+                self.assertEqual(set(block[0]), {"block_sizes", "blocks"})
+                text_conf = toposched("export", "--cluster", spec, "--to", "slurm-block").stdout
+                blocks = parse_kv_lines(text_conf, "BlockName")
+                sizes = parse_kv_lines(text_conf, "BlockSizes")[0]["BlockSizes"]
+                self.assertEqual(block[0]["block_sizes"], [int(x) for x in sizes.split(",")])
+                self.assertEqual([(b["block"], b["nodes"]) for b in block[0]["blocks"]],
+                                 [(b["BlockName"], b["Nodes"]) for b in blocks])
+
+
 if __name__ == "__main__":
     unittest.main()
