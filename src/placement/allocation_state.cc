@@ -17,9 +17,13 @@ AllocationState::AllocationState(const Cluster& cluster) : cluster_(&cluster) {
   domain_free_nodes_.assign(cluster.domain_count(), 0);
   ancestor_begin_.reserve(nodes + 1);
   for (std::size_t i = 0; i < nodes; ++i) {
-    NodeId n(static_cast<std::uint32_t>(i));
     ancestor_begin_.push_back(static_cast<std::uint32_t>(ancestors_.size()));
-    for (SwitchId s = cluster.node_switch(n); s.valid(); s = cluster.switch_parent(s)) ancestors_.push_back(s);
+    for (SwitchId s = cluster.node_switch(NodeId(static_cast<std::uint32_t>(i))); s.valid(); s = cluster.switch_parent(s))
+      ancestors_.push_back(s);
+  }
+  ancestor_begin_.push_back(static_cast<std::uint32_t>(ancestors_.size()));
+  for (std::size_t i = 0; i < nodes; ++i) {
+    NodeId n(static_cast<std::uint32_t>(i));
     const int g = cluster.node_gpu_count(n);
     node_free_[i] = g;
     total_free_gpus_ += g;
@@ -33,7 +37,6 @@ AllocationState::AllocationState(const Cluster& cluster) : cluster_(&cluster) {
       ++domain_free_nodes_[d.index()];
     }
   }
-  ancestor_begin_.push_back(static_cast<std::uint32_t>(ancestors_.size()));
   switch_total_gpus_ = switch_free_gpus_;
   domain_total_gpus_ = domain_free_gpus_;
   job_name_.emplace_back();

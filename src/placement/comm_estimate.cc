@@ -1,12 +1,45 @@
-// predict_comm: the bridge from a placement to the cost model (src/cost). Until the cost
-// layer's job model is built in, there is no prediction: callers show none rather than a
-// made-up number.
+// predict_comm: the bridge from a placement to the cost model (src/cost/job_comm.h). The
+// request's parallelism becomes a ParallelPlan in the same rank order the policies use
+// ("tp-cp-ep-dp-pp"); the workload model is the request's model class, or the cost model's
+// "llm-dense" for training and "inference" for replicas.
+#include "cost/job_comm.h"
 #include "placement/placement.h"
 
 namespace toposched {
 
-std::optional<CommPrediction> predict_comm(const Cluster&, std::span<const GpuId>, const JobRequest&) {
-  return std::nullopt;
+namespace {
+std::optional<ParallelPlan> plan_for(const JobRequest& r, int gpus) {
+  ParallelPlan plan;
+  if (r.workload == WorkloadKind::kTraining) {
+    plan.tp = r.tp;
+    plan.pp = r.pp;
+    plan.cp = r.cp;
+    plan.ep = r.ep;
+    plan.dp = r.dp;
+  } else {
+    const int replica = r.replica_gpus > 0 ? r.replica_gpus : 1;
+    plan.pp = replica % r.pp == 0 ? r.pp : 1;
+    plan.tp = replica / plan.pp;
+    plan.dp = gpus / replica;
+  }
+  if (plan.gpus() != gpus) return std::nullopt;
+  return plan;
+}
+
+}  // namespace
+
+std::optional<CommPrediction> predict_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
+                                           const JobRequest& r) {
+  auto plan = plan_for(r, static_cast<int>(gpus_by_rank.size()));
+  if (!plan) return std::nullopt;
+  std::string cls = !r.model_class.empty() ? r.model_class
+                    : r.workload == WorkloadKind::kTraining ? "llm-dense"
+                                                            : "inference";
+  auto model = workload_class(cls);
+  if (!model) return std::nullopt;
+  auto est = estimate_job_comm(cluster, gpus_by_rank, *plan, *model);
+  if (!est) return std::nullopt;
+  return CommPrediction{est->step_comm_us, est->ideal_step_comm_us};
 }
 
 }  // namespace toposched

@@ -1,5 +1,7 @@
 #include "placement/job_request.h"
 
+#include "cost/job_comm.h"
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -98,14 +100,14 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
                       fmt::format("needs {} GPUs; cluster '{}' has {} in all", r.total_gpus, c.name(), c.gpu_count()));
 
   if (r.workload == WorkloadKind::kTraining) {
-    const long world = static_cast<long>(r.tp) * r.cp * r.pp;
+    // The cost model's convention: tp x cp x ep x dp x pp GPUs (ep is its own dimension).
+    const long world = static_cast<long>(r.tp) * r.cp * r.ep * r.pp;
     if (r.total_gpus % world != 0)
-      return bad(fmt::format("{} GPUs is not a multiple of tp x cp x pp = {}", r.total_gpus, world));
+      return bad(fmt::format("{} GPUs is not a multiple of tp x cp x ep x pp = {}", r.total_gpus, world));
     const int dp = static_cast<int>(r.total_gpus / world);
     if (r.dp != 0 && r.dp != dp)
-      return bad(fmt::format("tp x cp x pp x dp = {} but the job has {} GPUs", world * r.dp, r.total_gpus));
+      return bad(fmt::format("tp x cp x ep x pp x dp = {} but the job has {} GPUs", world * r.dp, r.total_gpus));
     r.dp = dp;
-    if ((r.dp * r.cp) % r.ep != 0) return bad(fmt::format("ep={} must divide dp x cp = {}", r.ep, r.dp * r.cp));
     r.replica_gpus = 0;
   } else {
     if (r.replica_gpus == 0) r.replica_gpus = r.tp * r.pp;
@@ -113,9 +115,12 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
       return bad(fmt::format("{} GPUs cannot be split into replicas of {} GPUs", r.total_gpus, r.replica_gpus));
     if (r.workload == WorkloadKind::kInferencePD && (r.total_gpus / r.replica_gpus) < 2)
       return bad("inference-pd needs at least two replicas (one prefill, one decode)");
-    if (r.dp == 0) r.dp = r.total_gpus / (r.tp * r.pp * r.cp) > 0 ? r.total_gpus / (r.tp * r.pp * r.cp) : 1;
+    r.dp = r.total_gpus / r.replica_gpus;  // independent replicas
   }
 
+  if (!r.model_class.empty()) {
+    if (auto m = workload_class(r.model_class); !m) return bad(m.error().message);
+  }
   auto req = resolve_tier(r.required_tier, c, "required");
   if (!req) return tl::unexpected(req.error());
   r.required_tier_index = *req;

@@ -1,8 +1,8 @@
 // JobRequest: what a job asks the placement engine for, and its validation.
 //
 // Size: `gpus` GPUs, or `nodes` whole nodes (exclusive), optionally with `gpus_per_node`.
-// Parallelism (tp x cp x dp x pp GPUs; ep is carved out of dp x cp as in Megatron-LM)
-// decides the rank order and, for `topo`, the shape of the placement. Workload kinds:
+// Parallelism (tp x cp x ep x dp x pp GPUs, the cost model's ParallelPlan; ranks tp
+// fastest, pp slowest: "tp-cp-ep-dp-pp") decides the rank order and, for `topo`, the shape of the placement. Workload kinds:
 // training (one gang), inference (independent replicas of `replica_gpus` GPUs each),
 // inference-pd (a prefill pool and a decode pool of replicas). Constraints in the style
 // of Kueue (required / preferred tier: all GPUs under one switch of that tier, or in one
@@ -41,6 +41,7 @@ struct JobRequest {
   // Parallelism; 0 = unspecified (dp defaults to what is left).
   int tp = 1, pp = 1, dp = 0, ep = 1, cp = 1;
   WorkloadKind workload = WorkloadKind::kTraining;
+  std::string model_class;    // cost model's workload class; empty = by workload kind
   int replica_gpus = 0;       // inference: GPUs per replica (default tp x pp)
   // Kueue-style: tier name ("node" or a fabric tier name), empty = none.
   std::string required_tier;

@@ -192,7 +192,7 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
   text += fmt::format(" under {} leaf switch{}", p.leaf_switch_count, p.leaf_switch_count == 1 ? "" : "es");
   text += fmt::format("; the GPUs talk over {}.", levels.empty() ? "nothing (one GPU)" : join(p.levels_spanned, ", "));
   if (r.workload == WorkloadKind::kTraining) {
-    text += fmt::format(" Ranks follow tp={} cp={} dp={} pp={} (tp fastest): ", r.tp, r.cp, r.dp, r.pp);
+    text += fmt::format(" Ranks follow tp={} cp={} ep={} dp={} pp={} (tp fastest, pp slowest): ", r.tp, r.cp, r.ep, r.dp, r.pp);
     text += p.tp_groups_split == 0 ? fmt::format("every TP group of {} stays inside one node or NVLink domain", tp)
                                    : fmt::format("{} TP group(s) span nodes", p.tp_groups_split);
     text += fmt::format(", and each of the {} PP stage(s) touches at most {} leaf switch(es).", pp, p.max_stage_leaves);

@@ -1,0 +1,179 @@
+// `toposched place`: choose the GPUs (and rank order) for one job with a named policy,
+// optionally on top of a saved allocation state, and save the new state.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "cli/common.h"
+#include "placement/placement.h"
+#include "placement/state_file.h"
+
+namespace toposched::cli {
+
+namespace {
+struct PlaceOptions {
+  std::string cluster;
+  int gpus = 0;
+  int nodes = 0;
+  int gpus_per_node = 0;
+  bool exclusive = false;
+  int tp = 1, pp = 1, dp = 0, ep = 1, cp = 1;
+  std::string workload = "training";
+  std::string model;
+  int replica_gpus = 0;
+  std::string gpu_model;
+  std::string required_tier, preferred_tier;
+  int switches = 0;
+  int segment = 0;
+  std::uint64_t seed = 1;
+  std::string policy = "topo";
+  std::string job;
+  std::string state;
+  std::string save_state;
+  bool explain = false;
+  OutputFormat format = OutputFormat::kText;
+};
+
+Json number_or_null(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? Json(*v) : Json(nullptr);
+}
+
+int run_place(const PlaceOptions& o) {
+  auto kind = parse_workload_kind(o.workload);
+  if (!kind) return usage_error(fmt::format("--workload must be training, inference or inference-pd, not '{}'", o.workload));
+  auto policy = find_policy(o.policy);
+  if (!policy) return report(policy.error());
+  int code = kExitOk;
+  auto c = load_cluster_or_report(o.cluster, code);
+  if (!c) return code;
+  AllocationState state(*c);
+  if (!o.state.empty()) {
+    auto loaded = load_state_file(*c, o.state);
+    if (!loaded) {
+      report(loaded.error());
+      return kExitError;
+    }
+    state = std::move(*loaded);
+  }
+  JobRequest r;
+  r.job_id = o.job;
+  if (r.job_id.empty()) {
+    for (int k = 1;; ++k) {
+      r.job_id = fmt::format("job-{}", k);
+      if (!state.has_job(r.job_id)) break;
+    }
+  } else if (state.has_job(r.job_id)) {
+    return report(Error{ErrorCode::kValidation, fmt::format("job '{}' is already in the state; release it first or pick another --job", r.job_id), {}});
+  }
+  r.gpus = o.gpus;
+  r.nodes = o.nodes;
+  r.gpus_per_node = o.gpus_per_node;
+  r.exclusive = o.exclusive;
+  r.tp = o.tp;
+  r.pp = o.pp;
+  r.dp = o.dp;
+  r.ep = o.ep;
+  r.cp = o.cp;
+  r.workload = *kind;
+  r.model_class = o.model;
+  r.replica_gpus = o.replica_gpus;
+  r.gpu_model = o.gpu_model;
+  r.required_tier = o.required_tier;
+  r.preferred_tier = o.preferred_tier;
+  r.max_switches = o.switches;
+  r.segment = o.segment;
+  r.seed = o.seed;
+  auto norm = normalize(r, *c);
+  if (!norm) return report(norm.error());
+  auto p = place(state, *norm, **policy);
+  if (!p) {
+    Error e = p.error();
+    e.message = fmt::format("cannot place job '{}' with policy {}: {}", r.job_id, o.policy, e.message);
+    report(e);
+    return e.code == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
+  }
+  if (!o.save_state.empty()) {
+    if (auto ok = state.allocate(p->job_id, p->gpus_by_rank); !ok) return report(ok.error());
+    if (auto ok = save_state_file(state, o.save_state); !ok) {
+      report(ok.error());
+      return kExitError;
+    }
+  }
+  if (o.format == OutputFormat::kJson) {
+    Json out;
+    out["job"] = p->job_id;
+    out["policy"] = p->policy;
+    Json gpus = Json::array();
+    for (std::size_t rank = 0; rank < p->gpus_by_rank.size(); ++rank) {
+      GpuId g = p->gpus_by_rank[rank];
+      gpus.push_back({{"node", c->node_name(c->gpu_node(g))}, {"gpu", c->gpu_local_index(g)}, {"rank", rank}});
+    }
+    out["gpus"] = std::move(gpus);
+    out["nodes"] = p->nodes_hostlist;
+    out["predicted_comm_us"] = number_or_null(p->predicted_comm_us);
+    out["ideal_comm_us"] = number_or_null(p->ideal_comm_us);
+    out["slowdown"] = number_or_null(p->slowdown);
+    Json cvd = Json::object();
+    for (const auto& [node, dev] : p->cuda_visible_devices) cvd[node] = dev;
+    out["cuda_visible_devices"] = std::move(cvd);
+    out["levels"] = p->levels_spanned;
+    out["tiers_spanned"] = p->tiers_spanned;
+    out["node_count"] = p->node_count;
+    out["leaf_switches"] = p->leaf_switch_count;
+    out["tp_groups_split"] = p->tp_groups_split;
+    out["max_stage_leaves"] = p->max_stage_leaves;
+    out["explanation"] = p->explanation;
+    print_json(out);
+    return kExitOk;
+  }
+  fmt::print("job {}: {} GPUs on {} node(s) {} (policy {})\n", p->job_id, p->gpus_by_rank.size(), p->node_count,
+             p->nodes_hostlist, p->policy);
+  if (p->predicted_comm_us)
+    fmt::print("predicted communication per step: {:.1f} us ({:.2f}x the ideal {:.1f} us)\n", *p->predicted_comm_us,
+               p->slowdown.value_or(1.0), p->ideal_comm_us.value_or(0.0));
+  fmt::print("spans: {}\n", p->levels_spanned.empty() ? std::string("one GPU") : fmt::format("{}", fmt::join(p->levels_spanned, ", ")));
+  for (const auto& [node, dev] : p->cuda_visible_devices) fmt::print("  {} CUDA_VISIBLE_DEVICES={}\n", node, dev);
+  if (o.explain) fmt::print("\n{}\n", p->explanation);
+  return kExitOk;
+}
+}  // namespace
+
+void register_place(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<PlaceOptions>();
+  CLI::App* cmd = app.add_subcommand("place", "Choose GPUs and rank order for a job with a placement policy");
+  cmd->add_option("--cluster,-c", o->cluster, "Cluster SPEC: a spec file or preset:NAME[?k=v&...]")->required();
+  auto* gpus = cmd->add_option("--gpus,-G", o->gpus, "Number of GPUs the job needs")->check(CLI::PositiveNumber);
+  auto* nodes = cmd->add_option("--nodes,-N", o->nodes, "Number of whole nodes, exclusive (instead of --gpus)")->check(CLI::PositiveNumber);
+  gpus->excludes(nodes);
+  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs on every node the job uses (Slurm --gpus-per-node)")->check(CLI::PositiveNumber);
+  cmd->add_flag("--exclusive", o->exclusive, "Do not share nodes with other jobs (implied by --nodes)");
+  cmd->add_option("--tp", o->tp, "Tensor-parallel degree: GPUs per TP group, kept inside a node (default 1)")->check(CLI::PositiveNumber);
+  cmd->add_option("--pp", o->pp, "Pipeline-parallel stages (default 1)")->check(CLI::PositiveNumber);
+  cmd->add_option("--dp", o->dp, "Data-parallel degree (default: what is left of the GPUs)")->check(CLI::PositiveNumber);
+  cmd->add_option("--ep", o->ep, "Expert-parallel degree (default 1)")->check(CLI::PositiveNumber);
+  cmd->add_option("--cp", o->cp, "Context-parallel degree (default 1)")->check(CLI::PositiveNumber);
+  cmd->add_option("--workload", o->workload, "training (one gang, default), inference (independent replicas) or inference-pd (prefill + decode pools)");
+  cmd->add_option("--model", o->model, "Cost-model workload class for the prediction (llm-dense, llm-moe, dp-vision, inference)");
+  cmd->add_option("--replica-gpus", o->replica_gpus, "Inference: GPUs per replica (default tp x pp)")->check(CLI::PositiveNumber);
+  cmd->add_option("--gpu-model", o->gpu_model, "Only nodes whose GPU model contains this text (case-insensitive), e.g. H100");
+  cmd->add_option("--required-tier", o->required_tier, "All GPUs under one switch of this tier (or 'node'), like Kueue's required topology");
+  cmd->add_option("--preferred-tier", o->preferred_tier, "Prefer all GPUs under one switch of this tier (or 'node'), like Kueue's preferred topology");
+  cmd->add_option("--switches", o->switches, "At most this many leaf switches (Slurm --switches)")->check(CLI::PositiveNumber);
+  cmd->add_option("--segment", o->segment, "Nodes per segment, each inside one base block (Slurm --segment; slurm-block only)")->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", o->seed, "Seed of the random policy (default 1)");
+  cmd->add_option("--policy,-p", o->policy, "first-fit, random, slurm-tree, slurm-block, kueue-bestfit or topo (default)");
+  cmd->add_option("--job,-j", o->job, "Job id (default: job-N, the first one free in the state)");
+  cmd->add_option("--state", o->state, "Allocation state to start from (JSON written by --save-state)");
+  cmd->add_option("--save-state", o->save_state, "Write the state with this job added (may be the --state file)");
+  cmd->add_flag("--explain", o->explain, "Print a paragraph on why these GPUs (always in JSON as 'explanation')");
+  add_format_option(*cmd, o->format);
+  cmd->footer(
+      "Examples:\n"
+      "  toposched place -c 'preset:dgx-h100?nodes=64' --gpus 256 --tp 8 --pp 4 --policy topo --format json\n"
+      "  toposched place -c preset:dgx-h100 --nodes 4 --policy slurm-tree --state s.json --save-state s.json\n"
+      "Ranks are tp fastest, then cp, ep, dp, pp (Megatron-LM order); JSON lists every GPU with its\n"
+      "rank. A request that cannot fit exits 1 and says why. See docs/placement.md for the policies.");
+  cmd->callback([o, &exit_code] { exit_code = run_place(*o); });
+}
+
+}  // namespace toposched::cli
