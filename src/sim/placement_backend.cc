@@ -42,8 +42,9 @@ class RegistryPlacer final : public Placer {
     JobShape shape = job_shape(job, gpus_per_node_);
     r.tp = shape.tp;
     r.pp = shape.pp;
-    r.ep = shape.ep;
+    r.ep = shape.ep;  // its own dimension, as in the cost model: dp = gpus / (tp x ep x pp)
     r.dp = 0;
+    r.model_class = shape.workload_class;
     if (shape.workload_class == "inference") {
       r.workload = WorkloadKind::kInference;
       r.replica_gpus = shape.tp * shape.pp;
