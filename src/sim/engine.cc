@@ -332,9 +332,11 @@ class Engine {
     for (std::size_t i = 0; i + 1 < changes_.size(); ++i) {
       double a = changes_[i].t, b = changes_[i + 1].t;
       while (a < b) {
-        std::size_t k = std::min(points - 1, static_cast<std::size_t>((a - t0) / width));
-        double edge = std::min(b, t0 + width * static_cast<double>(k + 1));
-        if (edge <= a) edge = b;  // rounding at the last bucket
+        std::size_t k = std::min(points - 1, static_cast<std::size_t>(std::max(0.0, a - t0) / width));
+        double edge = t0 + width * static_cast<double>(k + 1);
+        if (edge <= a && k + 1 < points) edge = t0 + width * static_cast<double>(++k + 1);  // a sits on a boundary
+        edge = k + 1 == points ? b : std::min(b, edge);
+        if (edge <= a) edge = b;
         busy[k] += changes_[i].busy_gpus * (edge - a);
         queued[k] += changes_[i].queued_jobs * (edge - a);
         a = edge;

@@ -47,7 +47,7 @@ class ReportBrowserTest(unittest.TestCase):
 
     def test_every_chart_renders_without_script_error(self):
         dom = self.dom(self.html)
-        body = re.search(r"<body[^>]*>", dom).group(0)
+        body = re.search(r"<body data-charts=[^>]*>", dom).group(0)
         self.assertIn('data-charts="ok"', body, body)
         self.assertIn(f'data-charts-count="{len(CHARTS)}"', body)
         for chart in CHARTS:
@@ -63,7 +63,7 @@ class ReportBrowserTest(unittest.TestCase):
         path = os.path.join(self.out, "broken.html")
         with open(path, "w") as f:
             f.write(broken)
-        body = re.search(r"<body[^>]*>", self.dom(path)).group(0)
+        body = re.search(r"<body data-charts=[^>]*>", self.dom(path)).group(0)
         self.assertNotIn('data-charts="ok"', body)
         self.assertIn('data-charts="error', body)
 

@@ -142,7 +142,9 @@ TEST(Backend, PoliciesSideBySideAreDeterministic) {
   EXPECT_GT(html.size(), vega_js().size() + vega_lite_js().size());
   EXPECT_EQ(html.find("<script src="), std::string::npos);  // self-contained
   std::string table = report_table(info, ra);
-  for (const auto& p : policies) EXPECT_NE(table.find(p), std::string::npos);
+  for (const auto& p : policies) {
+    EXPECT_NE(table.find(p), std::string::npos);
+  }
 }
 
 }  // namespace

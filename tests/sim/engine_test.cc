@@ -205,3 +205,27 @@ TEST(Engine, DisciplineNames) {
 
 }  // namespace
 }  // namespace toposched::sim
+
+namespace toposched::sim {
+namespace {
+
+TEST(Engine, TimelineNeverExceedsTheCluster) {
+  Cluster c = cluster(4);
+  Trace t;
+  // Many short jobs with awkward times, so that events fall on and near bucket edges.
+  for (int i = 0; i < 500; ++i) t.jobs.push_back(job("j" + std::to_string(i), i * 13.7, 1 << (i % 6), 20.0 + (i * 53) % 400));
+  for (Discipline d : {Discipline::kFifo, Discipline::kEasyBackfill}) {
+    auto r = run(c, t, d, 0.2);
+    double integral = 0;
+    double width = (r.last_end_s - r.first_submit_s) / static_cast<double>(r.timeline.size());
+    for (const auto& p : r.timeline) {
+      EXPECT_LE(p.busy_gpus, 32 + 1e-6);
+      EXPECT_GE(p.busy_gpus, -1e-9);
+      integral += p.busy_gpus * width;
+    }
+    EXPECT_NEAR(integral, r.busy_gpu_seconds, 1e-6 * r.busy_gpu_seconds);
+  }
+}
+
+}  // namespace
+}  // namespace toposched::sim

@@ -37,10 +37,18 @@ TEST(Generator, SizesPlansAndClasses) {
     EXPECT_GE(j.estimate_s, j.duration_s);
     EXPECT_LE(j.estimate_s, j.duration_s * p.estimate_max_factor + 1e-3);
     ++kinds[j.kind];
-    if (j.kind == "llm-dense" && j.gpus >= 8) EXPECT_EQ(j.tp, 8);
-    if (j.kind == "llm-moe") EXPECT_GE(j.ep, 1);
-    if (j.kind == "inference") EXPECT_LE(j.gpus, p.inference_max_gpus);
-    if (j.kind == "dp-vision") EXPECT_EQ(j.dp, j.gpus);
+    if (j.kind == "llm-dense" && j.gpus >= 8) {
+      EXPECT_EQ(j.tp, 8);
+    }
+    if (j.kind == "llm-moe") {
+      EXPECT_GE(j.ep, 1);
+    }
+    if (j.kind == "inference") {
+      EXPECT_LE(j.gpus, p.inference_max_gpus);
+    }
+    if (j.kind == "dp-vision") {
+      EXPECT_EQ(j.dp, j.gpus);
+    }
     large += j.gpus >= 1024;
     one += j.gpus == 1;
   }
@@ -78,7 +86,9 @@ TEST(Generator, YamlParametersAndErrors) {
   EXPECT_EQ(p->seed, 9u);
   EXPECT_EQ(p->jobs, 12);
   Trace t = generate_trace(*p);
-  for (const auto& j : t.jobs) EXPECT_EQ(j.kind, "inference");
+  for (const auto& j : t.jobs) {
+    EXPECT_EQ(j.kind, "inference");
+  }
 
   auto unknown = parse_generator_yaml("seed: 1\njbos: 3\n", "g.yaml");
   ASSERT_FALSE(unknown);
