@@ -158,6 +158,7 @@ std::string report_html(const RunInfo& info, const Trace& trace, const std::vect
     summary.push_back({{"policy", name}, {"metric", "mean JCT (h)"}, {"value", round_to(s.jct_mean_s / 3600, 4)}});
     summary.push_back({{"policy", name}, {"metric", "mean wait (h)"}, {"value", round_to(s.wait_mean_s / 3600, 4)}});
     summary.push_back({{"policy", name}, {"metric", "GPU utilisation (%)"}, {"value", round_to(100 * s.utilization, 3)}});
+    summary.push_back({{"policy", name}, {"metric", "useful utilisation (%)"}, {"value", round_to(100 * s.useful_utilization, 3)}});
     summary.push_back({{"policy", name}, {"metric", "mean comm slowdown"}, {"value", round_to(s.comm_slowdown_mean, 4)}});
     if (!run.result) continue;
     const SimulationResult& r = *run.result;
