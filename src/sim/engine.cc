@@ -83,6 +83,7 @@ class Engine {
     last_update_.assign(n, 0);
     version_.assign(n, 0);
     running_.assign(n, 0);
+    failed_epoch_.assign(n, std::numeric_limits<std::uint64_t>::max());
     est_.resize(n);
     uses_.resize(n);
     est_end_it_.resize(n);
@@ -179,9 +180,12 @@ class Engine {
   bool try_start(std::uint32_t j) {
     const SimJob& job = trace_.jobs[j];
     if (static_cast<std::size_t>(job.gpus) > free_) return false;
+    // A job that did not fit cannot fit before some GPUs are released (starts only take GPUs).
+    if (failed_epoch_[j] == release_epoch_) return false;
     auto gpus = placer_.place(job, j);
     if (!gpus) {
       if (gpus.error().code != ErrorCode::kInfeasible) permanent_error_ = gpus.error().message;
+      failed_epoch_[j] = release_epoch_;
       return false;
     }
     JobOutcome& out = res_.jobs[j];
@@ -217,6 +221,7 @@ class Engine {
     out.slowdown = (out.end_s - out.start_s) / job.duration_s;
     placer_.release(j);
     running_[j] = 0;
+    ++release_epoch_;
     free_ += static_cast<std::size_t>(job.gpus);
     ++version_[j];
     for (const UplinkUse& u : uses_[j]) {
@@ -327,9 +332,11 @@ class Engine {
     for (std::size_t i = 0; i + 1 < changes_.size(); ++i) {
       double a = changes_[i].t, b = changes_[i + 1].t;
       while (a < b) {
-        std::size_t k = std::min(points - 1, static_cast<std::size_t>((a - t0) / width));
-        double edge = std::min(b, t0 + width * static_cast<double>(k + 1));
-        if (edge <= a) edge = b;  // rounding at the last bucket
+        std::size_t k = std::min(points - 1, static_cast<std::size_t>(std::max(0.0, a - t0) / width));
+        double edge = t0 + width * static_cast<double>(k + 1);
+        if (edge <= a && k + 1 < points) edge = t0 + width * static_cast<double>(++k + 1);  // a sits on a boundary
+        edge = k + 1 == points ? b : std::min(b, edge);
+        if (edge <= a) edge = b;
         busy[k] += changes_[i].busy_gpus * (edge - a);
         queued[k] += changes_[i].queued_jobs * (edge - a);
         a = edge;
@@ -373,6 +380,8 @@ class Engine {
   std::vector<double> remaining_, rate_, last_update_, estimate_;
   std::vector<std::uint32_t> version_;
   std::vector<char> running_;
+  std::vector<std::uint64_t> failed_epoch_;  // release epoch of the job's last failed placement
+  std::uint64_t release_epoch_ = 0;
   std::vector<std::pair<double, double>> est_;
   std::vector<std::vector<UplinkUse>> uses_;
   std::vector<double> uplink_load_;

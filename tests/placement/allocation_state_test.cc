@@ -1,0 +1,164 @@
+// AllocationState: counters, gang semantics, release, snapshots, invariants, state files.
+#include <gtest/gtest.h>
+
+#include "placement/allocation_state.h"
+#include "placement/state_file.h"
+#include "topology/presets.h"
+
+namespace toposched {
+namespace {
+
+Cluster preset(std::string_view spec) {
+  auto c = build_preset(spec);
+  EXPECT_TRUE(c) << (c ? "" : c.error().message);
+  return std::move(*c);
+}
+
+std::vector<GpuId> node_gpus(const Cluster& c, std::uint32_t node, int from, int to) {
+  std::vector<GpuId> out;
+  for (int l = from; l < to; ++l) out.push_back(c.node_gpu(NodeId(node), l));
+  return out;
+}
+
+TEST(AllocationState, CountersFollowAllocateAndRelease) {
+  Cluster c = preset("dgx-h100?nodes=64");  // 2 leaves of 32 nodes, one spine
+  AllocationState s(c);
+  SwitchId leaf0 = c.node_switch(NodeId(0));
+  SwitchId spine = c.switch_parent(leaf0);
+  ASSERT_TRUE(spine.valid());
+  EXPECT_EQ(s.total_free_gpus(), 512);
+  EXPECT_EQ(s.switch_free_gpus(leaf0), 256);
+  EXPECT_EQ(s.switch_free_nodes(spine), 64);
+
+  ASSERT_TRUE(s.allocate("a", node_gpus(c, 0, 0, 3)));
+  EXPECT_EQ(s.free_gpus(NodeId(0)), 5);
+  EXPECT_FALSE(s.node_whole_free(NodeId(0)));
+  EXPECT_EQ(s.switch_free_gpus(leaf0), 253);
+  EXPECT_EQ(s.switch_free_nodes(leaf0), 31);
+  EXPECT_EQ(s.switch_free_nodes(spine), 63);
+  EXPECT_EQ(s.total_free_nodes(), 63);
+  EXPECT_EQ(s.gpu_owner(c.node_gpu(NodeId(0), 1)), "a");
+  EXPECT_TRUE(s.gpu_free(c.node_gpu(NodeId(0), 3)));
+  ASSERT_TRUE(s.check_invariants());
+
+  auto released = s.release("a");
+  ASSERT_TRUE(released);
+  EXPECT_EQ(released->size(), 3u);
+  EXPECT_TRUE(s.same_counters(AllocationState(c)));
+  EXPECT_FALSE(s.release("a"));
+}
+
+TEST(AllocationState, GangAllocationIsAllOrNothing) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  AllocationState s(c);
+  ASSERT_TRUE(s.allocate("a", node_gpus(c, 1, 0, 2)));
+  AllocationState before = s.snapshot();
+  // Second GPU list overlaps job a on node 1: nothing of it may be taken.
+  std::vector<GpuId> wanted = node_gpus(c, 0, 0, 8);
+  wanted.push_back(c.node_gpu(NodeId(1), 1));
+  auto r = s.allocate("b", wanted);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kInfeasible);
+  EXPECT_NE(r.error().message.find("'a'"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(s.same_counters(before));
+  EXPECT_TRUE(s.gpu_free(c.node_gpu(NodeId(0), 0)));
+  EXPECT_FALSE(s.has_job("b"));
+  // The same GPU twice, an unknown GPU, a reused id, an empty list: all refused.
+  std::vector<GpuId> twice = {c.node_gpu(NodeId(2), 0), c.node_gpu(NodeId(2), 0)};
+  EXPECT_FALSE(s.allocate("c", twice));
+  EXPECT_FALSE(s.allocate("d", std::vector<GpuId>{GpuId(99999)}));
+  EXPECT_FALSE(s.allocate("a", node_gpus(c, 3, 0, 1)));
+  EXPECT_FALSE(s.allocate("e", std::vector<GpuId>{}));
+  EXPECT_TRUE(s.same_counters(before));
+  EXPECT_TRUE(s.check_invariants());
+}
+
+TEST(AllocationState, DomainCountersOnNvl72) {
+  Cluster c = preset("gb200-nvl72?racks=2");
+  AllocationState s(c);
+  DomainId d0 = c.node_domain(NodeId(0));
+  ASSERT_TRUE(d0.valid());
+  EXPECT_EQ(s.domain_free_gpus(d0), 72);
+  ASSERT_TRUE(s.allocate("a", node_gpus(c, 0, 0, 4)));
+  ASSERT_TRUE(s.allocate("b", node_gpus(c, 1, 0, 1)));
+  EXPECT_EQ(s.domain_free_gpus(d0), 67);
+  EXPECT_EQ(s.domain_free_nodes(d0), 16);
+  ASSERT_TRUE(s.release("a"));
+  EXPECT_EQ(s.domain_free_nodes(d0), 17);
+  EXPECT_TRUE(s.check_invariants());
+}
+
+TEST(AllocationState, SnapshotRestore) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  AllocationState s(c);
+  AllocationState snap = s.snapshot();
+  ASSERT_TRUE(s.allocate("a", node_gpus(c, 0, 0, 8)));
+  s.restore(snap);
+  EXPECT_TRUE(s.same_counters(AllocationState(c)));
+  EXPECT_FALSE(s.has_job("a"));
+  EXPECT_TRUE(s.gpu_free(c.node_gpu(NodeId(0), 0)));
+}
+
+TEST(StateFile, RoundTripsJobsInRankOrder) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  AllocationState s(c);
+  std::vector<GpuId> a = {c.node_gpu(NodeId(1), 3), c.node_gpu(NodeId(0), 7), c.node_gpu(NodeId(1), 0)};
+  ASSERT_TRUE(s.allocate("train-1", a));
+  ASSERT_TRUE(s.allocate("infer", node_gpus(c, 2, 0, 2)));
+  std::string text = state_to_json(s);
+  auto back = state_from_json(c, text, "s.json");
+  ASSERT_TRUE(back) << back.error().to_string();
+  EXPECT_TRUE(back->same_counters(s));
+  EXPECT_EQ(back->job_ids(), (std::vector<std::string>{"train-1", "infer"}));
+  auto g = back->job_gpus("train-1");
+  EXPECT_EQ(std::vector<GpuId>(g.begin(), g.end()), a);
+}
+
+TEST(StateFile, ErrorsNameTheirPosition) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  const std::string head = "{\"format\": \"toposched-allocation-state\", \"version\": 1, \"cluster\": \"" + c.name() + "\",\n";
+  struct Case {
+    std::string text;
+    std::string expect;
+  } cases[] = {
+      {head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"dgx-h100-009:0\"]}]}", "no node named 'dgx-h100-009'"},
+      {head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"dgx-h100-001:8\"]}]}", "GPUs 0..7"},
+      {head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"dgx-h100-001:1\"]},\n {\"id\": \"b\", \"gpus\": [\"dgx-h100-001:1\"]}]}",
+       "already owned by job 'a'"},
+      {head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"x:1\"]}, {\"id\": \"a\", \"gpus\": [\"dgx-h100-001:1\"]}]}", "no node named 'x'"},
+      {"{\"format\": \"toposched-allocation-state\", \"cluster\": \"other\"}", "not '" + c.name() + "'"},
+      {head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"dgx-h100-001:1\"", "s.json:"},
+  };
+  for (const auto& k : cases) {
+    auto r = state_from_json(c, k.text, "s.json");
+    ASSERT_FALSE(r) << k.text;
+    EXPECT_NE(r.error().to_string().find(k.expect), std::string::npos) << r.error().to_string();
+    EXPECT_EQ(r.error().where.file, "s.json");
+    EXPECT_GT(r.error().where.line, 0) << r.error().to_string();
+  }
+}
+
+TEST(StateFile, TruncatedCopiesNeverCrash) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  AllocationState s(c);
+  ASSERT_TRUE(s.allocate("a", node_gpus(c, 0, 0, 8)));
+  ASSERT_TRUE(s.allocate("b", node_gpus(c, 1, 2, 5)));
+  std::string text = state_to_json(s);
+  for (std::size_t cut = 0; cut < text.size(); cut += 7) {
+    auto r = state_from_json(c, text.substr(0, cut), "t.json");
+    if (r) {
+      EXPECT_TRUE(r->check_invariants());
+    }
+  }
+  for (std::size_t i = 0; i < text.size(); i += 11) {
+    std::string bad = text;
+    bad[i] = static_cast<char>(bad[i] ^ 0x15);
+    auto r = state_from_json(c, bad, "t.json");
+    if (r) {
+      EXPECT_TRUE(r->check_invariants());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace toposched
