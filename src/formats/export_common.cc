@@ -267,8 +267,15 @@ std::string regex_escape(std::string_view s) {
   return out;
 }
 
+// Wraps a pattern in a non-capturing group when it has a '|' outside any group.
 std::string group(const std::string& alternatives) {
-  return alternatives.find('|') == std::string::npos ? alternatives : "(?:" + alternatives + ")";
+  int depth = 0;
+  for (char c : alternatives) {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (c == '|' && depth == 0) return "(?:" + alternatives + ")";
+  }
+  return alternatives;
 }
 
 std::string digit_class(char a, char b) { return a == b ? std::string(1, a) : fmt::format("[{}-{}]", a, b); }
