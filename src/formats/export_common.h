@@ -75,6 +75,9 @@ class NameMap {
   enum class Target { kSlurm, kK8sObject };
   explicit NameMap(Target target) : target_(target) {}
   const std::string& operator()(const std::string& original);
+  // A new name, based on `wanted`, that no original maps to and no earlier call returned
+  // (for objects the writer adds, such as a split-off leaf switch).
+  std::string fresh(const std::string& wanted);
   const std::vector<std::pair<std::string, std::string>>& renamed() const { return renamed_; }
 
  private:
