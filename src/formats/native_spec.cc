@@ -406,7 +406,8 @@ Json to_json(const Cluster& c) {
     bool mesh = is_full_mesh(t, links);
     Json nv;
     if (mesh) nv["links"] = links;
-    nv["GBps_per_link"] = t.nvlink_GBps_per_link;
+    // The reader refuses a zero per-link bandwidth (PCIe-only GPUs): leave it out then.
+    if (t.nvlink_GBps_per_link > 0) nv["GBps_per_link"] = t.nvlink_GBps_per_link;
     nv["nvswitch"] = t.nvswitch;
     jt["nvlink"] = nv;
     if (!mesh && t.gpu_count > 1) {

@@ -35,27 +35,35 @@ Result<void> check_placement(const AllocationState& state, const JobRequest& r, 
   auto fail = [](std::string m) { return make_error(ErrorCode::kInfeasible, std::move(m)); };
   if (static_cast<int>(gpus.size()) != r.total_gpus)
     return fail(fmt::format("placement has {} GPUs, the job needs {}", gpus.size(), r.total_gpus));
-  std::unordered_map<std::uint32_t, int> per_node;
-  std::set<std::uint32_t> seen;
-  for (GpuId g : gpus) {
+  // Sorted copy: duplicates are neighbours, and a node's GPUs are contiguous ids.
+  std::vector<GpuId> sorted(gpus.begin(), gpus.end());
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::pair<NodeId, int>> per_node;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    GpuId g = sorted[i];
     if (!g.valid() || g.index() >= c.gpu_count()) return fail("placement names a GPU outside the cluster");
-    if (!seen.insert(g.value).second) return fail(fmt::format("GPU {} appears twice", g.value));
+    if (i > 0 && sorted[i - 1] == g) return fail(fmt::format("GPU {} appears twice", g.value));
     if (!state.gpu_free(g)) return fail(fmt::format("GPU {}:{} is not free", c.node_name(c.gpu_node(g)), c.gpu_local_index(g)));
     NodeId n = c.gpu_node(g);
+    if (!per_node.empty() && per_node.back().first == n) {
+      ++per_node.back().second;
+      continue;
+    }
     if (!model_matches(r, c, n))
       return fail(fmt::format("node {} has {} GPUs, not '{}'", c.node_name(n), c.node_type(n).gpu_model, r.gpu_model));
-    ++per_node[n.value];
+    per_node.emplace_back(n, 1);
   }
-  std::set<std::uint32_t> leaves;
-  for (auto [node, count] : per_node) {
-    NodeId n(node);
+  std::vector<std::uint32_t> leaves;
+  for (auto [n, count] : per_node) {
     if (r.exclusive && count != c.node_gpu_count(n) && r.gpus_per_node == c.node_gpu_count(n))
       return fail(fmt::format("exclusive job uses {} of node {}'s {} GPUs", count, c.node_name(n), c.node_gpu_count(n)));
     if (r.exclusive && !state.node_whole_free(n)) return fail(fmt::format("exclusive job shares node {}", c.node_name(n)));
     if (r.gpus_per_node > 0 && count != r.gpus_per_node)
       return fail(fmt::format("node {} holds {} GPUs of the job, not {}", c.node_name(n), count, r.gpus_per_node));
-    leaves.insert(c.node_switch(n).value);
+    leaves.push_back(c.node_switch(n).value);
   }
+  std::sort(leaves.begin(), leaves.end());
+  leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());
   if (r.required_tier_index) {
     int tier = *r.required_tier_index;
     if (tier == kNodeTier) {
@@ -63,7 +71,7 @@ Result<void> check_placement(const AllocationState& state, const JobRequest& r, 
     } else {
       SwitchId first;
       for (auto [node, count] : per_node) {
-        SwitchId s = ancestor_at_tier(state, NodeId(node), tier);
+        SwitchId s = ancestor_at_tier(state, node, tier);
         if (!s.valid() || (first.valid() && s != first))
           return fail(fmt::format("required tier '{}': the GPUs are not under one switch of that tier", c.tiers()[static_cast<std::size_t>(tier)].name));
         first = s;
@@ -144,7 +152,10 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
   // Levels: every pair inside a node, and between nodes (each node against the first and
   // its neighbour in node order: the widest level always shows up among those).
   std::map<int, std::string> levels;
-  auto note = [&](const Path& path) { levels.emplace(path.distance(), c.level_name(path)); };
+  auto note = [&](const Path& path) {
+    // level_name builds a string: only for a level not seen yet.
+    if (!levels.contains(path.distance())) levels.emplace(path.distance(), c.level_name(path));
+  };
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     for (std::size_t a = 0; a < locals[i].size(); ++a)
       for (std::size_t b = a + 1; b < locals[i].size(); ++b)
@@ -156,10 +167,11 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
     note(c.node_path(sorted[0], sorted[i]));
     note(c.node_path(sorted[i - 1], sorted[i]));
   }
-  std::set<std::uint32_t> leaves;
+  std::vector<std::uint32_t> leaves;
   for (NodeId n : nodes)
-    if (c.node_switch(n).valid()) leaves.insert(c.node_switch(n).value);
-  p.leaf_switch_count = static_cast<int>(leaves.size());
+    if (c.node_switch(n).valid()) leaves.push_back(c.node_switch(n).value);
+  std::sort(leaves.begin(), leaves.end());
+  p.leaf_switch_count = static_cast<int>(std::unique(leaves.begin(), leaves.end()) - leaves.begin());
   for (auto& [d, name] : levels) {
     p.levels_spanned.push_back(name);
     if (name.starts_with("tier:")) p.tiers_spanned.push_back(name.substr(5));

@@ -76,9 +76,12 @@ class NodeSpec:
     gpu_type: str = ""       # gres type, e.g. "h100"; empty = untyped gpu:N
     real_memory_mb: int = 1024
     features: str = ""
+    extra: str = ""          # more NodeName= parameters, e.g. "Sockets=2 CoresPerSocket=56 ThreadsPerCore=2"
 
     def line(self) -> str:
         parts = [f"NodeName={self.names}", f"CPUs={self.cpus}", f"RealMemory={self.real_memory_mb}"]
+        if self.extra:
+            parts.append(self.extra)
         if self.gpus:
             gres = f"gpu:{self.gpu_type}:{self.gpus}" if self.gpu_type else f"gpu:{self.gpus}"
             parts.append(f"Gres={gres}")
@@ -391,6 +394,22 @@ class SlurmCluster:
         out = self.scontrol("show", "topology").stdout
         return parse_show_topology(out)
 
+    def _hwloc_layout(self, node: str) -> str:
+        """hwloc synthetic description of the node as slurm.conf declares it."""
+        for spec in self.nodes:
+            if node in self.expand_hostlist(spec.names):
+                sockets = _declared(spec, "Sockets") or 1
+                threads = _declared(spec, "ThreadsPerCore") or 1
+                cores = _declared(spec, "CoresPerSocket") or max(1, spec.cpus // (sockets * threads))
+                return f"package:{sockets} core:{cores} pu:{threads}"
+        raise SlurmHarnessError(f"no NodeSpec declares node {node}")
+
+    def expand_hostlist(self, expression: str) -> list[str]:
+        """Slurm's own reading of a hostlist expression (`scontrol show hostnames`)."""
+        if not expression:
+            return []
+        return self.scontrol("show", "hostnames", expression).stdout.split()
+
     def read_log(self) -> str:
         """slurmctld's log file (its stderr when it died before opening the log)."""
         for p in (self.ctld_log, self._path("slurmctld.stderr") if self.dir else ""):
@@ -422,7 +441,8 @@ class SlurmCluster:
         slurmd insists that every `File=` exists, and this machine has no GPUs, so it runs
         in a private mount namespace (`unshare --mount`) whose /dev is a fresh tmpfs holding
         only /dev/null and the listed device nodes (NVIDIA's major number 195). The host's
-        /dev is untouched. Returns one dict per GRES record slurmd printed
+        /dev is untouched. slurmd maps Cores= onto the CPUs it finds, so hwloc is given the
+        node's declared layout (HWLOC_SYNTHETIC from its NodeSpec) instead of this machine's. Returns one dict per GRES record slurmd printed
         ({"Name","Type","Count","Index","File","Cores","CoreCnt","Links"}); raises
         SlurmHarnessError when slurmd rejects the configuration."""
         if shutil.which("unshare") is None or not os.access(SLURMD, os.X_OK):
@@ -436,9 +456,11 @@ class SlurmCluster:
                 raise SlurmHarnessError(f"slurmd_gres only fakes /dev/nvidiaN devices, not {dev}")
             script.append(f"mknod /dev/nvidia{m.group(1)} c 195 {m.group(1)}")
         script.append(f'exec "{SLURMD}" -G -N "{node}" -f "{self.conf_path}"')
+        env = self.env()
+        env["HWLOC_SYNTHETIC"] = self._hwloc_layout(node)
         r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
                             "; ".join(script)],
-                           env=self.env(), capture_output=True, text=True, timeout=60)
+                           env=env, capture_output=True, text=True, timeout=60)
         out = r.stdout + r.stderr
         if r.returncode != 0 or re.search(r"\b(error|fatal)\b", out):
             raise SlurmHarnessError(f"slurmd -G -N {node} exited {r.returncode}:\n{out}")
@@ -449,6 +471,11 @@ class SlurmCluster:
             rec = {m.group(1): m.group(2) for m in re.finditer(r"(\w+)=(\S*)", line)}
             records.append(rec)
         return records
+
+
+def _declared(spec: "NodeSpec", key: str) -> Optional[int]:
+    m = re.search(rf"\b{key}=(\d+)", spec.extra)
+    return int(m.group(1)) if m else None
 
 
 def _gres_device_files(gres_conf: str) -> list[str]:

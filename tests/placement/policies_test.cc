@@ -99,7 +99,17 @@ TEST(PolicyProperties, RandomSequencesOnEveryPreset) {
         JobRequest r;
         r.job_id = "j" + std::to_string(step);
         r.seed = step;
-        switch (rng() % 4) {
+        switch (rng() % 6) {
+          case 4:
+            r.gpus = 2 * (1 + static_cast<int>(rng() % 8));
+            r.workload = WorkloadKind::kInference;
+            r.replica_gpus = 2;
+            break;
+          case 5:
+            r.gpus = 2 * node_gpus;
+            r.workload = WorkloadKind::kInferencePD;
+            r.replica_gpus = node_gpus;
+            break;
           case 0: r.nodes = 1 + static_cast<int>(rng() % 4); break;
           case 1: r.gpus = node_gpus * (1 + static_cast<int>(rng() % 3)); r.tp = node_gpus; break;
           case 2: r.gpus = 1 << (rng() % 6); break;

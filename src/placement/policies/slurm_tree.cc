@@ -15,6 +15,12 @@
 //     the one with more available nodes, then the lower level.
 //  4. From the chosen leaf, nodes are taken in node order until the job is satisfied
 //     (a GPU-count job takes every free GPU of each node, the last one only what it needs).
+//  5. GPU-count jobs (--gpus=N, shared nodes) run steps 1-4 up to three times: first over
+//     the nodes that alone hold all N GPUs, then over the nodes whose GPUs are all free, then
+//     over every node with a free GPU. This is what the agreement test observed slurmctld
+//     22.05 do (a 1-GPU job goes to a partly used node, a 3-GPU job skips a node with 2 free
+//     for an idle one, a 20-GPU job skips partly used nodes); the code path behind it (GRES
+//     filtering before _eval_nodes_topo) was not traced line by line.
 //
 // Deliberate differences: Slurm also weighs CPUs and node weights (all equal here, and CPUs
 // are assumed plentiful), and --switches is only a wait-time preference in Slurm while it
@@ -36,13 +42,30 @@ class SlurmTree final : public PlacementPolicy {
   std::string_view summary() const override { return "Slurm 22.05 topology/tree selection"; }
 
   Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) const override {
+    // GPU-count jobs: first only nodes that hold the whole job, then only nodes whose GPUs
+    // are all free, then every node with a free GPU (observed slurmctld 22.05 behaviour, see
+    // the file comment).
+    if (r.nodes == 0 && !r.exclusive) {
+      if (auto one = select_pass(s, r, allowed, Pass::kWholeJobOnOneNode)) return one;
+      if (auto idle = select_pass(s, r, allowed, Pass::kIdleNodes)) return idle;
+    }
+    return select_pass(s, r, allowed, Pass::kAnyNode);
+  }
+
+ private:
+  enum class Pass { kWholeJobOnOneNode, kIdleNodes, kAnyNode };
+
+  static Result<std::vector<GpuId>> select_pass(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
+                                                Pass pass) {
     const Cluster& c = s.cluster();
     const std::size_t n_sw = c.switch_count();
     const bool gres_per_job = r.nodes == 0;  // --gpus=N without a node count
     std::vector<int> cap(c.node_count(), 0);
     for (std::size_t i = 0; i < c.node_count(); ++i) {
       NodeId n(static_cast<std::uint32_t>(i));
-      if (c.node_switch(n).valid()) cap[i] = node_capacity(s, r, allowed, n);
+      if (!c.node_switch(n).valid() || (pass == Pass::kIdleNodes && !s.node_whole_free(n))) continue;
+      cap[i] = node_capacity(s, r, allowed, n);
+      if (pass == Pass::kWholeJobOnOneNode && cap[i] < r.total_gpus) cap[i] = 0;
     }
     int rem_nodes = gres_per_job ? 1 : r.nodes;
     // Available nodes per switch subtree.
@@ -80,6 +103,7 @@ class SlurmTree final : public PlacementPolicy {
       if (!c.switch_nodes(SwitchId(static_cast<std::uint32_t>(j))).empty()) leaves.push_back(SwitchId(static_cast<std::uint32_t>(j)));
     std::vector<long> dist(n_sw, 0);
     std::vector<GpuId> out;
+    std::vector<NodeId> picked;
     int need_gpus = r.total_gpus;
     int prev_rem = rem_nodes + 1;
     while (prev_rem != rem_nodes) {
@@ -102,12 +126,19 @@ class SlurmTree final : public PlacementPolicy {
       for (NodeId n : c.switch_nodes(chosen)) {
         if (!in_top[n.index()]) continue;
         in_top[n.index()] = 0;
-        const int take = gres_per_job ? std::min(cap[n.index()], need_gpus) : cap[n.index()];
-        take_lowest_free(s, n, take, out);
-        need_gpus -= take;
+        picked.push_back(n);
+        need_gpus -= cap[n.index()];
         --rem_nodes;
         if (rem_nodes <= 0 && need_gpus <= 0) {
-          std::sort(out.begin(), out.end());
+          // GPUs are then handed out in node order, each node giving all it has until the
+          // job has enough (as Slurm's GRES allocation does); a node left with none drops out.
+          std::sort(picked.begin(), picked.end());
+          int left = r.total_gpus;
+          for (NodeId p : picked) {
+            const int take = gres_per_job ? std::min(cap[p.index()], left) : cap[p.index()];
+            take_lowest_free(s, p, take, out);
+            left -= take;
+          }
           return out;
         }
       }
@@ -116,7 +147,6 @@ class SlurmTree final : public PlacementPolicy {
     return tl::unexpected(shortage_error(s, r, allowed));
   }
 
- private:
   static int level(const Cluster& c, std::size_t sw) { return c.switch_tier(SwitchId(static_cast<std::uint32_t>(sw))); }
 
   // Tree hops between two switches (through their lowest common ancestor).

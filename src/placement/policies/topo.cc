@@ -14,7 +14,7 @@
 //  3. Inside a node the GPUs of a stage are the best connected free subset (most NVLinks,
 //     then the closest PCIe class), split into TP groups that are themselves best connected.
 //  4. Candidates are ranked by predicted communication time when the cost model is built in
-//     (and the job is small enough to evaluate cheaply), otherwise by a structural score
+//     (and the job has at most kCostRankLimit GPUs, to keep decisions under a millisecond), otherwise by a structural score
 //     (stages spanning leaves and tiers); then by best fit (fragmentation left behind).
 // Inference: replicas are independent; each goes to the usable node with the fewest free
 // GPUs that holds it (best fit, so whole nodes stay free for training). Replicas larger
@@ -36,7 +36,7 @@ namespace {
 
 constexpr int kCandidates = 4;
 // Jobs up to this many GPUs are ranked with the cost model when it is available.
-constexpr int kCostRankLimit = 1024;
+constexpr int kCostRankLimit = 256;
 
 // Per-decision scratch: GPUs already chosen on each touched node.
 using TakenMasks = std::unordered_map<std::uint32_t, std::uint64_t>;
@@ -134,13 +134,16 @@ class Topo final : public PlacementPolicy {
     const Cluster& c = s.cluster();
     int max_node = 0;
     for (std::size_t i = 0; i < c.node_type_count(); ++i) max_node = std::max(max_node, c.node_type_at(NodeTypeId(static_cast<std::uint32_t>(i))).gpu_count);
-    if (r.workload == WorkloadKind::kInference) {
-      if (r.replica_gpus <= max_node && !r.exclusive && r.gpus_per_node == 0) return pack_replicas(s, r, allowed);
+    if (r.workload == WorkloadKind::kInference && r.replica_gpus <= max_node && !r.exclusive && r.gpus_per_node == 0)
+      return pack_replicas(s, r, allowed);
+    if (r.workload != WorkloadKind::kTraining && (r.workload == WorkloadKind::kInference || r.replica_gpus > max_node)) {
+      // Replicas larger than a node (or on exclusive nodes): one training-like stage each.
       JobRequest as_training = r;
       as_training.workload = WorkloadKind::kTraining;
       as_training.pp = r.total_gpus / r.replica_gpus;
       as_training.tp = largest_divisor_at_most(r.replica_gpus, max_node);
       as_training.cp = 1;
+      as_training.ep = 1;
       as_training.dp = r.replica_gpus / as_training.tp;
       return select(s, as_training, allowed);
     }
@@ -243,10 +246,11 @@ class Topo final : public PlacementPolicy {
     // 4. Rank the candidates.
     const Candidate* best = nullptr;
     std::vector<GpuId> best_gpus;
+    const bool ranking = std::count_if(cands.begin(), cands.end(), [](const Candidate& k) { return k.ok; }) > 1;
     for (Candidate& cand : cands) {
       if (!cand.ok) continue;
       std::vector<GpuId> gpus = materialize(s, cand, plan);
-      score(s, r, plan, cand, gpus);
+      if (ranking) score(s, r, plan, cand, gpus);
       if (!best || cand.comm < best->comm * (1 - 1e-3) || (cand.comm <= best->comm * (1 + 1e-3) && cand.frag < best->frag)) {
         best = &cand;
         best_gpus = std::move(gpus);

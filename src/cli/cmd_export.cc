@@ -1,0 +1,109 @@
+// `toposched export`: writes a cluster in a scheduler's own format (docs/export.md).
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "cli/common.h"
+#include "formats/exporter.h"
+#include "topology/file_io.h"
+
+namespace toposched::cli {
+
+namespace {
+struct ExportCliOptions {
+  std::string cluster;
+  std::string to;
+  std::string output = "-";
+  std::string block_sizes;
+  std::string style = "kubectl";
+  std::string members = "exact";
+  std::string gres_type;
+  std::string name;
+  OutputFormat format = OutputFormat::kText;
+};
+
+Result<std::vector<long>> parse_sizes(const std::string& text) {
+  std::vector<long> sizes;
+  if (text.empty()) return sizes;
+  std::size_t p = 0;
+  while (true) {
+    std::size_t comma = text.find(',', p);
+    std::string_view part = std::string_view(text).substr(p, comma == std::string::npos ? std::string::npos : comma - p);
+    long v = 0;
+    auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || ptr != part.data() + part.size())
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("--block-sizes: expected comma-separated node counts such as 18,36,72, found '{}'", part));
+    sizes.push_back(v);
+    if (comma == std::string::npos) break;
+    p = comma + 1;
+  }
+  return sizes;
+}
+
+int run_export(const ExportCliOptions& o) {
+  ExportOptions options;
+  auto sizes = parse_sizes(o.block_sizes);
+  if (!sizes) return report(sizes.error());
+  options.block_sizes = *sizes;
+  options.label_style = o.style == "patch" ? LabelStyle::kPatch : LabelStyle::kKubectl;
+  options.member_style = o.members == "regex" ? MemberStyle::kRegex : MemberStyle::kExact;
+  options.gres_type = o.gres_type;
+  options.object_name = o.name;
+  int code = kExitOk;
+  auto c = load_cluster_or_report(o.cluster, code);
+  if (!c) return code;
+  auto out = export_cluster(*c, o.to, options);
+  if (!out) return report(out.error());
+  for (const auto& w : out->warnings) std::cerr << "toposched: warning: " << w << "\n";
+  if (o.format == OutputFormat::kJson) {
+    Json j;
+    j["format"] = o.to;
+    j["cluster"] = c->name();
+    if (o.output != "-") {
+      auto written = write_file_atomically(o.output, out->text);
+      if (!written) return report(written.error());
+      j["output"] = o.output;
+    } else {
+      j["content"] = out->text;
+    }
+    j["warnings"] = out->warnings;
+    print_json(j);
+    return kExitOk;
+  }
+  auto written = write_file_atomically(o.output, out->text);
+  if (!written) return report(written.error());
+  return kExitOk;
+}
+}  // namespace
+
+void register_export(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<ExportCliOptions>();
+  CLI::App* cmd = app.add_subcommand("export", "Write the cluster's topology for Slurm, Kubernetes schedulers or Graphviz");
+  cmd->add_option("--cluster,-c", opts->cluster, "Cluster SPEC: a spec file or preset:NAME[?k=v&...]")->required();
+  std::vector<std::string> names;
+  std::string list;
+  for (const auto& f : export_formats()) {
+    names.emplace_back(f.name);
+    list += fmt::format("  {:<12} {}\n", f.name, f.description);
+  }
+  cmd->add_option("--to,-t", opts->to, "Target format (see below)")->required()->check(CLI::IsMember(names))->option_text("FORMAT");
+  cmd->add_option("--output,-o", opts->output, "Write to FILE (atomically) instead of stdout")->option_text("FILE");
+  cmd->add_option("--block-sizes", opts->block_sizes,
+                  "slurm-block, slurm-yaml: BlockSizes as N,2N,4N,... (default: smallest block, doubled while the block count allows)")
+      ->option_text("LIST");
+  cmd->add_option("--style", opts->style, "k8s-labels: 'kubectl' (a sh script of kubectl label) or 'patch' (JSON merge patches per node)")
+      ->check(CLI::IsMember({"kubectl", "patch"}))->option_text("kubectl|patch");
+  cmd->add_option("--members", opts->members, "volcano: list nodes one by one ('exact') or as one regex per HyperNode ('regex')")
+      ->check(CLI::IsMember({"exact", "regex"}))->option_text("exact|regex");
+  cmd->add_option("--gres-type", opts->gres_type, "gres: Type= of the GPUs (default: the GPU model, lower-cased)")->option_text("TYPE");
+  cmd->add_option("--name", opts->name, "kueue, kai: name of the Topology object (default: the cluster's name)")->option_text("NAME");
+  add_format_option(*cmd, opts->format);
+  cmd->footer("Formats:\n" + list +
+              "\nText output is the target format itself. With --format json, stdout gets\n"
+              "{\"format\",\"cluster\",\"content\" (or \"output\" with -o),\"warnings\"}. Warnings (e.g. nodes under no switch)\n"
+              "go to stderr. Details and examples of every format: docs/export.md.\n"
+              "Example: toposched export -c 'preset:dgx-h100?nodes=64' --to slurm-tree -o topology.conf");
+  cmd->callback([opts, &exit_code] { exit_code = run_export(*opts); });
+}
+
+}  // namespace toposched::cli

@@ -1,0 +1,53 @@
+// DiscoveredTopology: what one discovery source (a `topo -m` file, an ibnetdiscover dump, a
+// Slurm topology.conf, Kubernetes labels, ...) says about a cluster, before the sources are
+// merged into one validated Cluster by merge_discovered (formats/discovery.h).
+//
+// Names only, no ids: sources refer to nodes and switches by the names the tools print.
+// Invariants a reader guarantees: tier indices are < tiers.size(); a switch's parent (when
+// set) names a switch of the same source in a higher tier; a node appears at most once.
+// Plain values; safe to copy between threads.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topology/cluster.h"
+
+namespace toposched {
+
+struct DiscoveredSwitch {
+  std::string name;
+  int tier = 0;        // 0 = closest to the nodes
+  std::string parent;  // empty = a root
+};
+
+struct DiscoveredNode {
+  std::string name;
+  std::string switch_name;           // the switch the node hangs under; empty = unknown
+  std::string domain;                // accelerator (multi-node NVLink) domain; empty = none
+  std::string sub_domain;            // optional, only with a domain
+  std::optional<NodeType> hardware;  // GPUs and NICs, from `nvidia-smi topo -m`
+  int gpu_count = 0;                 // hint from labels or the instance type; 0 = unknown
+  std::string gpu_model;             // hint, e.g. "NVIDIA H100 80GB HBM3"; empty = unknown
+  double nic_gbit = 0;               // hint: line rate of its compute NICs (from the fabric); 0 = unknown
+};
+
+struct DiscoveredTopology {
+  std::string source;              // the file it came from, for messages
+  std::vector<std::string> tiers;  // closest first; empty when the source has no switch tree
+  std::vector<DiscoveredSwitch> switches;
+  std::vector<DiscoveredNode> nodes;
+  std::vector<std::string> warnings;  // things a careful operator should look at
+};
+
+// "leaf", "spine", "core", then "tier3", "tier4", ...: tier names by level, closest first.
+std::string tier_name_for_level(int level);
+
+// The node type given to nodes that no `topo -m` describes (its name is left empty).
+// `gpu_model` names the product (find_gpu_product); every GPU pair is NVLinked with the
+// product's per-GPU link count (an NVSwitch baseboard) when the product has NVLink, else
+// joined over PCIe (SYS); one `nic_gbit` NIC per GPU at PIX.
+Result<NodeType> generic_node_type(const std::string& gpu_model, int gpu_count, double nic_gbit);
+
+}  // namespace toposched

@@ -1,0 +1,334 @@
+#include "formats/discovery.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "topology/hardware.h"
+#include "topology/hostlist.h"
+
+namespace toposched {
+
+std::string tier_name_for_level(int level) {
+  switch (level) {
+    case 0:
+      return "leaf";
+    case 1:
+      return "spine";
+    case 2:
+      return "core";
+    default:
+      return fmt::format("tier{}", level);
+  }
+}
+
+Result<NodeType> generic_node_type(const std::string& gpu_model, int gpu_count, double nic_gbit) {
+  if (gpu_count < 1 || gpu_count > 64)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("expected a GPU count in 1..64, found {}", gpu_count));
+  if (!(nic_gbit > 0)) return make_error(ErrorCode::kInvalidArgument, "expected a positive NIC speed");
+  auto product = find_gpu_product(gpu_model);
+  if (!product)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("unknown GPU model '{}'; expected a product such as H100, H200, B200, GB200, "
+                                  "A100, V100 or L40S",
+                                  gpu_model));
+  NodeType t;
+  t.gpu_model = std::string(product->canonical);
+  t.gpu_memory_gb = product->memory_gb;
+  t.gpu_count = gpu_count;
+  t.pcie_GBps = pcie_GBps(product->pcie_gen, 16);
+  t.nvlink_GBps_per_link = product->nvlink_GBps_per_link;
+  if (product->nvlinks_per_gpu > 0 && gpu_count > 1) {
+    t.gpu_links = NodeType::full_nvlink_mesh(gpu_count, product->nvlinks_per_gpu);
+    t.nvswitch = true;
+  } else {
+    t.gpu_links = NodeType::full_nvlink_mesh(gpu_count, 0);
+    for (int a = 0; a < gpu_count; ++a)
+      for (int b = 0; b < gpu_count; ++b)
+        t.gpu_links[static_cast<std::size_t>(a * gpu_count + b)] = {a == b ? LinkClass::kSelf : LinkClass::kSys, 0};
+  }
+  for (int g = 0; g < gpu_count; ++g) {
+    Nic nic;
+    nic.name = fmt::format("nic{}", g);
+    nic.gbit = nic_gbit;
+    nic.gpu_affinity.assign(static_cast<std::size_t>(gpu_count), LinkClass::kSys);
+    nic.gpu_affinity[static_cast<std::size_t>(g)] = LinkClass::kPix;
+    t.nics.push_back(std::move(nic));
+  }
+  return t;
+}
+
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const bool da = std::isdigit(static_cast<unsigned char>(a[i])) != 0;
+    const bool db = std::isdigit(static_cast<unsigned char>(b[j])) != 0;
+    if (da && db) {
+      std::size_t ei = i, ej = j;
+      while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei]))) ++ei;
+      while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej]))) ++ej;
+      // Compare the numbers without converting (they may be long): skip leading zeros.
+      std::size_t si = i, sj = j;
+      while (si + 1 < ei && a[si] == '0') ++si;
+      while (sj + 1 < ej && b[sj] == '0') ++sj;
+      if (ei - si != ej - sj) return ei - si < ej - sj;
+      int c = a.compare(si, ei - si, b, sj, ej - sj);
+      if (c != 0) return c < 0;
+      if (ei - i != ej - j) return ei - i < ej - j;  // "n01" before "n001"
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+namespace {
+
+struct MergedNode {
+  DiscoveredNode node;
+  std::string switch_source, domain_source, hardware_source;
+};
+
+struct MergedSwitch {
+  DiscoveredSwitch sw;
+  std::string source;
+};
+
+bool same_hardware(NodeType a, NodeType b) {
+  a.name.clear();
+  b.name.clear();
+  return a == b;
+}
+
+std::string names_of(const std::vector<std::string>& names) {
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end(), natural_less);
+  return compress_hostlist(sorted);
+}
+
+}  // namespace
+
+Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& sources,
+                                         const DiscoveryOptions& options) {
+  std::vector<std::string> warnings;
+  for (const auto& s : sources)
+    for (const auto& w : s.warnings) warnings.push_back(s.source.empty() ? w : s.source + ": " + w);
+
+  // Tiers: the deepest source names them.
+  std::vector<std::string> tiers;
+  for (const auto& s : sources)
+    if (s.tiers.size() > tiers.size()) tiers = s.tiers;
+
+  // Switches: the union, first source wins.
+  std::vector<MergedSwitch> switches;
+  std::unordered_map<std::string, std::size_t> switch_index;
+  for (const auto& s : sources)
+    for (const auto& sw : s.switches) {
+      auto it = switch_index.find(sw.name);
+      if (it == switch_index.end()) {
+        switch_index.emplace(sw.name, switches.size());
+        switches.push_back({sw, s.source});
+        continue;
+      }
+      const MergedSwitch& prev = switches[it->second];
+      if (prev.sw.tier != sw.tier || prev.sw.parent != sw.parent)
+        warnings.push_back(
+            fmt::format("{}: switch '{}' is in tier {} under '{}' here but in tier {} under '{}' in {}; "
+                        "keeping the latter",
+                        s.source, sw.name, sw.tier, sw.parent, prev.sw.tier, prev.sw.parent, prev.source));
+    }
+
+  // Nodes: merged by name.
+  std::vector<MergedNode> nodes;
+  std::unordered_map<std::string, std::size_t> node_index;
+  for (const auto& s : sources)
+    for (const auto& n : s.nodes) {
+      auto [it, inserted] = node_index.emplace(n.name, nodes.size());
+      if (inserted) {
+        MergedNode m;
+        m.node.name = n.name;
+        nodes.push_back(std::move(m));
+      }
+      MergedNode& m = nodes[it->second];
+      if (!n.switch_name.empty()) {
+        if (m.node.switch_name.empty()) {
+          m.node.switch_name = n.switch_name;
+          m.switch_source = s.source;
+        } else if (m.node.switch_name != n.switch_name) {
+          warnings.push_back(fmt::format("{}: node '{}' is under switch '{}' here but under '{}' in {}; keeping '{}'",
+                                         s.source, n.name, n.switch_name, m.node.switch_name, m.switch_source,
+                                         m.node.switch_name));
+        }
+      }
+      if (!n.domain.empty()) {
+        if (m.node.domain.empty()) {
+          m.node.domain = n.domain;
+          m.node.sub_domain = n.sub_domain;
+          m.domain_source = s.source;
+        } else if (m.node.domain != n.domain) {
+          warnings.push_back(
+              fmt::format("{}: node '{}' is in accelerator domain '{}' here but in '{}' in {}; "
+                          "keeping '{}'",
+                          s.source, n.name, n.domain, m.node.domain, m.domain_source, m.node.domain));
+        } else if (m.node.sub_domain.empty()) {
+          m.node.sub_domain = n.sub_domain;
+        }
+      }
+      if (n.hardware) {
+        if (!m.node.hardware) {
+          m.node.hardware = n.hardware;
+          m.hardware_source = s.source;
+        } else if (!same_hardware(*m.node.hardware, *n.hardware)) {
+          warnings.push_back(fmt::format("{}: node '{}' has different hardware here than in {}; keeping the latter",
+                                         s.source, n.name, m.hardware_source));
+        }
+      }
+      if (m.node.nic_gbit == 0) m.node.nic_gbit = n.nic_gbit;
+      if (m.node.gpu_count == 0) m.node.gpu_count = n.gpu_count;
+      if (m.node.gpu_model.empty()) m.node.gpu_model = n.gpu_model;
+    }
+  if (nodes.empty())
+    return make_error(ErrorCode::kValidation,
+                      "no node found in the inputs; give per-node `topo -m` files or a fabric source that names nodes");
+  std::sort(nodes.begin(), nodes.end(),
+            [](const MergedNode& a, const MergedNode& b) { return natural_less(a.node.name, b.node.name); });
+
+  // Node switches that name no switch.
+  for (auto& m : nodes)
+    if (!m.node.switch_name.empty() && !switch_index.contains(m.node.switch_name)) {
+      warnings.push_back(fmt::format("{}: node '{}' names switch '{}', which no source declares; ignoring it",
+                                     m.switch_source, m.node.name, m.node.switch_name));
+      m.node.switch_name.clear();
+    }
+
+  // Nodes without fabric data.
+  std::vector<std::string> unplaced, no_data, no_hardware;
+  for (const auto& m : nodes) {
+    if (m.node.switch_name.empty()) {
+      if (!switches.empty())
+        unplaced.push_back(m.node.name);
+      else if (m.node.domain.empty())
+        no_data.push_back(m.node.name);
+    }
+    if (!m.node.hardware) no_hardware.push_back(m.node.name);
+  }
+  if (!unplaced.empty())
+    warnings.push_back(fmt::format("{} node(s) are missing from the switch tree and go under '{}': {}", unplaced.size(),
+                                   kNoTopologySwitch, names_of(unplaced)));
+  if (!no_data.empty())
+    warnings.push_back(
+        fmt::format("{} node(s) have no fabric data (no switch, no accelerator domain) and go under "
+                    "'{}': {}",
+                    no_data.size(), kNoTopologySwitch, names_of(no_data)));
+  if (!no_hardware.empty() && no_hardware.size() < nodes.size())
+    warnings.push_back(fmt::format("{} node(s) have no `topo -m` file and get a generic node type: {}",
+                                   no_hardware.size(), names_of(no_hardware)));
+
+  if (options.strict && !warnings.empty()) {
+    std::string all;
+    for (const auto& w : warnings) all += "\n  " + w;
+    return make_error(ErrorCode::kValidation,
+                      fmt::format("--strict: {} warning(s) count as errors:{}", warnings.size(), all));
+  }
+
+  ClusterBuilder builder(options.cluster_name);
+
+  // Node types: identical hardware shares one type.
+  std::vector<NodeType> types;
+  std::vector<NodeTypeId> node_type(nodes.size());
+  std::unordered_map<std::string, int> type_names;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const MergedNode& m = nodes[i];
+    NodeType hw;
+    if (m.node.hardware) {
+      hw = *m.node.hardware;
+      if (options.nic_gbit_from_fabric && m.node.nic_gbit > 0)
+        for (Nic& nic : hw.nics)
+          if (nic.compute) nic.gbit = m.node.nic_gbit;
+    } else {
+      const std::string model = m.node.gpu_model.empty() ? options.default_gpu_model : m.node.gpu_model;
+      // A GB200/GB300 compute tray has 4 GPUs; other products default to the option.
+      auto product = find_gpu_product(model);
+      const bool tray = product && product->canonical.starts_with("GB");
+      const int count = m.node.gpu_count > 0 ? m.node.gpu_count : tray ? 4 : options.default_gpu_count;
+      const double nic_gbit =
+          options.nic_gbit_from_fabric && m.node.nic_gbit > 0 ? m.node.nic_gbit : options.default_nic_gbit;
+      auto generic = generic_node_type(model, count, nic_gbit);
+      if (!generic) {
+        Error e = generic.error();
+        e.message = fmt::format("node '{}': {}", m.node.name, e.message);
+        return tl::unexpected(e);
+      }
+      hw = *generic;
+    }
+    std::size_t k = 0;
+    for (; k < types.size(); ++k)
+      if (same_hardware(types[k], hw)) break;
+    if (k == types.size()) {
+      std::string base = fmt::format("{}x{}", hw.gpu_model.empty() ? "gpu" : hw.gpu_model, hw.gpu_count);
+      if (!m.node.hardware) base += "-generic";
+      int& seen = type_names[base];
+      hw.name = ++seen == 1 ? base : fmt::format("{}-{}", base, seen);
+      types.push_back(hw);
+      builder.add_node_type(hw);
+    }
+    node_type[i] = NodeTypeId(static_cast<std::uint32_t>(k));
+  }
+
+  const bool need_no_topology = !unplaced.empty() || !no_data.empty();
+  if (tiers.empty() && need_no_topology) tiers.push_back(tier_name_for_level(0));
+  for (const auto& t : tiers) builder.add_tier(Tier{t});
+  for (const auto& s : switches) builder.add_switch(s.sw.name, s.sw.tier);
+  for (const auto& s : switches)
+    if (!s.sw.parent.empty()) {
+      auto p = builder.find_switch(s.sw.parent);
+      if (!p) {
+        warnings.push_back(fmt::format("{}: switch '{}' names parent '{}', which no source declares; ignoring it",
+                                       s.source, s.sw.name, s.sw.parent));
+        continue;
+      }
+      builder.connect(*builder.find_switch(s.sw.name), *p);
+    }
+  SwitchId no_topology;
+  if (need_no_topology) {
+    if (builder.find_switch(kNoTopologySwitch))
+      return make_error(ErrorCode::kValidation,
+                        fmt::format("a source declares a switch named '{}', the name reserved for nodes without "
+                                    "fabric data",
+                                    kNoTopologySwitch));
+    no_topology = builder.add_switch(kNoTopologySwitch, 0);
+  }
+
+  std::map<std::string, DomainId> domains;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const DiscoveredNode& n = nodes[i].node;
+    NodeId id = builder.add_node(n.name, node_type[i]);
+    if (!n.switch_name.empty())
+      builder.attach(id, *builder.find_switch(n.switch_name));
+    else if (no_topology.valid() && n.domain.empty())
+      builder.attach(id, no_topology);
+    else if (no_topology.valid() && !switches.empty())
+      builder.attach(id, no_topology);
+    if (!n.domain.empty()) {
+      auto it = domains.find(n.domain);
+      if (it == domains.end()) it = domains.emplace(n.domain, builder.add_domain(DomainSpec{n.domain})).first;
+      builder.add_to_domain(id, it->second, n.sub_domain);
+    }
+  }
+  auto cluster = std::move(builder).build();
+  if (!cluster) {
+    Error e = cluster.error();
+    e.message = "the merged sources do not form a valid cluster: " + e.message;
+    return tl::unexpected(e);
+  }
+  return DiscoveryResult{std::move(*cluster), std::move(warnings)};
+}
+
+}  // namespace toposched

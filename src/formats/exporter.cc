@@ -1,0 +1,49 @@
+#include "formats/exporter.h"
+
+#include <fmt/format.h>
+
+#include "formats/dot.h"
+#include "formats/gres_conf.h"
+#include "formats/k8s_labels.h"
+#include "formats/kai.h"
+#include "formats/kueue.h"
+#include "formats/native_spec.h"
+#include "formats/slurm_block.h"
+#include "formats/slurm_tree.h"
+#include "formats/slurm_yaml.h"
+#include "formats/volcano.h"
+
+namespace toposched {
+namespace {
+
+Result<ExportOutput> write_json(const Cluster& c, const ExportOptions&) { return ExportOutput{write_native_json(c), {}}; }
+Result<ExportOutput> write_yaml(const Cluster& c, const ExportOptions&) { return ExportOutput{write_native_yaml(c), {}}; }
+
+}  // namespace
+
+const std::vector<ExportFormat>& export_formats() {
+  static const std::vector<ExportFormat> kFormats = {
+      {"slurm-tree", "Slurm topology.conf for topology/tree (SwitchName= ... Switches=/Nodes=)", write_slurm_tree},
+      {"slurm-block", "Slurm topology.conf for topology/block (BlockName= per NVLink domain or leaf, BlockSizes=)", write_slurm_block},
+      {"slurm-yaml", "Slurm 25.05+ topology.yaml (a tree and a block topology)", write_slurm_yaml},
+      {"gres", "Slurm gres.conf GPU lines with Cores= and NVLink Links=", write_gres_conf},
+      {"k8s-labels", "Kubernetes node labels with Topograph's keys (--style kubectl|patch)", write_k8s_labels},
+      {"kueue", "Kueue Topology + ResourceFlavor per node type", write_kueue},
+      {"volcano", "Volcano HyperNode per switch and NVLink domain (--members exact|regex)", write_volcano},
+      {"kai", "KAI-Scheduler Topology", write_kai},
+      {"dot", "Graphviz DOT: tiers as nested clusters", write_dot},
+      {"json", "native cluster spec, JSON", write_json},
+      {"yaml", "native cluster spec, YAML", write_yaml},
+  };
+  return kFormats;
+}
+
+Result<ExportOutput> export_cluster(const Cluster& cluster, std::string_view format, const ExportOptions& options) {
+  for (const auto& f : export_formats())
+    if (f.name == format) return f.write(cluster, options);
+  std::string names;
+  for (const auto& f : export_formats()) names += (names.empty() ? "" : ", ") + std::string(f.name);
+  return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown export format '{}'; formats: {}", format, names));
+}
+
+}  // namespace toposched

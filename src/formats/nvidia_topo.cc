@@ -1,0 +1,284 @@
+#include "formats/nvidia_topo.h"
+
+#include <algorithm>
+#include <charconv>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "formats/name_filter.h"
+#include "formats/text_scan.h"
+#include "topology/hardware.h"
+
+namespace toposched {
+namespace {
+
+constexpr int kMaxDevices = 512;
+
+enum class ColumnKind { kGpu, kNic, kCpuAffinity, kNumaAffinity, kGpuNumaId, kOtherAffinity };
+
+struct Column {
+  std::string name;
+  ColumnKind kind;
+  int gpu = -1;  // with kGpu: its index
+};
+
+bool is_gpu_label(std::string_view s, int& index) {
+  if (s.size() < 4 || s.substr(0, 3) != "GPU") return false;
+  auto digits = s.substr(3);
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  return ec == std::errc() && ptr == digits.data() + digits.size() && index >= 0 && index < kMaxDevices;
+}
+
+// Header tokens to columns, joining the multi-word affinity headings.
+std::vector<Column> header_columns(const std::vector<Token>& tokens) {
+  std::vector<Column> cols;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    auto word = [&](std::size_t k) { return k < tokens.size() ? tokens[k].text : std::string_view(); };
+    if (word(i) == "CPU" && word(i + 1) == "Affinity") {
+      cols.push_back({"CPU Affinity", ColumnKind::kCpuAffinity});
+      ++i;
+    } else if (word(i) == "NUMA" && word(i + 1) == "Affinity") {
+      cols.push_back({"NUMA Affinity", ColumnKind::kNumaAffinity});
+      ++i;
+    } else if (word(i) == "GPU" && word(i + 1) == "NUMA" && word(i + 2) == "ID") {
+      cols.push_back({"GPU NUMA ID", ColumnKind::kGpuNumaId});
+      i += 2;
+    } else if (!cols.empty() && cols.back().kind != ColumnKind::kGpu && cols.back().kind != ColumnKind::kNic) {
+      // Any further heading after the affinity columns (future nvidia-smi versions).
+      cols.push_back({std::string(word(i)), ColumnKind::kOtherAffinity});
+    } else {
+      int g = -1;
+      if (is_gpu_label(word(i), g))
+        cols.push_back({std::string(word(i)), ColumnKind::kGpu, g});
+      else
+        cols.push_back({std::string(word(i)), ColumnKind::kNic});
+    }
+  }
+  return cols;
+}
+
+bool is_header(const std::vector<Token>& t) {
+  return !t.empty() && t[0].text == "GPU0" && (t.size() == 1 || (t[1].text != "X" && !parse_link_cell(t[1].text)));
+}
+
+// `SOC` is what nvidia-smi before 2017 printed for SYS.
+std::optional<GpuLink> parse_cell(std::string_view token) {
+  if (token == "SOC") return GpuLink{LinkClass::kSys, 0};
+  return parse_link_cell(token);
+}
+
+}  // namespace
+
+bool looks_like_nvidia_topo(std::string_view text) {
+  for (const auto& line : split_lines(text.substr(0, 1 << 16)))
+    if (is_header(tokenize(line.text))) return true;
+  return false;
+}
+
+Result<TopoMatrix> read_nvidia_topo(std::string_view text, const std::string& file, const TopoMatrixOptions& options) {
+  const auto lines = split_lines(text);
+  std::size_t h = 0;
+  while (h < lines.size() && !is_header(tokenize(lines[h].text))) ++h;
+  if (h == lines.size())
+    return make_error(ErrorCode::kParse,
+                      "expected `nvidia-smi topo -m` output: a header line starting with GPU0, found none",
+                      at(file, lines.empty() ? 1 : lines.front().number, 1));
+  const int header_line = lines[h].number;
+  const auto header_tokens = tokenize(lines[h].text);
+  std::vector<Column> cols = header_columns(header_tokens);
+  if (cols.size() > kMaxDevices)
+    return make_error(ErrorCode::kParse, fmt::format("expected at most {} columns, found {}", kMaxDevices, cols.size()),
+                      at(file, header_line, 1));
+
+  // Device columns (GPUs and NICs) come first, then affinity columns.
+  std::size_t devices = 0;
+  while (devices < cols.size() && (cols[devices].kind == ColumnKind::kGpu || cols[devices].kind == ColumnKind::kNic))
+    ++devices;
+  int gpus = 0;
+  std::unordered_map<std::string, std::size_t> col_of;
+  for (std::size_t c = 0; c < devices; ++c) {
+    if (cols[c].kind == ColumnKind::kGpu) {
+      if (cols[c].gpu != gpus)
+        return make_error(ErrorCode::kParse,
+                          fmt::format("expected GPU columns in order GPU0, GPU1, ...; found '{}' where GPU{} belongs",
+                                      cols[c].name, gpus),
+                          at(file, header_line));
+      ++gpus;
+    }
+    if (!col_of.emplace(cols[c].name, c).second)
+      return make_error(ErrorCode::kParse,
+                        fmt::format("column '{}' appears twice in the header", printable(cols[c].name)),
+                        at(file, header_line));
+  }
+
+  // Matrix rows, up to the first blank line or the legend.
+  std::vector<std::vector<GpuLink>> cells(devices);  // by row column index
+  std::vector<bool> seen(devices, false);
+  std::vector<std::string> cpu_affinity(static_cast<std::size_t>(gpus));
+  std::vector<int> numa(static_cast<std::size_t>(gpus), -1);
+  std::vector<int> row_line(devices, 0);
+  std::vector<std::vector<int>> cell_col(devices);
+  std::size_t i = h + 1;
+  for (; i < lines.size(); ++i) {
+    const auto tokens = tokenize(lines[i].text);
+    if (tokens.empty() || tokens[0].text == "Legend:") break;
+    const int ln = lines[i].number;
+    auto row_it = col_of.find(std::string(tokens[0].text));
+    if (row_it == col_of.end())
+      return make_error(ErrorCode::kParse,
+                        fmt::format("expected a row label naming a header column (GPU0, NIC0, mlx5_0, ...), found '{}'",
+                                    printable(tokens[0].text)),
+                        at(file, ln, tokens[0].column));
+    const std::size_t r = row_it->second;
+    if (seen[r])
+      return make_error(ErrorCode::kParse, fmt::format("row '{}' appears twice", cols[r].name),
+                        at(file, ln, tokens[0].column));
+    seen[r] = true;
+    row_line[r] = ln;
+    if (tokens.size() < devices + 1)
+      return make_error(ErrorCode::kParse,
+                        fmt::format("row '{}' has {} cells, expected {} (one per GPU and NIC column)", cols[r].name,
+                                    tokens.size() - 1, devices),
+                        at(file, ln, static_cast<int>(lines[i].text.size()) + 1));
+    for (std::size_t c = 0; c < devices; ++c) {
+      const Token& t = tokens[c + 1];
+      auto cell = parse_cell(t.text);
+      if (!cell)
+        return make_error(
+            ErrorCode::kParse,
+            fmt::format("row '{}', column '{}': expected X, NV<count>, PIX, PXB, PHB, NODE or SYS, found '{}'",
+                        cols[r].name, cols[c].name, printable(t.text)),
+            at(file, ln, t.column));
+      if ((cell->cls == LinkClass::kSelf) != (c == r))
+        return make_error(
+            ErrorCode::kParse,
+            fmt::format("row '{}', column '{}': expected {}, found '{}'", cols[r].name, cols[c].name,
+                        c == r ? "'X' (a device is itself)" : "a link class ('X' belongs on the diagonal)",
+                        printable(t.text)),
+            at(file, ln, t.column));
+      if (cell->cls == LinkClass::kNVLink && (cols[r].kind != ColumnKind::kGpu || cols[c].kind != ColumnKind::kGpu))
+        return make_error(ErrorCode::kParse,
+                          fmt::format("row '{}', column '{}': NVLink joins GPUs only; expected a PCIe class "
+                                      "(PIX, PXB, PHB, NODE, SYS), found '{}'",
+                                      cols[r].name, cols[c].name, printable(t.text)),
+                          at(file, ln, t.column));
+      cells[r].push_back(*cell);
+      cell_col[r].push_back(t.column);
+    }
+    // Affinity values of GPU rows; NIC rows usually have none.
+    if (cols[r].kind == ColumnKind::kGpu) {
+      const auto g = static_cast<std::size_t>(cols[r].gpu);
+      for (std::size_t c = devices; c < cols.size() && c + 1 < tokens.size(); ++c) {
+        const Token& t = tokens[c + 1];
+        if (cols[c].kind == ColumnKind::kCpuAffinity && t.text != "N/A") cpu_affinity[g] = std::string(t.text);
+        if (cols[c].kind == ColumnKind::kNumaAffinity && t.text != "N/A") {
+          int v = -1;
+          auto [ptr, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+          if (ec != std::errc() || v < 0 || v > 1'000'000 ||
+              (ptr != t.text.data() + t.text.size() && *ptr != ',' && *ptr != '-'))
+            return make_error(ErrorCode::kParse,
+                              fmt::format("row '{}', column 'NUMA Affinity': expected a NUMA node list such as 0 or "
+                                          "0,2-17 or N/A, found '{}'",
+                                          cols[r].name, printable(t.text)),
+                              at(file, ln, t.column));
+          numa[g] = v;
+        }
+      }
+      if (tokens.size() > cols.size() + 1)
+        return make_error(ErrorCode::kParse,
+                          fmt::format("row '{}' has {} values, but the header has {} columns", cols[r].name,
+                                      tokens.size() - 1, cols.size()),
+                          at(file, ln, tokens[cols.size() + 1].column));
+    }
+  }
+  for (std::size_t c = 0; c < devices; ++c)
+    if (cols[c].kind == ColumnKind::kGpu && !seen[c])
+      return make_error(ErrorCode::kParse, fmt::format("expected a row for '{}', found none", cols[c].name),
+                        at(file, header_line));
+
+  // NIC legend: "  NIC0: mlx5_0".
+  std::unordered_map<std::string, std::string> legend;
+  for (; i < lines.size(); ++i) {
+    if (trim(lines[i].text) != "NIC Legend:") continue;
+    for (++i; i < lines.size(); ++i) {
+      std::string_view l = trim(lines[i].text);
+      if (l.empty()) {
+        if (!legend.empty()) break;
+        continue;
+      }
+      auto colon = l.find(':');
+      if (colon == std::string_view::npos) break;
+      legend[std::string(trim(l.substr(0, colon)))] = std::string(trim(l.substr(colon + 1)));
+    }
+    break;
+  }
+
+  TopoMatrix out;
+  NodeType& t = out.type;
+  auto product = find_gpu_product(options.gpu_model);
+  t.gpu_model = product ? std::string(product->canonical) : options.gpu_model;
+  t.gpu_memory_gb = product ? product->memory_gb : 0;
+  t.gpu_count = gpus;
+  t.pcie_GBps = pcie_GBps(product ? product->pcie_gen : 4, 16);
+  t.nvlink_GBps_per_link = options.nvlink_GBps_per_link > 0 ? options.nvlink_GBps_per_link
+                           : product                        ? product->nvlink_GBps_per_link
+                                                            : 0;
+  const auto n = static_cast<std::size_t>(gpus);
+  std::vector<std::size_t> gpu_col(n);
+  for (std::size_t c = 0; c < devices; ++c)
+    if (cols[c].kind == ColumnKind::kGpu) gpu_col[static_cast<std::size_t>(cols[c].gpu)] = c;
+  t.gpu_links.resize(n * n);
+  int max_links = 0;
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b) {
+      const std::size_t ra = gpu_col[a], cb = gpu_col[b];
+      const GpuLink l = cells[ra][cb];
+      const GpuLink mirror = cells[cb][ra];
+      if (l != mirror)
+        return make_error(ErrorCode::kParse,
+                          fmt::format("row 'GPU{}', column 'GPU{}' is '{}' but row 'GPU{}', column 'GPU{}' is '{}'; "
+                                      "expected a symmetric GPU matrix",
+                                      a, b, link_cell_token(l), b, a, link_cell_token(mirror)),
+                          at(file, row_line[ra], cell_col[ra][cb]));
+      t.gpu_links[a * n + b] = l;
+      max_links = std::max(max_links, static_cast<int>(l.nvlinks));
+    }
+  if (max_links > 0 && !(t.nvlink_GBps_per_link > 0))
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("the matrix has NVLinks but GPU model '{}' is unknown, so their speed is too; give a "
+                                  "known model (e.g. H100, A100, V100, B200) or the per-link bandwidth",
+                                  options.gpu_model),
+                      at(file, header_line));
+  if (n > 1 && max_links > 0) {
+    int links = t.link(0, 1).nvlinks;
+    t.nvswitch = t.gpu_links == NodeType::full_nvlink_mesh(gpus, links) && product && links >= product->nvlinks_per_gpu;
+  }
+  std::optional<NameFilter> compute_re;
+  if (options.compute_nic_regex) {
+    auto f = NameFilter::compile(*options.compute_nic_regex, "compute NIC filter");
+    if (!f) return tl::unexpected(f.error());
+    compute_re = *f;
+  }
+  for (std::size_t c = 0; c < devices; ++c) {
+    if (cols[c].kind != ColumnKind::kNic) continue;
+    Nic nic;
+    nic.name = cols[c].name;
+    if (auto it = legend.find(cols[c].name); it != legend.end() && !it->second.empty()) {
+      nic.name = it->second;
+    } else if (cols[c].name.starts_with("NIC")) {
+      out.warnings.push_back(
+          fmt::format("column '{}' has no entry in the NIC legend; naming the NIC '{}'", cols[c].name, cols[c].name));
+    }
+    nic.gbit = options.nic_gbit;
+    for (std::size_t g = 0; g < n; ++g) nic.gpu_affinity.push_back(cells[gpu_col[g]][c].cls);
+    if (compute_re) nic.compute = compute_re->matches(nic.name);
+    t.nics.push_back(std::move(nic));
+  }
+  if (std::any_of(cpu_affinity.begin(), cpu_affinity.end(), [](const std::string& s) { return !s.empty(); }))
+    t.gpu_cpu_affinity = cpu_affinity;
+  if (std::any_of(numa.begin(), numa.end(), [](int v) { return v >= 0; })) t.gpu_numa = numa;
+  return out;
+}
+
+}  // namespace toposched

@@ -1,0 +1,108 @@
+#include "formats/slurm_tree.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "topology/hostlist.h"
+
+namespace toposched {
+
+SlurmTree slurm_tree(const Cluster& c) {
+  SlurmTree tree;
+  NameMap names(NameMap::Target::kSlurm);
+  // Reserve every model switch's name first so that synthetic names never take one.
+  for (std::uint32_t s = 0; s < c.switch_count(); ++s) names(c.switch_name(SwitchId(s)));
+  std::vector<int> index(c.switch_count(), -1);
+  std::vector<SlurmSwitch> by_id;
+  // Model switches in tier order, then id order.
+  std::vector<SwitchId> order;
+  for (std::uint32_t s = 0; s < c.switch_count(); ++s) order.push_back(SwitchId(s));
+  std::stable_sort(order.begin(), order.end(), [&](SwitchId a, SwitchId b) { return c.switch_tier(a) < c.switch_tier(b); });
+  std::vector<std::string> empty;
+  for (SwitchId s : order) {
+    if (c.switch_subtree_nodes(s).empty()) {
+      empty.push_back(c.switch_name(s));
+      continue;
+    }
+    SlurmSwitch sw;
+    sw.model_name = c.switch_name(s);
+    sw.name = names(sw.model_name);
+    sw.link_GBps = c.tiers()[static_cast<std::size_t>(c.switch_tier(s))].bandwidth_GBps_per_node;
+    for (NodeId n : c.switch_nodes(s)) sw.nodes.push_back(c.node_name(n));
+    bool has_children = false;
+    for (SwitchId k : c.switch_children(s)) has_children = has_children || !c.switch_subtree_nodes(k).empty();
+    if (has_children && !sw.nodes.empty()) {
+      // Slurm: "switch X has both child switches and nodes". Hang the nodes one level down.
+      SlurmSwitch leaf;
+      leaf.name = names(sw.model_name + "-nodes");
+      leaf.nodes = std::move(sw.nodes);
+      leaf.link_GBps = sw.link_GBps;
+      sw.nodes.clear();
+      sw.switches.push_back(leaf.name);
+      tree.warnings.push_back(fmt::format("switch '{}' has both nodes and child switches, which Slurm refuses; its {} nodes "
+                                          "are written under a new leaf switch '{}'", sw.model_name, leaf.nodes.size(), leaf.name));
+      by_id.push_back(std::move(leaf));
+    }
+    index[s.index()] = static_cast<int>(by_id.size());
+    by_id.push_back(std::move(sw));
+  }
+  for (SwitchId s : order) {
+    if (index[s.index()] < 0) continue;
+    for (SwitchId k : c.switch_children(s))
+      if (index[k.index()] >= 0) by_id[static_cast<std::size_t>(index[s.index()])].switches.push_back(by_id[static_cast<std::size_t>(index[k.index()])].name);
+  }
+  // Levels as Slurm computes them: leaves 0, each parent one above its highest child.
+  std::map<std::string, std::size_t, std::less<>> pos;
+  for (std::size_t i = 0; i < by_id.size(); ++i) pos[by_id[i].name] = i;
+  for (std::size_t i = 0; i < by_id.size(); ++i) {
+    // by_id is ordered children before parents (tier order, synthetic leaves before owners).
+    int level = 0;
+    for (const auto& k : by_id[i].switches) level = std::max(level, by_id[pos[k]].level + 1);
+    by_id[i].level = level;
+  }
+  std::stable_sort(by_id.begin(), by_id.end(), [](const SlurmSwitch& a, const SlurmSwitch& b) { return a.level < b.level; });
+  tree.switches = std::move(by_id);
+  if (!empty.empty())
+    tree.warnings.push_back(fmt::format("{} switch(es) with no node below them are left out (Slurm refuses them): {}",
+                                        empty.size(), compress_hostlist(empty)));
+  std::vector<std::string> unattached;
+  for (std::uint32_t n = 0; n < c.node_count(); ++n)
+    if (!c.node_switch(NodeId(n)).valid()) unattached.push_back(c.node_name(NodeId(n)));
+  if (!unattached.empty())
+    tree.warnings.push_back(fmt::format("{} node(s) hang under no switch; Slurm will log that its switches lack access to them: {}",
+                                        unattached.size(), compress_hostlist(unattached)));
+  for (const auto& [from, to] : names.renamed())
+    if (from != to && std::any_of(tree.switches.begin(), tree.switches.end(), [&](const SlurmSwitch& s) { return s.name == to && s.model_name == from; }))
+      tree.renamed.emplace_back(from, to);
+  return tree;
+}
+
+Result<ExportOutput> write_slurm_tree(const Cluster& c, const ExportOptions&) {
+  SlurmTree tree = slurm_tree(c);
+  if (tree.switches.empty())
+    return make_error(ErrorCode::kValidation,
+                      fmt::format("cluster '{}' has no switch with nodes below it, and topology/tree needs one "
+                                  "(without a fabric, Slurm's default topology/flat needs no topology.conf)", c.name()));
+  ExportOutput out;
+  out.warnings = tree.warnings;
+  std::string& t = out.text;
+  t += "# topology.conf for Slurm's topology/tree plugin (slurm.conf: TopologyPlugin=topology/tree).\n";
+  t += "# " + generated_by(c) + "\n";
+  std::string tiers;
+  for (const auto& tier : c.tiers()) tiers += (tiers.empty() ? "" : ", ") + tier.name;
+  t += fmt::format("# Fabric tiers, closest first: {}. Level 0 is the leaf switches.\n", tiers.empty() ? "none" : tiers);
+  for (const auto& [from, to] : tree.renamed) t += fmt::format("# switch '{}' is written as {} (Slurm switch names: [A-Za-z0-9_.-], at most 64)\n", from, to);
+  for (const auto& w : tree.warnings) t += "# note: " + w + "\n";
+  for (const auto& sw : tree.switches) {
+    t += "SwitchName=" + sw.name;
+    if (!sw.switches.empty()) t += " Switches=" + compress_hostlist(sw.switches);
+    if (!sw.nodes.empty()) t += " Nodes=" + compress_hostlist(sw.nodes);
+    if (sw.link_GBps > 0) t += fmt::format(" LinkSpeed={}", static_cast<long>(std::lround(sw.link_GBps)));
+    t += "\n";
+  }
+  return out;
+}
+
+}  // namespace toposched

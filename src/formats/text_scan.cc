@@ -1,0 +1,52 @@
+#include "formats/text_scan.h"
+
+namespace toposched {
+
+namespace {
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+}  // namespace
+
+std::vector<TextLine> split_lines(std::string_view text) {
+  std::vector<TextLine> lines;
+  int number = 1;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (end < text.size() || !line.empty()) lines.push_back({line, number});
+    ++number;
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::vector<Token> tokenize(std::string_view line) {
+  std::vector<Token> tokens;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && is_space(line[i])) ++i;
+    if (i >= line.size()) break;
+    std::size_t j = i;
+    while (j < line.size() && !is_space(line[j])) ++j;
+    tokens.push_back({line.substr(i, j - i), static_cast<int>(i) + 1});
+    i = j;
+  }
+  return tokens;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::string printable(std::string_view s, std::size_t max) {
+  std::string out;
+  for (char c : s.substr(0, max)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+}  // namespace toposched

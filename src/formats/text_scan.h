@@ -1,0 +1,36 @@
+// Small helpers shared by the line-oriented readers (topo -m, ibnetdiscover, topology.conf,
+// nvidia-smi fabric output): splitting text into numbered lines and lines into
+// whitespace-separated tokens that remember their 1-based column, so errors can name
+// file:line:col. Pure functions over string_views into the caller's text; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topology/error.h"
+
+namespace toposched {
+
+struct TextLine {
+  std::string_view text;  // without the line terminator ("\n", "\r\n")
+  int number = 0;         // 1-based
+};
+
+struct Token {
+  std::string_view text;
+  int column = 0;  // 1-based, counted in bytes
+};
+
+std::vector<TextLine> split_lines(std::string_view text);
+// Splits on spaces, tabs and other ASCII whitespace.
+std::vector<Token> tokenize(std::string_view line);
+std::string_view trim(std::string_view s);
+// Printable rendering of untrusted input for messages: control bytes become '?', long text is cut.
+std::string printable(std::string_view s, std::size_t max = 60);
+
+inline SourceLocation at(const std::string& file, int line, int column = 0) {
+  return SourceLocation{file, line, column};
+}
+
+}  // namespace toposched

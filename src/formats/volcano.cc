@@ -1,0 +1,96 @@
+#include "formats/volcano.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "topology/hostlist.h"
+
+namespace toposched {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// The leaf switch that holds all of a domain's nodes, or invalid.
+SwitchId domain_leaf(const Cluster& c, DomainId d) {
+  const auto& nodes = c.domain_nodes(d);
+  if (nodes.empty()) return SwitchId();
+  SwitchId s = c.node_switch(nodes.front());
+  for (NodeId n : nodes)
+    if (c.node_switch(n) != s) return SwitchId();
+  return s;
+}
+
+}  // namespace
+
+Result<ExportOutput> write_volcano(const Cluster& c, const ExportOptions& options) {
+  ExportOutput out;
+  NameMap names(NameMap::Target::kK8sObject);
+  bool domains_nest = c.domain_count() > 0;
+  for (std::uint32_t d = 0; d < c.domain_count() && domains_nest; ++d)
+    domains_nest = c.domain_nodes(DomainId(d)).empty() || domain_leaf(c, DomainId(d)).valid() || c.switch_count() == 0;
+  if (c.domain_count() > 0 && !domains_nest)
+    out.warnings.push_back("accelerator domains span several switches, so they are not written as HyperNodes (a HyperNode tree needs nesting)");
+  int tier_offset = domains_nest ? 2 : 1;
+
+  auto node_members = [&](const std::vector<NodeId>& nodes) {
+    Json members = Json::array();
+    if (nodes.empty()) return members;
+    std::vector<std::string> node_names;
+    for (NodeId n : nodes) node_names.push_back(c.node_name(n));
+    if (options.member_style == MemberStyle::kRegex) {
+      members.push_back({{"type", "Node"}, {"selector", {{"regexMatch", {{"pattern", hostlist_regex(node_names)}}}}}});
+    } else {
+      for (const auto& n : node_names) members.push_back({{"type", "Node"}, {"selector", {{"exactMatch", {{"name", n}}}}}});
+    }
+    return members;
+  };
+  auto hypernode = [&](const std::string& name, int tier, const std::string& tier_name, Json members) {
+    return Json{{"apiVersion", "topology.volcano.sh/v1alpha1"},
+                {"kind", "HyperNode"},
+                {"metadata", {{"name", name}}},
+                {"spec", {{"tier", tier}, {"tierName", tier_name}, {"members", std::move(members)}}}};
+  };
+
+  std::vector<Json> docs;
+  std::vector<std::vector<DomainId>> domains_under(c.switch_count());
+  std::vector<char> node_in_domain_object(c.node_count(), 0);
+  if (domains_nest) {
+    for (std::uint32_t d = 0; d < c.domain_count(); ++d) {
+      DomainId id(d);
+      if (c.domain_nodes(id).empty()) continue;
+      docs.push_back(hypernode(names("domain-" + c.domain(id).name), 1, "accelerator-domain", node_members(c.domain_nodes(id))));
+      if (SwitchId leaf = domain_leaf(c, id); leaf.valid()) domains_under[leaf.index()].push_back(id);
+      for (NodeId n : c.domain_nodes(id)) node_in_domain_object[n.index()] = 1;
+    }
+  }
+  std::vector<SwitchId> order;
+  for (std::uint32_t s = 0; s < c.switch_count(); ++s)
+    if (!c.switch_subtree_nodes(SwitchId(s)).empty()) order.push_back(SwitchId(s));
+  std::stable_sort(order.begin(), order.end(), [&](SwitchId a, SwitchId b) { return c.switch_tier(a) < c.switch_tier(b); });
+  for (SwitchId s : order) {
+    Json members = Json::array();
+    for (SwitchId k : c.switch_children(s))
+      if (!c.switch_subtree_nodes(k).empty())
+        members.push_back({{"type", "HyperNode"}, {"selector", {{"exactMatch", {{"name", names(c.switch_name(k))}}}}}});
+    for (DomainId d : domains_under[s.index()])
+      members.push_back({{"type", "HyperNode"}, {"selector", {{"exactMatch", {{"name", names("domain-" + c.domain(d).name)}}}}}});
+    std::vector<NodeId> direct;
+    for (NodeId n : c.switch_nodes(s))
+      if (!node_in_domain_object[n.index()]) direct.push_back(n);
+    for (auto& m : node_members(direct)) members.push_back(std::move(m));
+    int tier = c.switch_tier(s);
+    docs.push_back(hypernode(names(c.switch_name(s)), tier + tier_offset, c.tiers()[static_cast<std::size_t>(tier)].name, std::move(members)));
+  }
+  std::string& t = out.text;
+  t += "# Volcano network topology: one HyperNode per switch";
+  t += domains_nest ? " and per accelerator domain" : "";
+  t += " (tier 1 is the finest).\n# " + generated_by(c) + "\n";
+  for (const auto& [from, to] : names.renamed()) t += fmt::format("# '{}' is HyperNode {}\n", from, to);
+  for (const auto& w : out.warnings) t += "# note: " + w + "\n";
+  if (docs.empty()) out.warnings.push_back("the cluster has no switches or accelerator domains: no HyperNode to write");
+  for (std::size_t i = 0; i < docs.size(); ++i) t += (i ? "---\n" : "") + json_to_yaml(docs[i]);
+  return out;
+}
+
+}  // namespace toposched
