@@ -2,9 +2,12 @@
 contract, byte-identical reports for one seed, trace errors and exit codes."""
 import json
 import os
+import shlex
+import shutil
+import subprocess
 import unittest
 
-from toposched_cli import SOURCE_DIR, run, temp_dir
+from toposched_cli import BINARY, SOURCE_DIR, run, temp_dir
 
 CLUSTER = "preset:dgx-h100?nodes=16&su_size=4"
 DATA = os.path.join(SOURCE_DIR, "tests", "data", "traces")
@@ -103,6 +106,20 @@ class SimulateTest(unittest.TestCase):
             self.assertEqual(proc.returncode, 1)
             proc = run("simulate", "--help")
             self.assertIn("--policies", proc.stdout)
+
+    @unittest.skipUnless(shutil.which("script"), "needs script(1) to give the command a terminal")
+    def test_progress_bar_only_on_a_terminal(self):
+        with temp_dir() as tmp:
+            args = [BINARY, "simulate", "--cluster", CLUSTER, "--generate", small_mix(tmp), "--policies", "first-fit,topo"]
+            # script(1) runs the command on a pseudo-terminal: stderr is a terminal there.
+            tty = subprocess.run(["script", "-qec", shlex.join(args), "/dev/null"], capture_output=True, text=True, timeout=300)
+            self.assertEqual(tty.returncode, 0, tty.stdout[-2000:])
+            self.assertIn("simulating 2 policies [", tty.stdout)
+            self.assertIn("100%", tty.stdout)
+            quiet = subprocess.run(["script", "-qec", shlex.join(args + ["--quiet"]), "/dev/null"], capture_output=True, text=True, timeout=300)
+            self.assertNotIn("simulating", quiet.stdout)
+            piped = subprocess.run(args, capture_output=True, text=True, timeout=300)
+            self.assertNotIn("simulating", piped.stderr)
 
     def test_never_fitting_jobs_are_reported(self):
         with temp_dir() as tmp:
