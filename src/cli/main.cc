@@ -8,7 +8,8 @@ constexpr const char* kDescription =
     "toposched: topology-aware GPU placement.\n"
     "Discovers how a GPU cluster is connected, exports that to Slurm and Kubernetes,\n"
     "places jobs on the GPUs that minimise communication, and simulates the gain.\n\n"
-    "A cluster (SPEC) is a file (native YAML/JSON spec) or preset:NAME[?key=value&...];\n"
+    "A cluster (SPEC) is a file, detected by content (native YAML/JSON spec, Slurm\n"
+    "topology.conf, Topograph cluster model), or preset:NAME[?key=value&...];\n"
     "'toposched presets' lists the built-in ones. A GPU is NODE:INDEX.\n"
     "Run 'toposched COMMAND --help' for a command's options.";
 }

@@ -406,8 +406,9 @@ Json to_json(const Cluster& c) {
     bool mesh = is_full_mesh(t, links);
     Json nv;
     if (mesh) nv["links"] = links;
-    // The reader refuses a zero per-link bandwidth (PCIe-only GPUs): leave it out then.
-    if (t.nvlink_GBps_per_link > 0) nv["GBps_per_link"] = t.nvlink_GBps_per_link;
+    // Always written, 0 included: a PCIe-only node of a product that has NVLink elsewhere
+    // (the reader would otherwise default to the product's per-link speed).
+    nv["GBps_per_link"] = t.nvlink_GBps_per_link;
     nv["nvswitch"] = t.nvswitch;
     jt["nvlink"] = nv;
     if (!mesh && t.gpu_count > 1) {

@@ -36,7 +36,7 @@ SlurmTree slurm_tree(const Cluster& c) {
     if (has_children && !sw.nodes.empty()) {
       // Slurm: "switch X has both child switches and nodes". Hang the nodes one level down.
       SlurmSwitch leaf;
-      leaf.name = names(sw.model_name + "-nodes");
+      leaf.name = names.fresh(sw.model_name + "-nodes");
       leaf.nodes = std::move(sw.nodes);
       leaf.link_GBps = sw.link_GBps;
       sw.nodes.clear();

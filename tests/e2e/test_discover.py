@@ -193,6 +193,55 @@ class DiscoverClusterWideSources(unittest.TestCase):
             os.unlink(path)
 
 
+class ExportedTopologyConfReadsBack(unittest.TestCase):
+    """`export --to slurm-tree` then `--cluster topology.conf`: the reader and the writer agree."""
+
+    def test_round_trip_keeps_nodes_and_joining_tiers(self):
+        tmp = tempfile.mkdtemp(prefix="toposched-discover-")
+        try:
+            preset = "preset:dgx-h100?nodes=64"
+            conf = os.path.join(tmp, "topology.conf")
+            run("export", "--cluster", preset, "--to", "slurm-tree", "-o", conf)
+            original = json.loads(run("show", "--cluster", preset, "--format", "json").stdout)
+            read_back = json.loads(run("show", "--cluster", conf, "--format", "json").stdout)
+            self.assertEqual(read_back["nodes"], original["nodes"])
+            self.assertEqual(read_back["hostlist"], original["hostlist"])
+            self.assertEqual(len(read_back["tiers"]), len(original["tiers"]))
+
+            spec = json.loads(run("show", "--cluster", preset, "--spec", "--format", "json").stdout)
+            leaves = [expand(s["nodes"]) for s in spec["fabric"]["switches"] if "nodes" in s]
+            self.assertGreater(len(leaves), 1)
+
+            def joining_tier(cluster, tiers, a, b):
+                out = run("path", "--cluster", cluster, f"{a}:0", f"{b}:0", "--format", "json").stdout
+                level = json.loads(out)["level"]
+                return tiers.index(level.split(":", 1)[1]) if level.startswith("tier:") else level
+
+            for a, b in [(leaves[0][0], leaves[0][-1]), (leaves[0][0], leaves[-1][0])]:
+                self.assertEqual(joining_tier(conf, read_back["tiers"], a, b),
+                                 joining_tier(preset, original["tiers"], a, b), (a, b))
+        finally:
+            shutil.rmtree(tmp)
+
+
+def expand(hostlist):
+    """Expands a hostlist of items NAME or PREFIX[LO-HI,...]SUFFIX (enough for the presets)."""
+    import re
+    names = []
+    for item in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*", hostlist):
+        m = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", item)
+        if not m:
+            names.append(item)
+            continue
+        prefix, ranges, suffix = m.groups()
+        for r in ranges.split(","):
+            lo, _, hi = r.partition("-")
+            hi = hi or lo
+            for i in range(int(lo), int(hi) + 1):
+                names.append(f"{prefix}{i:0{len(lo)}d}{suffix}")
+    return names
+
+
 class SlurmTopologyAsCluster(unittest.TestCase):
     def test_topology_conf_is_detected_by_content(self):
         with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as f:

@@ -306,6 +306,14 @@ class DotAndNativeTest(unittest.TestCase):
         r = toposched("export", "--cluster", "/nonexistent/spec.yaml", "--to", "kai", check=False)
         self.assertEqual(r.returncode, 1)
         self.assertIn("toposched: error:", r.stderr)
+        # An option of another format is a usage error, not silently ignored.
+        r = toposched("export", "--cluster", DGX, "--to", "slurm-tree", "--members", "regex", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--members applies to --to volcano", r.stderr)
+        with tempfile.TemporaryDirectory() as d:
+            r = toposched("export", "--cluster", DGX, "--to", "kai", "-o", os.path.join(d, "missing", "x.yaml"), check=False)
+            self.assertEqual(r.returncode, 1)
+            self.assertEqual(os.listdir(d), [])
 
 
 class RoundTripCliTest(unittest.TestCase):

@@ -2,8 +2,9 @@
 select/cons_tres) on the same cluster, job after job.
 
 Each sequence starts a private Slurm controller (tests/e2e/slurm_harness.py: munged +
-slurmctld on loopback, State=CLOUD nodes with Gres=gpu), writes a topology.conf and a
-gres.conf for the cluster toposched builds from a preset, submits jobs with sbatch
+slurmctld on loopback, State=CLOUD nodes with Gres=gpu) with the topology.conf and gres.conf
+that `toposched export --to slurm-tree|gres` writes for the cluster toposched builds from a
+preset, submits jobs with sbatch
 (`--exclusive -N n`, `--gpus=g`, `-N n --gpus-per-node=g`), cancels some to make holes, and
 reads the nodes Slurm gave each job from squeue. The same sequence runs through
 `toposched place --policy slurm-tree --state F --save-state F` and `toposched release`; the
@@ -13,6 +14,7 @@ must be refused by toposched too.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -51,26 +53,16 @@ def toposched(*args, check=True):
 
 
 def cluster_files(preset):
-    """topology.conf and gres.conf for the preset, and its node hostlist and GPUs per node."""
-    spec = json.loads(toposched("show", "--cluster", "preset:" + preset, "--spec", "--format", "json").stdout)
-    show = json.loads(toposched("show", "--cluster", "preset:" + preset, "--format", "json").stdout)
-    switches = spec["fabric"]["switches"]
-    order = [sw["name"] for sw in switches]
-    children = {}
-    for sw in switches:
-        if sw.get("parent"):
-            children.setdefault(sw["parent"], []).append(sw["name"])
-    # Switches in toposched's switch order: Slurm breaks ties by topology.conf order.
-    lines = []
-    for sw in switches:
-        if sw.get("nodes"):
-            lines.append(f"SwitchName={sw['name']} Nodes={sw['nodes']}")
-        else:
-            kids = sorted(children.get(sw["name"], []), key=order.index)
-            lines.append(f"SwitchName={sw['name']} Switches={','.join(kids)}")
-    gpus = show["gpus"] // show["nodes"]
-    gres = f"NodeName={show['hostlist']} Name=gpu File=/dev/nvidia[0-{gpus - 1}]\n"
-    return "\n".join(lines) + "\n", gres, show["hostlist"], gpus
+    """topology.conf and gres.conf for the preset as `toposched export` writes them, the node
+    hostlist and the GPUs per node."""
+    cluster = "preset:" + preset
+    show = json.loads(toposched("show", "--cluster", cluster, "--format", "json").stdout)
+    topology = toposched("export", "--cluster", cluster, "--to", "slurm-tree").stdout
+    gres = toposched("export", "--cluster", cluster, "--to", "gres").stdout
+    types = set(re.findall(r"\bType=(\S+)", gres))
+    if len(types) != 1:
+        raise AssertionError(f"expected one GPU type in the exported gres.conf, found {types}")
+    return topology, gres, show["hostlist"], show["gpus"] // show["nodes"], types.pop()
 
 
 def sbatch_args(op):
@@ -98,10 +90,11 @@ def place_args(op, gpus_per_node):
 @unittest.skipIf(slurm_available(), slurm_available() or "")
 class SlurmTreeAgreement(unittest.TestCase):
     def run_sequence(self, name, preset, steps):
-        topology, gres, hostlist, gpus_per_node = cluster_files(preset)
+        topology, gres, hostlist, gpus_per_node, gpu_type = cluster_files(preset)
         compared = 0
         with tempfile.TemporaryDirectory() as tmp, \
-                SlurmCluster([NodeSpec(hostlist, cpus=64, gpus=gpus_per_node)], topology_conf=topology,
+                SlurmCluster([NodeSpec(hostlist, cpus=64, gpus=gpus_per_node, gpu_type=gpu_type)],
+                             topology_conf=topology,
                              gres_conf=gres,
                              # Jobs are started by the main scheduling loop; run it every
                              # second rather than every minute so that sequences finish.

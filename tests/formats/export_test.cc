@@ -502,19 +502,33 @@ TEST(ExportSlurmTree, SplitsSwitchesWithNodesAndChildren) {
   auto n1 = b.add_node("n1", type), n2 = b.add_node("n2", type);
   b.add_tier(Tier{"leaf"});
   b.add_tier(Tier{"spine"});
+  auto n3 = b.add_node("n3", type);
   auto leaf = b.add_switch("leaf", 0), top = b.add_switch("top", 1);
+  auto clash = b.add_switch("top-nodes", 0);  // the name the split-off leaf would get
   b.add_switch("empty", 0);
   b.connect(leaf, top);
+  b.connect(clash, top);
   b.attach(n1, leaf);
   b.attach(n2, top);
+  b.attach(n3, clash);
   auto c = std::move(b).build();
   ASSERT_TRUE(c.has_value()) << c.error().to_string();
   SlurmTree tree = slurm_tree(*c);
-  ASSERT_EQ(tree.switches.size(), 3u);  // leaf, top-nodes, top; "empty" is left out
-  EXPECT_EQ(tree.switches[2].name, "top");
-  EXPECT_EQ(tree.switches[2].level, 1);
-  EXPECT_EQ(tree.switches[2].switches, (std::vector<std::string>{"top-nodes", "leaf"}));
-  EXPECT_TRUE(tree.switches[2].nodes.empty());
+  ASSERT_EQ(tree.switches.size(), 4u);  // leaf, top-nodes, a new leaf for n2, top; "empty" is left out
+  const SlurmSwitch& root = tree.switches.back();
+  EXPECT_EQ(root.name, "top");
+  EXPECT_EQ(root.level, 1);
+  EXPECT_TRUE(root.nodes.empty());
+  ASSERT_EQ(root.switches.size(), 3u);
+  std::set<std::string> names;
+  for (const auto& s : tree.switches) names.insert(s.name);
+  EXPECT_EQ(names.size(), 4u);
+  EXPECT_TRUE(names.contains("top-nodes"));
+  for (const auto& s : tree.switches)
+    if (s.nodes == std::vector<std::string>{"n2"}) {
+      EXPECT_NE(s.name, "top-nodes");
+      EXPECT_TRUE(s.name.starts_with("top-nodes-")) << s.name;
+    }
   EXPECT_EQ(tree.warnings.size(), 2u);
 }
 
