@@ -63,8 +63,8 @@ int run_job(const CostOptionsCli& o, const Cluster& c) {
     Json j;
     j["job"] = job->name;
     j["gpus"] = gpus->size();
-    j["plan"] = {{"tp", job->plan.tp}, {"pp", job->plan.pp}, {"dp", job->plan.dp}, {"ep", job->plan.ep},
-                 {"cp", job->plan.cp}, {"order", job->plan.order}};
+    j["plan"] = {{"tp", job->plan.tp}, {"pp", job->plan.pp}, {"dp", job->plan.dp},
+                 {"ep", job->plan.ep}, {"cp", job->plan.cp}, {"order", job->plan.order}};
     j["step_comm_us"] = est->step_comm_us;
     j["ideal_step_comm_us"] = est->ideal_step_comm_us;
     j["slowdown"] = est->slowdown;
@@ -73,21 +73,28 @@ int run_job(const CostOptionsCli& o, const Cluster& c) {
     j["step_slowdown"] = est->step_slowdown;
     Json groups = Json::array();
     for (const GroupComm& g : est->groups)
-      groups.push_back({{"kind", g.kind}, {"collective", g.collective}, {"groups", g.groups}, {"group_size", g.group_size},
-                        {"bytes", g.bytes}, {"calls", g.calls}, {"time_us", g.time_us}, {"ideal_time_us", g.ideal_time_us}});
+      groups.push_back({{"kind", g.kind},
+                        {"collective", g.collective},
+                        {"groups", g.groups},
+                        {"group_size", g.group_size},
+                        {"bytes", g.bytes},
+                        {"calls", g.calls},
+                        {"time_us", g.time_us},
+                        {"ideal_time_us", g.ideal_time_us}});
     j["groups"] = groups;
     print_json(j);
     return kExitOk;
   }
   fmt::print("job {} on {} GPUs (tp={} pp={} dp={} ep={} cp={}, order {})\n", job->name, gpus->size(), job->plan.tp,
              job->plan.pp, job->plan.dp, job->plan.ep, job->plan.cp, job->plan.order);
-  fmt::print("{:>5} {:>14} {:>7} {:>6} {:>10} {:>6} {:>14} {:>14}\n", "group", "collective", "groups", "size", "bytes", "calls",
-             "time(us)", "ideal(us)");
+  fmt::print("{:>5} {:>14} {:>7} {:>6} {:>10} {:>6} {:>14} {:>14}\n", "group", "collective", "groups", "size", "bytes",
+             "calls", "time(us)", "ideal(us)");
   for (const GroupComm& g : est->groups)
-    fmt::print("{:>5} {:>14} {:>7} {:>6} {:>10} {:>6} {:>14.1f} {:>14.1f}\n", g.kind, g.collective, g.groups, g.group_size,
-               format_size(g.bytes), g.calls, g.time_us, g.ideal_time_us);
-  fmt::print("step communication {:.1f} us, ideal {:.1f} us, slowdown {:.3f}x; exposed {:.1f} us, step slowdown {:.3f}x\n",
-             est->step_comm_us, est->ideal_step_comm_us, est->slowdown, est->exposed_comm_us, est->step_slowdown);
+    fmt::print("{:>5} {:>14} {:>7} {:>6} {:>10} {:>6} {:>14.1f} {:>14.1f}\n", g.kind, g.collective, g.groups,
+               g.group_size, format_size(g.bytes), g.calls, g.time_us, g.ideal_time_us);
+  fmt::print(
+      "step communication {:.1f} us, ideal {:.1f} us, slowdown {:.3f}x; exposed {:.1f} us, step slowdown {:.3f}x\n",
+      est->step_comm_us, est->ideal_step_comm_us, est->slowdown, est->exposed_comm_us, est->step_slowdown);
   return kExitOk;
 }
 
@@ -105,12 +112,14 @@ int run_cost(const CostOptionsCli& o) {
   if (!(o.step_factor > 1 && o.step_factor <= 1024)) return usage_error("--step-factor must be in (1, 1024]");
   auto coll = parse_collective(o.collective);
   if (!coll)
-    return usage_error(fmt::format("unknown collective '{}'; expected allreduce, allgather, reduce-scatter, broadcast, "
-                                   "reduce, all-to-all or send-recv",
-                                   o.collective));
+    return usage_error(
+        fmt::format("unknown collective '{}'; expected allreduce, allgather, reduce-scatter, broadcast, "
+                    "reduce, all-to-all or send-recv",
+                    o.collective));
   auto algo = parse_algorithm(o.algorithm);
   if (!algo)
-    return usage_error(fmt::format("unknown algorithm '{}'; expected auto, ring, tree, nvls, hierarchical or direct", o.algorithm));
+    return usage_error(
+        fmt::format("unknown algorithm '{}'; expected auto, ring, tree, nvls, hierarchical or direct", o.algorithm));
   double lo = 0, hi = 0;
   if (!o.bytes.empty()) {
     auto b = parse_size(o.bytes);
@@ -118,7 +127,8 @@ int run_cost(const CostOptionsCli& o) {
     lo = hi = *b;
   } else if (!o.sweep.empty()) {
     auto colon = o.sweep.find(':');
-    if (colon == std::string::npos) return usage_error(fmt::format("--sweep expects MIN:MAX (e.g. 8:8G), found '{}'", o.sweep));
+    if (colon == std::string::npos)
+      return usage_error(fmt::format("--sweep expects MIN:MAX (e.g. 8:8G), found '{}'", o.sweep));
     auto a = parse_size(o.sweep.substr(0, colon));
     if (!a) return report(a.error());
     auto b = parse_size(o.sweep.substr(colon + 1));
@@ -157,8 +167,8 @@ int run_cost(const CostOptionsCli& o) {
   Json rows = Json::array();
   if (o.format == OutputFormat::kText) {
     fmt::print("# {} on {} GPUs, algorithm {}\n", collective_name(*coll), gpus->size(), o.algorithm);
-    fmt::print("#{:>13} {:>13} {:>9} {:>12} {:>12} {:>12}\n", "size(B)", "algorithm", "protocol", "time(us)", "algbw(GB/s)",
-               "busbw(GB/s)");
+    fmt::print("#{:>13} {:>13} {:>9} {:>12} {:>12} {:>12}\n", "size(B)", "algorithm", "protocol", "time(us)",
+               "algbw(GB/s)", "busbw(GB/s)");
   }
   for (double size = lo; size <= hi; size = std::floor(size * o.step_factor)) {
     auto e = estimate_collective(*c, *gpus, *coll, size, *algo, options);
@@ -174,7 +184,8 @@ int run_cost(const CostOptionsCli& o) {
     }
     if (size * o.step_factor == size) break;
   }
-  if (o.format == OutputFormat::kJson) print_json(Json{{"collective", collective_name(*coll)}, {"ranks", gpus->size()}, {"rows", rows}});
+  if (o.format == OutputFormat::kJson)
+    print_json(Json{{"collective", collective_name(*coll)}, {"ranks", gpus->size()}, {"rows", rows}});
   return kExitOk;
 }
 
@@ -193,9 +204,11 @@ void register_cost(CLI::App& app, int& exit_code) {
   cmd->add_option("--bytes,-b", o->bytes, "Message size as nccl-tests counts it; K/M/G/T are powers of 1024 (e.g. 8G)");
   cmd->add_option("--algorithm,-a", o->algorithm,
                   "auto (default: the fastest, as NCCL's tuner picks), ring, tree, nvls, hierarchical, direct");
-  cmd->add_option("--sweep", o->sweep, "MIN:MAX sizes, multiplied by --step-factor each row (e.g. 8:8G), like nccl-tests -b -e");
+  cmd->add_option("--sweep", o->sweep,
+                  "MIN:MAX sizes, multiplied by --step-factor each row (e.g. 8:8G), like nccl-tests -b -e");
   cmd->add_option("--step-factor", o->step_factor, "Size multiplier between sweep rows (default 2)");
-  cmd->add_option("--job", o->job, "Job file (YAML/JSON): plan tp/pp/dp/ep/cp, workload class or model (docs/cost-model.md)");
+  cmd->add_option("--job", o->job,
+                  "Job file (YAML/JSON): plan tp/pp/dp/ep/cp, workload class or model (docs/cost-model.md)");
   cmd->add_option("--placement", o->placement, "Placement file: the GPU of each rank (docs/cost-model.md)");
   cmd->add_option("--network-share", o->network_share,
                   "Fraction (0,1] of its network bandwidth the job gets when others share its uplinks (default 1)");
@@ -205,8 +218,11 @@ void register_cost(CLI::App& app, int& exit_code) {
       "  toposched cost -c 'preset:dgx-h100?nodes=4' --gpus 'dgx-h100-[001-004]' --collective allreduce --bytes 8G\n"
       "  toposched cost -c preset:dgx-a100 --gpus dgx-a100-001:0-7 --sweep 8:8G\n"
       "  toposched cost -c preset:dgx-h100 --job job.yaml --placement placement.yaml --format json\n"
-      "JSON: {\"algorithm\",\"time_us\",\"algbw_GBps\",\"busbw_GBps\",\"protocol\",\"collective\",\"bytes\",\"ranks\",\"islands\"};\n"
-      "with --sweep {\"collective\",\"ranks\",\"rows\":[...]}; with --job {\"job\",\"step_comm_us\",\"ideal_step_comm_us\",\n"
+      "JSON: "
+      "{\"algorithm\",\"time_us\",\"algbw_GBps\",\"busbw_GBps\",\"protocol\",\"collective\",\"bytes\",\"ranks\","
+      "\"islands\"};\n"
+      "with --sweep {\"collective\",\"ranks\",\"rows\":[...]}; with --job "
+      "{\"job\",\"step_comm_us\",\"ideal_step_comm_us\",\n"
       "\"slowdown\",\"groups\":[...],...}. algbw = bytes/time; busbw as nccl-tests defines it. The model and its\n"
       "sources: docs/cost-model.md.");
   cmd->callback([o, &exit_code] { exit_code = run_cost(*o); });

@@ -1,7 +1,9 @@
 // `toposched export`: writes a cluster in a scheduler's own format (docs/export.md).
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/common.h"
 #include "formats/exporter.h"
@@ -20,6 +22,8 @@ struct ExportCliOptions {
   std::string gres_type;
   std::string name;
   OutputFormat format = OutputFormat::kText;
+  // Format-specific options the user gave, with the formats that read them.
+  std::vector<std::pair<std::string, std::vector<std::string>>> given;
 };
 
 Result<std::vector<long>> parse_sizes(const std::string& text) {
@@ -41,6 +45,9 @@ Result<std::vector<long>> parse_sizes(const std::string& text) {
 }
 
 int run_export(const ExportCliOptions& o) {
+  for (const auto& [option, formats] : o.given)
+    if (std::find(formats.begin(), formats.end(), o.to) == formats.end())
+      return usage_error(fmt::format("{} applies to --to {}, not to --to {}", option, fmt::join(formats, " or "), o.to));
   ExportOptions options;
   auto sizes = parse_sizes(o.block_sizes);
   if (!sizes) return report(sizes.error());
@@ -88,22 +95,29 @@ void register_export(CLI::App& app, int& exit_code) {
   }
   cmd->add_option("--to,-t", opts->to, "Target format (see below)")->required()->check(CLI::IsMember(names))->option_text("FORMAT");
   cmd->add_option("--output,-o", opts->output, "Write to FILE (atomically) instead of stdout")->option_text("FILE");
-  cmd->add_option("--block-sizes", opts->block_sizes,
+  CLI::Option* block_sizes = cmd->add_option("--block-sizes", opts->block_sizes,
                   "slurm-block, slurm-yaml: BlockSizes as N,2N,4N,... (default: smallest block, doubled while the block count allows)")
       ->option_text("LIST");
-  cmd->add_option("--style", opts->style, "k8s-labels: 'kubectl' (a sh script of kubectl label) or 'patch' (JSON merge patches per node)")
+  CLI::Option* style = cmd->add_option("--style", opts->style, "k8s-labels: 'kubectl' (a sh script of kubectl label) or 'patch' (JSON merge patches per node)")
       ->check(CLI::IsMember({"kubectl", "patch"}))->option_text("kubectl|patch");
-  cmd->add_option("--members", opts->members, "volcano: list nodes one by one ('exact') or as one regex per HyperNode ('regex')")
+  CLI::Option* members = cmd->add_option("--members", opts->members, "volcano: list nodes one by one ('exact') or as one regex per HyperNode ('regex')")
       ->check(CLI::IsMember({"exact", "regex"}))->option_text("exact|regex");
-  cmd->add_option("--gres-type", opts->gres_type, "gres: Type= of the GPUs (default: the GPU model, lower-cased)")->option_text("TYPE");
-  cmd->add_option("--name", opts->name, "kueue, kai: name of the Topology object (default: the cluster's name)")->option_text("NAME");
+  CLI::Option* gres_type = cmd->add_option("--gres-type", opts->gres_type, "gres: Type= of the GPUs (default: the GPU model, lower-cased)")->option_text("TYPE");
+  CLI::Option* name = cmd->add_option("--name", opts->name, "kueue, kai: name of the Topology object (default: the cluster's name)")->option_text("NAME");
   add_format_option(*cmd, opts->format);
   cmd->footer("Formats:\n" + list +
               "\nText output is the target format itself. With --format json, stdout gets\n"
               "{\"format\",\"cluster\",\"content\" (or \"output\" with -o),\"warnings\"}. Warnings (e.g. nodes under no switch)\n"
               "go to stderr. Details and examples of every format: docs/export.md.\n"
               "Example: toposched export -c 'preset:dgx-h100?nodes=64' --to slurm-tree -o topology.conf");
-  cmd->callback([opts, &exit_code] { exit_code = run_export(*opts); });
+  cmd->callback([=, &exit_code] {
+    const std::pair<CLI::Option*, std::vector<std::string>> specific[] = {
+        {block_sizes, {"slurm-block", "slurm-yaml"}}, {style, {"k8s-labels"}}, {members, {"volcano"}},
+        {gres_type, {"gres"}}, {name, {"kueue", "kai"}}};
+    for (const auto& [option, formats] : specific)
+      if (option->count() > 0) opts->given.emplace_back(option->get_name(), formats);
+    exit_code = run_export(*opts);
+  });
 }
 
 }  // namespace toposched::cli

@@ -46,10 +46,12 @@ using Registrar = void (*)(CLI::App& app, int& exit_code);
 void register_presets(CLI::App& app, int& exit_code);
 void register_show(CLI::App& app, int& exit_code);
 void register_path(CLI::App& app, int& exit_code);
+void register_discover(CLI::App& app, int& exit_code);
 void register_export(CLI::App& app, int& exit_code);
 void register_cost(CLI::App& app, int& exit_code);
 void register_place(CLI::App& app, int& exit_code);
 void register_release(CLI::App& app, int& exit_code);
 void register_frag(CLI::App& app, int& exit_code);
+void register_simulate(CLI::App& app, int& exit_code);
 
 }  // namespace toposched::cli

@@ -8,7 +8,8 @@ constexpr const char* kDescription =
     "toposched: topology-aware GPU placement.\n"
     "Discovers how a GPU cluster is connected, exports that to Slurm and Kubernetes,\n"
     "places jobs on the GPUs that minimise communication, and simulates the gain.\n\n"
-    "A cluster (SPEC) is a file (native YAML/JSON spec) or preset:NAME[?key=value&...];\n"
+    "A cluster (SPEC) is a file, detected by content (native YAML/JSON spec, Slurm\n"
+    "topology.conf, Topograph cluster model), or preset:NAME[?key=value&...];\n"
     "'toposched presets' lists the built-in ones. A GPU is NODE:INDEX.\n"
     "Run 'toposched COMMAND --help' for a command's options.";
 }
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "toposched 0.1.0");
   app.footer("Exit status: 0 success, 1 error (bad input, infeasible request), 2 usage error.");
   int exit_code = kExitOk;
-  for (Registrar r : {register_presets, register_show, register_path, register_export, register_cost, register_place, register_release, register_frag}) r(app, exit_code);
+  for (Registrar r : {register_presets, register_show, register_path, register_discover, register_export, register_cost, register_place, register_release, register_frag, register_simulate}) r(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

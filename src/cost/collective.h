@@ -57,7 +57,7 @@ std::string_view collective_name(Collective c);
 std::optional<Collective> parse_collective(std::string_view name);
 std::string_view algorithm_name(Algorithm a);  // "auto", "ring", "tree", "nvls", "hierarchical", "direct"
 std::optional<Algorithm> parse_algorithm(std::string_view name);
-std::string_view protocol_name(Protocol p);    // "LL", "LL128", "Simple"
+std::string_view protocol_name(Protocol p);  // "LL", "LL128", "Simple"
 
 // nccl-tests' bus bandwidth factor for n ranks.
 double bus_factor(Collective c, int ranks);
@@ -77,6 +77,12 @@ struct CostOptions {
   // Fraction (0, 1] of its inter-node bandwidth the job gets, e.g. from
   // network_shares() in contention.h when other jobs share its uplinks.
   double network_share = 1.0;
+  // By default a path above an oversubscribed tier gets its bandwidth divided by the
+  // oversubscription (the topology's convention: every node under the switch sending at
+  // once). When network_share comes from network_shares(), which computes who actually
+  // shares each uplink, set this: the static division is skipped and the share alone
+  // applies, so a job alone on an oversubscribed fabric gets the whole uplink.
+  bool share_accounts_for_oversubscription = false;
 };
 
 // One collective of `bytes` on `ranks` (ranks[r] is the GPU of rank r). Errors: empty
@@ -84,7 +90,6 @@ struct CostOptions {
 // not apply to the collective or to these GPUs (e.g. NVLS without NVSwitch), bad options.
 Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span<const GpuId> ranks,
                                                Collective collective, double bytes,
-                                               Algorithm algorithm = Algorithm::kAuto,
-                                               const CostOptions& options = {});
+                                               Algorithm algorithm = Algorithm::kAuto, const CostOptions& options = {});
 
 }  // namespace toposched

@@ -52,11 +52,13 @@ Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const 
     const JobTraffic& job = jobs[j];
     if (job.gpus.empty()) return make_error(ErrorCode::kInvalidArgument, fmt::format("job {} has no GPUs", j));
     if (!std::isfinite(job.demand_GBps) || job.demand_GBps < 0)
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("job {}: demand must be a finite, non-negative GB/s", j));
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("job {}: demand must be a finite, non-negative GB/s", j));
     std::unordered_map<std::uint32_t, double> node_share;  // node -> NIC share of the job's GPUs there
     for (GpuId g : job.gpus) {
       if (!g.valid() || g.index() >= cluster.gpu_count())
-        return make_error(ErrorCode::kInvalidArgument, fmt::format("job {}: GPU id {} is not in cluster '{}'", j, g.value, cluster.name()));
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("job {}: GPU id {} is not in cluster '{}'", j, g.value, cluster.name()));
       node_share[cluster.gpu_node(g).value] += cluster.gpu_network_GBps(g) * nccl::kNetEncodingEfficiency;
     }
     if (node_share.size() < 2) continue;
@@ -104,8 +106,10 @@ Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const 
       double fixed = 0;
       int rising = 0;
       for (std::size_t j : uplink_jobs[u]) {
-        if (frozen[j]) fixed += rate[j];
-        else ++rising;
+        if (frozen[j])
+          fixed += rate[j];
+        else
+          ++rising;
       }
       if (rising > 0) next = std::min(next, std::max(level, (capacity[u] - fixed) / rising));
     }
@@ -133,6 +137,31 @@ Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const 
     result.uplinks.push_back({uplink_switch[u], capacity[u], total, static_cast<int>(uplink_jobs[u].size())});
   }
   return result;
+}
+
+Result<std::vector<JobCommEstimate>> estimate_running_jobs(const Cluster& cluster, std::span<const RunningJob> jobs) {
+  std::vector<JobTraffic> traffic;
+  traffic.reserve(jobs.size());
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    if (!jobs[j].plan || !jobs[j].model)
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("running job {} has no plan or model", j));
+    traffic.push_back({jobs[j].gpus_by_rank, 0});
+  }
+  auto shares = network_shares(cluster, traffic);
+  if (!shares) return tl::unexpected(shares.error());
+  std::vector<JobCommEstimate> out;
+  out.reserve(jobs.size());
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    auto e = estimate_job_comm(cluster, jobs[j].gpus_by_rank, *jobs[j].plan, *jobs[j].model,
+                               CostOptions{shares->share[j], true});
+    if (!e) {
+      Error err = e.error();
+      err.message = fmt::format("running job {}: {}", j, err.message);
+      return tl::unexpected(err);
+    }
+    out.push_back(std::move(*e));
+  }
+  return out;
 }
 
 }  // namespace toposched

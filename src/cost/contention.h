@@ -9,7 +9,8 @@
 // bandwidth (the NIC share of its GPUs on its busiest node) on that uplink. Jobs inside one
 // node, or one accelerator domain, use no uplink and always get share 1.
 //
-// The result feeds CostOptions::network_share of estimate_collective / estimate_job_comm.
+// The result feeds CostOptions::network_share of estimate_collective / estimate_job_comm,
+// with CostOptions::share_accounts_for_oversubscription set.
 // Invariants: every share is in (0, 1]; a job alone gets the share its uplinks allow
 // (1 when nothing is oversubscribed). Pure function; thread-safe.
 #pragma once
@@ -17,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "cost/job_comm.h"
 #include "topology/cluster.h"
 #include "topology/error.h"
 
@@ -30,18 +32,32 @@ struct JobTraffic {
 };
 
 struct UplinkLoad {
-  SwitchId below;          // the switch whose uplink this is
+  SwitchId below;  // the switch whose uplink this is
   double capacity_GBps = 0;
-  double used_GBps = 0;    // after fair sharing
-  int jobs = 0;            // jobs crossing it
+  double used_GBps = 0;  // after fair sharing
+  int jobs = 0;          // jobs crossing it
 };
 
 struct ContentionResult {
-  std::vector<double> share;       // per job, in (0, 1]: fraction of its demand it gets
+  std::vector<double> share;        // per job, in (0, 1]: fraction of its demand it gets
   std::vector<UplinkLoad> uplinks;  // only uplinks some job crosses
 };
 
 // Errors: an invalid GPU id, a job without GPUs, a negative or non-finite demand.
 Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const JobTraffic> jobs);
+
+// A running job as the simulator knows it. The pointers must outlive the call.
+struct RunningJob {
+  std::span<const GpuId> gpus_by_rank;
+  const ParallelPlan* plan = nullptr;
+  const WorkloadModel* model = nullptr;
+};
+
+// Every running job's communication estimate under contention: network_shares() over all of
+// them (bandwidth-bound demands), then estimate_job_comm() with each job's share and
+// share_accounts_for_oversubscription set (the shares replace the static worst case of
+// dividing by every tier's oversubscription). The ideal stays the job alone, packed, so
+// `slowdown` includes what the other jobs cost it. Errors name the job index.
+Result<std::vector<JobCommEstimate>> estimate_running_jobs(const Cluster& cluster, std::span<const RunningJob> jobs);
 
 }  // namespace toposched

@@ -186,7 +186,8 @@ Result<WorkloadModel> workload_class(std::string_view name) {
   } else {
     std::string known;
     for (auto n : kClassNames) known += (known.empty() ? "" : ", ") + std::string(n);
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown workload class '{}'; known classes: {}", name, known));
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("unknown workload class '{}'; known classes: {}", name, known));
   }
   return m;
 }
@@ -196,22 +197,30 @@ std::span<const std::string_view> workload_class_names() { return kClassNames; }
 Result<void> validate_workload(const WorkloadModel& m) {
   auto bad = [](std::string what) { return make_error(ErrorCode::kInvalidArgument, std::move(what)); };
   if (!std::isfinite(m.parameters) || m.parameters < 0) return bad("model parameters must be a non-negative number");
-  if (m.hidden < 0 || m.layers < 0 || m.sequence < 0) return bad("hidden size, layers and sequence length must not be negative");
-  if (m.micro_batch < 1 || m.micro_batches < 1) return bad("micro-batch size and micro-batches per step must be at least 1");
-  if (!(m.bytes_per_element > 0) || !(m.grad_bytes_per_element > 0) || m.bytes_per_element > 16 || m.grad_bytes_per_element > 16)
+  if (m.hidden < 0 || m.layers < 0 || m.sequence < 0)
+    return bad("hidden size, layers and sequence length must not be negative");
+  if (m.micro_batch < 1 || m.micro_batches < 1)
+    return bad("micro-batch size and micro-batches per step must be at least 1");
+  if (!(m.bytes_per_element > 0) || !(m.grad_bytes_per_element > 0) || m.bytes_per_element > 16 ||
+      m.grad_bytes_per_element > 16)
     return bad("bytes per element must be in (0, 16]");
-  if (m.experts < 0 || m.top_k < 1 || (m.experts > 0 && m.top_k > m.experts)) return bad("experts must be >= 0 and top_k in 1..experts");
-  if (!(m.expert_parameter_fraction >= 0 && m.expert_parameter_fraction <= 1)) return bad("expert parameter fraction must be in [0, 1]");
+  if (m.experts < 0 || m.top_k < 1 || (m.experts > 0 && m.top_k > m.experts))
+    return bad("experts must be >= 0 and top_k in 1..experts");
+  if (!(m.expert_parameter_fraction >= 0 && m.expert_parameter_fraction <= 1))
+    return bad("expert parameter fraction must be in [0, 1]");
   if (m.moe_layer_interval < 1) return bad("MoE layer interval must be at least 1");
   if (!(m.overlap >= 0 && m.overlap < 1)) return bad("overlap must be in [0, 1)");
-  if (!std::isfinite(m.compute_us_per_step) || m.compute_us_per_step < 0) return bad("compute time per step must not be negative");
+  if (!std::isfinite(m.compute_us_per_step) || m.compute_us_per_step < 0)
+    return bad("compute time per step must not be negative");
   return {};
 }
 
 Result<std::vector<int>> group_of_rank(const ParallelPlan& plan, std::string_view kind, int rank) {
   if (auto v = validate_plan(plan); !v) return tl::unexpected(v.error());
   int k = kind_index(kind);
-  if (k < 0) return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown parallel kind '{}'; kinds: tp, cp, ep, dp, pp", kind));
+  if (k < 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("unknown parallel kind '{}'; kinds: tp, cp, ep, dp, pp", kind));
   if (rank < 0 || rank >= plan.gpus())
     return make_error(ErrorCode::kInvalidArgument, fmt::format("rank {} is outside 0..{}", rank, plan.gpus() - 1));
   auto dims = *parse_order(plan.order);
@@ -237,7 +246,8 @@ Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count
     std::vector<GpuId> out;
     for (NodeId n : nodes) {
       if (cluster.node_type_id(n) != type) continue;
-      for (int i = 0; i < per_node && static_cast<int>(out.size()) < gpu_count; ++i) out.push_back(cluster.node_gpu(n, i));
+      for (int i = 0; i < per_node && static_cast<int>(out.size()) < gpu_count; ++i)
+        out.push_back(cluster.node_gpu(n, i));
       if (static_cast<int>(out.size()) == gpu_count) return out;
     }
     return std::nullopt;
@@ -270,14 +280,14 @@ Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count
   std::vector<NodeId> all;
   for (std::uint32_t n = 0; n < cluster.node_count(); ++n) all.push_back(NodeId(n));
   if (auto out = take(all)) return *out;
-  return make_error(ErrorCode::kInfeasible,
-                    fmt::format("cluster '{}' has fewer than {} GPUs of node type '{}'", cluster.name(), gpu_count,
-                                cluster.node_type_at(type).name));
+  return make_error(ErrorCode::kInfeasible, fmt::format("cluster '{}' has fewer than {} GPUs of node type '{}'",
+                                                        cluster.name(), gpu_count, cluster.node_type_at(type).name));
 }
 
-Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
-                                          const ParallelPlan& plan, const WorkloadModel& model,
-                                          const CostOptions& options) {
+namespace {
+
+Result<void> check_job(const Cluster& cluster, std::span<const GpuId> gpus_by_rank, const ParallelPlan& plan,
+                       const WorkloadModel& model) {
   if (auto v = validate_plan(plan); !v) return tl::unexpected(v.error());
   if (auto v = validate_workload(model); !v) return tl::unexpected(v.error());
   if (static_cast<long long>(gpus_by_rank.size()) != plan.gpus())
@@ -286,33 +296,68 @@ Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<cons
                                   gpus_by_rank.size()));
   for (std::size_t r = 0; r < gpus_by_rank.size(); ++r)
     if (!gpus_by_rank[r].valid() || gpus_by_rank[r].index() >= cluster.gpu_count())
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("rank {}: GPU id {} is not in cluster '{}'", r, gpus_by_rank[r].value, cluster.name()));
-  const auto dims = *parse_order(plan.order);
-  const auto traffic = traffic_of(plan, model);
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("rank {}: GPU id {} is not in cluster '{}'", r,
+                                                                 gpus_by_rank[r].value, cluster.name()));
+  return {};
+}
 
-  auto actual = kind_times(cluster, gpus_by_rank, plan, dims, traffic, options);
-  if (!actual) return tl::unexpected(actual.error());
-  // The ideal: the same job alone (full network share) on packed whole nodes, Megatron order
-  // as given; if the cluster cannot hold it in one type, the same GPUs in node order.
-  std::vector<GpuId> ideal_gpus;
-  if (auto ideal = ideal_placement(cluster, plan.gpus(), gpus_by_rank[0])) {
-    ideal_gpus = std::move(*ideal);
-  } else {
-    ideal_gpus.assign(gpus_by_rank.begin(), gpus_by_rank.end());
-    std::sort(ideal_gpus.begin(), ideal_gpus.end());
+Result<IdealJobComm> ideal_on(const Cluster& cluster, std::span<const GpuId> gpus, const ParallelPlan& plan,
+                              const WorkloadModel& model) {
+  auto times = kind_times(cluster, gpus, plan, *parse_order(plan.order), traffic_of(plan, model), CostOptions{});
+  if (!times) return tl::unexpected(times.error());
+  IdealJobComm ideal;
+  ideal.kind_time_us = times->time;
+  ideal.sizes = sizes_of(plan);
+  for (double t : ideal.kind_time_us) ideal.step_comm_us += t;
+  return ideal;
+}
+
+}  // namespace
+
+Result<IdealJobComm> ideal_job_comm(const Cluster& cluster, const ParallelPlan& plan, const WorkloadModel& model,
+                                    GpuId like) {
+  if (auto v = validate_plan(plan); !v) return tl::unexpected(v.error());
+  if (auto v = validate_workload(model); !v) return tl::unexpected(v.error());
+  auto gpus = ideal_placement(cluster, plan.gpus(), like);
+  if (!gpus) return tl::unexpected(gpus.error());
+  return ideal_on(cluster, *gpus, plan, model);
+}
+
+Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
+                                          const ParallelPlan& plan, const WorkloadModel& model,
+                                          const CostOptions& options) {
+  if (auto ok = check_job(cluster, gpus_by_rank, plan, model); !ok) return tl::unexpected(ok.error());
+  // The ideal: the same job alone (full network share) on packed whole nodes; if the cluster
+  // cannot hold it in the first GPU's node type, the same GPUs in node order.
+  auto ideal = ideal_job_comm(cluster, plan, model, gpus_by_rank[0]);
+  if (!ideal) {
+    std::vector<GpuId> same(gpus_by_rank.begin(), gpus_by_rank.end());
+    std::sort(same.begin(), same.end());
+    ideal = ideal_on(cluster, same, plan, model);
+    if (!ideal) return tl::unexpected(ideal.error());
   }
-  auto ideal = kind_times(cluster, ideal_gpus, plan, dims, traffic, CostOptions{});
-  if (!ideal) return tl::unexpected(ideal.error());
+  return estimate_job_comm(cluster, gpus_by_rank, plan, model, options, *ideal);
+}
+
+Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
+                                          const ParallelPlan& plan, const WorkloadModel& model,
+                                          const CostOptions& options, const IdealJobComm& ideal) {
+  if (auto ok = check_job(cluster, gpus_by_rank, plan, model); !ok) return tl::unexpected(ok.error());
+  const auto sizes = sizes_of(plan);
+  if (ideal.sizes != sizes)
+    return make_error(ErrorCode::kInvalidArgument, "the precomputed ideal belongs to a different parallel plan");
+  const auto traffic = traffic_of(plan, model);
+  auto actual = kind_times(cluster, gpus_by_rank, plan, *parse_order(plan.order), traffic, options);
+  if (!actual) return tl::unexpected(actual.error());
 
   JobCommEstimate est;
-  const auto sizes = sizes_of(plan);
   for (int k = 0; k < 5; ++k) {
     const int size = sizes[static_cast<std::size_t>(k)];
     if (size <= 1) continue;
     GroupComm g;
     g.kind = std::string(kParallelKinds[k]);
     g.time_us = actual->time[static_cast<std::size_t>(k)];
-    g.ideal_time_us = ideal->time[static_cast<std::size_t>(k)];
+    g.ideal_time_us = ideal.kind_time_us[static_cast<std::size_t>(k)];
     g.groups = actual->groups[static_cast<std::size_t>(k)];
     g.group_size = size;
     g.collective = std::string(collective_name(traffic[static_cast<std::size_t>(k)].collective));
@@ -327,7 +372,8 @@ Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<cons
   est.exposed_comm_us = est.step_comm_us * (1 - model.overlap);
   est.ideal_exposed_comm_us = est.ideal_step_comm_us * (1 - model.overlap);
   if (model.compute_us_per_step > 0)
-    est.step_slowdown = (model.compute_us_per_step + est.exposed_comm_us) / (model.compute_us_per_step + est.ideal_exposed_comm_us);
+    est.step_slowdown =
+        (model.compute_us_per_step + est.exposed_comm_us) / (model.compute_us_per_step + est.ideal_exposed_comm_us);
   else
     est.step_slowdown = est.slowdown;
   return est;

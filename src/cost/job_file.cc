@@ -40,19 +40,24 @@ class Reader {
 
   static std::string describe(const YAML::Node& n) {
     switch (n.Type()) {
-      case YAML::NodeType::Null: return "nothing (null)";
+      case YAML::NodeType::Null:
+        return "nothing (null)";
       case YAML::NodeType::Scalar: {
         std::string s = n.Scalar();
         if (s.size() > 40) s = s.substr(0, 37) + "...";
         return fmt::format("'{}'", s);
       }
-      case YAML::NodeType::Sequence: return "a list";
-      case YAML::NodeType::Map: return "a mapping";
-      default: return "nothing";
+      case YAML::NodeType::Sequence:
+        return "a list";
+      case YAML::NodeType::Map:
+        return "a mapping";
+      default:
+        return "nothing";
     }
   }
 
-  Result<void> keys(const YAML::Node& map, std::string_view what, const std::set<std::string, std::less<>>& allowed) const {
+  Result<void> keys(const YAML::Node& map, std::string_view what,
+                    const std::set<std::string, std::less<>>& allowed) const {
     if (!map.IsMap()) return fail(map, fmt::format("expected {} to be a mapping, found {}", what, describe(map)));
     for (auto it = map.begin(); it != map.end(); ++it) {
       const std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
@@ -81,7 +86,8 @@ class Reader {
   Result<int> integer(const YAML::Node& n, std::string_view key, int lo, int hi) const {
     auto v = number(n, key, lo, hi);
     if (!v) return tl::unexpected(v.error());
-    if (*v != std::floor(*v)) return fail(n, fmt::format("expected '{}' to be a whole number, found {}", key, n.Scalar()));
+    if (*v != std::floor(*v))
+      return fail(n, fmt::format("expected '{}' to be a whole number, found {}", key, n.Scalar()));
     return static_cast<int>(*v);
   }
 
@@ -106,14 +112,16 @@ class Reader {
 };
 
 Result<JobSpec> parse_job(const Reader& in, const YAML::Node& root) {
-  if (auto k = in.keys(root, "the job file", {"name", "plan", "workload", "model"}); !k) return tl::unexpected(k.error());
+  if (auto k = in.keys(root, "the job file", {"name", "plan", "workload", "model"}); !k)
+    return tl::unexpected(k.error());
   JobSpec job;
   if (root["name"]) {
     auto s = in.string(root["name"], "name");
     if (!s) return tl::unexpected(s.error());
     job.name = *s;
   }
-  if (!root["plan"]) return in.fail(root, "the job file needs a 'plan' mapping with tp, pp, dp, ep, cp (each default 1)");
+  if (!root["plan"])
+    return in.fail(root, "the job file needs a 'plan' mapping with tp, pp, dp, ep, cp (each default 1)");
   const YAML::Node plan = root["plan"];
   if (auto k = in.keys(plan, "'plan'", {"tp", "pp", "dp", "ep", "cp", "order"}); !k) return tl::unexpected(k.error());
   int* fields[] = {&job.plan.tp, &job.plan.pp, &job.plan.dp, &job.plan.ep, &job.plan.cp};
@@ -142,25 +150,41 @@ Result<JobSpec> parse_job(const Reader& in, const YAML::Node& root) {
   job.model = *base;
   if (root["model"]) {
     const YAML::Node m = root["model"];
-    if (auto k = in.keys(m, "'model'",
-                         {"parameters", "hidden", "layers", "sequence", "micro_batch", "micro_batches", "bytes_per_element",
-                          "grad_bytes_per_element", "experts", "top_k", "expert_parameter_fraction", "moe_layer_interval",
-                          "training", "overlap", "compute_ms_per_step"});
+    if (auto k =
+            in.keys(m, "'model'",
+                    {"parameters", "hidden", "layers", "sequence", "micro_batch", "micro_batches", "bytes_per_element",
+                     "grad_bytes_per_element", "experts", "top_k", "expert_parameter_fraction", "moe_layer_interval",
+                     "training", "overlap", "compute_ms_per_step"});
         !k)
       return tl::unexpected(k.error());
     WorkloadModel& w = job.model;
-    struct IntField { const char* key; int* field; int lo; int hi; };
-    IntField ints[] = {{"hidden", &w.hidden, 0, 1 << 24},        {"layers", &w.layers, 0, 100000},
-                       {"sequence", &w.sequence, 0, 1 << 30},    {"micro_batch", &w.micro_batch, 1, 1 << 20},
-                       {"micro_batches", &w.micro_batches, 1, 1 << 20}, {"experts", &w.experts, 0, 1 << 20},
-                       {"top_k", &w.top_k, 1, 1 << 20},          {"moe_layer_interval", &w.moe_layer_interval, 1, 100000}};
+    struct IntField {
+      const char* key;
+      int* field;
+      int lo;
+      int hi;
+    };
+    IntField ints[] = {{"hidden", &w.hidden, 0, 1 << 24},
+                       {"layers", &w.layers, 0, 100000},
+                       {"sequence", &w.sequence, 0, 1 << 30},
+                       {"micro_batch", &w.micro_batch, 1, 1 << 20},
+                       {"micro_batches", &w.micro_batches, 1, 1 << 20},
+                       {"experts", &w.experts, 0, 1 << 20},
+                       {"top_k", &w.top_k, 1, 1 << 20},
+                       {"moe_layer_interval", &w.moe_layer_interval, 1, 100000}};
     for (const auto& f : ints)
       if (m[f.key]) {
         auto v = in.integer(m[f.key], f.key, f.lo, f.hi);
         if (!v) return tl::unexpected(v.error());
         *f.field = *v;
       }
-    struct NumField { const char* key; double* field; double lo; double hi; double scale; };
+    struct NumField {
+      const char* key;
+      double* field;
+      double lo;
+      double hi;
+      double scale;
+    };
     double compute_ms = w.compute_us_per_step / 1e3;
     NumField nums[] = {{"parameters", &w.parameters, 0, 1e16, 1},
                        {"bytes_per_element", &w.bytes_per_element, 0.125, 16, 1},
@@ -198,7 +222,8 @@ Result<std::vector<GpuId>> parse_placement(const Reader& in, const Cluster& clus
     return *sel;
   }
   if (!gpus.IsSequence() || gpus.size() == 0)
-    return in.fail(gpus, fmt::format("expected 'gpus' to be a GPU selection or a non-empty list, found {}", Reader::describe(gpus)));
+    return in.fail(gpus, fmt::format("expected 'gpus' to be a GPU selection or a non-empty list, found {}",
+                                     Reader::describe(gpus)));
   std::vector<GpuId> out(gpus.size());
   std::vector<bool> filled(gpus.size(), false);
   bool ranked = false, unranked = false;
@@ -209,11 +234,13 @@ Result<std::vector<GpuId>> parse_placement(const Reader& in, const Cluster& clus
     if (item.IsScalar()) {
       auto sel = parse_gpu_selection(cluster, item.Scalar());
       if (!sel) return in.fail(item, sel.error().message);
-      if (sel->size() != 1) return in.fail(item, fmt::format("expected one GPU (NODE:INDEX) per list entry, found '{}'", item.Scalar()));
+      if (sel->size() != 1)
+        return in.fail(item, fmt::format("expected one GPU (NODE:INDEX) per list entry, found '{}'", item.Scalar()));
       g = (*sel)[0];
       unranked = true;
     } else if (item.IsMap()) {
-      if (!item["node"] || !item["gpu"]) return in.fail(item, "expected a GPU entry with 'node' and 'gpu' (and optionally 'rank')");
+      if (!item["node"] || !item["gpu"])
+        return in.fail(item, "expected a GPU entry with 'node' and 'gpu' (and optionally 'rank')");
       auto node = in.string(item["node"], "node");
       if (!node) return tl::unexpected(node.error());
       auto n = cluster.find_node(*node);
@@ -254,7 +281,8 @@ Result<JobSpec> parse_job_text(std::string_view text, const std::string& file) {
   try {
     return parse_job(in, *root);
   } catch (const YAML::Exception& e) {
-    return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg), SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
+    return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
+                      SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
   }
 }
 
@@ -264,14 +292,16 @@ Result<JobSpec> read_job_file(const std::string& path) {
   return parse_job_text(*text, path);
 }
 
-Result<std::vector<GpuId>> parse_placement_text(const Cluster& cluster, std::string_view text, const std::string& file) {
+Result<std::vector<GpuId>> parse_placement_text(const Cluster& cluster, std::string_view text,
+                                                const std::string& file) {
   Reader in(file);
   auto root = in.parse(text);
   if (!root) return tl::unexpected(root.error());
   try {
     return parse_placement(in, cluster, *root);
   } catch (const YAML::Exception& e) {
-    return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg), SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
+    return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
+                      SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
   }
 }
 

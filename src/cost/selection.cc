@@ -24,8 +24,10 @@ Result<std::pair<int, int>> parse_index_range(std::string_view text, std::string
   bool ok = dash == std::string_view::npos ? number(text, lo) && (hi = lo, true)
                                            : number(text.substr(0, dash), lo) && number(text.substr(dash + 1), hi);
   if (!ok || hi < lo)
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("in GPU selection item '{}': expected a GPU index or FIRST-LAST range after ':', found '{}'", item, text));
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("in GPU selection item '{}': expected a GPU index or FIRST-LAST range after ':', found '{}'", item,
+                    text));
   return std::make_pair(lo, hi);
 }
 
@@ -33,8 +35,10 @@ Result<std::pair<int, int>> parse_index_range(std::string_view text, std::string
 
 Result<double> parse_size(std::string_view text) {
   auto bad = [&] {
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("expected a size in bytes such as 8, 512K, 1.5M, 8G (K/M/G/T are powers of 1024), found '{}'", text));
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        fmt::format("expected a size in bytes such as 8, 512K, 1.5M, 8G (K/M/G/T are powers of 1024), found '{}'",
+                    text));
   };
   std::string_view t = text;
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
@@ -89,8 +93,11 @@ Result<std::vector<GpuId>> parse_gpu_selection(const Cluster& cluster, std::stri
   std::unordered_set<std::uint32_t> seen;
   for (std::string_view item : items) {
     if (item.empty())
-      return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("GPU selection '{}' has an empty item; expected NODE:INDEX, NODE:FIRST-LAST or a hostlist of whole nodes", sel));
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          fmt::format(
+              "GPU selection '{}' has an empty item; expected NODE:INDEX, NODE:FIRST-LAST or a hostlist of whole nodes",
+              sel));
     std::string_view nodes_part = item;
     std::optional<std::pair<int, int>> range;
     auto close = item.rfind(']');
@@ -102,23 +109,30 @@ Result<std::vector<GpuId>> parse_gpu_selection(const Cluster& cluster, std::stri
       range = *r;
     }
     auto names = expand_hostlist(nodes_part);
-    if (!names) return make_error(ErrorCode::kInvalidArgument, fmt::format("in GPU selection item '{}': {}", item, names.error().message));
+    if (!names)
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("in GPU selection item '{}': {}", item, names.error().message));
     for (const std::string& name : *names) {
       auto node = cluster.find_node(name);
-      if (!node) return make_error(ErrorCode::kInvalidArgument, fmt::format("GPU selection: no node named '{}' in cluster '{}'", name, cluster.name()));
+      if (!node)
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("GPU selection: no node named '{}' in cluster '{}'", name, cluster.name()));
       const int count = cluster.node_gpu_count(*node);
       int lo = range ? range->first : 0, hi = range ? range->second : count - 1;
       if (hi >= count)
-        return make_error(ErrorCode::kInvalidArgument, fmt::format("GPU selection: node '{}' has GPUs 0..{}, not {}", name, count - 1, hi));
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("GPU selection: node '{}' has GPUs 0..{}, not {}", name, count - 1, hi));
       for (int i = lo; i <= hi; ++i) {
         GpuId g = cluster.node_gpu(*node, i);
         if (!seen.insert(g.value).second)
-          return make_error(ErrorCode::kInvalidArgument, fmt::format("GPU selection: {}:{} is selected twice", name, i));
+          return make_error(ErrorCode::kInvalidArgument,
+                            fmt::format("GPU selection: {}:{} is selected twice", name, i));
         out.push_back(g);
       }
     }
   }
-  if (out.empty()) return make_error(ErrorCode::kInvalidArgument, fmt::format("GPU selection '{}' selects no GPU", sel));
+  if (out.empty())
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("GPU selection '{}' selects no GPU", sel));
   return out;
 }
 

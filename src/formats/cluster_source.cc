@@ -1,15 +1,40 @@
 #include "formats/cluster_source.h"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
+#include "formats/discovery.h"
 #include "formats/native_spec.h"
+#include "formats/slurm_topology.h"
+#include "formats/topograph_model.h"
 #include "topology/file_io.h"
 #include "topology/presets.h"
 
 namespace toposched {
 
+namespace {
+// A Slurm topology.conf or a Topograph model names nodes and switches only: nodes get the
+// generic node type of discovery (docs/formats.md); merge warnings are not reported here.
+Result<Cluster> from_discovered(Result<DiscoveredTopology> t, const std::string& file) {
+  if (!t) return tl::unexpected(t.error());
+  DiscoveryOptions o;
+  o.cluster_name = std::filesystem::path(file).stem().string();
+  if (o.cluster_name.empty()) o.cluster_name = "cluster";
+  auto r = merge_discovered({std::move(*t)}, o);
+  if (!r) {
+    Error e = r.error();
+    if (e.where.file.empty()) e.where.file = file;
+    return tl::unexpected(e);
+  }
+  return std::move(r->cluster);
+}
+}  // namespace
+
 Result<Cluster> load_cluster_text(std::string_view text, const std::string& file) {
   if (looks_like_native_spec(text)) return read_native_spec(text, file);
+  if (looks_like_slurm_topology(text)) return from_discovered(read_slurm_topology(text, file), file);
+  if (looks_like_topograph_model(text)) return from_discovered(read_topograph_model(text, file), file);
   // Not recognisably anything: let the native reader explain what it expected.
   return read_native_spec(text, file);
 }

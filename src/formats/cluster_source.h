@@ -1,6 +1,6 @@
 // Loads a cluster from the CLI's SPEC argument: "preset:NAME[?k=v&...]" or a file whose
-// format is detected by content (native YAML/JSON spec; further readers register in
-// cluster_source.cc). Pure function of its input; thread-safe.
+// format is detected by content (native YAML/JSON spec, Slurm topology.conf, Topograph model
+// YAML; further readers register in cluster_source.cc). Pure function of its input; thread-safe.
 #pragma once
 
 #include <string>

@@ -24,12 +24,13 @@ struct DiscoveredSwitch {
 
 struct DiscoveredNode {
   std::string name;
-  std::string switch_name;  // the switch the node hangs under; empty = unknown
-  std::string domain;       // accelerator (multi-node NVLink) domain; empty = none
-  std::string sub_domain;   // optional, only with a domain
+  std::string switch_name;           // the switch the node hangs under; empty = unknown
+  std::string domain;                // accelerator (multi-node NVLink) domain; empty = none
+  std::string sub_domain;            // optional, only with a domain
   std::optional<NodeType> hardware;  // GPUs and NICs, from `nvidia-smi topo -m`
   int gpu_count = 0;                 // hint from labels or the instance type; 0 = unknown
   std::string gpu_model;             // hint, e.g. "NVIDIA H100 80GB HBM3"; empty = unknown
+  double nic_gbit = 0;               // hint: line rate of its compute NICs (from the fabric); 0 = unknown
 };
 
 struct DiscoveredTopology {
@@ -43,7 +44,7 @@ struct DiscoveredTopology {
 // "leaf", "spine", "core", then "tier3", "tier4", ...: tier names by level, closest first.
 std::string tier_name_for_level(int level);
 
-// Name of a GPU-generation-less default: the node type used for nodes no `topo -m` describes.
+// The node type given to nodes that no `topo -m` describes (its name is left empty).
 // `gpu_model` names the product (find_gpu_product); every GPU pair is NVLinked with the
 // product's per-GPU link count (an NVSwitch baseboard) when the product has NVLink, else
 // joined over PCIe (SYS); one `nic_gbit` NIC per GPU at PIX.

@@ -14,10 +14,14 @@ namespace toposched {
 
 std::string tier_name_for_level(int level) {
   switch (level) {
-    case 0: return "leaf";
-    case 1: return "spine";
-    case 2: return "core";
-    default: return fmt::format("tier{}", level);
+    case 0:
+      return "leaf";
+    case 1:
+      return "spine";
+    case 2:
+      return "core";
+    default:
+      return fmt::format("tier{}", level);
   }
 }
 
@@ -135,10 +139,10 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
       }
       const MergedSwitch& prev = switches[it->second];
       if (prev.sw.tier != sw.tier || prev.sw.parent != sw.parent)
-        warnings.push_back(fmt::format("{}: switch '{}' is in tier {} under '{}' here but in tier {} under '{}' in {}; "
-                                       "keeping the latter",
-                                       s.source, sw.name, sw.tier, sw.parent, prev.sw.tier, prev.sw.parent,
-                                       prev.source));
+        warnings.push_back(
+            fmt::format("{}: switch '{}' is in tier {} under '{}' here but in tier {} under '{}' in {}; "
+                        "keeping the latter",
+                        s.source, sw.name, sw.tier, sw.parent, prev.sw.tier, prev.sw.parent, prev.source));
     }
 
   // Nodes: merged by name.
@@ -169,9 +173,10 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
           m.node.sub_domain = n.sub_domain;
           m.domain_source = s.source;
         } else if (m.node.domain != n.domain) {
-          warnings.push_back(fmt::format("{}: node '{}' is in accelerator domain '{}' here but in '{}' in {}; "
-                                         "keeping '{}'",
-                                         s.source, n.name, n.domain, m.node.domain, m.domain_source, m.node.domain));
+          warnings.push_back(
+              fmt::format("{}: node '{}' is in accelerator domain '{}' here but in '{}' in {}; "
+                          "keeping '{}'",
+                          s.source, n.name, n.domain, m.node.domain, m.domain_source, m.node.domain));
         } else if (m.node.sub_domain.empty()) {
           m.node.sub_domain = n.sub_domain;
         }
@@ -185,11 +190,12 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
                                          s.source, n.name, m.hardware_source));
         }
       }
+      if (m.node.nic_gbit == 0) m.node.nic_gbit = n.nic_gbit;
       if (m.node.gpu_count == 0) m.node.gpu_count = n.gpu_count;
       if (m.node.gpu_model.empty()) m.node.gpu_model = n.gpu_model;
     }
   if (nodes.empty())
-    return make_error(ErrorCode::kInvalidArgument,
+    return make_error(ErrorCode::kValidation,
                       "no node found in the inputs; give per-node `topo -m` files or a fabric source that names nodes");
   std::sort(nodes.begin(), nodes.end(),
             [](const MergedNode& a, const MergedNode& b) { return natural_less(a.node.name, b.node.name); });
@@ -214,12 +220,13 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
     if (!m.node.hardware) no_hardware.push_back(m.node.name);
   }
   if (!unplaced.empty())
-    warnings.push_back(fmt::format("{} node(s) are missing from the switch tree and go under '{}': {}",
-                                   unplaced.size(), kNoTopologySwitch, names_of(unplaced)));
+    warnings.push_back(fmt::format("{} node(s) are missing from the switch tree and go under '{}': {}", unplaced.size(),
+                                   kNoTopologySwitch, names_of(unplaced)));
   if (!no_data.empty())
-    warnings.push_back(fmt::format("{} node(s) have no fabric data (no switch, no accelerator domain) and go under "
-                                   "'{}': {}",
-                                   no_data.size(), kNoTopologySwitch, names_of(no_data)));
+    warnings.push_back(
+        fmt::format("{} node(s) have no fabric data (no switch, no accelerator domain) and go under "
+                    "'{}': {}",
+                    no_data.size(), kNoTopologySwitch, names_of(no_data)));
   if (!no_hardware.empty() && no_hardware.size() < nodes.size())
     warnings.push_back(fmt::format("{} node(s) have no `topo -m` file and get a generic node type: {}",
                                    no_hardware.size(), names_of(no_hardware)));
@@ -242,10 +249,18 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
     NodeType hw;
     if (m.node.hardware) {
       hw = *m.node.hardware;
+      if (options.nic_gbit_from_fabric && m.node.nic_gbit > 0)
+        for (Nic& nic : hw.nics)
+          if (nic.compute) nic.gbit = m.node.nic_gbit;
     } else {
       const std::string model = m.node.gpu_model.empty() ? options.default_gpu_model : m.node.gpu_model;
-      const int count = m.node.gpu_count > 0 ? m.node.gpu_count : options.default_gpu_count;
-      auto generic = generic_node_type(model, count, options.default_nic_gbit);
+      // A GB200/GB300 compute tray has 4 GPUs; other products default to the option.
+      auto product = find_gpu_product(model);
+      const bool tray = product && product->canonical.starts_with("GB");
+      const int count = m.node.gpu_count > 0 ? m.node.gpu_count : tray ? 4 : options.default_gpu_count;
+      const double nic_gbit =
+          options.nic_gbit_from_fabric && m.node.nic_gbit > 0 ? m.node.nic_gbit : options.default_nic_gbit;
+      auto generic = generic_node_type(model, count, nic_gbit);
       if (!generic) {
         Error e = generic.error();
         e.message = fmt::format("node '{}': {}", m.node.name, e.message);

@@ -29,6 +29,9 @@ struct DiscoveryOptions {
   std::string default_gpu_model = "H100";
   int default_gpu_count = 8;
   double default_nic_gbit = 400;
+  // When set, a node's NIC speed hint from the fabric (ibnetdiscover link rates) replaces the
+  // speed of its compute NICs; the CLI clears it when --nic-gbit is given explicitly.
+  bool nic_gbit_from_fabric = true;
 };
 
 struct DiscoveryResult {

@@ -103,6 +103,19 @@ const std::string& NameMap::operator()(const std::string& original) {
   return forward_.emplace(original, std::move(name)).first->second;
 }
 
+std::string NameMap::fresh(const std::string& wanted) {
+  std::string name = sanitise(wanted);
+  std::size_t limit = target_ == Target::kSlurm ? 64 : 253;
+  for (std::uint64_t salt = 0; taken_.contains(name); ++salt) {
+    std::string suffix = fmt::format("-{:08x}", static_cast<std::uint32_t>(fnv1a64(wanted + "#" + std::to_string(salt))));
+    std::string base = sanitise(wanted);
+    if (base.size() + suffix.size() > limit) base.resize(limit - suffix.size());
+    name = base + suffix;
+  }
+  taken_[name] = wanted;
+  return name;
+}
+
 std::vector<NodeId> fabric_node_order(const Cluster& c) {
   std::vector<NodeId> order;
   order.reserve(c.node_count());
@@ -267,8 +280,15 @@ std::string regex_escape(std::string_view s) {
   return out;
 }
 
+// Wraps a pattern in a non-capturing group when it has a '|' outside any group.
 std::string group(const std::string& alternatives) {
-  return alternatives.find('|') == std::string::npos ? alternatives : "(?:" + alternatives + ")";
+  int depth = 0;
+  for (char c : alternatives) {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (c == '|' && depth == 0) return "(?:" + alternatives + ")";
+  }
+  return alternatives;
 }
 
 std::string digit_class(char a, char b) { return a == b ? std::string(1, a) : fmt::format("[{}-{}]", a, b); }

@@ -31,7 +31,7 @@ struct ExportOptions {
   LabelStyle label_style = LabelStyle::kKubectl;  // k8s-labels
   MemberStyle member_style = MemberStyle::kExact; // volcano
   std::string gres_type;                  // gres (and Gres= hints); empty = from the GPU model
-  std::string object_name;                // kueue / kai / volcano object name; empty = from the cluster
+  std::string object_name;                // kueue / kai Topology name; empty = from the cluster
 };
 
 // A writer's text plus notes for the user (e.g. nodes that no switch reaches).
@@ -75,6 +75,9 @@ class NameMap {
   enum class Target { kSlurm, kK8sObject };
   explicit NameMap(Target target) : target_(target) {}
   const std::string& operator()(const std::string& original);
+  // A new name, based on `wanted`, that no original maps to and no earlier call returned
+  // (for objects the writer adds, such as a split-off leaf switch).
+  std::string fresh(const std::string& wanted);
   const std::vector<std::pair<std::string, std::string>>& renamed() const { return renamed_; }
 
  private:
@@ -125,8 +128,9 @@ struct LabelLevels {
 };
 LabelLevels label_levels(const Cluster& cluster);
 
-// A regular expression (RE2 / Go syntax, anchored) that matches exactly the names of a
-// hostlist expression's numeric ranges, e.g. "dgx[001-032]" -> "^dgx(0[0-2][1-9]|...)$".
+// An anchored regular expression (RE2 / Go / ECMAScript syntax) that matches exactly the
+// given names, built from their compressed hostlist with Slurm's padding rules:
+// "dgx[001-032]" -> "^dgx0(?:0[1-9]|[1-2][0-9]|3[0-2])$".
 std::string hostlist_regex(const std::vector<std::string>& names);
 
 // YAML text of a JSON value (block style; strings quoted when YAML would misread them).

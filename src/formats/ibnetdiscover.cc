@@ -23,7 +23,31 @@ struct Entity {
   Kind kind = Kind::kCa;
   bool has_record = false;
   std::vector<int> peers;  // switches only
+  double gbit = 0;         // CAs: the link rate of its port, 0 = unknown
 };
+
+// Link rate of a port line's last word, "4xNDR" -> 400 (Gbit/s); 0 when it is not one.
+double link_gbit(std::string_view line) {
+  // The last word, found without splitting the whole line (this runs once per port line).
+  std::size_t end = line.size();
+  while (end > 0 && (line[end - 1] == ' ' || line[end - 1] == '\t' || line[end - 1] == '\r')) --end;
+  std::size_t start = end;
+  while (start > 0 && line[start - 1] != ' ' && line[start - 1] != '\t') --start;
+  std::string_view w = line.substr(start, end - start);
+  auto x = w.find('x');
+  if (x == std::string_view::npos || x == 0 || x > 2) return 0;
+  int lanes = 0;
+  for (std::size_t i = 0; i < x; ++i) {
+    if (w[i] < '0' || w[i] > '9') return 0;
+    lanes = lanes * 10 + (w[i] - '0');
+  }
+  static constexpr std::pair<std::string_view, double> kLane[] = {{"SDR", 2.5},  {"DDR", 5},   {"QDR", 10},
+                                                                  {"FDR10", 10}, {"FDR", 14},  {"EDR", 25},
+                                                                  {"HDR", 50},   {"NDR", 100}, {"XDR", 200}};
+  for (auto [name, rate] : kLane)
+    if (w.substr(x + 1) == name) return lanes * rate;
+  return 0;
+}
 
 class UnionFind {
  public:
@@ -202,11 +226,15 @@ Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string&
       Entity& pe = ents[static_cast<std::size_t>(peer_id)];
       std::string_view d = comment_desc(s, p);
       if (!pe.has_record && pe.desc.empty() && !d.empty()) pe.desc = std::string(d);
-      const Entity& ce = ents[static_cast<std::size_t>(current)];
-      if (ce.kind == Kind::kSwitch)
+      Entity& ce = ents[static_cast<std::size_t>(current)];
+      const double gbit = link_gbit(s.substr(p));
+      if (ce.kind == Kind::kSwitch) {
         links.emplace_back(current, peer_id);
-      else if (pe.kind == Kind::kSwitch)
+        if (pe.kind == Kind::kCa && gbit > 0) pe.gbit = gbit;
+      } else if (pe.kind == Kind::kSwitch) {
         links.emplace_back(peer_id, current);
+        if (gbit > 0) ce.gbit = gbit;
+      }
       continue;
     }
     return bad("an ibnetdiscover line (a 'Switch'/'Ca' node line, a '[port]' line, 'key=value' or a comment)");
@@ -225,6 +253,7 @@ Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string&
   std::vector<CaRole> role(ents.size(), CaRole::kNone);
   std::vector<int> ca_node(ents.size(), -1);
   std::vector<std::string> node_names;
+  std::vector<double> node_gbit;  // per node: link rate of its kept HCAs
   std::unordered_map<std::string, int> node_index;
   std::vector<std::string> unnamed_examples;
   for (std::size_t i = 0; i < ents.size(); ++i) {
@@ -254,7 +283,14 @@ Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string&
     role[i] = CaRole::kHca;
     ++st.kept_hcas;
     auto [it, inserted] = node_index.try_emplace(std::string(words[0].text), static_cast<int>(node_names.size()));
-    if (inserted) node_names.emplace_back(words[0].text);
+    if (inserted) {
+      node_names.emplace_back(words[0].text);
+      node_gbit.push_back(e.gbit);
+    } else if (e.gbit > 0) {
+      // The slowest HCA of the node bounds what its NICs deliver.
+      double& g = node_gbit[static_cast<std::size_t>(it->second)];
+      g = g > 0 ? std::min(g, e.gbit) : e.gbit;
+    }
     ca_node[i] = it->second;
   }
   if (st.skipped_unnamed > 0)
@@ -266,9 +302,9 @@ Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string&
         fmt::format("skipped {} SHARP aggregation node(s) (switch-internal, not hosts)", st.aggregation_nodes));
 
   // Leaves and edge switches.
-  std::vector<int> leaves;                      // switch entity ids
-  std::vector<std::vector<int>> leaf_nodes;     // sorted node ids per leaf
-  std::vector<char> edge(ents.size(), 0);       // holds a host CA: never an upper-tier switch
+  std::vector<int> leaves;                   // switch entity ids
+  std::vector<std::vector<int>> leaf_nodes;  // sorted node ids per leaf
+  std::vector<char> edge(ents.size(), 0);    // holds a host CA: never an upper-tier switch
   std::vector<std::string> display(ents.size());
   std::unordered_set<std::string> taken_display;
   for (std::size_t i = 0; i < ents.size(); ++i) {
@@ -430,7 +466,8 @@ Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string&
     level = std::move(next);
     ++tier;
   }
-  const int tiers = 1 + std::accumulate(all.begin(), all.end(), 0, [](int m, const Group& g) { return std::max(m, g.tier); });
+  const int tiers =
+      1 + std::accumulate(all.begin(), all.end(), 0, [](int m, const Group& g) { return std::max(m, g.tier); });
   for (int t = 0; t < tiers; ++t) out.topology.tiers.push_back(tier_name_for_level(t));
   std::unordered_set<std::string> taken;
   std::vector<int> counter(static_cast<std::size_t>(tiers), 0);
@@ -449,6 +486,7 @@ Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string&
     if (node_group[n] < 0) continue;
     DiscoveredNode dn;
     dn.name = node_names[n];
+    dn.nic_gbit = node_gbit[n];
     dn.switch_name = all[static_cast<std::size_t>(kept_index[static_cast<std::size_t>(node_group[n])])].name;
     out.topology.nodes.push_back(std::move(dn));
   }

@@ -12,7 +12,8 @@
 // Upper tiers are built upward: switches linked to the groups of one tier form the next
 // tier, and switches sharing a child group are merged. A node reaching several leaf groups
 // is placed under the smallest one and named in a warning. A dump without a switch gives an
-// empty fabric. Pure function; thread-safe.
+// empty fabric. Each node's NIC speed hint is the link rate of its kept HCAs ("4xNDR" = 400
+// Gbit/s; the slowest when they differ). Pure function; thread-safe.
 #pragma once
 
 #include <optional>
@@ -32,9 +33,9 @@ struct IbnetStats {
   int switches = 0;
   int cas = 0;
   int kept_hcas = 0;
-  int skipped_unnamed = 0;     // description not "<host> <device>"
-  int aggregation_nodes = 0;   // SHARP aggregation nodes
-  int filtered_hcas = 0;       // named, but the device does not match hca_regex
+  int skipped_unnamed = 0;    // description not "<host> <device>"
+  int aggregation_nodes = 0;  // SHARP aggregation nodes
+  int filtered_hcas = 0;      // named, but the device does not match hca_regex
   int leaf_groups = 0;
   int nodes_in_several_leaf_groups = 0;
 };
@@ -44,7 +45,8 @@ struct IbnetFabric {
   IbnetStats stats;
 };
 
-Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string& file, const IbnetOptions& options = {});
+Result<IbnetFabric> read_ibnetdiscover(std::string_view text, const std::string& file,
+                                       const IbnetOptions& options = {});
 
 bool looks_like_ibnetdiscover(std::string_view text);
 

@@ -406,6 +406,8 @@ Json to_json(const Cluster& c) {
     bool mesh = is_full_mesh(t, links);
     Json nv;
     if (mesh) nv["links"] = links;
+    // Always written, 0 included: a PCIe-only node of a product that has NVLink elsewhere
+    // (the reader would otherwise default to the product's per-link speed).
     nv["GBps_per_link"] = t.nvlink_GBps_per_link;
     nv["nvswitch"] = t.nvswitch;
     jt["nvlink"] = nv;

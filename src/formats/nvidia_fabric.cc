@@ -32,12 +32,14 @@ bool all_zero(std::string_view uuid) {
 }
 
 bool is_clique(std::string_view s) {
-  return !s.empty() && s.size() <= 10 && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !s.empty() && s.size() <= 10 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
 // Validates one (uuid, clique) pair; `where` points at the UUID.
 Result<GpuFabric> classify(std::string_view uuid, std::string_view clique, const std::string& file, int line,
-                           int uuid_col, int clique_col) {
+                           int uuid_col, int clique_col, int clique_line = 0) {
+  if (clique_line == 0) clique_line = line;
   GpuFabric g;
   g.line = line;
   if (uuid == "N/A" || clique == "N/A") {
@@ -45,13 +47,14 @@ Result<GpuFabric> classify(std::string_view uuid, std::string_view clique, const
     return g;
   }
   if (!is_uuid(uuid))
-    return make_error(ErrorCode::kParse,
-                      fmt::format("expected a cluster UUID (8-4-4-4-12 hex digits) or N/A, found '{}'", printable(uuid)),
-                      at(file, line, uuid_col));
+    return make_error(
+        ErrorCode::kParse,
+        fmt::format("expected a cluster UUID (8-4-4-4-12 hex digits) or N/A, found '{}'", printable(uuid)),
+        at(file, line, uuid_col));
   if (!is_clique(clique))
     return make_error(ErrorCode::kParse,
                       fmt::format("expected a clique id (a number) or N/A, found '{}'", printable(clique)),
-                      at(file, line, clique_col));
+                      at(file, clique_line, clique_col));
   if (all_zero(uuid)) {
     g.why = "the cluster UUID is all zeros (fabric not registered)";
     return g;
@@ -82,8 +85,10 @@ Result<std::vector<GpuFabric>> read_csv(std::string_view text, const std::string
     if (b.find(',') != std::string_view::npos)
       return make_error(ErrorCode::kParse, "expected two comma-separated fields per line, found more",
                         at(file, l.number, static_cast<int>(comma + 1 + b.find(',') + 1) + 1));
-    const int ca = static_cast<int>(a.find_first_not_of(" \t") == std::string_view::npos ? 1 : a.find_first_not_of(" \t") + 1);
-    const int cb = static_cast<int>(comma + 2 + (b.find_first_not_of(" \t") == std::string_view::npos ? 0 : b.find_first_not_of(" \t")));
+    const int ca =
+        static_cast<int>(a.find_first_not_of(" \t") == std::string_view::npos ? 1 : a.find_first_not_of(" \t") + 1);
+    const int cb = static_cast<int>(
+        comma + 2 + (b.find_first_not_of(" \t") == std::string_view::npos ? 0 : b.find_first_not_of(" \t")));
     if (trim(a) == "fabric.clusterUuid" || trim(a) == "fabric.clusterUuid [unknown]") continue;  // header line
     auto g = classify(trim(a), trim(b), file, l.number, ca, cb);
     if (!g) return tl::unexpected(g.error());
@@ -105,7 +110,7 @@ Result<std::vector<GpuFabric>> read_query(std::string_view text, const std::stri
     if (trim(lines[i].text) != "Fabric") continue;
     const std::size_t base = indent_of(lines[i].text);
     std::optional<std::string_view> state, status, clique, uuid;
-    int clique_col = 0, uuid_col = 0, line = lines[i].number;
+    int clique_col = 0, uuid_col = 0, clique_line = 0, uuid_line = 0, line = lines[i].number;
     std::size_t j = i + 1;
     for (; j < lines.size(); ++j) {
       std::string_view l = lines[j].text;
@@ -116,11 +121,25 @@ Result<std::vector<GpuFabric>> read_query(std::string_view text, const std::stri
       std::string_view key = trim(l.substr(0, colon));
       std::string_view value = trim(l.substr(colon + 1));
       const std::string_view rest = l.substr(colon + 1);
-      const int col = static_cast<int>(colon + 1 + (rest.size() - rest.substr(rest.find_first_not_of(" \t") == std::string_view::npos ? rest.size() : rest.find_first_not_of(" \t")).size())) + 1;
+      const int col =
+          static_cast<int>(colon + 1 +
+                           (rest.size() - rest.substr(rest.find_first_not_of(" \t") == std::string_view::npos
+                                                          ? rest.size()
+                                                          : rest.find_first_not_of(" \t"))
+                                              .size())) +
+          1;
       if (key == "State") state = value;
       if (key == "Status") status = value;
-      if (key == "CliqueId") { clique = value; clique_col = col; }
-      if (key == "ClusterUUID") { uuid = value; uuid_col = col; }
+      if (key == "CliqueId") {
+        clique = value;
+        clique_col = col;
+        clique_line = lines[j].number;
+      }
+      if (key == "ClusterUUID") {
+        uuid = value;
+        uuid_col = col;
+        uuid_line = lines[j].number;
+      }
     }
     i = j - 1;
     GpuFabric g;
@@ -132,17 +151,21 @@ Result<std::vector<GpuFabric>> read_query(std::string_view text, const std::stri
     } else if (!clique || !uuid) {
       return make_error(ErrorCode::kParse,
                         fmt::format("expected 'CliqueId' and 'ClusterUUID' in the Fabric section, found {}",
-                                    !clique && !uuid ? "neither" : !clique ? "no CliqueId" : "no ClusterUUID"),
+                                    !clique && !uuid ? "neither"
+                                    : !clique        ? "no CliqueId"
+                                                     : "no ClusterUUID"),
                         at(file, line, static_cast<int>(base) + 1));
     } else {
-      auto c = classify(*uuid, *clique, file, line, uuid_col, clique_col);
+      auto c = classify(*uuid, *clique, file, uuid_line, uuid_col, clique_col, clique_line);
       if (!c) return tl::unexpected(c.error());
       g = *c;
+      g.line = line;
     }
     gpus.push_back(g);
   }
   if (gpus.empty())
-    return make_error(ErrorCode::kParse, "expected a 'Fabric' section (from nvidia-smi -q), found none", at(file, 1, 1));
+    return make_error(ErrorCode::kParse, "expected a 'Fabric' section (from nvidia-smi -q), found none",
+                      at(file, 1, 1));
   return gpus;
 }
 

@@ -107,7 +107,8 @@ Result<TopoMatrix> read_nvidia_topo(std::string_view text, const std::string& fi
       ++gpus;
     }
     if (!col_of.emplace(cols[c].name, c).second)
-      return make_error(ErrorCode::kParse, fmt::format("column '{}' appears twice in the header", printable(cols[c].name)),
+      return make_error(ErrorCode::kParse,
+                        fmt::format("column '{}' appears twice in the header", printable(cols[c].name)),
                         at(file, header_line));
   }
 
@@ -144,16 +145,18 @@ Result<TopoMatrix> read_nvidia_topo(std::string_view text, const std::string& fi
       const Token& t = tokens[c + 1];
       auto cell = parse_cell(t.text);
       if (!cell)
-        return make_error(ErrorCode::kParse,
-                          fmt::format("row '{}', column '{}': expected X, NV<count>, PIX, PXB, PHB, NODE or SYS, found '{}'",
-                                      cols[r].name, cols[c].name, printable(t.text)),
-                          at(file, ln, t.column));
+        return make_error(
+            ErrorCode::kParse,
+            fmt::format("row '{}', column '{}': expected X, NV<count>, PIX, PXB, PHB, NODE or SYS, found '{}'",
+                        cols[r].name, cols[c].name, printable(t.text)),
+            at(file, ln, t.column));
       if ((cell->cls == LinkClass::kSelf) != (c == r))
-        return make_error(ErrorCode::kParse,
-                          fmt::format("row '{}', column '{}': expected {}, found '{}'", cols[r].name, cols[c].name,
-                                      c == r ? "'X' (a device is itself)" : "a link class ('X' belongs on the diagonal)",
-                                      printable(t.text)),
-                          at(file, ln, t.column));
+        return make_error(
+            ErrorCode::kParse,
+            fmt::format("row '{}', column '{}': expected {}, found '{}'", cols[r].name, cols[c].name,
+                        c == r ? "'X' (a device is itself)" : "a link class ('X' belongs on the diagonal)",
+                        printable(t.text)),
+            at(file, ln, t.column));
       if (cell->cls == LinkClass::kNVLink && (cols[r].kind != ColumnKind::kGpu || cols[c].kind != ColumnKind::kGpu))
         return make_error(ErrorCode::kParse,
                           fmt::format("row '{}', column '{}': NVLink joins GPUs only; expected a PCIe class "
@@ -249,8 +252,7 @@ Result<TopoMatrix> read_nvidia_topo(std::string_view text, const std::string& fi
                       at(file, header_line));
   if (n > 1 && max_links > 0) {
     int links = t.link(0, 1).nvlinks;
-    t.nvswitch = t.gpu_links == NodeType::full_nvlink_mesh(gpus, links) && product &&
-                 links >= product->nvlinks_per_gpu;
+    t.nvswitch = t.gpu_links == NodeType::full_nvlink_mesh(gpus, links) && product && links >= product->nvlinks_per_gpu;
   }
   std::optional<NameFilter> compute_re;
   if (options.compute_nic_regex) {
@@ -265,8 +267,8 @@ Result<TopoMatrix> read_nvidia_topo(std::string_view text, const std::string& fi
     if (auto it = legend.find(cols[c].name); it != legend.end() && !it->second.empty()) {
       nic.name = it->second;
     } else if (cols[c].name.starts_with("NIC")) {
-      out.warnings.push_back(fmt::format("column '{}' has no entry in the NIC legend; naming the NIC '{}'",
-                                         cols[c].name, cols[c].name));
+      out.warnings.push_back(
+          fmt::format("column '{}' has no entry in the NIC legend; naming the NIC '{}'", cols[c].name, cols[c].name));
     }
     nic.gbit = options.nic_gbit;
     for (std::size_t g = 0; g < n; ++g) nic.gpu_affinity.push_back(cells[gpu_col[g]][c].cls);

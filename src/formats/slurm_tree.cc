@@ -36,7 +36,7 @@ SlurmTree slurm_tree(const Cluster& c) {
     if (has_children && !sw.nodes.empty()) {
       // Slurm: "switch X has both child switches and nodes". Hang the nodes one level down.
       SlurmSwitch leaf;
-      leaf.name = names(sw.model_name + "-nodes");
+      leaf.name = names.fresh(sw.model_name + "-nodes");
       leaf.nodes = std::move(sw.nodes);
       leaf.link_GBps = sw.link_GBps;
       sw.nodes.clear();
@@ -81,6 +81,10 @@ SlurmTree slurm_tree(const Cluster& c) {
 
 Result<ExportOutput> write_slurm_tree(const Cluster& c, const ExportOptions&) {
   SlurmTree tree = slurm_tree(c);
+  if (tree.switches.empty())
+    return make_error(ErrorCode::kValidation,
+                      fmt::format("cluster '{}' has no switch with nodes below it, and topology/tree needs one "
+                                  "(without a fabric, Slurm's default topology/flat needs no topology.conf)", c.name()));
   ExportOutput out;
   out.warnings = tree.warnings;
   std::string& t = out.text;

@@ -3,7 +3,8 @@
 // and a header comment naming the generator. Switch names are made valid for Slurm
 // (NameMap::Target::kSlurm); Slurm refuses a switch with both nodes and child switches, so
 // such a switch's own nodes move to a synthetic child "<name>-nodes" (reported as a
-// warning), and switches with no node below them are left out. Pure function; thread-safe.
+// warning), and switches with no node below them are left out; a cluster with no switch
+// left is a kValidation error. Pure function; thread-safe.
 #pragma once
 
 #include "formats/export_common.h"

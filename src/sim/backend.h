@@ -58,6 +58,21 @@ class CommModel {
 // The policies make_placer accepts (the placement engine's registry), in its order.
 std::vector<std::string> placer_names();
 Result<std::unique_ptr<Placer>> make_placer(const Cluster& cluster, const std::string& policy, std::uint64_t seed);
+// The cost model (estimate_job_comm) with a compute time per step from the job's FLOPs,
+// and the uplink demand / capacity of the cost layer's contention model (contention.h).
 std::unique_ptr<CommModel> make_comm_model(const Cluster& cluster);
+
+// How a trace job communicates: its workload class (the trace's kind, else llm-dense when
+// it has a TP/PP plan, else dp-vision) and its plan as the cost model wants it (EP carved
+// out of DP). Exposed for tests and docs.
+struct JobShape {
+  std::string workload_class;
+  int tp = 1, pp = 1, dp = 1, ep = 1;
+};
+JobShape job_shape(const SimJob& job, int gpus_per_node);
+// Estimated compute time of one step (µs) of the job's workload class on `gpu_model`
+// GPUs with that plan: dense training 6 x active parameters x tokens / (tp x pp) at 40% of
+// the GPU's peak, ResNet-50 256 images per GPU, inference one memory-bound decode step.
+double compute_us_per_step(const JobShape& shape, std::string_view gpu_model);
 
 }  // namespace toposched::sim

@@ -83,6 +83,8 @@ class Engine {
     last_update_.assign(n, 0);
     version_.assign(n, 0);
     running_.assign(n, 0);
+    affected_stamp_.assign(n, std::numeric_limits<std::uint64_t>::max());
+    failed_epoch_.assign(n, std::numeric_limits<std::uint64_t>::max());
     est_.resize(n);
     uses_.resize(n);
     est_end_it_.resize(n);
@@ -107,21 +109,21 @@ class Engine {
     std::size_t next = 0;
     std::size_t done = 0, last_report = 0;
     while (next < n || !heap_.empty()) {
-      while (!heap_.empty() && heap_.top().version != version_[heap_.top().job]) heap_.pop();
+      while (!heap_.empty() && heap_.front().version != version_[heap_.front().job]) pop_event();
       double t_arr = next < n ? jobs[next].submit_s : std::numeric_limits<double>::infinity();
-      double t_fin = heap_.empty() ? std::numeric_limits<double>::infinity() : heap_.top().t;
+      double t_fin = heap_.empty() ? std::numeric_limits<double>::infinity() : heap_.front().t;
       double t = std::min(t_arr, t_fin);
       if (!std::isfinite(t)) break;
       advance_to(t);
       // Finishes first, so their GPUs are free for the jobs that arrive at the same time.
       while (!heap_.empty()) {
-        const Event e = heap_.top();
+        const Event e = heap_.front();
         if (e.version != version_[e.job]) {
-          heap_.pop();
+          pop_event();
           continue;
         }
         if (e.t > now_) break;
-        heap_.pop();
+        pop_event();
         finish(e.job);
         ++done;
       }
@@ -159,6 +161,11 @@ class Engine {
     now_ = t;
   }
 
+  void pop_event() {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<Event>());
+    heap_.pop_back();
+  }
+
   void record_change() {
     changes_.push_back({now_, static_cast<double>(cluster_.gpu_count() - free_), static_cast<double>(queue_.size()), 0});
     if (res_.events % frag_every_ == 0) frag_samples_.emplace_back(now_, placer_.fragmentation());
@@ -179,14 +186,18 @@ class Engine {
   bool try_start(std::uint32_t j) {
     const SimJob& job = trace_.jobs[j];
     if (static_cast<std::size_t>(job.gpus) > free_) return false;
+    // A job that did not fit cannot fit before some GPUs are released (starts only take GPUs).
+    if (failed_epoch_[j] == release_epoch_) return false;
     auto gpus = placer_.place(job, j);
     if (!gpus) {
       if (gpus.error().code != ErrorCode::kInfeasible) permanent_error_ = gpus.error().message;
+      failed_epoch_[j] = release_epoch_;
       return false;
     }
     JobOutcome& out = res_.jobs[j];
     out.placed = true;
     running_[j] = 1;
+    ++running_count_;
     out.start_s = now_;
     free_ -= static_cast<std::size_t>(job.gpus);
     std::vector<std::uint32_t> nodes;
@@ -201,11 +212,12 @@ class Engine {
     last_update_[j] = now_;
     uses_[j] = std::move(ce.uplinks);
     for (const UplinkUse& u : uses_[j]) {
+      double before = uplink_load_[u.uplink];
       uplink_load_[u.uplink] += u.demand;
       uplink_jobs_[u.uplink].push_back(j);
-      mark_uplink(u.uplink);
+      mark_uplink(u.uplink, before);
     }
-    affected_.push_back(j);
+    mark(j);
     est_end_it_[j] = est_end_.emplace(now_ + estimate_[j], job.gpus);
     return true;
   }
@@ -217,9 +229,12 @@ class Engine {
     out.slowdown = (out.end_s - out.start_s) / job.duration_s;
     placer_.release(j);
     running_[j] = 0;
+    --running_count_;
+    ++release_epoch_;
     free_ += static_cast<std::size_t>(job.gpus);
     ++version_[j];
     for (const UplinkUse& u : uses_[j]) {
+      double before = uplink_load_[u.uplink];
       uplink_load_[u.uplink] -= u.demand;
       auto& v = uplink_jobs_[u.uplink];
       auto it = std::find(v.begin(), v.end(), j);
@@ -227,14 +242,25 @@ class Engine {
         *it = v.back();
         v.pop_back();
       }
-      mark_uplink(u.uplink);
+      mark_uplink(u.uplink, before);
     }
     uses_[j].clear();
     est_end_.erase(est_end_it_[j]);
   }
 
-  void mark_uplink(std::uint32_t u) {
-    for (std::uint32_t other : uplink_jobs_[u]) affected_.push_back(other);
+  // The jobs on uplink u need a new rate only when its contention factor changed (on a
+  // non-blocking fabric it stays 1 and nothing is recomputed).
+  void mark_uplink(std::uint32_t u, double load_before) {
+    double cap = comm_.uplink_capacity(u);
+    if (cap <= 0) return;
+    if (std::max(1.0, load_before / cap) == std::max(1.0, uplink_load_[u] / cap)) return;
+    for (std::uint32_t other : uplink_jobs_[u]) mark(other);
+  }
+
+  void mark(std::uint32_t j) {
+    if (affected_stamp_[j] == refresh_round_) return;
+    affected_stamp_[j] = refresh_round_;
+    affected_.push_back(j);
   }
 
   double contention(std::uint32_t j) const {
@@ -247,8 +273,8 @@ class Engine {
   }
 
   void refresh_affected() {
+    // In job order, so the heap's tie-breaking sequence does not depend on marking order.
     std::sort(affected_.begin(), affected_.end());
-    affected_.erase(std::unique(affected_.begin(), affected_.end()), affected_.end());
     for (std::uint32_t j : affected_) {
       if (!running_[j]) continue;
       remaining_[j] = std::max(0.0, remaining_[j] - (now_ - last_update_[j]) * rate_[j]);
@@ -256,9 +282,15 @@ class Engine {
       auto [slow, share] = est_[j];
       rate_[j] = 1.0 / (slow * (1.0 + share * (contention(j) - 1.0)));
       ++version_[j];
-      heap_.push({now_ + remaining_[j] / rate_[j], seq_++, j, version_[j]});
+      heap_.push_back({now_ + remaining_[j] / rate_[j], seq_++, j, version_[j]});
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<Event>());
+    }
+    if (heap_.size() > 4 * running_count_ + 4096) {
+      std::erase_if(heap_, [&](const Event& e) { return e.version != version_[e.job]; });
+      std::make_heap(heap_.begin(), heap_.end(), std::greater<Event>());
     }
     affected_.clear();
+    ++refresh_round_;
   }
 
   // Starts what the discipline allows; returns how many jobs were dropped as unplaceable.
@@ -327,9 +359,11 @@ class Engine {
     for (std::size_t i = 0; i + 1 < changes_.size(); ++i) {
       double a = changes_[i].t, b = changes_[i + 1].t;
       while (a < b) {
-        std::size_t k = std::min(points - 1, static_cast<std::size_t>((a - t0) / width));
-        double edge = std::min(b, t0 + width * static_cast<double>(k + 1));
-        if (edge <= a) edge = b;  // rounding at the last bucket
+        std::size_t k = std::min(points - 1, static_cast<std::size_t>(std::max(0.0, a - t0) / width));
+        double edge = t0 + width * static_cast<double>(k + 1);
+        if (edge <= a && k + 1 < points) edge = t0 + width * static_cast<double>(++k + 1);  // a sits on a boundary
+        edge = k + 1 == points ? b : std::min(b, edge);
+        if (edge <= a) edge = b;
         busy[k] += changes_[i].busy_gpus * (edge - a);
         queued[k] += changes_[i].queued_jobs * (edge - a);
         a = edge;
@@ -368,16 +402,23 @@ class Engine {
   std::size_t free_ = 0;
   double busy_gpu_seconds_ = 0;
   std::uint64_t seq_ = 0;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
+  // Finish events, a min-heap on (time, seq); stale entries (older versions) are skipped
+  // when popped and purged when they outnumber the live ones.
+  std::vector<Event> heap_;
+  std::size_t running_count_ = 0;
   std::map<std::pair<int, std::uint32_t>, std::uint32_t> queue_;
   std::vector<double> remaining_, rate_, last_update_, estimate_;
   std::vector<std::uint32_t> version_;
   std::vector<char> running_;
+  std::vector<std::uint64_t> failed_epoch_;  // release epoch of the job's last failed placement
+  std::uint64_t release_epoch_ = 0;
   std::vector<std::pair<double, double>> est_;
   std::vector<std::vector<UplinkUse>> uses_;
   std::vector<double> uplink_load_;
   std::vector<std::vector<std::uint32_t>> uplink_jobs_;
   std::vector<std::uint32_t> affected_;
+  std::vector<std::uint64_t> affected_stamp_;  // refresh round in which a job was last marked
+  std::uint64_t refresh_round_ = 0;
   std::multimap<double, int> est_end_;
   std::vector<std::multimap<double, int>::iterator> est_end_it_;
   std::vector<TimelinePoint> changes_;

@@ -25,7 +25,7 @@ PolicySummary summarize(const Trace& trace, const SimulationResult& r) {
   PolicySummary s;
   s.policy = r.policy;
   std::vector<double> jct, wait, slow;
-  double lost = 0;
+  double lost = 0, ideal_gpu_s = 0;
   std::size_t multi = 0;
   for (std::size_t i = 0; i < r.jobs.size(); ++i) {
     const JobOutcome& o = r.jobs[i];
@@ -38,6 +38,7 @@ PolicySummary summarize(const Trace& trace, const SimulationResult& r) {
     wait.push_back(o.start_s - j.submit_s);
     slow.push_back(o.slowdown);
     lost += j.gpus * std::max(0.0, (o.end_s - o.start_s) - j.duration_s);
+    ideal_gpu_s += j.gpus * j.duration_s;
     if (o.nodes > 1) ++multi;
   }
   s.jobs = jct.size();
@@ -54,6 +55,7 @@ PolicySummary summarize(const Trace& trace, const SimulationResult& r) {
   s.gpu_hours_lost_comm = lost / 3600.0;
   s.makespan_s = r.last_end_s - r.first_submit_s;
   s.utilization = s.makespan_s > 0 && r.cluster_gpus > 0 ? r.busy_gpu_seconds / (static_cast<double>(r.cluster_gpus) * s.makespan_s) : 0;
+  s.useful_utilization = s.makespan_s > 0 && r.cluster_gpus > 0 ? ideal_gpu_s / (static_cast<double>(r.cluster_gpus) * s.makespan_s) : 0;
   s.fragmentation_mean = r.fragmentation_mean;
   s.multi_node_jobs = s.jobs ? static_cast<double>(multi) / static_cast<double>(s.jobs) : 0;
   return s;

@@ -1,7 +1,8 @@
 // Per-policy figures of a simulation run: job completion time (JCT = end - submit) and
 // waiting time (start - submit) statistics over the jobs that ran, makespan (last end -
 // first submit), time-weighted GPU utilisation (busy GPU-seconds / (GPUs x makespan)),
-// communication slowdown (runtime / ideal duration) statistics, GPU-hours lost to
+// useful utilisation (ideal GPU-seconds of the jobs / (GPUs x makespan)), communication
+// slowdown (runtime / ideal duration) statistics, GPU-hours lost to
 // communication (sum of GPUs x (runtime - ideal)), mean fragmentation, jobs never placed.
 // Percentiles are nearest-rank on sorted values, so the figures are exact functions of the
 // result. Pure functions; thread-safe.
@@ -23,7 +24,10 @@ struct PolicySummary {
   double jct_mean_s = 0, jct_p50_s = 0, jct_p95_s = 0, jct_p99_s = 0;
   double wait_mean_s = 0, wait_p50_s = 0, wait_p95_s = 0, wait_p99_s = 0;
   double makespan_s = 0;
-  double utilization = 0;        // 0..1
+  double utilization = 0;        // 0..1: GPUs allocated to jobs, time-weighted
+  // 0..1: the same with each job's ideal GPU time only (work done, not time spent waiting
+  // on the network): ideal GPU-seconds / (GPUs x makespan).
+  double useful_utilization = 0;
   double comm_slowdown_mean = 1, comm_slowdown_p95 = 1;
   double gpu_hours_lost_comm = 0;
   double fragmentation_mean = 0;

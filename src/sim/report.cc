@@ -36,6 +36,7 @@ Json summary_json(const PolicySummary& s) {
   p["wait_p95_s"] = round_to(s.wait_p95_s, 3);
   p["wait_p99_s"] = round_to(s.wait_p99_s, 3);
   p["utilization"] = round_to(s.utilization, 6);
+  p["useful_utilization"] = round_to(s.useful_utilization, 6);
   p["comm_slowdown_mean"] = round_to(s.comm_slowdown_mean, 6);
   p["comm_slowdown_p95"] = round_to(s.comm_slowdown_p95, 6);
   p["gpu_hours_lost_comm"] = round_to(s.gpu_hours_lost_comm, 3);
@@ -121,6 +122,7 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
       {"wait p99", [](const PolicySummary& s) { return human_seconds(s.wait_p99_s); }},
       {"makespan", [](const PolicySummary& s) { return human_seconds(s.makespan_s); }},
       {"GPU utilisation", [](const PolicySummary& s) { return fmt::format("{:.1f} %", 100 * s.utilization); }},
+      {"useful utilisation", [](const PolicySummary& s) { return fmt::format("{:.1f} %", 100 * s.useful_utilization); }},
       {"comm slowdown mean", [](const PolicySummary& s) { return fmt::format("{:.3f}x", s.comm_slowdown_mean); }},
       {"comm slowdown p95", [](const PolicySummary& s) { return fmt::format("{:.3f}x", s.comm_slowdown_p95); }},
       {"GPU-hours lost to comm", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.gpu_hours_lost_comm); }},
@@ -156,6 +158,7 @@ std::string report_html(const RunInfo& info, const Trace& trace, const std::vect
     summary.push_back({{"policy", name}, {"metric", "mean JCT (h)"}, {"value", round_to(s.jct_mean_s / 3600, 4)}});
     summary.push_back({{"policy", name}, {"metric", "mean wait (h)"}, {"value", round_to(s.wait_mean_s / 3600, 4)}});
     summary.push_back({{"policy", name}, {"metric", "GPU utilisation (%)"}, {"value", round_to(100 * s.utilization, 3)}});
+    summary.push_back({{"policy", name}, {"metric", "useful utilisation (%)"}, {"value", round_to(100 * s.useful_utilization, 3)}});
     summary.push_back({{"policy", name}, {"metric", "mean comm slowdown"}, {"value", round_to(s.comm_slowdown_mean, 4)}});
     if (!run.result) continue;
     const SimulationResult& r = *run.result;
@@ -234,7 +237,9 @@ std::string report_html(const RunInfo& info, const Trace& trace, const std::vect
   row("JCT mean / p50 / p99", [](const PolicySummary& s) { return human_seconds(s.jct_mean_s) + " / " + human_seconds(s.jct_p50_s) + " / " + human_seconds(s.jct_p99_s); });
   row("wait mean / p95", [](const PolicySummary& s) { return human_seconds(s.wait_mean_s) + " / " + human_seconds(s.wait_p95_s); });
   row("makespan", [](const PolicySummary& s) { return human_seconds(s.makespan_s); });
-  row("GPU utilisation", [](const PolicySummary& s) { return fmt::format("{:.1f} %", 100 * s.utilization); });
+  row("GPU utilisation (allocated / useful)", [](const PolicySummary& s) {
+    return fmt::format("{:.1f} % / {:.1f} %", 100 * s.utilization, 100 * s.useful_utilization);
+  });
   row("comm slowdown mean / p95", [](const PolicySummary& s) { return fmt::format("{:.3f}x / {:.3f}x", s.comm_slowdown_mean, s.comm_slowdown_p95); });
   row("GPU-hours lost to comm", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.gpu_hours_lost_comm); });
   row("fragmentation mean", [](const PolicySummary& s) { return fmt::format("{:.3f}", s.fragmentation_mean); });

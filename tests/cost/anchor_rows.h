@@ -84,7 +84,8 @@ inline Result<Cluster> build_anchor_cluster(const AnchorRow& r) {
     t.nvswitch = true;
   } else {
     t.gpu_links.assign(static_cast<std::size_t>(r.gpus_per_node * r.gpus_per_node), {LinkClass::kPxb, 0});
-    for (int g = 0; g < r.gpus_per_node; ++g) t.gpu_links[static_cast<std::size_t>(g * r.gpus_per_node + g)] = {LinkClass::kSelf, 0};
+    for (int g = 0; g < r.gpus_per_node; ++g)
+      t.gpu_links[static_cast<std::size_t>(g * r.gpus_per_node + g)] = {LinkClass::kSelf, 0};
   }
   t.pcie_GBps = pcie_GBps(product->pcie_gen, 16);
   for (int k = 0; k < r.nics_per_node; ++k) {
@@ -92,7 +93,8 @@ inline Result<Cluster> build_anchor_cluster(const AnchorRow& r) {
     nic.name = fmt::format("mlx5_{}", k);
     nic.gbit = r.nic_gbit;
     int home = k * r.gpus_per_node / r.nics_per_node;
-    for (int g = 0; g < r.gpus_per_node; ++g) nic.gpu_affinity.push_back(g == home ? LinkClass::kPix : LinkClass::kNode);
+    for (int g = 0; g < r.gpus_per_node; ++g)
+      nic.gpu_affinity.push_back(g == home ? LinkClass::kPix : LinkClass::kNode);
     t.nics.push_back(nic);
   }
   ClusterBuilder b("anchor-" + r.id);

@@ -31,7 +31,7 @@ TEST(Anchors, EveryRowWithinTolerance) {
                 r.unit.c_str(), 100 * err, std::string(algorithm_name(p->estimate.algorithm)).c_str(),
                 std::string(protocol_name(p->estimate.protocol)).c_str());
     EXPECT_LE(std::abs(err), r.tolerance) << r.id << ": predicted " << p->predicted << " " << r.unit << ", published "
-                                         << r.value << " (" << r.source << ")";
+                                          << r.value << " (" << r.source << ")";
   }
 }
 

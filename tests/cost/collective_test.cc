@@ -2,6 +2,7 @@
 // NCCL-style ring construction, nccl-tests' bus bandwidth definition, bottlenecks (shared
 // NICs, oversubscribed tiers), and clean errors.
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include <fmt/format.h>
@@ -40,9 +41,12 @@ constexpr Collective kAll[] = {Collective::kAllReduce, Collective::kAllGather, C
 TEST(Collective, TimeGrowsWithMessageSize) {
   Cluster h100 = preset("dgx-h100?nodes=4");
   Cluster l40s = preset("pcie-l40s?nodes=2");
-  struct Case { const Cluster* c; std::string sel; };
-  for (const Case& k : {Case{&h100, "dgx-h100-001"}, Case{&h100, "dgx-h100-[001-004]"}, Case{&h100, "dgx-h100-001:0-1,dgx-h100-003:0-1"},
-                        Case{&l40s, "l40s-[001-002]"}}) {
+  struct Case {
+    const Cluster* c;
+    std::string sel;
+  };
+  for (const Case& k : {Case{&h100, "dgx-h100-001"}, Case{&h100, "dgx-h100-[001-004]"},
+                        Case{&h100, "dgx-h100-001:0-1,dgx-h100-003:0-1"}, Case{&l40s, "l40s-[001-002]"}}) {
     auto gpus = select(*k.c, k.sel);
     for (Collective coll : kAll) {
       double prev = -1;
@@ -115,7 +119,8 @@ TEST(Collective, RingIsBuiltByNodeNotByRankOrder) {
   std::mt19937 rng(7);
   std::shuffle(shuffled.begin(), shuffled.end(), rng);
   for (double bytes : {8.0, 8.0 * (1ull << 30)})
-    EXPECT_DOUBLE_EQ(time_us(c, gpus, Collective::kAllReduce, bytes), time_us(c, shuffled, Collective::kAllReduce, bytes));
+    EXPECT_DOUBLE_EQ(time_us(c, gpus, Collective::kAllReduce, bytes),
+                     time_us(c, shuffled, Collective::kAllReduce, bytes));
 }
 
 TEST(Collective, GpusSharingANicSlowTheCrossing) {
@@ -167,12 +172,14 @@ TEST(Collective, OversubscribedTierSlowsCrossingRings) {
   auto across = select(over, "n00,n10");
   const double big = 8.0 * (1ull << 30);
   // Inside one leaf the oversubscription above it does not matter.
-  EXPECT_DOUBLE_EQ(time_us(over, same_leaf, Collective::kAllReduce, big), time_us(full, select(full, "n00,n01"), Collective::kAllReduce, big));
+  EXPECT_DOUBLE_EQ(time_us(over, same_leaf, Collective::kAllReduce, big),
+                   time_us(full, select(full, "n00,n01"), Collective::kAllReduce, big));
   // Across the spine a 4:1 leaf gives a quarter of the NIC bandwidth.
   auto e = estimate_collective(over, across, Collective::kAllReduce, big, Algorithm::kRing);
   ASSERT_TRUE(e.has_value());
   EXPECT_NEAR(e->busbw_GBps, 8 * 50 * 64.0 / 66.0 / 4, 1.0);
-  EXPECT_GT(time_us(over, across, Collective::kAllReduce, big), 3 * time_us(full, select(full, "n00,n10"), Collective::kAllReduce, big));
+  EXPECT_GT(time_us(over, across, Collective::kAllReduce, big),
+            3 * time_us(full, select(full, "n00,n10"), Collective::kAllReduce, big));
 }
 
 TEST(Collective, NetworkShareScalesTheCrossingOnly) {
@@ -183,8 +190,9 @@ TEST(Collective, NetworkShareScalesTheCrossingOnly) {
   ASSERT_TRUE(full && half);
   EXPECT_NEAR(half->busbw_GBps, full->busbw_GBps / 2, full->busbw_GBps * 0.01);
   auto node = select(c, "dgx-h100-001");
-  EXPECT_DOUBLE_EQ(time_us(c, node, Collective::kAllReduce, 1 << 30),
-                   estimate_collective(c, node, Collective::kAllReduce, 1 << 30, Algorithm::kAuto, CostOptions{0.5})->time_us);
+  EXPECT_DOUBLE_EQ(
+      time_us(c, node, Collective::kAllReduce, 1 << 30),
+      estimate_collective(c, node, Collective::kAllReduce, 1 << 30, Algorithm::kAuto, CostOptions{0.5})->time_us);
 }
 
 TEST(Collective, AutoPicksTheFastestCandidate) {
@@ -243,7 +251,8 @@ TEST(Collective, ErrorsAreClean) {
   EXPECT_EQ(code(outside, Collective::kAllReduce, 8, Algorithm::kAuto), ErrorCode::kInvalidArgument);
   std::vector<GpuId> invalid = {GpuId()};
   EXPECT_EQ(code(invalid, Collective::kAllReduce, 8, Algorithm::kAuto), ErrorCode::kInvalidArgument);
-  EXPECT_FALSE(estimate_collective(a100, gpus, Collective::kAllReduce, 8, Algorithm::kAuto, CostOptions{0}).has_value());
+  EXPECT_FALSE(
+      estimate_collective(a100, gpus, Collective::kAllReduce, 8, Algorithm::kAuto, CostOptions{0}).has_value());
 }
 
 TEST(Collective, OneRankCostsNothing) {
@@ -264,6 +273,97 @@ TEST(Collective, NamesRoundTrip) {
                       Algorithm::kDirect})
     EXPECT_EQ(parse_algorithm(algorithm_name(a)), a);
   EXPECT_FALSE(parse_algorithm("collnet").has_value());
+}
+
+}  // namespace
+}  // namespace toposched
+
+namespace toposched {
+namespace {
+
+// Two 8-GPU nodes with one 400G NIC per GPU under one leaf whose per-node bandwidth is
+// capped at `cap` GB/s, or under no common switch with the given cross-root bandwidth.
+Cluster pair_of_nodes(double cap, bool common_switch, double cross_root_GBps) {
+  ClusterBuilder b("pair");
+  NodeType t;
+  t.name = "h100";
+  t.gpu_model = "H100-SXM5";
+  t.gpu_count = 8;
+  t.gpu_links = NodeType::full_nvlink_mesh(8, 18);
+  t.nvlink_GBps_per_link = 25;
+  t.nvswitch = true;
+  t.pcie_GBps = 63;
+  for (int k = 0; k < 8; ++k) {
+    Nic nic{fmt::format("mlx5_{}", k), 400, {}, -1, true};
+    for (int g = 0; g < 8; ++g) nic.gpu_affinity.push_back(g == k ? LinkClass::kPix : LinkClass::kNode);
+    t.nics.push_back(nic);
+  }
+  NodeTypeId type = b.add_node_type(t);
+  NodeId a = b.add_node("a", type);
+  NodeId z = b.add_node("z", type);
+  if (common_switch) {
+    int leaf = b.add_tier(Tier{"leaf", cap, 0.5, 1.0});
+    SwitchId s = b.add_switch("leaf", leaf);
+    b.attach(a, s);
+    b.attach(z, s);
+  } else {
+    b.set_cross_root(cross_root_GBps, 5.0);
+  }
+  return std::move(*std::move(b).build());
+}
+
+TEST(Collective, TierBandwidthCapLimitsTheCrossing) {
+  Cluster capped = pair_of_nodes(100, true, 0);
+  auto gpus = *parse_gpu_selection(capped, "a,z");
+  auto e = estimate_collective(capped, gpus, Collective::kAllReduce, 8.0 * (1ull << 30), Algorithm::kRing);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NEAR(e->busbw_GBps, 100, 1.0);
+}
+
+TEST(Collective, CrossRootBandwidthIsPerGpu) {
+  Cluster c = pair_of_nodes(0, false, 10);
+  auto gpus = *parse_gpu_selection(c, "a,z");
+  auto e = estimate_collective(c, gpus, Collective::kAllReduce, 8.0 * (1ull << 30), Algorithm::kRing);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NEAR(e->busbw_GBps, 80, 1.0);  // 8 GPUs x 10 GB/s
+  auto lat = estimate_collective(c, gpus, Collective::kAllReduce, 8, Algorithm::kRing);
+  ASSERT_TRUE(lat.has_value());
+  // Two network steps, each with NCCL's LL network latency plus the 5 us cross-root path.
+  EXPECT_GT(lat->time_us, 2 * (2.7 + 5.0));
+}
+
+}  // namespace
+}  // namespace toposched
+
+namespace toposched {
+namespace {
+
+TEST(Collective, RandomSelectionsOnEveryPresetGiveSaneEstimates) {
+  std::mt19937 rng(2026);
+  for (const char* spec : {"dgx-a100?nodes=6&su_size=2", "dgx-h100?nodes=8&nics=4", "hgx-h200?nodes=4",
+                           "gb200-nvl72?racks=2&racks_per_su=1&trays=4", "pcie-l40s?nodes=4&nodes_per_leaf=2",
+                           "llama3-24k?pods=2&racks=2", "synthetic?nodes=16&gpus_per_node=4&nvlinks=0&fanout=2,2"}) {
+    auto c = build_preset(spec);
+    ASSERT_TRUE(c.has_value()) << spec;
+    std::vector<GpuId> all;
+    for (std::uint32_t g = 0; g < c->gpu_count(); ++g) all.push_back(GpuId(g));
+    for (int trial = 0; trial < 20; ++trial) {
+      std::shuffle(all.begin(), all.end(), rng);
+      std::size_t n = 2 + rng() % std::min<std::size_t>(all.size() - 1, 40);
+      std::span<const GpuId> gpus(all.data(), n);
+      for (Collective coll : kAll) {
+        double prev = 0;
+        for (double bytes : {1.0, 4096.0, 1048576.0, 1073741824.0}) {
+          auto e = estimate_collective(*c, gpus, coll, bytes);
+          ASSERT_TRUE(e.has_value()) << spec << " " << collective_name(coll) << ": " << e.error().message;
+          EXPECT_TRUE(std::isfinite(e->time_us) && e->time_us > 0) << spec << " " << collective_name(coll);
+          EXPECT_GE(e->time_us, prev) << spec << " " << collective_name(coll) << " " << bytes;
+          EXPECT_TRUE(std::isfinite(e->busbw_GBps) && e->busbw_GBps > 0);
+          prev = e->time_us;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

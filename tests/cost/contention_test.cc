@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "cost/contention.h"
+#include "cost/job_comm.h"
 #include "cost/selection.h"
 #include "topology/presets.h"
 
@@ -109,6 +110,64 @@ TEST(Contention, BadInputIsAnError) {
   auto empty = network_shares(c, {});
   ASSERT_TRUE(empty.has_value());
   EXPECT_TRUE(empty->share.empty());
+}
+
+}  // namespace
+}  // namespace toposched
+
+namespace toposched {
+namespace {
+
+TEST(Contention, RunningJobsSlowEachOtherOnSharedUplinks) {
+  Cluster c = two_leaves(4.0);
+  ParallelPlan plan;
+  plan.tp = 8;
+  plan.dp = 2;
+  WorkloadModel model = *workload_class("llm-dense");
+  auto a = sel(c, "n00,n10");
+  auto b = sel(c, "n01,n11");
+  std::vector<RunningJob> alone = {{a, &plan, &model}};
+  std::vector<RunningJob> both = {{a, &plan, &model}, {b, &plan, &model}};
+  auto one = estimate_running_jobs(c, alone);
+  auto two = estimate_running_jobs(c, both);
+  ASSERT_TRUE(one.has_value()) << one.error().message;
+  ASSERT_TRUE(two.has_value()) << two.error().message;
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_GT((*two)[0].step_comm_us, (*one)[0].step_comm_us);
+  EXPECT_GT((*two)[0].slowdown, (*one)[0].slowdown);
+  EXPECT_DOUBLE_EQ((*two)[0].step_comm_us, (*two)[1].step_comm_us);  // symmetric
+  std::vector<RunningJob> broken = {{a, nullptr, &model}};
+  EXPECT_FALSE(estimate_running_jobs(c, broken).has_value());
+}
+
+}  // namespace
+}  // namespace toposched
+
+namespace toposched {
+namespace {
+
+TEST(Contention, SharesReplaceTheStaticOversubscriptionWorstCase) {
+  Cluster c = two_leaves(4.0);
+  ParallelPlan plan;
+  plan.tp = 8;
+  plan.dp = 2;
+  WorkloadModel model = *workload_class("llm-dense");
+  auto a = sel(c, "n00,n10");
+  auto b = sel(c, "n01,n11");
+  auto d = sel(c, "n02,n12");
+  auto e = sel(c, "n03,n13");
+  // Static model: every node under the 4:1 leaf sends at once.
+  auto fixed = estimate_job_comm(c, a, plan, model);
+  ASSERT_TRUE(fixed.has_value());
+  std::vector<RunningJob> alone = {{a, &plan, &model}};
+  std::vector<RunningJob> four = {{a, &plan, &model}, {b, &plan, &model}, {d, &plan, &model}, {e, &plan, &model}};
+  auto one = estimate_running_jobs(c, alone);
+  auto all = estimate_running_jobs(c, four);
+  ASSERT_TRUE(one && all);
+  // Alone, the job gets the whole uplink: faster than the worst case.
+  EXPECT_LT((*one)[0].step_comm_us, fixed->step_comm_us);
+  // With every node of both leaves crossing, contention reaches the worst case exactly.
+  for (const auto& est : *all) EXPECT_NEAR(est.step_comm_us, fixed->step_comm_us, 1e-6 * fixed->step_comm_us);
 }
 
 }  // namespace

@@ -204,3 +204,50 @@ TEST(JobComm, ComputeTimeDilutesTheStepSlowdown) {
 
 }  // namespace
 }  // namespace toposched
+
+namespace toposched {
+namespace {
+
+TEST(JobComm, IdealPlacementPrefersOneNvlinkDomain) {
+  auto c = build_preset("gb200-nvl72?racks=4&racks_per_su=4");
+  ASSERT_TRUE(c.has_value());
+  // 64 GPUs = 16 trays: one NVL72 rack holds them, so the ideal stays in one domain.
+  auto ideal = ideal_placement(*c, 64, c->node_gpu(NodeId(40), 0));
+  ASSERT_TRUE(ideal.has_value());
+  DomainId d = c->node_domain(c->gpu_node((*ideal)[0]));
+  ASSERT_TRUE(d.valid());
+  for (GpuId g : *ideal) EXPECT_EQ(c->node_domain(c->gpu_node(g)), d);
+}
+
+}  // namespace
+}  // namespace toposched
+
+namespace toposched {
+namespace {
+
+TEST(JobComm, PrecomputedIdealGivesTheSameEstimate) {
+  Cluster c = *build_preset("dgx-h100?nodes=8");
+  ParallelPlan plan;
+  plan.tp = 8;
+  plan.pp = 2;
+  plan.dp = 2;
+  auto model = *workload_class("llm-dense");
+  std::vector<GpuId> gpus;
+  for (int r = 0; r < 32; ++r) gpus.push_back(c.node_gpu(NodeId(static_cast<std::uint32_t>(r % 8)), r / 8));
+  auto ideal = ideal_job_comm(c, plan, model, gpus[0]);
+  ASSERT_TRUE(ideal.has_value());
+  auto direct = estimate_job_comm(c, gpus, plan, model);
+  auto reused = estimate_job_comm(c, gpus, plan, model, CostOptions{}, *ideal);
+  ASSERT_TRUE(direct && reused);
+  EXPECT_DOUBLE_EQ(direct->step_comm_us, reused->step_comm_us);
+  EXPECT_DOUBLE_EQ(direct->ideal_step_comm_us, reused->ideal_step_comm_us);
+  EXPECT_DOUBLE_EQ(direct->slowdown, reused->slowdown);
+  EXPECT_GT(direct->slowdown, 1.0);
+  ParallelPlan other = plan;
+  other.pp = 1;
+  other.dp = 4;
+  EXPECT_FALSE(estimate_job_comm(c, gpus, other, model, CostOptions{}, *ideal).has_value());
+}
+
+}  // namespace
+}  // namespace toposched

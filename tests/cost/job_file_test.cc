@@ -44,15 +44,19 @@ TEST(JobFile, JsonWorksToo) {
 }
 
 TEST(JobFile, ErrorsPointAtTheProblem) {
-  struct Case { const char* text; int line; int column; const char* says; };
+  struct Case {
+    const char* text;
+    int line;
+    int column;
+    const char* says;
+  };
   for (const Case& k : {Case{"plan:\n  tp: 8\n  tpp: 2\n", 3, 3, "unknown key 'tpp'"},
                         Case{"plan:\n  tp: eight\n", 2, 7, "expected 'tp' to be a number"},
                         Case{"plan: {tp: 0}\n", 1, 12, "expected 'tp' in 1..1000000"},
                         Case{"plan: {tp: 2}\nworkload: llm-huge\n", 2, 11, "unknown workload class"},
                         Case{"plan: {tp: 2}\nmodel:\n  overlap: 1.5\n", 3, 12, "overlap"},
                         Case{"plan: {tp: 2, order: tp-dp}\n", 1, 7, "rank order"},
-                        Case{"name: x\n", 1, 1, "needs a 'plan'"},
-                        Case{"plan: [1, 2\n", 2, 1, "invalid YAML"}}) {
+                        Case{"name: x\n", 1, 1, "needs a 'plan'"}, Case{"plan: [1, 2\n", 2, 1, "invalid YAML"}}) {
     auto job = parse_job_text(k.text, "job.yaml");
     ASSERT_FALSE(job.has_value()) << k.text;
     const Error& e = job.error();
@@ -91,13 +95,18 @@ TEST_F(PlacementFile, AcceptsListsAndPlaceOutput) {
 }
 
 TEST_F(PlacementFile, ErrorsPointAtTheProblem) {
-  struct Case { const char* text; int line; const char* says; };
-  for (const Case& k : {Case{"gpus: [dgx-h100-001:0, dgx-h100-001:0]\n", 1, "placed twice"},
-                        Case{"gpus:\n  - dgx-h100-001:0\n  - dgx-h100-009:0\n", 3, "no node named"},
-                        Case{"gpus:\n  - {node: dgx-h100-001, gpu: 9}\n", 2, "'gpu' in 0..7"},
-                        Case{"gpus:\n  - {node: dgx-h100-001, gpu: 1, rank: 1}\n  - {node: dgx-h100-001, gpu: 2, rank: 1}\n", 3,
-                             "rank 1 is given twice"},
-                        Case{"gpu: dgx-h100-001\n", 1, "'gpus'"}, Case{"gpus: []\n", 1, "non-empty"}}) {
+  struct Case {
+    const char* text;
+    int line;
+    const char* says;
+  };
+  for (const Case& k :
+       {Case{"gpus: [dgx-h100-001:0, dgx-h100-001:0]\n", 1, "placed twice"},
+        Case{"gpus:\n  - dgx-h100-001:0\n  - dgx-h100-009:0\n", 3, "no node named"},
+        Case{"gpus:\n  - {node: dgx-h100-001, gpu: 9}\n", 2, "'gpu' in 0..7"},
+        Case{"gpus:\n  - {node: dgx-h100-001, gpu: 1, rank: 1}\n  - {node: dgx-h100-001, gpu: 2, rank: 1}\n", 3,
+             "rank 1 is given twice"},
+        Case{"gpu: dgx-h100-001\n", 1, "'gpus'"}, Case{"gpus: []\n", 1, "non-empty"}}) {
     auto r = parse_placement_text(c, k.text, "p.yaml");
     ASSERT_FALSE(r.has_value()) << k.text;
     EXPECT_EQ(r.error().where.line, k.line) << r.error().to_string();

@@ -69,11 +69,15 @@ TEST_F(Selection, GpuRangesKeepTheWrittenOrder) {
 }
 
 TEST_F(Selection, MistakesAreClearErrors) {
-  struct Case { const char* sel; const char* says; };
-  for (const Case& k : {Case{"dgx-h100-009", "no node named 'dgx-h100-009'"}, Case{"dgx-h100-001:8", "GPUs 0..7"},
-                        Case{"dgx-h100-001:0-3,dgx-h100-001:3", "selected twice"}, Case{"dgx-h100-001,,dgx-h100-002", "empty item"},
-                        Case{"dgx-h100-001:x", "GPU index"}, Case{"dgx-h100-001:3-1", "GPU index"}, Case{"dgx-h100-[001-", "dgx-h100-[001-"},
-                        Case{"", "empty item"}}) {
+  struct Case {
+    const char* sel;
+    const char* says;
+  };
+  for (const Case& k :
+       {Case{"dgx-h100-009", "no node named 'dgx-h100-009'"}, Case{"dgx-h100-001:8", "GPUs 0..7"},
+        Case{"dgx-h100-001:0-3,dgx-h100-001:3", "selected twice"}, Case{"dgx-h100-001,,dgx-h100-002", "empty item"},
+        Case{"dgx-h100-001:x", "GPU index"}, Case{"dgx-h100-001:3-1", "GPU index"},
+        Case{"dgx-h100-[001-", "dgx-h100-[001-"}, Case{"", "empty item"}}) {
     auto r = parse_gpu_selection(c, k.sel);
     ASSERT_FALSE(r.has_value()) << k.sel;
     EXPECT_NE(r.error().message.find(k.says), std::string::npos) << k.sel << " -> " << r.error().message;

@@ -9,9 +9,8 @@
 - slurm-block: Debian's Slurm 22.05 has no topology/block plugin, so the block output is
   checked against topology.conf(5)'s syntax and Topograph's BlockSizes rules here instead.
 
-The H100 node is built in this test from the fixture's GPU matrix (a small parser below),
-because the `topo -m` reader lives on the discovery branch; the test then exports it through
-the native spec, which is what `toposched discover` writes.
+The H100 nodes come from `toposched discover --topo-m` on the fixture; the expected Links
+are read from the fixture's matrix by a small independent parser below.
 """
 
 import json
@@ -131,42 +130,71 @@ class SlurmTreeTest(unittest.TestCase):
                 self.check_tree_accepted(spec, gpu_type or (m.group(1) if m else ""))
 
 
-def h100_spec_from_fixture(path, nodes="h100-[01-04]"):
-    """A native cluster spec with one node type built from a `nvidia-smi topo -m` file."""
+@unittest.skipIf(slurm_available(), slurm_available() or "")
+class SlurmNamesTest(unittest.TestCase):
+    """Switch names Slurm would misread, a switch with both nodes and child switches, and a
+    switch with nothing below it: the export still starts slurmctld cleanly."""
+
+    def test_odd_fabric_is_made_acceptable(self):
+        long_name = "S" * 70
+        spec = {"version": 1, "name": "odd",
+                "node_types": [{"name": "t", "gpu": {"model": "H100", "count": 1}}],
+                "nodes": [{"names": "n[01-10]", "type": "t"}],
+                "fabric": {"tiers": [{"name": "leaf"}, {"name": "spine"}, {"name": "core"}],
+                           "switches": [{"name": "core#1", "tier": "core"},
+                                        {"name": long_name, "tier": "spine", "parent": "core#1", "nodes": "n[09-10]"},
+                                        {"name": "leaf 1/a", "tier": "leaf", "parent": long_name, "nodes": "n[01-04]"},
+                                        {"name": "leaf[2]", "tier": "leaf", "parent": long_name, "nodes": "n[05-08]"},
+                                        {"name": "idle", "tier": "leaf", "parent": "core#1"}]}}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "odd.json")
+            with open(path, "w") as f:
+                json.dump(spec, f)
+            r = toposched("export", "--cluster", path, "--to", "slurm-tree")
+        self.assertIn("both nodes and child switches", r.stderr)
+        self.assertIn("idle", r.stderr)
+        exported = {x["SwitchName"]: x for x in parse_kv_lines(r.stdout, "SwitchName")}
+        self.assertEqual(len(exported), 5)  # 4 non-empty switches + the split-off leaf
+        for name in exported:
+            self.assertRegex(name, r"^[A-Za-z0-9_.-]{1,64}$")
+        with SlurmCluster([NodeSpec("n[01-10]", cpus=4, gpus=1)], topology_conf=r.stdout) as slurm:
+            shown = {s["SwitchName"]: s for s in slurm.show_topology()}
+            self.assertEqual(set(shown), set(exported))
+            levels = sorted(int(s["Level"]) for s in shown.values())
+            self.assertEqual(levels, [0, 0, 0, 1, 2])
+            top = [s for s in shown.values() if s["Level"] == "2"][0]
+            self.assertEqual(slurm.expand_hostlist(top["Nodes"]), [f"n{i:02}" for i in range(1, 11)])
+            self.assertEqual(slurm.log_errors(("topolog", "switch")), [])
+
+
+def fixture_nvlinks(path):
+    """The fixture's GPU x GPU NVLink counts (-1 on the diagonal), read here independently
+    of toposched's reader: cells are tab-separated, `NV18` is 18 links, ` X ` is the GPU."""
     with open(path) as f:
-        lines = [l.rstrip("\n") for l in f if l.strip()]
-    header = [h.strip() for h in lines[0].split("\t")]
-    gpu_cols = [i for i, h in enumerate(header) if re.fullmatch(r"GPU\d+", h)]
-    cpu_col = header.index("CPU Affinity")
-    numa_col = header.index("NUMA Affinity")
-    rows = [l.split("\t") for l in lines[1:] if re.match(r"GPU\d+\t", l)]
-    links, cpus, numa = [], [], []
+        rows = [l.rstrip("\n").split("\t") for l in f if re.match(r"GPU\d+\t", l)]
+    counts = []
     for row in rows:
-        links.append(" ".join(row[i].strip() for i in gpu_cols))
-        cpus.append(row[cpu_col].strip())
-        numa.append(row[numa_col].strip())
-    spec = {
-        "version": 1,
-        "name": "h100-fixture",
-        "node_types": [{
-            "name": "hgx-h100",
-            "gpu": {"model": "NVIDIA H100 80GB HBM3", "count": len(rows)},
-            "links": links,
-            "numa": " ".join(numa),
-            "cpu_affinity": cpus,
-        }],
-        "nodes": [{"names": nodes, "type": "hgx-h100"}],
-        "fabric": {"tiers": [{"name": "leaf"}], "switches": [{"name": "leaf1", "tier": "leaf", "nodes": nodes}]},
-    }
-    return spec
+        cells = [c.strip() for c in row[1:len(rows) + 1]]
+        counts.append([-1 if c == "X" else int(c[2:]) if c.startswith("NV") else 0 for c in cells])
+    return counts
 
 
 class GresTest(unittest.TestCase):
+    """Acceptance 3: nodes read from the H100 `topo -m` fixture by `toposched discover`."""
+
+    NODES = [f"h100-0{i}" for i in range(1, 5)]
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
-        self.spec_path = os.path.join(self.tmp.name, "h100.json")
-        with open(self.spec_path, "w") as f:
-            json.dump(h100_spec_from_fixture(H100_TOPO), f)
+        topo_dir = os.path.join(self.tmp.name, "topo")
+        os.mkdir(topo_dir)
+        with open(H100_TOPO) as f:
+            matrix = f.read()
+        for node in self.NODES:  # discover names each node after its file
+            with open(os.path.join(topo_dir, f"{node}.topo"), "w") as f:
+                f.write(matrix)
+        self.spec_path = os.path.join(self.tmp.name, "h100.yaml")
+        toposched("discover", "--topo-m", topo_dir, "--gpu-model", "NVIDIA H100 80GB HBM3", "-o", self.spec_path)
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -177,21 +205,24 @@ class GresTest(unittest.TestCase):
 
     def test_links_are_nvlink_counts_as_nvml_autodetect_writes_them(self):
         _, lines = self.gres_lines()
+        want_links = fixture_nvlinks(H100_TOPO)
+        self.assertEqual(len(want_links), 8)
         self.assertEqual([l["File"] for l in lines], [f"/dev/nvidia{i}" for i in range(8)])
         for i, l in enumerate(lines):
             self.assertEqual(l["Name"], "gpu")
             self.assertEqual(l["NodeName"], "h100-[01-04]")
-            self.assertEqual(l["Type"], "nvidia_h100_80gb_hbm3")
+            self.assertEqual(l["Type"], "h100-sxm5")
             links = [int(x) for x in l["Links"].split(",")]
+            self.assertEqual(links, want_links[i])
             self.assertEqual(links, [-1 if j == i else 18 for j in range(8)])
             # CPUs 0-55,112-167 are cores 0-55 with their hyperthread siblings.
             self.assertEqual(l["Cores"], "0-55" if i < 4 else "56-111")
 
     @unittest.skipIf(slurm_available(), slurm_available() or "")
     def test_slurm_accepts_it(self):
-        # Acceptance 3: slurmctld starts with the gres.conf, and slurmd reads it back.
+        # slurmctld starts with the gres.conf, and slurmd reads it back the same.
         text, lines = self.gres_lines()
-        node = NodeSpec("h100-[01-04]", cpus=224, gpus=8, gpu_type="nvidia_h100_80gb_hbm3",
+        node = NodeSpec("h100-[01-04]", cpus=224, gpus=8, gpu_type="h100-sxm5",
                         extra="Sockets=2 CoresPerSocket=56 ThreadsPerCore=2")
         topo = toposched("export", "--cluster", self.spec_path, "--to", "slurm-tree").stdout
         with SlurmCluster([node], topology_conf=topo, gres_conf=text) as slurm:
@@ -201,10 +232,10 @@ class GresTest(unittest.TestCase):
             for rec, line in zip(records, lines):
                 self.assertEqual(rec["File"], line["File"])
                 self.assertEqual(rec["Links"], line["Links"])
-                self.assertEqual(rec["Type"], "nvidia_h100_80gb_hbm3")
+                self.assertEqual(rec["Type"], "h100-sxm5")
                 self.assertEqual(rec["Cores"], line["Cores"])
-            job = slurm.sbatch("--nodes=1", "--gres=gpu:nvidia_h100_80gb_hbm3:8")
-            self.assertIn(slurm.wait_job_nodes(job), [f"h100-0{i}" for i in range(1, 5)])
+            job = slurm.sbatch("--nodes=1", "--gres=gpu:h100-sxm5:8")
+            self.assertIn(slurm.wait_job_nodes(job), self.NODES)
 
 
 class SlurmBlockTest(unittest.TestCase):
@@ -254,6 +285,45 @@ class SlurmBlockTest(unittest.TestCase):
                 self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertIn("--block-sizes", r.stderr)
                 self.assertEqual(r.stdout, "")
+
+
+class SlurmYamlTest(unittest.TestCase):
+    """topology.yaml is Slurm 25.05+: checked against topology.yaml(5) field by field, and
+    against the tree and block topology.conf of the same cluster."""
+
+    def test_fields_and_content_match_the_conf_formats(self):
+        import yaml
+        for spec in ("preset:gb200-nvl72?racks=4&racks_per_su=2", "preset:dgx-h100?nodes=64", "preset:pcie-l40s"):
+            with self.subTest(spec=spec):
+                text = toposched("export", "--cluster", spec, "--to", "slurm-yaml").stdout
+                doc = yaml.safe_load(text)
+                self.assertIsInstance(doc, list)
+                self.assertEqual(sum(1 for t in doc if t.get("cluster_default")), 1)
+                for t in doc:
+                    self.assertEqual(next(iter(t)), "topology")  # "Must be the first attribute"
+                    self.assertEqual(len({"block", "flat", "tree"} & set(t)), 1)
+                    self.assertTrue(set(t) <= {"topology", "cluster_default", "block", "flat", "tree"})
+                    self.assertIsInstance(t["cluster_default"], bool)
+                tree = [t["tree"] for t in doc if "tree" in t]
+                self.assertEqual(len(tree), 1)
+                conf = {r["SwitchName"]: r for r in parse_kv_lines(
+                    toposched("export", "--cluster", spec, "--to", "slurm-tree").stdout, "SwitchName")}
+                switches = tree[0]["switches"]
+                self.assertEqual([s["switch"] for s in switches], list(conf))
+                for s in switches:
+                    self.assertTrue(set(s) <= {"switch", "children", "nodes"})
+                    self.assertLessEqual(len(s["switch"]), 64)
+                    self.assertEqual(s.get("children"), conf[s["switch"]].get("Switches"))
+                    self.assertEqual(s.get("nodes"), conf[s["switch"]].get("Nodes"))
+                block = [t["block"] for t in doc if "block" in t]
+                self.assertEqual(len(block), 1)
+                self.assertEqual(set(block[0]), {"block_sizes", "blocks"})
+                text_conf = toposched("export", "--cluster", spec, "--to", "slurm-block").stdout
+                blocks = parse_kv_lines(text_conf, "BlockName")
+                sizes = parse_kv_lines(text_conf, "BlockSizes")[0]["BlockSizes"]
+                self.assertEqual(block[0]["block_sizes"], [int(x) for x in sizes.split(",")])
+                self.assertEqual([(b["block"], b["nodes"]) for b in block[0]["blocks"]],
+                                 [(b["BlockName"], b["Nodes"]) for b in blocks])
 
 
 if __name__ == "__main__":

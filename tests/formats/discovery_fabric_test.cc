@@ -66,6 +66,7 @@ TEST(Ibnetdiscover, TwoSuWithHcaFilterGivesTwoLeafGroupsOfFour) {
   EXPECT_EQ(f->stats.aggregation_nodes, 7);
   EXPECT_EQ(f->stats.filtered_hcas, 8);  // the mlx5_4 storage HCAs
   EXPECT_EQ(f->stats.nodes_in_several_leaf_groups, 0);
+  for (const auto& n : t.nodes) EXPECT_DOUBLE_EQ(n.nic_gbit, 400) << n.name;  // 4xNDR
   EXPECT_TRUE(any_warning_mentions(t.warnings, "skipped 1 CA"));
   EXPECT_TRUE(any_warning_mentions(t.warnings, "MT4129 ConnectX7"));
   EXPECT_TRUE(any_warning_mentions(t.warnings, "7 SHARP aggregation"));
@@ -161,6 +162,19 @@ TEST(DiscoveryMerge, TopoFabricAndIbnetBecomeOneCluster) {
   EXPECT_EQ(c.level_name(c.path(c.node_gpu(*a1, 0), c.node_gpu(*a1, 1))), "nvlink");
   EXPECT_EQ(c.level_name(c.node_path(*a1, *a2)), "tier:leaf");
   EXPECT_EQ(c.level_name(c.node_path(*a1, *b1)), "tier:spine");
+  // HDR links instead of NDR: the compute NICs take the fabric's rate unless told otherwise.
+  std::string hdr = data("two-su-rails-storage.ibnet");
+  for (auto p = hdr.find("4xNDR"); p != std::string::npos; p = hdr.find("4xNDR", p)) hdr.replace(p, 5, "4xHDR");
+  auto ib_hdr = read_ibnetdiscover(hdr, "hdr.ibnet", o);
+  ASSERT_TRUE(ib_hdr);
+  auto slow = merge_discovered({hw, ib_hdr->topology}, {});
+  ASSERT_TRUE(slow);
+  EXPECT_DOUBLE_EQ(slow->cluster.node_type(*slow->cluster.find_node("gpu-a01")).nics[0].gbit, 200);
+  DiscoveryOptions fixed;
+  fixed.nic_gbit_from_fabric = false;
+  auto kept = merge_discovered({hw, ib_hdr->topology}, fixed);
+  ASSERT_TRUE(kept);
+  EXPECT_DOUBLE_EQ(kept->cluster.node_type(*kept->cluster.find_node("gpu-a01")).nics[0].gbit, 400);
   // The result round-trips through the native spec.
   auto again = read_native_spec(write_native_yaml(c), "spec.yaml");
   ASSERT_TRUE(again) << again.error().to_string();
@@ -169,9 +183,11 @@ TEST(DiscoveryMerge, TopoFabricAndIbnetBecomeOneCluster) {
 
 TEST(DiscoveryMerge, FabricDomainsAndNoTopologyGroup) {
   DiscoveredTopology hw = named("topo-m"), fab = named("fabric");
-  for (const char* n : {"gb-r1-n01", "gb-r1-n02", "gb-r2-n01"}) hw.nodes.push_back(topo_node(n, "gb200-4gpu.topo", "GB200"));
-  for (auto [node, file] : {std::pair{"gb-r1-n01", "fabric-gb-r1-n01.csv"}, std::pair{"gb-r1-n02", "fabric-gb-r1-n02.csv"},
-                            std::pair{"gb-r2-n01", "fabric-gb-r2-n01.csv"}}) {
+  for (const char* n : {"gb-r1-n01", "gb-r1-n02", "gb-r2-n01"})
+    hw.nodes.push_back(topo_node(n, "gb200-4gpu.topo", "GB200"));
+  for (auto [node, file] :
+       {std::pair{"gb-r1-n01", "fabric-gb-r1-n01.csv"}, std::pair{"gb-r1-n02", "fabric-gb-r1-n02.csv"},
+        std::pair{"gb-r2-n01", "fabric-gb-r2-n01.csv"}}) {
     auto f = read_nvidia_fabric(data(file), file);
     ASSERT_TRUE(f);
     DiscoveredNode dn;
@@ -227,6 +243,29 @@ TEST(DiscoveryMerge, ConflictingLeavesAreReportedAndFirstWins) {
   EXPECT_TRUE(any_warning_mentions(r->warnings, "node 'n1' is under switch 's2' here but under 's1'"));
   // Nodes without topo -m get the generic type of the default GPU.
   EXPECT_EQ(r->cluster.node_type(*r->cluster.find_node("n1")).gpu_count, 8);
+}
+
+TEST(DiscoveryMerge, HybridCubeMeshPathsFollowLinkCounts) {
+  DiscoveredTopology hw = named("topo-m");
+  hw.nodes.push_back(topo_node("dgx1-01", "dgx1-v100.topo", "V100"));
+  auto r = merge_discovered({hw}, {});
+  ASSERT_TRUE(r) << r.error().to_string();
+  const Cluster& c = r->cluster;
+  NodeId n = *c.find_node("dgx1-01");
+  auto path = [&](int a, int b) { return c.path(c.node_gpu(n, a), c.node_gpu(n, b)); };
+  // NV1 and NV2 pairs are NVLink, at one and two times the V100's 25 GB/s per link.
+  EXPECT_EQ(c.level_name(path(0, 1)), "nvlink");
+  EXPECT_DOUBLE_EQ(path(0, 1).bandwidth_GBps, 25);
+  EXPECT_EQ(c.level_name(path(0, 3)), "nvlink");
+  EXPECT_DOUBLE_EQ(path(0, 3).bandwidth_GBps, 50);
+  EXPECT_DOUBLE_EQ(path(0, 3).bandwidth_GBps, 2 * path(0, 1).bandwidth_GBps);
+  // Pairs without NVLink cross the CPU interconnect.
+  EXPECT_EQ(c.level_name(path(0, 5)), "pcie-sys");
+  EXPECT_EQ(c.level_name(path(3, 6)), "pcie-sys");
+  int nvlink_pairs = 0;
+  for (int a = 0; a < 8; ++a)
+    for (int b = a + 1; b < 8; ++b) nvlink_pairs += path(a, b).level == PathLevel::kNVLink;
+  EXPECT_EQ(nvlink_pairs, 16);  // a hybrid cube-mesh: 16 of the 28 pairs
 }
 
 TEST(DiscoveryMerge, NoNodesIsAnError) { EXPECT_FALSE(merge_discovered({}, {})); }

@@ -16,7 +16,8 @@ std::string data(const std::string& name) {
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+  for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+    s.replace(p, from.size(), to);
   return s;
 }
 
@@ -263,6 +264,16 @@ TEST(NvidiaFabric, MalformedLinesNamePosition) {
   EXPECT_EQ(f.error().where.column, 1);
   EXPECT_NE(f.error().message.find("not-a-uuid"), std::string::npos);
   EXPECT_FALSE(read_nvidia_fabric("", "empty.csv"));
+}
+
+TEST(NvidiaFabric, QueryOutputErrorsPointAtTheField) {
+  std::string text = data("q-fabric-healthy.txt");
+  text.replace(text.find("4026"), 4, "40x6");
+  auto f = read_nvidia_fabric(text, "q.txt");
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().where.line, 4);
+  EXPECT_EQ(f.error().where.column, 45);
+  EXPECT_NE(f.error().message.find("40x6"), std::string::npos);
 }
 
 TEST(NvidiaFabric, DetectsBothFormats) {

@@ -19,9 +19,9 @@ struct IbnetGeneratorSpec {
   int scalable_units = 2;
   int nodes_per_su = 4;
   int rails = 2;
-  int sus_per_pod = 2;   // SUs that share a set of spines
-  int spines = 2;        // per pod
-  int cores = 0;         // above all spines; 0 = two tiers only
+  int sus_per_pod = 2;  // SUs that share a set of spines
+  int spines = 2;       // per pod
+  int cores = 0;        // above all spines; 0 = two tiers only
 };
 
 inline std::string generate_ibnetdiscover(const IbnetGeneratorSpec& s) {
@@ -39,24 +39,27 @@ inline std::string generate_ibnetdiscover(const IbnetGeneratorSpec& s) {
   for (int p = 0; p < pods; ++p)
     for (int k = 0; k < s.spines; ++k)
       spines.push_back({fmt::format("POD{}-SPINE-{:02}", p + 1, k + 1), guid(0x2c5eac, spines.size()), lid++});
-  for (int k = 0; k < s.cores; ++k) cores.push_back({fmt::format("CORE-{:02}", k + 1), guid(0x2c5ead, cores.size()), lid++});
+  for (int k = 0; k < s.cores; ++k)
+    cores.push_back({fmt::format("CORE-{:02}", k + 1), guid(0x2c5ead, cores.size()), lid++});
   auto ca_guid = [&](int su, int n, int r) {
-    return guid(0x2c5231, (static_cast<std::uint64_t>(su) * 4096 + static_cast<std::uint64_t>(n)) * 64 + static_cast<std::uint64_t>(r));
+    return guid(0x2c5231, (static_cast<std::uint64_t>(su) * 4096 + static_cast<std::uint64_t>(n)) * 64 +
+                              static_cast<std::uint64_t>(r));
   };
   auto host = [](int su, int n) { return fmt::format("gpu-su{:03}-n{:02}", su + 1, n + 1); };
   std::string out;
   auto it = std::back_inserter(out);
-  fmt::format_to(it, "#\n# Topology file: generated on Sun Nov 29 12:00:00 2026\n#\n# Initiated from node {} port {}\n\n",
+  fmt::format_to(it,
+                 "#\n# Topology file: generated on Sun Nov 29 12:00:00 2026\n#\n# Initiated from node {} port {}\n\n",
                  ca_guid(0, 0, 0), ca_guid(0, 0, 0));
   std::uint64_t agg = 0;
   auto switch_header = [&](const Sw& w, int ports) {
     fmt::format_to(it, "vendid=0x2c9\ndevid=0xd2f2\nsysimgguid=0x{0}\nswitchguid=0x{0}({0})\n", w.guid);
-    fmt::format_to(it, "Switch\t{} \"S-{}\"\t\t# \"MF0;{}:MQM9701/U1\" enhanced port 0 lid {} lmc 0\n", ports, w.guid, w.name,
-                   w.lid);
+    fmt::format_to(it, "Switch\t{} \"S-{}\"\t\t# \"MF0;{}:MQM9701/U1\" enhanced port 0 lid {} lmc 0\n", ports, w.guid,
+                   w.name, w.lid);
   };
   auto port_to_switch = [&](int port, const Sw& peer, int peer_port) {
-    fmt::format_to(it, "[{}]\t\"S-{}\"[{}]\t\t# \"MF0;{}:MQM9701/U1\" lid {} 4xNDR\n", port, peer.guid, peer_port, peer.name,
-                   peer.lid);
+    fmt::format_to(it, "[{}]\t\"S-{}\"[{}]\t\t# \"MF0;{}:MQM9701/U1\" lid {} 4xNDR\n", port, peer.guid, peer_port,
+                   peer.name, peer.lid);
   };
   auto aggregation = [&]() {
     std::string g = guid(0x2c5232, agg++);
@@ -76,7 +79,8 @@ inline std::string generate_ibnetdiscover(const IbnetGeneratorSpec& s) {
     int port = 1;
     for (int su = pod * s.sus_per_pod; su < std::min(s.scalable_units, (pod + 1) * s.sus_per_pod); ++su)
       for (int r = 0; r < s.rails; ++r)
-        port_to_switch(port++, leaves[static_cast<std::size_t>(su * s.rails + r)], s.nodes_per_su + 1 + static_cast<int>(k) % s.spines);
+        port_to_switch(port++, leaves[static_cast<std::size_t>(su * s.rails + r)],
+                       s.nodes_per_su + 1 + static_cast<int>(k) % s.spines);
     for (const Sw& c : cores) port_to_switch(port++, c, static_cast<int>(k) + 1);
     aggregation();
   }
@@ -104,8 +108,8 @@ inline std::string generate_ibnetdiscover(const IbnetGeneratorSpec& s) {
         const int ca_lid = 20000 + (su * s.nodes_per_su + n) * s.rails + r;
         fmt::format_to(it, "vendid=0x2c9\ndevid=0x1021\nsysimgguid=0x{0}\ncaguid=0x{0}\n", g);
         fmt::format_to(it, "Ca\t1 \"H-{0}\"\t\t# \"{1} mlx5_{2}\"\n", g, host(su, n), r);
-        fmt::format_to(it, "[1]({0}) \t\"S-{1}\"[{2}]\t\t# lid {3} lmc 0 \"MF0;{4}:MQM9701/U1\" lid {5} 4xNDR\n\n", g, l.guid,
-                       n + 1, ca_lid, l.name, l.lid);
+        fmt::format_to(it, "[1]({0}) \t\"S-{1}\"[{2}]\t\t# lid {3} lmc 0 \"MF0;{4}:MQM9701/U1\" lid {5} 4xNDR\n\n", g,
+                       l.guid, n + 1, ca_lid, l.name, l.lid);
       }
   return out;
 }

@@ -117,12 +117,25 @@ Result<Trace> read_native_csv(std::string_view text, const std::string& file, co
   return trace;
 }
 
+namespace {
+// Quotes a field that holds a separator, a quote or a line break.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos && !s.starts_with('#')) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+}  // namespace
+
 std::string write_native_csv(const Trace& trace) {
   std::string out = "id,submit_s,gpus,duration_s,tp,pp,dp,ep,gpu_model,kind,priority,estimate_s\n";
   auto dim = [](int v) { return v > 0 ? std::to_string(v) : std::string(); };
   for (const SimJob& j : trace.jobs) {
-    out += fmt::format("{},{:.3f},{},{:.3f},{},{},{},{},{},{},{},{}\n", j.id, j.submit_s, j.gpus, j.duration_s, dim(j.tp),
-                       dim(j.pp), dim(j.dp), dim(j.ep), j.gpu_model, j.kind, j.priority,
+    out += fmt::format("{},{:.3f},{},{:.3f},{},{},{},{},{},{},{},{}\n", csv_field(j.id), j.submit_s, j.gpus, j.duration_s, dim(j.tp),
+                       dim(j.pp), dim(j.dp), dim(j.ep), csv_field(j.gpu_model), j.kind, j.priority,
                        j.estimate_s > 0 ? fmt::format("{:.3f}", j.estimate_s) : std::string());
   }
   return out;

@@ -8,6 +8,7 @@
 #include "sim/traces/csv.h"
 #include "sim/traces/native_csv.h"
 #include "sim/traces/other_traces.h"
+#include "formats/cluster_source.h"
 #include "topology/file_io.h"
 
 namespace toposched::sim {
@@ -21,7 +22,19 @@ std::string detect_trace_format(std::string_view text, const std::string& file) 
   std::size_t i = 0;
   while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
   if (i < text.size() && text[i] == '[') return "philly";
-  std::string_view first = text.substr(i, text.find('\n', i) == std::string_view::npos ? std::string_view::npos : text.find('\n', i) - i);
+  // The first line that is not blank or a '#' comment.
+  std::string_view first;
+  for (std::size_t pos = 0; pos < text.size();) {
+    std::size_t nl = text.find('\n', pos);
+    std::string_view ln = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    std::string_view t = csv::trim(ln);
+    if (!t.empty() && t[0] != '#') {
+      first = t;
+      break;
+    }
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
+  }
   std::string base = std::filesystem::path(file).filename().string();
   if (base.starts_with("pai_task_table")) return "pai-v2020";
   auto has = [&](std::string_view col) {
@@ -84,6 +97,18 @@ Result<Trace> load_trace(const std::string& path, std::string_view format, const
   }
   return make_error(ErrorCode::kInvalidArgument,
                     fmt::format("unknown trace format '{}'; expected auto, native, alibaba-v2023, pai-v2020, philly or helios", format));
+}
+
+Result<Cluster> load_sim_cluster(const std::string& spec) {
+  std::error_code ec;
+  if (!spec.starts_with("preset:") && std::filesystem::is_regular_file(spec, ec)) {
+    auto text = read_text_file(spec);
+    if (!text) return tl::unexpected(text.error());
+    std::string_view t = *text;
+    if (t.starts_with("\xEF\xBB\xBF")) t.remove_prefix(3);
+    if (t.starts_with("sn,")) return read_alibaba_v2023_nodes(t, spec);
+  }
+  return load_cluster(spec);
 }
 
 }  // namespace toposched::sim

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/trace.h"
+#include "topology/cluster.h"
 
 namespace toposched::sim {
 
@@ -18,5 +19,14 @@ Result<Trace> load_trace(const std::string& path, std::string_view format = "aut
 
 // Detects the format of text already read ("" when unknown).
 std::string detect_trace_format(std::string_view text, const std::string& file);
+
+}  // namespace toposched::sim
+
+namespace toposched::sim {
+
+// A cluster for the simulator: an Alibaba v2023 node list (detected by its header
+// "sn,cpu_milli,memory_mib,gpu,model") becomes a cluster (alibaba_v2023.h); anything else
+// goes to load_cluster (a spec file or preset:NAME).
+Result<Cluster> load_sim_cluster(const std::string& spec);
 
 }  // namespace toposched::sim

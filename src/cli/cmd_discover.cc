@@ -1,0 +1,114 @@
+// `toposched discover`: reads what the tools already say about a cluster and writes one
+// native cluster spec. All the work is formats/discover.h; this file maps options.
+#include <fmt/format.h>
+
+#include "cli/common.h"
+#include "formats/discover.h"
+#include "formats/native_spec.h"
+#include "topology/file_io.h"
+
+namespace toposched::cli {
+
+namespace {
+struct DiscoverOptions {
+  DiscoverRequest request;
+  std::string hca;
+  std::string compute_nics;
+  std::string output = "-";
+  OutputFormat format = OutputFormat::kText;
+};
+
+int run_discover(DiscoverOptions& o) {
+  DiscoverRequest& r = o.request;
+  if (!o.hca.empty()) r.hca_regex = o.hca;
+  if (!o.compute_nics.empty()) r.topo.compute_nic_regex = o.compute_nics;
+  if (r.topo_m.empty() && r.fabric.empty() && r.ibnetdiscover.empty() && r.slurm_topology.empty() &&
+      r.topograph_models.empty() && r.k8s_nodes.empty() && r.aws_topology.empty())
+    return usage_error(
+        "discover needs at least one input (--topo-m, --fabric, --ibnetdiscover, --slurm-topology, "
+        "--topograph-model, --k8s-nodes or --aws-topology); see 'toposched discover --help'");
+  auto result = discover(r);
+  if (!result) return report(result.error());
+  for (const auto& w : result->warnings) std::cerr << "toposched: warning: " << w << "\n";
+  const std::string text =
+      o.format == OutputFormat::kJson ? write_native_json(result->cluster) : write_native_yaml(result->cluster);
+  if (auto ok = write_file_atomically(o.output, text); !ok) return report(ok.error());
+  if (o.output != "-")
+    std::cerr << fmt::format(
+        "toposched: wrote {}: {} nodes, {} GPUs, {} switches, {} accelerator domains, {} warnings\n", o.output,
+        result->cluster.node_count(), result->cluster.gpu_count(), result->cluster.switch_count(),
+        result->cluster.domain_count(), result->warnings.size());
+  return kExitOk;
+}
+}  // namespace
+
+void register_discover(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<DiscoverOptions>();
+  DiscoverRequest& r = opts->request;
+  CLI::App* cmd = app.add_subcommand(
+      "discover",
+      "Build a cluster spec from what the hardware and tools already report (nvidia-smi, ibnetdiscover, Slurm, "
+      "Kubernetes, AWS)");
+  cmd->add_option("--topo-m", r.topo_m,
+                  "`nvidia-smi topo -m` output of one node: a FILE named after the node (dgx01.topo -> dgx01), or a "
+                  "DIR of such files. Repeatable")
+      ->type_name("FILE|DIR");
+  cmd->add_option("--fabric", r.fabric,
+                  "NVLink fabric membership of one node (nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId "
+                  "--format=csv,noheader, or nvidia-smi -q): a FILE named after the node, or a DIR. Repeatable")
+      ->type_name("FILE|DIR");
+  cmd->add_option("--ibnetdiscover", r.ibnetdiscover, "`ibnetdiscover` output of the InfiniBand fabric")
+      ->type_name("FILE");
+  cmd->add_option("--hca", opts->hca,
+                  "ibnetdiscover: keep only HCAs whose device name fully matches REGEX (e.g. 'mlx5_[0-7]'), so "
+                  "storage HCAs do not turn a storage leaf into a compute leaf")
+      ->type_name("REGEX");
+  cmd->add_option("--compute-nics", opts->compute_nics,
+                  "topo -m: NICs whose name fully matches REGEX carry GPU traffic; the others are marked "
+                  "compute: false (default: all NICs)")
+      ->type_name("REGEX");
+  cmd->add_option("--slurm-topology", r.slurm_topology, "Slurm topology.conf (tree or block)")->type_name("FILE");
+  cmd->add_option("--topograph-model", r.topograph_models, "NVIDIA Topograph cluster model YAML")->type_name("FILE");
+  cmd->add_option("--k8s-nodes", r.k8s_nodes, "`kubectl get nodes -o json` output; topology from node labels")
+      ->type_name("FILE");
+  cmd->add_option("--label-map", r.label_map,
+                  "Extra Kubernetes label KEY=ROLE, ROLE one of tier-N, leaf, spine, core, domain, sub-domain, "
+                  "gpu-count, gpu-product (e.g. example.com/rack=tier-0). Repeatable")
+      ->type_name("KEY=ROLE");
+  cmd->add_option("--aws-topology", r.aws_topology, "`aws ec2 describe-instance-topology` JSON output")
+      ->type_name("FILE");
+  cmd->add_option("--gpu-model", r.topo.gpu_model,
+                  "GPU product, since topo -m does not name it: sets memory, PCIe generation and NVLink speed; also "
+                  "the GPU of nodes without topo -m or hints (default H100)")
+      ->type_name("NAME");
+  cmd->add_option("--nvlink-GBps", r.topo.nvlink_GBps_per_link,
+                  "NVLink bandwidth per link and direction in GB/s (default: from --gpu-model, e.g. 25 for H100)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--nic-gbit", r.topo.nic_gbit,
+                  "Line rate of compute NICs in Gbit/s (topo -m does not show it; default: the HCAs' link rate in "
+                  "--ibnetdiscover, e.g. 4xNDR = 400, else 400)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gpus-per-node", r.merge.default_gpu_count,
+                  "GPUs of nodes no topo -m or label describes (default 8; 4 for GB200/GB300)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--name", r.merge.cluster_name, "Cluster name in the spec (default 'discovered')");
+  cmd->add_flag("--strict", r.merge.strict, "Treat every warning (conflicts, nodes without topology data) as an error");
+  cmd->add_option("-o,--output", opts->output, "Write the spec to FILE (atomically) instead of stdout")
+      ->type_name("FILE");
+  add_format_option(*cmd, opts->format);
+  cmd->footer(
+      "Output: a native cluster spec, YAML (--format text) or JSON (--format json); see docs/cluster-spec.md.\n"
+      "GPUs and NICs come from topo -m; accelerator domains (ClusterUUID.CliqueId) from --fabric or labels;\n"
+      "switch tiers from ibnetdiscover, topology.conf, the Topograph model, labels or AWS network nodes.\n"
+      "Nodes the switch tree misses go under a switch named 'no-topology' and are reported. Warnings go to\n"
+      "stderr. Inputs are documented in docs/formats.md.\n\n"
+      "Example:\n"
+      "  toposched discover --topo-m topo/ --fabric fabric/ --ibnetdiscover fabric.ibnet \\\n"
+      "      --hca 'mlx5_[0-7]' --gpu-model H100 -o cluster.yaml");
+  cmd->callback([opts, cmd, &exit_code] {
+    opts->request.merge.nic_gbit_from_fabric = cmd->count("--nic-gbit") == 0;
+    exit_code = run_discover(*opts);
+  });
+}
+
+}  // namespace toposched::cli

@@ -1,0 +1,198 @@
+// `toposched simulate`: replay a job trace (or a generated LLM-era mix) on a cluster under
+// several placement policies side by side; print the comparison, write report.json and
+// report.html. All logic lives in src/sim/.
+#include <unistd.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cli/common.h"
+#include "sim/backend.h"
+#include "sim/generator.h"
+#include "sim/report.h"
+#include "sim/simulate.h"
+#include "sim/traces/native_csv.h"
+#include "sim/traces/trace_source.h"
+#include "topology/file_io.h"
+
+namespace toposched::cli {
+
+namespace {
+
+struct SimulateOptions {
+  std::string cluster;
+  std::string trace;
+  std::string generate;
+  std::string trace_format = "auto";
+  bool skip_bad_rows = false;
+  std::string policies;
+  std::string discipline = "fifo";
+  double estimate_factor = 1.0;
+  std::uint64_t seed = 1;
+  double load = 0.9;
+  long max_jobs = 0;
+  std::string report;
+  std::string write_trace;
+  bool quiet = false;
+  OutputFormat format = OutputFormat::kText;
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+int run_simulate(const SimulateOptions& o) {
+  if (o.trace.empty() == o.generate.empty()) return usage_error("simulate needs exactly one of --trace FILE or --generate YAML");
+  auto discipline = sim::parse_discipline(o.discipline);
+  if (!discipline) return report(discipline.error());
+  if (!(o.estimate_factor > 0)) return usage_error("--estimate-factor must be > 0");
+  if (!(o.load > 0 && o.load <= 10)) return usage_error("--load must be in (0, 10]");
+  std::vector<std::string> policies = o.policies.empty() || o.policies == "all" ? sim::placer_names() : split_list(o.policies);
+  if (policies.empty()) return usage_error("--policies lists no policy");
+  for (std::size_t i = 0; i < policies.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k)
+      if (policies[i] == policies[k]) return usage_error(fmt::format("policy '{}' is listed twice in --policies", policies[i]));
+
+  auto cluster = sim::load_sim_cluster(o.cluster);
+  if (!cluster) {
+    int code = report(cluster.error());
+    return o.cluster.starts_with("preset:") ? code : kExitError;
+  }
+  sim::Trace trace;
+  if (!o.generate.empty()) {
+    auto params = sim::load_generator_yaml(o.generate);
+    if (!params) {
+      report(params.error());
+      return kExitError;
+    }
+    trace = sim::generate_trace(*params);
+    trace.source = o.generate;
+  } else {
+    sim::TraceReadOptions ro;
+    ro.skip_bad_rows = o.skip_bad_rows;
+    auto t = sim::load_trace(o.trace, o.trace_format, ro);
+    if (!t) {
+      report(t.error());
+      return t.error().code == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
+    }
+    trace = std::move(*t);
+  }
+  if (o.max_jobs > 0 && trace.jobs.size() > static_cast<std::size_t>(o.max_jobs)) trace.jobs.resize(static_cast<std::size_t>(o.max_jobs));
+  if (!o.quiet) {
+    if (trace.skipped_rows > 0)
+      fmt::print(stderr, "toposched: skipped {} malformed rows of {} (first: {})\n", trace.skipped_rows, trace.source, trace.first_skip_reason);
+    if (trace.ignored_rows > 0)
+      fmt::print(stderr, "toposched: ignored {} rows of {} that hold no GPU job (no GPU, never ran)\n", trace.ignored_rows, trace.source);
+  }
+  if (!trace.has_times) {
+    sim::assign_synthetic_times(trace, cluster->gpu_count(), o.seed, o.load);
+    if (!o.quiet)
+      fmt::print(stderr, "toposched: {} has no submit or run times; using Poisson arrivals for {:.0f}% load and log-normal durations (seed {})\n",
+                 trace.source, 100 * o.load, o.seed);
+  }
+  if (trace.jobs.empty()) {
+    fmt::print(stderr, "toposched: error: {}: the trace holds no GPU job to simulate\n", trace.source);
+    return kExitError;
+  }
+  if (!o.write_trace.empty()) {
+    if (auto w = write_file_atomically(o.write_trace, sim::write_native_csv(trace)); !w) {
+      report(w.error());
+      return kExitError;
+    }
+  }
+
+  auto comm = sim::make_comm_model(*cluster);
+  sim::EngineOptions eo;
+  eo.discipline = *discipline;
+  eo.estimate_factor = o.estimate_factor;
+  eo.seed = o.seed;
+  bool bar = !o.quiet && isatty(STDERR_FILENO);
+  int last_pct = -1;
+  auto progress = [&](double f) {
+    int pct = static_cast<int>(f * 100);
+    if (pct == last_pct) return;
+    last_pct = pct;
+    int filled = pct * 40 / 100;
+    fmt::print(stderr, "\rsimulating {} policies [{:<40}] {:3d}%", policies.size(), std::string(static_cast<std::size_t>(filled), '#'), pct);
+    std::fflush(stderr);
+  };
+  auto results = sim::simulate_policies(*cluster, trace, policies, *comm, eo, {}, bar ? std::function<void(double)>(progress) : nullptr);
+  if (bar) fmt::print(stderr, "\r{:<70}\r", "");
+  if (!results) {
+    report(results.error());
+    return kExitUsage;  // only an unknown policy name fails here
+  }
+
+  sim::RunInfo info;
+  info.cluster = cluster->name();
+  info.cluster_gpus = cluster->gpu_count();
+  info.cluster_nodes = cluster->node_count();
+  info.trace = trace.source;
+  info.trace_format = trace.format;
+  info.trace_jobs = trace.jobs.size();
+  info.discipline = std::string(sim::discipline_name(*discipline));
+  info.seed = o.seed;
+  std::vector<sim::PolicyRun> runs;
+  for (const auto& r : *results) runs.push_back({r.summary, &r.result});
+  if (!o.report.empty()) {
+    if (auto w = sim::write_report(o.report, info, trace, runs); !w) {
+      report(w.error());
+      return kExitError;
+    }
+  }
+  if (o.format == OutputFormat::kJson) {
+    std::fputs(sim::report_json(info, runs).c_str(), stdout);
+  } else {
+    std::fputs(sim::report_table(info, runs).c_str(), stdout);
+    if (!o.report.empty()) fmt::print("\nreport: {}/report.html (and report.json)\n", o.report);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_simulate(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<SimulateOptions>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Replay a job trace on a cluster under several placement policies and compare them");
+  cmd->add_option("--cluster,-c", o->cluster,
+                  "Cluster SPEC: a spec file, preset:NAME[?k=v&...], or an Alibaba v2023 node list (openb_node_list_*.csv)")
+      ->required();
+  cmd->add_option("--trace,-t", o->trace, "Job trace file (formats: docs/traces.md); a folder for a PAI v2020 trace");
+  cmd->add_option("--generate,-g", o->generate, "Generate an LLM-era job mix from this YAML instead (see examples/llm-mix.yaml)");
+  cmd->add_option("--trace-format", o->trace_format, "auto (default), native, alibaba-v2023, pai-v2020, philly, helios")
+      ->check(CLI::IsMember(sim::trace_formats()));
+  cmd->add_flag("--skip-bad-rows", o->skip_bad_rows, "Drop malformed trace rows (counted on stderr) instead of failing");
+  cmd->add_option("--policies,-p", o->policies, "Comma-separated placement policies, or 'all' (default): " + [] {
+    std::string s;
+    for (const auto& n : sim::placer_names()) s += (s.empty() ? "" : ",") + n;
+    return s;
+  }());
+  cmd->add_option("--discipline,-q", o->discipline, "Queue discipline: fifo (default), easy-backfill, priority");
+  cmd->add_option("--estimate-factor", o->estimate_factor,
+                  "easy-backfill: runtime estimate = duration x this, for jobs whose trace gives none (default 1)");
+  cmd->add_option("--seed", o->seed, "Seed for the random policy and synthetic times (default 1)");
+  cmd->add_option("--load", o->load, "Offered load for traces without times (default 0.9 of the cluster)");
+  cmd->add_option("--max-jobs", o->max_jobs, "Simulate only the first N jobs of the trace");
+  cmd->add_option("--report,-r", o->report, "Write DIR/report.json and DIR/report.html");
+  cmd->add_option("--write-trace", o->write_trace, "Also write the trace simulated (e.g. the generated one) as native CSV");
+  cmd->add_flag("--quiet", o->quiet, "No progress bar and no notes on stderr");
+  add_format_option(*cmd, o->format);
+  cmd->footer(
+      "Each policy runs in its own thread on identical inputs. A job's runtime is its trace duration\n"
+      "stretched by the communication slowdown of the GPUs it got (cost model) and by contention on\n"
+      "shared uplinks. Text output is a table, one column per policy; --format json prints report.json.\n"
+      "Example:\n"
+      "  toposched simulate --cluster 'preset:dgx-h100?nodes=64' --generate examples/llm-mix.yaml \\\n"
+      "      --policies first-fit,topo --report out/\n"
+      "Docs: docs/simulator.md, docs/traces.md.");
+  cmd->callback([o, &exit_code] { exit_code = run_simulate(*o); });
+}
+
+}  // namespace toposched::cli

@@ -1,0 +1,143 @@
+#include "formats/discover.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "formats/aws_topology.h"
+#include "formats/ibnetdiscover.h"
+#include "formats/k8s_nodes.h"
+#include "formats/nvidia_fabric.h"
+#include "formats/slurm_topology.h"
+#include "formats/topograph_model.h"
+#include "topology/file_io.h"
+#include "topology/hostlist.h"
+
+namespace toposched {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Files of a per-node argument: the file itself, or the regular files of a directory.
+Result<std::vector<std::string>> per_node_files(const std::string& arg, std::string_view option) {
+  std::error_code ec;
+  if (!fs::exists(arg, ec))
+    return make_error(ErrorCode::kNotFound, fmt::format("{} {}: no such file or directory", option, arg));
+  if (!fs::is_directory(arg, ec)) return std::vector<std::string>{arg};
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(arg, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(".") || !entry.is_regular_file(ec)) continue;
+    files.push_back(entry.path().string());
+  }
+  if (ec) return make_error(ErrorCode::kIo, fmt::format("{} {}: cannot list: {}", option, arg, ec.message()));
+  std::sort(files.begin(), files.end(), natural_less);
+  if (files.empty())
+    return make_error(ErrorCode::kNotFound, fmt::format("{} {}: the directory holds no files", option, arg));
+  return files;
+}
+
+}  // namespace
+
+std::string node_name_from_path(const std::string& path) { return fs::path(path).stem().string(); }
+
+Result<DiscoveryResult> discover(const DiscoverRequest& r) {
+  std::vector<DiscoveredTopology> sources;
+  std::unordered_map<std::string, int> topo_gpus;
+
+  DiscoveredTopology hw;
+  hw.source = "topo -m";
+  for (const auto& arg : r.topo_m) {
+    auto files = per_node_files(arg, "--topo-m");
+    if (!files) return tl::unexpected(files.error());
+    for (const auto& f : *files) {
+      auto text = read_text_file(f);
+      if (!text) return tl::unexpected(text.error());
+      auto m = read_nvidia_topo(*text, f, r.topo);
+      if (!m) return tl::unexpected(m.error());
+      DiscoveredNode n;
+      n.name = node_name_from_path(f);
+      if (std::any_of(hw.nodes.begin(), hw.nodes.end(), [&](const DiscoveredNode& x) { return x.name == n.name; }))
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("--topo-m: two files are named after node '{}'", n.name),
+                          SourceLocation{f, 0, 0});
+      for (const auto& w : m->warnings) hw.warnings.push_back(f + ": " + w);
+      topo_gpus[n.name] = m->type.gpu_count;
+      n.hardware = std::move(m->type);
+      hw.nodes.push_back(std::move(n));
+    }
+  }
+  if (!hw.nodes.empty() || !hw.warnings.empty()) {
+    // Warnings already carry their file; merge_discovered prefixes the source name.
+    DiscoveredTopology h = std::move(hw);
+    h.source.clear();
+    sources.push_back(std::move(h));
+  }
+
+  DiscoveredTopology fab;
+  std::map<std::string, std::vector<std::string>> fabric_notes;  // warning -> nodes, to report each once
+  for (const auto& arg : r.fabric) {
+    auto files = per_node_files(arg, "--fabric");
+    if (!files) return tl::unexpected(files.error());
+    for (const auto& f : *files) {
+      auto text = read_text_file(f);
+      if (!text) return tl::unexpected(text.error());
+      auto nf = read_nvidia_fabric(*text, f);
+      if (!nf) return tl::unexpected(nf.error());
+      DiscoveredNode n;
+      n.name = node_name_from_path(f);
+      for (const auto& w : nf->warnings) fabric_notes[w].push_back(n.name);
+      if (auto it = topo_gpus.find(n.name); it != topo_gpus.end() && it->second != nf->gpus)
+        fab.warnings.push_back(
+            fmt::format("{}: node '{}': reports {} GPUs but its topo -m has {}", f, n.name, nf->gpus, it->second));
+      n.domain = nf->domain;
+      fab.nodes.push_back(std::move(n));
+    }
+  }
+  for (auto& [note, nodes] : fabric_notes) {
+    std::sort(nodes.begin(), nodes.end(), natural_less);
+    fab.warnings.push_back(fmt::format("{} node(s): {}: {}", nodes.size(), compress_hostlist(nodes), note));
+  }
+  if (!fab.nodes.empty()) {
+    fab.source = "--fabric";
+    sources.push_back(std::move(fab));
+  }
+
+  auto each = [&](const std::vector<std::string>& files, auto&& read) -> Result<void> {
+    for (const auto& f : files) {
+      auto text = read_text_file(f);
+      if (!text) return tl::unexpected(text.error());
+      auto t = read(*text, f);
+      if (!t) return tl::unexpected(t.error());
+      sources.push_back(std::move(*t));
+    }
+    return {};
+  };
+  IbnetOptions ib;
+  ib.hca_regex = r.hca_regex;
+  Result<void> ok =
+      each(r.ibnetdiscover, [&](const std::string& t, const std::string& f) -> Result<DiscoveredTopology> {
+        auto res = read_ibnetdiscover(t, f, ib);
+        if (!res) return tl::unexpected(res.error());
+        return std::move(res->topology);
+      });
+  if (ok)
+    ok = each(r.slurm_topology, [](const std::string& t, const std::string& f) { return read_slurm_topology(t, f); });
+  if (ok)
+    ok =
+        each(r.topograph_models, [](const std::string& t, const std::string& f) { return read_topograph_model(t, f); });
+  if (ok)
+    ok = each(r.k8s_nodes,
+              [&](const std::string& t, const std::string& f) { return read_k8s_nodes(t, f, r.label_map); });
+  if (ok) ok = each(r.aws_topology, [](const std::string& t, const std::string& f) { return read_aws_topology(t, f); });
+  if (!ok) return tl::unexpected(ok.error());
+
+  DiscoveryOptions merge = r.merge;
+  merge.default_nic_gbit = r.topo.nic_gbit;
+  merge.default_gpu_model = r.topo.gpu_model;
+  return merge_discovered(sources, merge);
+}
+
+}  // namespace toposched

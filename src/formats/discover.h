@@ -1,0 +1,37 @@
+// discover(): the whole of `toposched discover` below the command line. Reads every input
+// file, runs the matching reader and merges the results (formats/discovery.h).
+// Per-node inputs (`topo -m`, fabric) are files or directories of files, each named after
+// its node: the node name is the file name without its last extension ("dgx01.topo" ->
+// "dgx01"); hidden files are skipped. Pure function of the files it reads; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "formats/discovery.h"
+#include "formats/nvidia_topo.h"
+#include "topology/error.h"
+
+namespace toposched {
+
+struct DiscoverRequest {
+  std::vector<std::string> topo_m;          // files or directories, one file per node
+  std::vector<std::string> fabric;          // files or directories, one file per node
+  std::vector<std::string> ibnetdiscover;   // whole-fabric dumps
+  std::vector<std::string> slurm_topology;  // topology.conf files
+  std::vector<std::string> topograph_models;
+  std::vector<std::string> k8s_nodes;     // kubectl get nodes -o json
+  std::vector<std::string> aws_topology;  // describe-instance-topology JSON
+  std::optional<std::string> hca_regex;   // ibnetdiscover: the compute HCAs' device names
+  std::vector<std::string> label_map;     // KEY=ROLE for Kubernetes labels
+  TopoMatrixOptions topo;                 // GPU model, NVLink speed, NIC speed, compute NICs
+  DiscoveryOptions merge;
+};
+
+Result<DiscoveryResult> discover(const DiscoverRequest& request);
+
+// The node name a per-node file stands for: its file name without the last extension.
+std::string node_name_from_path(const std::string& path);
+
+}  // namespace toposched

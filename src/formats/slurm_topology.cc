@@ -1,0 +1,288 @@
+#include "formats/slurm_topology.h"
+
+#include <algorithm>
+#include <cctype>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "formats/text_scan.h"
+#include "topology/hostlist.h"
+
+namespace toposched {
+namespace {
+
+// One statement after comments are removed and continuations joined; every character
+// remembers where it came from.
+struct Statement {
+  std::string text;
+  std::vector<SourceLocation> pos;  // per character (file left empty)
+};
+
+std::vector<Statement> statements(std::string_view text) {
+  std::vector<Statement> out;
+  Statement cur;
+  for (const auto& line : split_lines(text)) {
+    std::string_view s = line.text;
+    auto hash = s.find('#');
+    if (hash != std::string_view::npos) s = s.substr(0, hash);
+    std::size_t end = s.size();
+    while (end > 0 && std::isspace(static_cast<unsigned char>(s[end - 1]))) --end;
+    const bool continued = end > 0 && s[end - 1] == '\\';
+    if (continued) --end;
+    for (std::size_t i = 0; i < end; ++i) {
+      cur.text += s[i];
+      cur.pos.push_back({"", line.number, static_cast<int>(i) + 1});
+    }
+    if (continued) {
+      cur.text += ' ';
+      cur.pos.push_back({"", line.number, static_cast<int>(end) + 1});
+      continue;
+    }
+    if (!trim(cur.text).empty()) out.push_back(std::move(cur));
+    cur = Statement{};
+  }
+  if (!trim(cur.text).empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+struct Field {
+  std::string key;  // lower case
+  std::string value;
+  SourceLocation key_at, value_at;
+};
+
+struct SwitchRec {
+  std::string name;
+  SourceLocation at;
+  std::vector<std::string> children;
+  std::vector<SourceLocation> child_at;
+  int parent = -1;
+  int height = 0;
+};
+
+}  // namespace
+
+bool looks_like_slurm_topology(std::string_view text) {
+  for (const auto& st : statements(text.substr(0, 1 << 16))) {
+    std::string t = lower(trim(st.text));
+    return t.starts_with("switchname=") || t.starts_with("blockname=") || t.starts_with("blocksizes=");
+  }
+  return false;
+}
+
+Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std::string& file) {
+  DiscoveredTopology out;
+  out.source = file;
+  std::vector<SwitchRec> switches;
+  std::unordered_map<std::string, int> switch_index;
+  std::unordered_map<std::string, std::size_t> node_index;
+  bool tree = false, block = false;
+  auto where = [&](SourceLocation l) {
+    l.file = file;
+    return l;
+  };
+  auto add_node = [&](const std::string& name, const std::string& sw, const std::string& domain,
+                      SourceLocation at) -> bool {
+    auto [it, inserted] = node_index.try_emplace(name, out.nodes.size());
+    if (inserted) {
+      DiscoveredNode n;
+      n.name = name;
+      n.switch_name = sw;
+      n.domain = domain;
+      out.nodes.push_back(std::move(n));
+      return true;
+    }
+    const DiscoveredNode& prev = out.nodes[it->second];
+    out.warnings.push_back(fmt::format("line {}: node '{}' is already under {} '{}'; keeping it there", at.line, name,
+                                       sw.empty() ? "block" : "switch", sw.empty() ? prev.domain : prev.switch_name));
+    return false;
+  };
+
+  for (const Statement& st : statements(text)) {
+    std::vector<Field> fields;
+    for (const Token& t : tokenize(st.text)) {
+      const auto start = static_cast<std::size_t>(t.column - 1);
+      auto eq = t.text.find('=');
+      if (eq == std::string_view::npos && !fields.empty() && fields.back().value.ends_with(',')) {
+        // "Nodes=a[1-4],\" continued by "  b1": the value goes on after the line break.
+        fields.back().value += t.text;
+        continue;
+      }
+      if (eq == std::string_view::npos || eq == 0)
+        return make_error(ErrorCode::kParse,
+                          fmt::format("expected KEY=VALUE (SwitchName=, Switches=, Nodes=, LinkSpeed=, BlockName=, "
+                                      "BlockSizes=), found '{}'",
+                                      printable(t.text)),
+                          where(st.pos[start]));
+      Field f;
+      f.key = lower(t.text.substr(0, eq));
+      f.value = std::string(t.text.substr(eq + 1));
+      f.key_at = st.pos[start];
+      f.value_at = st.pos[std::min(start + eq + 1, st.pos.size() - 1)];
+      if (f.value.size() >= 2 && f.value.front() == '"' && f.value.back() == '"')
+        f.value = f.value.substr(1, f.value.size() - 2);
+      fields.push_back(std::move(f));
+    }
+    const Field& head = fields.front();
+    auto hostlist = [&](const Field& f) -> Result<std::vector<std::string>> {
+      auto names = expand_hostlist(f.value);
+      if (!names) {
+        SourceLocation l = f.value_at;
+        if (names.error().where.column > 0) l.column += names.error().where.column - 1;
+        return make_error(ErrorCode::kParse,
+                          fmt::format("in {} hostlist '{}': {}", f.key == "nodes" ? "Nodes" : "Switches",
+                                      printable(f.value), names.error().message),
+                          where(l));
+      }
+      return names;
+    };
+    auto unknown_key = [&](const Field& f, std::string_view allowed) {
+      return make_error(ErrorCode::kParse, fmt::format("unknown key '{}' here; expected {}", printable(f.key), allowed),
+                        where(f.key_at));
+    };
+    if (head.key == "switchname") {
+      tree = true;
+      if (head.value.empty())
+        return make_error(ErrorCode::kParse, "expected a switch name after SwitchName=", where(head.value_at));
+      if (switch_index.contains(head.value))
+        return make_error(ErrorCode::kParse, fmt::format("switch '{}' is defined twice", printable(head.value)),
+                          where(head.value_at));
+      const int id = static_cast<int>(switches.size());
+      switch_index.emplace(head.value, id);
+      switches.push_back({head.value, head.value_at, {}, {}, -1, 0});
+      for (std::size_t k = 1; k < fields.size(); ++k) {
+        const Field& f = fields[k];
+        if (f.key == "nodes") {
+          auto names = hostlist(f);
+          if (!names) return tl::unexpected(names.error());
+          for (const auto& n : *names) add_node(n, head.value, "", f.value_at);
+        } else if (f.key == "switches") {
+          auto names = hostlist(f);
+          if (!names) return tl::unexpected(names.error());
+          for (auto& n : *names) {
+            // Point at the child's own name when it is written out in the value.
+            SourceLocation child_at = f.value_at;
+            if (auto off = f.value.find(n); off != std::string::npos) child_at.column += static_cast<int>(off);
+            switches[static_cast<std::size_t>(id)].children.push_back(std::move(n));
+            switches[static_cast<std::size_t>(id)].child_at.push_back(child_at);
+          }
+        } else if (f.key == "linkspeed") {
+          // Slurm uses it only as a relative weight; the model takes bandwidths from the NICs.
+        } else {
+          return unknown_key(f, "Switches=, Nodes= or LinkSpeed= after SwitchName=");
+        }
+      }
+    } else if (head.key == "blockname") {
+      block = true;
+      if (head.value.empty())
+        return make_error(ErrorCode::kParse, "expected a block name after BlockName=", where(head.value_at));
+      bool any = false;
+      for (std::size_t k = 1; k < fields.size(); ++k) {
+        const Field& f = fields[k];
+        if (f.key != "nodes") return unknown_key(f, "Nodes= after BlockName=");
+        auto names = hostlist(f);
+        if (!names) return tl::unexpected(names.error());
+        for (const auto& n : *names) any = add_node(n, "", head.value, f.value_at) || any;
+      }
+      if (!any)
+        out.warnings.push_back(
+            fmt::format("line {}: block '{}' has no nodes of its own", head.key_at.line, head.value));
+    } else if (head.key == "blocksizes") {
+      block = true;
+      if (fields.size() > 1) return unknown_key(fields[1], "nothing else on a BlockSizes= line");
+      for (std::string_view part : std::vector<std::string_view>{head.value}) {
+        std::size_t start = 0;
+        while (start <= part.size()) {
+          auto comma = part.find(',', start);
+          std::string_view v =
+              part.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+          if (v.empty() ||
+              !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+            return make_error(
+                ErrorCode::kParse,
+                fmt::format("expected BlockSizes as numbers separated by commas, found '{}'", printable(head.value)),
+                where(head.value_at));
+          if (comma == std::string_view::npos) break;
+          start = comma + 1;
+        }
+      }
+    } else {
+      return make_error(ErrorCode::kParse,
+                        fmt::format("expected a statement starting with SwitchName=, BlockName= or BlockSizes=, found "
+                                    "'{}='",
+                                    printable(head.key)),
+                        where(head.key_at));
+    }
+    if (tree && block)
+      return make_error(ErrorCode::kParse,
+                        "this file mixes tree statements (SwitchName=) and block statements (BlockName=, BlockSizes=); "
+                        "Slurm reads one topology plugin per file",
+                        where(head.key_at));
+  }
+  if (!tree && !block)
+    return make_error(ErrorCode::kParse, "expected SwitchName= or BlockName= statements, found none", at(file, 1, 1));
+
+  // Parents, then heights (Kahn's order from the leaves; what is left over is a cycle).
+  for (std::size_t s = 0; s < switches.size(); ++s)
+    for (std::size_t c = 0; c < switches[s].children.size(); ++c) {
+      const std::string& child = switches[s].children[c];
+      auto it = switch_index.find(child);
+      if (it == switch_index.end())
+        return make_error(ErrorCode::kParse,
+                          fmt::format("switch '{}' lists switch '{}', which no SwitchName= line defines",
+                                      switches[s].name, printable(child)),
+                          where(switches[s].child_at[c]));
+      SwitchRec& ch = switches[static_cast<std::size_t>(it->second)];
+      if (it->second == static_cast<int>(s))
+        return make_error(ErrorCode::kParse, fmt::format("switch '{}' lists itself", ch.name),
+                          where(switches[s].child_at[c]));
+      if (ch.parent >= 0 && ch.parent != static_cast<int>(s)) {
+        out.warnings.push_back(
+            fmt::format("line {}: switch '{}' is also listed under '{}'; keeping it under '{}' (the "
+                        "model is a tree)",
+                        switches[s].child_at[c].line, ch.name, switches[s].name,
+                        switches[static_cast<std::size_t>(ch.parent)].name));
+        continue;
+      }
+      ch.parent = static_cast<int>(s);
+    }
+  std::vector<int> pending(switches.size(), 0);
+  for (const auto& s : switches)
+    if (s.parent >= 0) ++pending[static_cast<std::size_t>(s.parent)];
+  std::vector<int> queue;
+  for (std::size_t s = 0; s < switches.size(); ++s)
+    if (pending[s] == 0) queue.push_back(static_cast<int>(s));
+  std::size_t done = 0;
+  int max_height = 0;
+  while (done < queue.size()) {
+    const SwitchRec& s = switches[static_cast<std::size_t>(queue[done++])];
+    max_height = std::max(max_height, s.height);
+    if (s.parent < 0) continue;
+    SwitchRec& p = switches[static_cast<std::size_t>(s.parent)];
+    p.height = std::max(p.height, s.height + 1);
+    if (--pending[static_cast<std::size_t>(s.parent)] == 0) queue.push_back(s.parent);
+  }
+  if (done < switches.size()) {
+    for (std::size_t s = 0; s < switches.size(); ++s)
+      if (pending[s] > 0)
+        return make_error(ErrorCode::kParse,
+                          fmt::format("switch '{}' is part of a cycle of switches", switches[s].name),
+                          where(switches[s].at));
+  }
+  if (tree) {
+    for (int t = 0; t <= max_height; ++t) out.tiers.push_back(tier_name_for_level(t));
+    for (const auto& s : switches)
+      out.switches.push_back(
+          {s.name, s.height, s.parent >= 0 ? switches[static_cast<std::size_t>(s.parent)].name : ""});
+  }
+  return out;
+}
+
+}  // namespace toposched

@@ -1,0 +1,244 @@
+#include "formats/topograph_model.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "formats/yaml_input.h"
+#include "topology/hostlist.h"
+
+namespace toposched {
+namespace {
+
+#define TRY(var, expr)                                  \
+  auto var##_r = (expr);                                \
+  if (!var##_r) return tl::unexpected(var##_r.error()); \
+  auto var = std::move(*var##_r)
+#define CHECK(expr)                                         \
+  do {                                                      \
+    auto check_r_ = (expr);                                 \
+    if (!check_r_) return tl::unexpected(check_r_.error()); \
+  } while (0)
+
+constexpr const char* kDomainLabels[] = {"accelerator.topograph.run/domain", "network.topology.nvidia.com/accelerator",
+                                         "accelerated.topology.nvidia.com/level-0"};
+constexpr const char* kSubDomainLabel = "accelerator.topograph.run/sub-domain";
+
+struct Sw {
+  std::string name;
+  YAML::Node at;
+  std::vector<std::string> children;
+  std::vector<YAML::Node> child_at;
+  int parent = -1;
+  int height = 0;
+};
+
+class ModelReader {
+ public:
+  explicit ModelReader(const std::string& file) : in_(file) { out_.source = file; }
+
+  Result<DiscoveredTopology> read(std::string_view text) {
+    TRY(root, in_.parse(text));
+    CHECK(in_.expect_map(root, "a Topograph model", {"switches", "blocks", "capacity_blocks"}));
+    if (const YAML::Node sw = root["switches"]) {
+      if (sw.IsMap()) {
+        for (auto it = sw.begin(); it != sw.end(); ++it) {
+          TRY(name, in_.string(it->first, "switch name"));
+          CHECK(add_switch(name, it->first, it->second, false));
+        }
+      } else if (sw.IsSequence()) {
+        for (const auto& s : sw) {
+          CHECK(in_.expect_map(s, "a switch", {"name", "switches", "capacity_blocks", "metadata", "labels"}));
+          TRY(name, in_.req_string(s, "name"));
+          CHECK(add_switch(name, s["name"], s, true));
+        }
+      } else if (!sw.IsNull()) {
+        return in_.error_at(
+            sw, fmt::format("expected 'switches' to be a mapping of switch names, found {}", YamlInput::describe(sw)));
+      }
+    }
+    if (const YAML::Node blocks = root["blocks"]) CHECK(read_blocks(blocks));
+    if (const YAML::Node cbs = root["capacity_blocks"]) CHECK(read_capacity_blocks(cbs));
+    CHECK(resolve_tree());
+    return std::move(out_);
+  }
+
+ private:
+  Result<void> add_switch(const std::string& name, const YAML::Node& name_node, const YAML::Node& body,
+                          bool old_layout) {
+    if (name.empty()) return in_.error_at(name_node, "expected a switch name, found an empty one");
+    if (switch_index_.contains(name)) return in_.error_at(name_node, fmt::format("switch '{}' is defined twice", name));
+    switch_index_.emplace(name, static_cast<int>(switches_.size()));
+    Sw s;
+    s.name = name;
+    s.at = name_node;
+    if (!body.IsNull()) {
+      if (!old_layout)
+        CHECK(in_.expect_map(body, fmt::format("switch '{}'", name), {"switches", "labels", "metadata"}));
+      if (const YAML::Node ch = body["switches"]) {
+        TRY(names, in_.words(ch, "switches"));
+        for (auto& n : names) {
+          s.children.push_back(std::move(n));
+          s.child_at.push_back(ch);
+        }
+      }
+      if (old_layout)
+        if (const YAML::Node cbs = body["capacity_blocks"]) {
+          TRY(names, in_.words(cbs, "capacity_blocks"));
+          for (auto& cb : names)
+            if (!cb_switch_.emplace(cb, name).second)
+              return in_.error_at(cbs, fmt::format("capacity block '{}' is under two switches", cb));
+        }
+    }
+    switches_.push_back(std::move(s));
+    return {};
+  }
+
+  Result<std::vector<std::string>> node_names(const YAML::Node& nodes) {
+    TRY(exprs, in_.words(nodes, "nodes"));
+    std::vector<std::string> names;
+    for (const auto& e : exprs) {
+      auto expanded = expand_hostlist(e);
+      if (!expanded) return in_.error_at(nodes, fmt::format("in hostlist '{}': {}", e, expanded.error().message));
+      if (names.size() + expanded->size() > kMaxHostlistNames) return in_.error_at(nodes, "too many nodes");
+      names.insert(names.end(), expanded->begin(), expanded->end());
+    }
+    return names;
+  }
+
+  Result<void> add_nodes(const YAML::Node& nodes, const std::string& sw, const YAML::Node& sw_at,
+                         const std::string& domain, const std::string& sub, const std::string& type) {
+    TRY(names, node_names(nodes));
+    if (!sw.empty() && !switch_index_.contains(sw))
+      return in_.error_at(sw_at, fmt::format("block names switch '{}', which 'switches' does not define", sw));
+    for (auto& n : names) {
+      if (!node_index_.emplace(n, out_.nodes.size()).second)
+        return in_.error_at(nodes, fmt::format("node '{}' is in two blocks", n));
+      DiscoveredNode dn;
+      dn.name = std::move(n);
+      dn.switch_name = sw;
+      dn.domain = domain;
+      dn.sub_domain = domain.empty() ? std::string() : sub;
+      dn.gpu_model = type;
+      out_.nodes.push_back(std::move(dn));
+    }
+    return {};
+  }
+
+  Result<void> read_blocks(const YAML::Node& blocks) {
+    CHECK(in_.expect_sequence(blocks, "'blocks'"));
+    for (const auto& b : blocks) {
+      CHECK(in_.expect_map(b, "a block", {"name", "switch", "nodes", "labels", "metadata"}));
+      TRY(sw, in_.opt_string(b, "switch"));
+      std::string domain, sub;
+      if (const YAML::Node labels = b["labels"]) {
+        if (!labels.IsMap())
+          return in_.error_at(labels,
+                              fmt::format("expected 'labels' to be a mapping, found {}", YamlInput::describe(labels)));
+        for (const char* key : kDomainLabels)
+          if (labels[key] && domain.empty()) {
+            TRY(d, in_.string(labels[key], key));
+            domain = d;
+          }
+        if (labels[kSubDomainLabel]) {
+          TRY(s, in_.string(labels[kSubDomainLabel], kSubDomainLabel));
+          sub = s;
+        }
+      }
+      if (!b["nodes"]) return in_.error_at(b, "missing required key 'nodes' (hostlists)");
+      CHECK(add_nodes(b["nodes"], sw ? *sw : "", b["switch"], domain, sub, ""));
+    }
+    return {};
+  }
+
+  Result<void> read_capacity_blocks(const YAML::Node& cbs) {
+    CHECK(in_.expect_sequence(cbs, "'capacity_blocks'"));
+    for (const auto& b : cbs) {
+      CHECK(in_.expect_map(b, "a capacity block", {"name", "type", "nvlink", "nodes"}));
+      TRY(name, in_.req_string(b, "name"));
+      TRY(type, in_.opt_string(b, "type"));
+      TRY(nvlink, in_.opt_string(b, "nvlink"));
+      if (!b["nodes"]) return in_.error_at(b, "missing required key 'nodes'");
+      auto sw = cb_switch_.find(name);
+      CHECK(add_nodes(b["nodes"], sw == cb_switch_.end() ? "" : sw->second, b["name"], nvlink ? *nvlink : "", "",
+                      type ? *type : ""));
+    }
+    return {};
+  }
+
+  Result<void> resolve_tree() {
+    for (std::size_t s = 0; s < switches_.size(); ++s)
+      for (std::size_t c = 0; c < switches_[s].children.size(); ++c) {
+        auto it = switch_index_.find(switches_[s].children[c]);
+        if (it == switch_index_.end())
+          return in_.error_at(switches_[s].child_at[c],
+                              fmt::format("switch '{}' lists switch '{}', which is not defined", switches_[s].name,
+                                          switches_[s].children[c]));
+        Sw& ch = switches_[static_cast<std::size_t>(it->second)];
+        if (ch.parent >= 0 && ch.parent != static_cast<int>(s))
+          return in_.error_at(switches_[s].child_at[c],
+                              fmt::format("switch '{}' has two parent switches '{}' and '{}'", ch.name,
+                                          switches_[static_cast<std::size_t>(ch.parent)].name, switches_[s].name));
+        ch.parent = static_cast<int>(s);
+      }
+    std::vector<int> pending(switches_.size(), 0), queue;
+    for (const auto& s : switches_)
+      if (s.parent >= 0) ++pending[static_cast<std::size_t>(s.parent)];
+    for (std::size_t s = 0; s < switches_.size(); ++s)
+      if (pending[s] == 0) queue.push_back(static_cast<int>(s));
+    int max_height = 0;
+    for (std::size_t done = 0; done < queue.size(); ++done) {
+      const Sw& s = switches_[static_cast<std::size_t>(queue[done])];
+      max_height = std::max(max_height, s.height);
+      if (s.parent < 0) continue;
+      Sw& p = switches_[static_cast<std::size_t>(s.parent)];
+      p.height = std::max(p.height, s.height + 1);
+      if (--pending[static_cast<std::size_t>(s.parent)] == 0) queue.push_back(s.parent);
+    }
+    if (queue.size() < switches_.size())
+      for (std::size_t s = 0; s < switches_.size(); ++s)
+        if (pending[s] > 0)
+          return in_.error_at(switches_[s].at, fmt::format("switch '{}' is part of a cycle", switches_[s].name));
+    if (switches_.empty()) return {};
+    for (int t = 0; t <= max_height; ++t) out_.tiers.push_back(tier_name_for_level(t));
+    for (const auto& s : switches_)
+      out_.switches.push_back(
+          {s.name, s.height, s.parent >= 0 ? switches_[static_cast<std::size_t>(s.parent)].name : ""});
+    return {};
+  }
+
+  YamlInput in_;
+  DiscoveredTopology out_;
+  std::vector<Sw> switches_;
+  std::unordered_map<std::string, int> switch_index_;
+  std::unordered_map<std::string, std::string> cb_switch_;
+  std::unordered_map<std::string, std::size_t> node_index_;
+};
+
+#undef TRY
+#undef CHECK
+
+}  // namespace
+
+bool looks_like_topograph_model(std::string_view text) {
+  try {
+    YAML::Node root = YAML::Load(std::string(text));
+    if (!root.IsMap() || root["node_types"] || root["nodes"]) return false;
+    return root["blocks"] || root["capacity_blocks"] || root["switches"];
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+Result<DiscoveredTopology> read_topograph_model(std::string_view text, const std::string& file) {
+  try {
+    ModelReader reader(file);
+    return reader.read(text);
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
+                      SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
+  }
+}
+
+}  // namespace toposched

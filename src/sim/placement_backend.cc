@@ -1,0 +1,238 @@
+// Binds the simulator's Placer and CommModel interfaces to the placement engine
+// (AllocationState + the policy registry) and the cost model (estimate_job_comm).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "cost/job_comm.h"
+#include "placement/allocation_state.h"
+#include "placement/fragmentation.h"
+#include "placement/job_request.h"
+#include "placement/placement.h"
+#include "sim/backend.h"
+
+namespace toposched::sim {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+class RegistryPlacer final : public Placer {
+ public:
+  RegistryPlacer(const Cluster& c, const PlacementPolicy& p, std::uint64_t seed)
+      : cluster_(c), state_(c), policy_(p), seed_(seed), sizes_(default_job_sizes()) {
+    int max_gpn = 1;
+    for (std::size_t n = 0; n < c.node_count(); ++n) max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
+    gpus_per_node_ = max_gpn;
+    for (std::size_t n = 0; n < c.node_count(); ++n) models_.push_back(lower(c.node_type(NodeId(static_cast<std::uint32_t>(n))).gpu_model));
+  }
+
+  Result<std::vector<GpuId>> place(const SimJob& job, std::uint32_t index) override {
+    JobRequest r;
+    r.job_id = std::to_string(index);
+    r.gpus = job.gpus;
+    JobShape shape = job_shape(job, gpus_per_node_);
+    r.tp = shape.tp;
+    r.pp = shape.pp;
+    r.ep = shape.ep;  // its own dimension, as in the cost model: dp = gpus / (tp x ep x pp)
+    r.dp = 0;
+    r.model_class = shape.workload_class;
+    if (shape.workload_class == "inference") {
+      r.workload = WorkloadKind::kInference;
+      r.replica_gpus = shape.tp * shape.pp;
+    }
+    r.gpu_model = usable_model(job.gpu_model);
+    r.seed = seed_ + index;
+    auto norm = normalize(std::move(r), cluster_);
+    if (!norm) return tl::unexpected(norm.error());
+    auto gpus = policy_.select(state_, *norm, {});
+    if (!gpus) return tl::unexpected(gpus.error());
+    if (auto ok = state_.allocate(norm->job_id, *gpus); !ok) return tl::unexpected(ok.error());
+    return gpus;
+  }
+
+  void release(std::uint32_t index) override { (void)state_.release(std::to_string(index)); }
+
+  double fragmentation() const override { return toposched::fragmentation(state_, sizes_).unusable_fraction; }
+
+ private:
+  // The placement engine matches a model by substring; a trace's "A|B" alternatives or a
+  // model absent from the cluster are dropped (the job may use any GPU).
+  std::string usable_model(const std::string& model) {
+    if (model.empty() || model.find('|') != std::string::npos) return {};
+    auto it = model_ok_.find(model);
+    if (it == model_ok_.end()) {
+      std::string m = lower(model);
+      bool found = std::any_of(models_.begin(), models_.end(), [&](const std::string& x) { return x.find(m) != std::string::npos; });
+      it = model_ok_.emplace(model, found).first;
+    }
+    return it->second ? model : std::string();
+  }
+
+  const Cluster& cluster_;
+  AllocationState state_;
+  const PlacementPolicy& policy_;
+  std::uint64_t seed_;
+  std::vector<JobSizeWeight> sizes_;
+  int gpus_per_node_ = 8;
+  std::vector<std::string> models_;
+  std::map<std::string, bool> model_ok_;
+};
+
+struct GpuSpeed {
+  double peak_flops;  // dense bf16/fp16 tensor, per GPU
+  double hbm_Bps;
+};
+
+GpuSpeed gpu_speed(std::string_view model) {
+  std::string m = lower(model);
+  auto has = [&](const char* s) { return m.find(s) != std::string::npos; };
+  if (has("gb200") || has("b200")) return {2250e12, 8.0e12};
+  if (has("h200")) return {989e12, 4.8e12};
+  if (has("h100") || has("h800")) return {989e12, 3.35e12};
+  if (has("a100") || has("a800")) return {312e12, 2.0e12};
+  if (has("l40")) return {362e12, 0.86e12};
+  if (has("v100")) return {125e12, 0.9e12};
+  if (has("t4")) return {65e12, 0.32e12};
+  if (has("p100")) return {21e12, 0.73e12};
+  return {312e12, 2.0e12};
+}
+
+class CostCommModel final : public CommModel {
+ public:
+  explicit CostCommModel(const Cluster& c) : c_(c) {
+    int max_gpn = 1;
+    for (std::size_t n = 0; n < c.node_count(); ++n) max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
+    gpus_per_node_ = max_gpn;
+    // Uplink capacity in node units: nodes below / product of oversubscription up to it
+    // (contention.h's definition, with one node's worth of demand per crossing job).
+    capacity_.resize(c.switch_count());
+    for (std::size_t s = 0; s < c.switch_count(); ++s) {
+      SwitchId sw(static_cast<std::uint32_t>(s));
+      double over = 1;
+      for (int t = 0; t <= c.switch_tier(sw) && t < static_cast<int>(c.tiers().size()); ++t) over *= std::max(1.0, c.tiers()[static_cast<std::size_t>(t)].oversubscription);
+      capacity_[s] = static_cast<double>(c.switch_subtree_nodes(sw).size()) / over;
+    }
+    for (std::string_view name : workload_class_names()) {
+      auto m = workload_class(name);
+      if (m) models_.emplace(std::string(name), *m);
+    }
+  }
+
+  CommEstimate estimate(const SimJob& job, std::span<const GpuId> gpus) const override {
+    CommEstimate out;
+    if (gpus.empty()) return out;
+    JobShape shape = job_shape(job, gpus_per_node_);
+    auto mit = models_.find(shape.workload_class);
+    if (mit == models_.end()) return out;
+    WorkloadModel model = mit->second;
+    std::string_view gpu_model = c_.node_type(c_.gpu_node(gpus[0])).gpu_model;
+    model.compute_us_per_step = compute_us_per_step(shape, gpu_model);
+    ParallelPlan plan;
+    plan.tp = shape.tp;
+    plan.pp = shape.pp;
+    plan.ep = shape.ep;
+    plan.dp = shape.dp / shape.ep;
+    if (plan.gpus() != static_cast<int>(gpus.size())) {
+      plan = ParallelPlan{};
+      plan.dp = static_cast<int>(gpus.size());
+    }
+    auto est = estimate_job_comm(c_, gpus, plan, model);
+    if (est) {
+      out.slowdown = std::max(1.0, est->step_slowdown);
+      double step = model.compute_us_per_step + est->exposed_comm_us;
+      out.network_share = step > 0 ? std::clamp(est->exposed_comm_us / step, 0.0, 1.0) : 0.0;
+    }
+    // Uplinks: a job crosses the uplink of every switch that holds some but not all of its nodes.
+    std::vector<std::uint32_t> nodes;
+    nodes.reserve(gpus.size());
+    for (GpuId g : gpus) nodes.push_back(c_.gpu_node(g).value);
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    if (nodes.size() < 2) return out;
+    DomainId d0 = c_.node_domain(NodeId(nodes[0]));
+    if (d0.valid() && std::all_of(nodes.begin(), nodes.end(), [&](std::uint32_t n) { return c_.node_domain(NodeId(n)) == d0; })) return out;
+    std::map<std::uint32_t, int> under;  // switch -> job nodes below it
+    for (std::uint32_t n : nodes)
+      for (SwitchId s = c_.node_switch(NodeId(n)); s.valid(); s = c_.switch_parent(s)) ++under[s.value];
+    for (auto [s, count] : under)
+      if (static_cast<std::size_t>(count) < nodes.size()) out.uplinks.push_back({s, 1.0});
+    return out;
+  }
+
+  double uplink_capacity(std::uint32_t uplink) const override { return uplink < capacity_.size() ? capacity_[uplink] : 0; }
+  std::size_t uplink_count() const override { return capacity_.size(); }
+
+ private:
+  const Cluster& c_;
+  int gpus_per_node_ = 8;
+  std::vector<double> capacity_;
+  std::map<std::string, WorkloadModel> models_;
+};
+
+}  // namespace
+
+JobShape job_shape(const SimJob& job, int gpus_per_node) {
+  JobShape s;
+  int g = std::max(job.gpus, 1);
+  bool has_plan = job.tp > 0 || job.pp > 0;
+  s.workload_class = !job.kind.empty() ? job.kind : has_plan ? "llm-dense" : "dp-vision";
+  if (has_plan || job.dp > 0) {
+    s.tp = std::max(job.tp, 1);
+    s.pp = std::max(job.pp, 1);
+    s.dp = std::max(1, g / (s.tp * s.pp));
+  } else if (s.workload_class == "dp-vision") {
+    s.dp = g;
+  } else {
+    // A class without a plan: TP within a node, DP across.
+    s.tp = std::min(g, gpus_per_node);
+    while (g % s.tp != 0) --s.tp;
+    s.dp = g / s.tp;
+  }
+  if (s.tp * s.pp * s.dp != g) {  // an inconsistent plan: fall back to pure DP
+    s.tp = s.pp = 1;
+    s.dp = g;
+  }
+  s.ep = 1;
+  if (job.ep > 1 && s.dp % job.ep == 0) s.ep = job.ep;
+  return s;
+}
+
+double compute_us_per_step(const JobShape& shape, std::string_view gpu_model) {
+  GpuSpeed speed = gpu_speed(gpu_model);
+  double achieved = 0.4 * speed.peak_flops;
+  auto model = workload_class(shape.workload_class);
+  if (!model) return 0;
+  const WorkloadModel& m = *model;
+  double mp = static_cast<double>(shape.tp * shape.pp);
+  if (shape.workload_class == "dp-vision") return 3.0 * 4.1e9 * 256 / achieved * 1e6;  // ResNet-50, 256 images per GPU
+  if (!m.training) return m.parameters * m.bytes_per_element / mp / speed.hbm_Bps * 1e6;  // one decode step
+  double active = m.parameters;
+  if (m.experts > 0) active = m.parameters * (1 - m.expert_parameter_fraction) + m.parameters * m.expert_parameter_fraction * m.top_k / m.experts;
+  double tokens = static_cast<double>(m.sequence) * m.micro_batch * m.micro_batches;
+  return 6.0 * active * tokens / mp / achieved * 1e6;
+}
+
+std::vector<std::string> placer_names() {
+  std::vector<std::string> out;
+  for (const PlacementPolicy* p : placement_policies()) out.emplace_back(p->name());
+  return out;
+}
+
+Result<std::unique_ptr<Placer>> make_placer(const Cluster& cluster, const std::string& policy, std::uint64_t seed) {
+  auto p = find_policy(policy);
+  if (!p) return tl::unexpected(p.error());
+  return std::unique_ptr<Placer>(std::make_unique<RegistryPlacer>(cluster, **p, seed));
+}
+
+std::unique_ptr<CommModel> make_comm_model(const Cluster& cluster) { return std::make_unique<CostCommModel>(cluster); }
+
+}  // namespace toposched::sim

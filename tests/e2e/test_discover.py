@@ -1,0 +1,264 @@
+"""End-to-end: `toposched discover` on the shared fixtures, and `show`/`path` on its output.
+
+Builds per-node input directories in a temporary folder (file name = node name) from the
+fixtures copied to tests/data/discovery (see its README for their origin).
+"""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+TOPOSCHED = os.environ["TOPOSCHED"]
+DATA = os.path.join(os.environ["TOPOSCHED_SOURCE_DIR"], "tests", "data", "discovery")
+SU_NODES = ["gpu-a01", "gpu-a02", "gpu-a03", "gpu-a04", "gpu-b01", "gpu-b02", "gpu-b03", "gpu-b04"]
+
+
+def run(*args, check=True):
+    proc = subprocess.run([TOPOSCHED, *args], capture_output=True, text=True, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"toposched {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+    return proc
+
+
+class DiscoverTwoSu(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="toposched-discover-")
+        self.topo = os.path.join(self.tmp, "topo")
+        self.fabric = os.path.join(self.tmp, "fabric")
+        os.makedirs(self.topo)
+        os.makedirs(self.fabric)
+        for node in SU_NODES:
+            shutil.copy(os.path.join(DATA, "h100-hgx-13nic.topo"), os.path.join(self.topo, node + ".topo"))
+            shutil.copy(os.path.join(DATA, "fabric-not-supported.csv"), os.path.join(self.fabric, node + ".csv"))
+        self.spec = os.path.join(self.tmp, "spec.yaml")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def discover(self, *extra, check=True):
+        return run("discover", "--topo-m", self.topo, "--fabric", self.fabric, "--ibnetdiscover",
+                   os.path.join(DATA, "two-su-rails-storage.ibnet"), *extra, check=check)
+
+    def test_spec_is_accepted_by_show_and_path(self):
+        proc = self.discover("--hca", "mlx5_[01]", "-o", self.spec)
+        self.assertEqual(proc.stdout, "")  # the spec went to the file
+        self.assertIn("skipped 1 CA", proc.stderr)
+        self.assertIn("N/A", proc.stderr)
+        show = json.loads(run("show", "--cluster", self.spec, "--format", "json").stdout)
+        self.assertEqual(show["nodes"], 8)
+        self.assertEqual(show["gpus"], 64)
+        self.assertEqual(show["hostlist"], "gpu-a[01-04],gpu-b[01-04]")
+        self.assertEqual(show["tiers"], ["leaf", "spine"])
+        same_su = json.loads(run("path", "--cluster", self.spec, "gpu-a01:0", "gpu-a04:3", "--format", "json").stdout)
+        self.assertEqual(same_su["level"], "tier:leaf")
+        other_su = json.loads(run("path", "--cluster", self.spec, "gpu-a01:0", "gpu-b01:0", "--format", "json").stdout)
+        self.assertEqual(other_su["level"], "tier:spine")
+        nvlink = json.loads(run("path", "--cluster", self.spec, "gpu-b02:1", "gpu-b02:6", "--format", "json").stdout)
+        self.assertEqual(nvlink["level"], "nvlink")
+        self.assertAlmostEqual(nvlink["bandwidth_GBps"], 18 * 25)
+
+    def test_without_hca_filter_the_storage_leaf_is_reported(self):
+        proc = self.discover()
+        self.assertIn("STORAGE-LEAF-01", proc.stderr)
+        self.assertIn("--hca", proc.stderr)
+        self.assertIn("node_types", proc.stdout)  # spec on stdout
+
+    def test_strict_turns_warnings_into_an_error(self):
+        proc = self.discover("--hca", "mlx5_[01]", "--strict", "-o", self.spec, check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("--strict", proc.stderr)
+        self.assertFalse(os.path.exists(self.spec))
+
+    def test_json_output(self):
+        proc = self.discover("--hca", "mlx5_[01]", "--format", "json")
+        spec = json.loads(proc.stdout)
+        self.assertEqual(spec["nodes"][0]["names"], "gpu-a[01-04],gpu-b[01-04]")
+        self.assertEqual(spec["node_types"][0]["nics"][0]["gbit"], 400)  # the dump's 4xNDR links
+        proc = self.discover("--hca", "mlx5_[01]", "--format", "json", "--nic-gbit", "100")
+        self.assertEqual(json.loads(proc.stdout)["node_types"][0]["nics"][0]["gbit"], 100)
+
+    def test_bad_input_names_file_line_column(self):
+        bad = os.path.join(self.topo, "gpu-a02.topo")
+        with open(bad) as f:
+            text = f.read()
+        with open(bad, "w") as f:
+            f.write(text.replace("NV18", "NVX", 1))
+        proc = self.discover(check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertRegex(proc.stderr, r"gpu-a02\.topo:2:\d+: row 'GPU0', column 'GPU1'.*'NVX'")
+
+    def test_usage_errors(self):
+        self.assertEqual(run("discover", check=False).returncode, 2)
+        self.assertEqual(run("discover", "--ibnetdiscover", os.path.join(DATA, "two-su-rails-storage.ibnet"),
+                             "--hca", "mlx5_[", check=False).returncode, 2)
+
+
+class DiscoverGb200(unittest.TestCase):
+    def test_fabric_cliques_become_domains_and_missing_nodes_are_reported(self):
+        tmp = tempfile.mkdtemp(prefix="toposched-discover-")
+        try:
+            topo, fabric = os.path.join(tmp, "topo"), os.path.join(tmp, "fabric")
+            os.makedirs(topo)
+            os.makedirs(fabric)
+            for node in ["gb-r1-n01", "gb-r1-n02", "gb-r2-n01"]:
+                shutil.copy(os.path.join(DATA, "gb200-4gpu.topo"), os.path.join(topo, node + ".topo"))
+                shutil.copy(os.path.join(DATA, f"fabric-{node}.csv"), os.path.join(fabric, node + ".csv"))
+            shutil.copy(os.path.join(DATA, "gb200-4gpu.topo"), os.path.join(topo, "gb-r3-n01.topo"))
+            spec = os.path.join(tmp, "gb.yaml")
+            proc = run("discover", "--topo-m", topo, "--fabric", fabric, "--gpu-model", "GB200", "--ibnetdiscover",
+                       os.path.join(DATA, "gb200-single-ca-no-switch.ibnet"), "-o", spec)
+            self.assertIn("no-topology", proc.stderr)
+            self.assertIn("gb-r3-n01", proc.stderr)
+            show = json.loads(run("show", "--cluster", spec, "--format", "json").stdout)
+            self.assertEqual(len(show["accelerator_domains"]), 2)
+            p = json.loads(run("path", "--cluster", spec, "gb-r1-n01:0", "gb-r1-n02:3", "--format", "json").stdout)
+            self.assertEqual(p["level"], "accel-domain")
+            p = json.loads(run("path", "--cluster", spec, "gb-r1-n01:0", "gb-r2-n01:0", "--format", "json").stdout)
+            self.assertEqual(p["level"], "cross-root")
+        finally:
+            shutil.rmtree(tmp)
+
+
+class DiscoverHybridCubeMesh(unittest.TestCase):
+    def test_partial_nvlink_paths(self):
+        tmp = tempfile.mkdtemp(prefix="toposched-discover-")
+        try:
+            topo = os.path.join(tmp, "dgx1-01.topo")
+            shutil.copy(os.path.join(DATA, "dgx1-v100.topo"), topo)
+            spec = os.path.join(tmp, "dgx1.yaml")
+            run("discover", "--topo-m", topo, "--gpu-model", "V100", "-o", spec)
+
+            def path(a, b):
+                return json.loads(run("path", "--cluster", spec, f"dgx1-01:{a}", f"dgx1-01:{b}",
+                                      "--format", "json").stdout)
+            one, two, none = path(0, 1), path(0, 3), path(0, 5)
+            self.assertEqual(one["level"], "nvlink")
+            self.assertEqual(two["level"], "nvlink")
+            self.assertAlmostEqual(two["bandwidth_GBps"], 2 * one["bandwidth_GBps"])
+            self.assertEqual(none["level"], "pcie-sys")
+            # The per-link speed can be overridden.
+            run("discover", "--topo-m", topo, "--gpu-model", "V100", "--nvlink-GBps", "20", "-o", spec)
+            self.assertAlmostEqual(path(0, 3)["bandwidth_GBps"], 40)
+        finally:
+            shutil.rmtree(tmp)
+
+
+class DiscoverClusterWideSources(unittest.TestCase):
+    def spec_of(self, *args):
+        return json.loads(run("discover", *args, "--format", "json").stdout)
+
+    def test_kubernetes_labels_and_label_map(self):
+        nodes = os.path.join(DATA, "k8s-nodes.json")
+        proc = run("discover", "--k8s-nodes", nodes, "--format", "json")
+        self.assertIn("cpu-login", proc.stderr)  # skipped CPU node, reported
+        spec = json.loads(proc.stdout)
+        types = {t["name"]: t for t in spec["node_types"]}
+        self.assertIn("GB200x4-generic", types)
+        self.assertIn("H100-SXM5x8-generic", types)
+        self.assertEqual(len(spec["accelerator_domains"]), 1)
+        spec = self.spec_of("--k8s-nodes", nodes, "--label-map", "example.com/rack=tier-0")
+        names = ",".join(group["names"] for group in spec["nodes"])
+        self.assertIn("cpu-login", names)
+        self.assertEqual(run("discover", "--k8s-nodes", nodes, "--label-map", "bad", check=False).returncode, 2)
+
+    def test_aws_instance_topology(self):
+        spec = self.spec_of("--aws-topology", os.path.join(DATA, "aws-instance-topology.json"))
+        self.assertEqual([t["name"] for t in spec["fabric"]["tiers"]], ["leaf", "spine", "core"])
+        self.assertEqual(spec["accelerator_domains"][0]["name"], "cr-0123456789example")
+
+    def test_topograph_model_and_slurm_conf_as_inputs(self):
+        spec = self.spec_of("--topograph-model", os.path.join(DATA, "topograph-model.yaml"))
+        self.assertEqual(len(spec["accelerator_domains"]), 2)
+        spec = self.spec_of("--slurm-topology", os.path.join(DATA, "slurm-tree.conf"))
+        self.assertEqual(len(spec["fabric"]["switches"]), 7)
+
+    def test_topograph_model_as_cluster_spec(self):
+        show = json.loads(run("show", "--cluster", os.path.join(DATA, "topograph-model.yaml"),
+                              "--format", "json").stdout)
+        self.assertEqual(show["nodes"], 32)
+        self.assertEqual(show["tiers"], ["leaf", "spine", "core"])
+
+    def test_bad_topology_conf_names_position(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as f:
+            f.write("SwitchName=s1 Nodes=n[1-4]\nSwitchName=top Switches=s1,s2\n")
+            path = f.name
+        try:
+            proc = run("show", "--cluster", path, check=False)
+            self.assertEqual(proc.returncode, 1)
+            self.assertIn(f"{path}:2:28:", proc.stderr)
+            self.assertIn("'s2'", proc.stderr)
+        finally:
+            os.unlink(path)
+
+
+class ExportedTopologyConfReadsBack(unittest.TestCase):
+    """`export --to slurm-tree` then `--cluster topology.conf`: the reader and the writer agree."""
+
+    def test_round_trip_keeps_nodes_and_joining_tiers(self):
+        tmp = tempfile.mkdtemp(prefix="toposched-discover-")
+        try:
+            preset = "preset:dgx-h100?nodes=64"
+            conf = os.path.join(tmp, "topology.conf")
+            run("export", "--cluster", preset, "--to", "slurm-tree", "-o", conf)
+            original = json.loads(run("show", "--cluster", preset, "--format", "json").stdout)
+            read_back = json.loads(run("show", "--cluster", conf, "--format", "json").stdout)
+            self.assertEqual(read_back["nodes"], original["nodes"])
+            self.assertEqual(read_back["hostlist"], original["hostlist"])
+            self.assertEqual(len(read_back["tiers"]), len(original["tiers"]))
+
+            spec = json.loads(run("show", "--cluster", preset, "--spec", "--format", "json").stdout)
+            leaves = [expand(s["nodes"]) for s in spec["fabric"]["switches"] if "nodes" in s]
+            self.assertGreater(len(leaves), 1)
+
+            def joining_tier(cluster, tiers, a, b):
+                out = run("path", "--cluster", cluster, f"{a}:0", f"{b}:0", "--format", "json").stdout
+                level = json.loads(out)["level"]
+                return tiers.index(level.split(":", 1)[1]) if level.startswith("tier:") else level
+
+            for a, b in [(leaves[0][0], leaves[0][-1]), (leaves[0][0], leaves[-1][0])]:
+                self.assertEqual(joining_tier(conf, read_back["tiers"], a, b),
+                                 joining_tier(preset, original["tiers"], a, b), (a, b))
+        finally:
+            shutil.rmtree(tmp)
+
+
+def expand(hostlist):
+    """Expands a hostlist of items NAME or PREFIX[LO-HI,...]SUFFIX (enough for the presets)."""
+    import re
+    names = []
+    for item in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*", hostlist):
+        m = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", item)
+        if not m:
+            names.append(item)
+            continue
+        prefix, ranges, suffix = m.groups()
+        for r in ranges.split(","):
+            lo, _, hi = r.partition("-")
+            hi = hi or lo
+            for i in range(int(lo), int(hi) + 1):
+                names.append(f"{prefix}{i:0{len(lo)}d}{suffix}")
+    return names
+
+
+class SlurmTopologyAsCluster(unittest.TestCase):
+    def test_topology_conf_is_detected_by_content(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False) as f:
+            f.write("# two leaves under one spine\n"
+                    "SwitchName=leaf1 Nodes=n[01-04]\n"
+                    "SwitchName=leaf2 \\\n   Nodes=n[05-08]   # second rack\n"
+                    "SwitchName=spine Switches=leaf[1-2]\n")
+            path = f.name
+        try:
+            show = json.loads(run("show", "--cluster", path, "--format", "json").stdout)
+            self.assertEqual(show["hostlist"], "n[01-08]")
+            self.assertEqual(show["tiers"], ["leaf", "spine"])
+            p = json.loads(run("path", "--cluster", path, "n01:0", "n08:0", "--format", "json").stdout)
+            self.assertEqual(p["level"], "tier:spine")
+        finally:
+            os.unlink(path)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,136 @@
+"""End-to-end: `toposched simulate` through the real binary (issue 7): the report.json
+contract, byte-identical reports for one seed, trace errors and exit codes."""
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import unittest
+
+from toposched_cli import BINARY, SOURCE_DIR, run, temp_dir
+
+CLUSTER = "preset:dgx-h100?nodes=16&su_size=4"
+DATA = os.path.join(SOURCE_DIR, "tests", "data", "traces")
+CONTRACT = ["jobs", "jct_mean_s", "jct_p50_s", "jct_p99_s", "wait_mean_s", "utilization", "comm_slowdown_mean", "makespan_s"]
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def small_mix(tmp, seed=5, jobs=120):
+    path = os.path.join(tmp, "mix.yaml")
+    with open(path, "w") as f:
+        f.write(f"seed: {seed}\njobs: {jobs}\nmax_gpus: 64\narrival_rate_per_hour: 40\n")
+    return path
+
+
+class SimulateTest(unittest.TestCase):
+    def test_report_json_contract_and_table(self):
+        with temp_dir() as tmp:
+            out = os.path.join(tmp, "out")
+            proc = run("simulate", "--cluster", CLUSTER, "--generate", small_mix(tmp), "--policies", "first-fit,topo",
+                       "--report", out, "--quiet")
+            self.assertEqual(proc.stderr, "")  # --quiet, and stderr is not a terminal: no progress bar
+            header = proc.stdout.splitlines()[2].split()
+            self.assertEqual(header, ["first-fit", "topo"])
+            self.assertIn("report.html", proc.stdout)
+            with open(os.path.join(out, "report.json")) as f:
+                report = json.load(f)
+            self.assertEqual(sorted(report["policies"]), ["first-fit", "topo"])
+            for name, p in report["policies"].items():
+                for key in CONTRACT:
+                    self.assertIn(key, p, name)
+                self.assertEqual(p["jobs"] + p["never_placed"], 120)
+                self.assertGreaterEqual(p["jct_p99_s"], p["jct_p50_s"])
+                self.assertGreaterEqual(p["comm_slowdown_mean"], 1.0)
+            self.assertTrue(os.path.getsize(os.path.join(out, "report.html")) > 500_000)
+
+    def test_same_seed_same_bytes(self):
+        with temp_dir() as tmp:
+            mix = small_mix(tmp, seed=11)
+            outs = []
+            for k in range(2):
+                out = os.path.join(tmp, f"r{k}")
+                run("simulate", "--cluster", CLUSTER, "--generate", mix, "--policies", "all", "--discipline", "easy-backfill",
+                    "--report", out, "--quiet", "--seed", "3")
+                outs.append(read_bytes(os.path.join(out, "report.json")))
+            self.assertEqual(outs[0], outs[1])
+            # A different workload seed gives a different report (the check can fail).
+            out = os.path.join(tmp, "other")
+            run("simulate", "--cluster", CLUSTER, "--generate", small_mix(tmp, seed=12), "--policies", "all",
+                "--discipline", "easy-backfill", "--report", out, "--quiet", "--seed", "3")
+            self.assertNotEqual(outs[0], read_bytes(os.path.join(out, "report.json")))
+
+    def test_json_output_and_trace_formats(self):
+        for trace in ["native/small.csv", "philly/cluster_job_log", "helios/cluster_log.csv", "pai-v2020"]:
+            proc = run("simulate", "--cluster", CLUSTER, "--trace", os.path.join(DATA, trace), "--policies", "topo",
+                       "--format", "json", "--quiet")
+            data = json.loads(proc.stdout)
+            self.assertGreater(data["policies"]["topo"]["jobs"], 0, trace)
+
+    def test_alibaba_node_list_as_cluster(self):
+        proc = run("simulate", "--cluster", os.path.join(DATA, "alibaba-v2023", "openb_node_list_gpu_node.csv"),
+                   "--trace", os.path.join(DATA, "alibaba-v2023", "openb_pod_list_default_head300.csv"),
+                   "--policies", "first-fit", "--format", "json")
+        data = json.loads(proc.stdout)
+        self.assertEqual(data["run"]["cluster_gpus"], 6212)
+        self.assertIn("ignored", proc.stderr)  # pods without GPUs are counted, not simulated
+
+    def test_bad_rows(self):
+        with temp_dir() as tmp:
+            bad = os.path.join(tmp, "bad.csv")
+            with open(bad, "w") as f:
+                f.write("id,submit_s,gpus,duration_s\na,0,8,100\nb,5,eight,100\nc,9,1,10\n")
+            proc = run("simulate", "--cluster", CLUSTER, "--trace", bad, "--report", os.path.join(tmp, "out"), check=False)
+            self.assertEqual(proc.returncode, 1)
+            self.assertIn(f"{bad}:3:5:", proc.stderr)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "out", "report.json")))
+            proc = run("simulate", "--cluster", CLUSTER, "--trace", bad, "--skip-bad-rows", "--policies", "first-fit",
+                       "--format", "json")
+            self.assertEqual(json.loads(proc.stdout)["policies"]["first-fit"]["jobs"], 2)
+            self.assertIn("skipped 1 malformed row", proc.stderr)
+
+    def test_usage_errors(self):
+        with temp_dir() as tmp:
+            mix = small_mix(tmp)
+            proc = run("simulate", "--cluster", CLUSTER, "--generate", mix, "--policies", "first-fit,nope", check=False)
+            self.assertEqual(proc.returncode, 2)
+            self.assertIn("nope", proc.stderr)
+            proc = run("simulate", "--cluster", CLUSTER, check=False)
+            self.assertEqual(proc.returncode, 2)
+            proc = run("simulate", "--cluster", CLUSTER, "--generate", mix, "--discipline", "sjf", check=False)
+            self.assertEqual(proc.returncode, 2)
+            proc = run("simulate", "--cluster", CLUSTER, "--trace", os.path.join(tmp, "missing.csv"), check=False)
+            self.assertEqual(proc.returncode, 1)
+            proc = run("simulate", "--help")
+            self.assertIn("--policies", proc.stdout)
+
+    @unittest.skipUnless(shutil.which("script"), "needs script(1) to give the command a terminal")
+    def test_progress_bar_only_on_a_terminal(self):
+        with temp_dir() as tmp:
+            args = [BINARY, "simulate", "--cluster", CLUSTER, "--generate", small_mix(tmp), "--policies", "first-fit,topo"]
+            # script(1) runs the command on a pseudo-terminal: stderr is a terminal there.
+            tty = subprocess.run(["script", "-qec", shlex.join(args), "/dev/null"], capture_output=True, text=True, timeout=300)
+            self.assertEqual(tty.returncode, 0, tty.stdout[-2000:])
+            self.assertIn("simulating 2 policies [", tty.stdout)
+            self.assertIn("100%", tty.stdout)
+            quiet = subprocess.run(["script", "-qec", shlex.join(args + ["--quiet"]), "/dev/null"], capture_output=True, text=True, timeout=300)
+            self.assertNotIn("simulating", quiet.stdout)
+            piped = subprocess.run(args, capture_output=True, text=True, timeout=300)
+            self.assertNotIn("simulating", piped.stderr)
+
+    def test_never_fitting_jobs_are_reported(self):
+        with temp_dir() as tmp:
+            trace = os.path.join(tmp, "t.csv")
+            with open(trace, "w") as f:
+                f.write("id,submit_s,gpus,duration_s\nbig,0,4096,100\nsmall,1,8,100\n")
+            data = json.loads(run("simulate", "--cluster", CLUSTER, "--trace", trace, "--policies", "first-fit",
+                                  "--format", "json", "--quiet").stdout)
+            self.assertEqual(data["policies"]["first-fit"]["jobs"], 1)
+            self.assertEqual(data["policies"]["first-fit"]["never_placed"], 1)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,231 @@
+// The event engine with simple stand-ins for a placement policy and the cost model, on a
+// small preset cluster: queue disciplines, never-fitting jobs, contention, utilisation,
+// determinism. backend_test.cc runs it on the real placement engine and cost model.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "sim/engine.h"
+#include "sim/metrics.h"
+#include "topology/presets.h"
+
+namespace toposched::sim {
+namespace {
+
+// Lowest free GPU ids first; refuses jobs listed in `refuse`.
+class LowestFreePlacer : public Placer {
+ public:
+  explicit LowestFreePlacer(const Cluster& c) : owner_(c.gpu_count(), -1) {}
+  Result<std::vector<GpuId>> place(const SimJob& job, std::uint32_t idx) override {
+    if (refuse.count(job.id)) return make_error(ErrorCode::kValidation, "refused by the test policy");
+    std::vector<GpuId> out;
+    for (std::size_t g = 0; g < owner_.size() && static_cast<int>(out.size()) < job.gpus; ++g)
+      if (owner_[g] < 0) out.push_back(GpuId(static_cast<std::uint32_t>(g)));
+    if (static_cast<int>(out.size()) < job.gpus) return make_error(ErrorCode::kInfeasible, "not enough free GPUs");
+    for (GpuId g : out) owner_[g.index()] = static_cast<int>(idx);
+    return out;
+  }
+  void release(std::uint32_t idx) override {
+    for (int& o : owner_)
+      if (o == static_cast<int>(idx)) o = -1;
+  }
+  double fragmentation() const override { return 0; }
+  std::map<std::string, int> refuse;
+
+ private:
+  std::vector<int> owner_;
+};
+
+// Slowdown 1 + 0.5 per extra node; every multi-node job loads uplink 0 (capacity 1).
+class NodeCountComm : public CommModel {
+ public:
+  explicit NodeCountComm(const Cluster& c, double share = 0) : c_(c), share_(share) {}
+  CommEstimate estimate(const SimJob&, std::span<const GpuId> gpus) const override {
+    std::vector<std::uint32_t> nodes;
+    for (GpuId g : gpus) nodes.push_back(c_.gpu_node(g).value);
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    CommEstimate e;
+    e.slowdown = 1.0 + 0.5 * static_cast<double>(nodes.size() - 1);
+    e.network_share = share_;
+    if (nodes.size() > 1) e.uplinks.push_back({0, 1.0});
+    return e;
+  }
+  double uplink_capacity(std::uint32_t) const override { return 1.0; }
+  std::size_t uplink_count() const override { return 1; }
+
+ private:
+  const Cluster& c_;
+  double share_;
+};
+
+Cluster cluster(int nodes) {
+  auto c = build_preset("dgx-h100?nodes=" + std::to_string(nodes) + "&su_size=2");
+  EXPECT_TRUE(c) << c.error().to_string();
+  return std::move(*c);
+}
+
+SimJob job(std::string id, double submit, int gpus, double duration, int priority = 0, double estimate = -1) {
+  SimJob j;
+  j.id = std::move(id);
+  j.submit_s = submit;
+  j.gpus = gpus;
+  j.duration_s = duration;
+  j.priority = priority;
+  j.estimate_s = estimate;
+  return j;
+}
+
+SimulationResult run(const Cluster& c, const Trace& t, Discipline d, double share = 0, LowestFreePlacer* placer = nullptr) {
+  LowestFreePlacer own(c);
+  NodeCountComm comm(c, share);
+  EngineOptions o;
+  o.discipline = d;
+  auto r = run_simulation(c, t, placer ? *placer : own, comm, o, "test");
+  EXPECT_TRUE(r) << r.error().to_string();
+  return std::move(*r);
+}
+
+TEST(Engine, FifoRunsInOrderAndBlocksBehindTheHead) {
+  Cluster c = cluster(2);  // 16 GPUs
+  Trace t;
+  t.jobs = {job("a", 0, 8, 100), job("b", 10, 16, 100), job("c", 20, 8, 10)};
+  auto r = run(c, t, Discipline::kFifo);
+  EXPECT_DOUBLE_EQ(r.jobs[0].start_s, 0);
+  EXPECT_DOUBLE_EQ(r.jobs[0].end_s, 100);
+  EXPECT_DOUBLE_EQ(r.jobs[1].start_s, 100);  // waits for a
+  EXPECT_DOUBLE_EQ(r.jobs[2].start_s, 100 + 100 * 1.5);  // b spans 2 nodes: 1.5x; c waits behind b
+  EXPECT_DOUBLE_EQ(r.jobs[1].slowdown, 1.5);
+}
+
+TEST(Engine, EasyBackfillStartsShortJobsThatDoNotDelayTheHead) {
+  Cluster c = cluster(2);
+  Trace t;
+  // a holds 8 GPUs until 100; b (16) must wait for it; c (8 GPUs, 50 s) fits in the hole
+  // and ends before b's reservation; d (8 GPUs, 500 s) would delay b and must wait.
+  t.jobs = {job("a", 0, 8, 100, 0, 100), job("b", 10, 16, 100, 0, 100), job("c", 20, 8, 50, 0, 50), job("d", 30, 8, 500, 0, 500)};
+  auto fifo = run(c, t, Discipline::kFifo);
+  auto bf = run(c, t, Discipline::kEasyBackfill);
+  EXPECT_DOUBLE_EQ(fifo.jobs[2].start_s, 250);
+  EXPECT_DOUBLE_EQ(bf.jobs[2].start_s, 20);
+  EXPECT_DOUBLE_EQ(bf.jobs[1].start_s, 100);  // the head is not delayed
+  EXPECT_GE(bf.jobs[3].start_s, bf.jobs[1].end_s);
+  auto sf = summarize(t, fifo), sb = summarize(t, bf);
+  EXPECT_LT(sb.jct_mean_s, sf.jct_mean_s);
+}
+
+TEST(Engine, PriorityOrdersTheQueue) {
+  Cluster c = cluster(1);  // 8 GPUs
+  Trace t;
+  t.jobs = {job("running", 0, 8, 100), job("low", 1, 8, 10, 0), job("high", 2, 8, 10, 5)};
+  auto fifo = run(c, t, Discipline::kFifo);
+  auto prio = run(c, t, Discipline::kPriority);
+  EXPECT_LT(fifo.jobs[1].start_s, fifo.jobs[2].start_s);
+  EXPECT_LT(prio.jobs[2].start_s, prio.jobs[1].start_s);
+  EXPECT_DOUBLE_EQ(prio.jobs[2].start_s, 100);
+}
+
+TEST(Engine, NeverFittingJobsAreReportedNotLoopedOn) {
+  Cluster c = cluster(1);
+  Trace t;
+  t.jobs = {job("huge", 0, 64, 10), job("refused", 1, 2, 10), job("ok", 2, 4, 10)};
+  LowestFreePlacer p(c);
+  p.refuse["refused"] = 1;
+  auto r = run(c, t, Discipline::kFifo, 0, &p);
+  EXPECT_FALSE(r.jobs[0].placed);
+  EXPECT_NE(r.jobs[0].never_placed_reason.find("64 GPUs"), std::string::npos);
+  EXPECT_FALSE(r.jobs[1].placed);
+  EXPECT_NE(r.jobs[1].never_placed_reason.find("refused"), std::string::npos);
+  EXPECT_TRUE(r.jobs[2].placed);
+  EXPECT_DOUBLE_EQ(r.jobs[2].start_s, 2);
+  auto s = summarize(t, r);
+  EXPECT_EQ(s.never_placed, 2u);
+  EXPECT_EQ(s.jobs, 1u);
+}
+
+TEST(Engine, ContentionSlowsJobsSharingAnUplinkAndIsRecomputed) {
+  Cluster c = cluster(4);  // 32 GPUs
+  Trace t;
+  // Two 2-node jobs share uplink 0 (capacity 1, demand 2 -> contention 2) while both run.
+  t.jobs = {job("a", 0, 16, 100), job("b", 0, 16, 1000)};
+  auto r = run(c, t, Discipline::kFifo, /*share=*/0.5);
+  // Rate while both run: 1 / (1.5 * (1 + 0.5 * (2 - 1))) = 1/2.25; a needs 100 s of work.
+  EXPECT_NEAR(r.jobs[0].end_s, 225, 1e-9);
+  // b did 100 s of work by t=225, then runs alone at 1/1.5: 900 * 1.5 = 1350 s more.
+  EXPECT_NEAR(r.jobs[1].end_s, 225 + 1350, 1e-6);
+  auto alone = run(c, t, Discipline::kFifo, /*share=*/0.0);
+  EXPECT_NEAR(alone.jobs[0].end_s, 150, 1e-9);
+}
+
+TEST(Engine, UtilisationIsTimeWeighted) {
+  Cluster c = cluster(2);  // 16 GPUs
+  Trace t;
+  t.jobs = {job("a", 0, 8, 100), job("b", 100, 4, 100)};
+  auto r = run(c, t, Discipline::kFifo);
+  auto s = summarize(t, r);
+  EXPECT_DOUBLE_EQ(s.makespan_s, 200);
+  // (8 x 100 + 4 x 100) / (16 x 200)
+  EXPECT_DOUBLE_EQ(s.utilization, 1200.0 / 3200.0);
+  EXPECT_DOUBLE_EQ(s.jct_mean_s, 100);
+  EXPECT_DOUBLE_EQ(s.wait_mean_s, 0);
+  EXPECT_EQ(r.timeline.size(), 400u);
+  EXPECT_NEAR(r.timeline.front().busy_gpus, 8, 1e-6);
+  EXPECT_NEAR(r.timeline.back().busy_gpus, 4, 1e-6);
+}
+
+TEST(Engine, SameInputsSameResult) {
+  Cluster c = cluster(4);
+  Trace t;
+  for (int i = 0; i < 200; ++i) t.jobs.push_back(job("j" + std::to_string(i), i * 7.0, 1 << (i % 5), 50.0 + (i * 37) % 300, i % 3));
+  for (Discipline d : {Discipline::kFifo, Discipline::kEasyBackfill, Discipline::kPriority}) {
+    auto a = run(c, t, d, 0.3), b = run(c, t, d, 0.3);
+    for (std::size_t i = 0; i < t.jobs.size(); ++i) {
+      EXPECT_EQ(a.jobs[i].start_s, b.jobs[i].start_s);
+      EXPECT_EQ(a.jobs[i].end_s, b.jobs[i].end_s);
+      EXPECT_TRUE(a.jobs[i].placed);
+    }
+  }
+}
+
+TEST(Metrics, NearestRankPercentile) {
+  EXPECT_EQ(percentile({}, 50), 0);
+  EXPECT_EQ(percentile({5, 1, 3, 2, 4}, 50), 3);
+  EXPECT_EQ(percentile({5, 1, 3, 2, 4}, 99), 5);
+  EXPECT_EQ(percentile({5, 1, 3, 2, 4}, 0), 1);
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  EXPECT_EQ(percentile(v, 95), 95);
+}
+
+TEST(Engine, DisciplineNames) {
+  EXPECT_EQ(*parse_discipline("easy-backfill"), Discipline::kEasyBackfill);
+  EXPECT_EQ(discipline_name(Discipline::kPriority), "priority");
+  EXPECT_FALSE(parse_discipline("sjf"));
+}
+
+}  // namespace
+}  // namespace toposched::sim
+
+namespace toposched::sim {
+namespace {
+
+TEST(Engine, TimelineNeverExceedsTheCluster) {
+  Cluster c = cluster(4);
+  Trace t;
+  // Many short jobs with awkward times, so that events fall on and near bucket edges.
+  for (int i = 0; i < 500; ++i) t.jobs.push_back(job("j" + std::to_string(i), i * 13.7, 1 << (i % 6), 20.0 + (i * 53) % 400));
+  for (Discipline d : {Discipline::kFifo, Discipline::kEasyBackfill}) {
+    auto r = run(c, t, d, 0.2);
+    double integral = 0;
+    double width = (r.last_end_s - r.first_submit_s) / static_cast<double>(r.timeline.size());
+    for (const auto& p : r.timeline) {
+      EXPECT_LE(p.busy_gpus, 32 + 1e-6);
+      EXPECT_GE(p.busy_gpus, -1e-9);
+      integral += p.busy_gpus * width;
+    }
+    EXPECT_NEAR(integral, r.busy_gpu_seconds, 1e-6 * r.busy_gpu_seconds);
+  }
+}
+
+}  // namespace
+}  // namespace toposched::sim
