@@ -48,7 +48,9 @@ int run_frag(const FragOptions& o) {
     out["total_domains"] = f.total_domains;
     Json levels = Json::array();
     for (const auto& l : f.levels)
-      levels.push_back({{"level", l.level}, {"largest_free_gpus", l.largest_free_gpus}, {"largest_free_nodes", l.largest_free_nodes}});
+      levels.push_back({{"level", l.level},
+                        {"largest_free_gpus", l.largest_free_gpus},
+                        {"largest_free_nodes", l.largest_free_nodes}});
     out["largest_placeable"] = std::move(levels);
     Json dist = Json::array();
     for (const auto& s : sizes) dist.push_back({{"gpus", s.gpus}, {"weight", s.weight}});
@@ -59,12 +61,15 @@ int run_frag(const FragOptions& o) {
     return kExitOk;
   }
   fmt::print("free GPUs: {} of {}\n", f.free_gpus, f.total_gpus);
-  fmt::print("whole free nodes: {} of {} ({} partly used)\n", f.free_whole_nodes, f.total_nodes, f.partially_used_nodes);
+  fmt::print("whole free nodes: {} of {} ({} partly used)\n", f.free_whole_nodes, f.total_nodes,
+             f.partially_used_nodes);
   fmt::print("whole free leaves: {} of {}\n", f.free_whole_leaves, f.total_leaves);
   if (f.total_domains) fmt::print("whole free accelerator domains: {} of {}\n", f.free_whole_domains, f.total_domains);
   fmt::print("largest job placeable inside one:\n");
-  for (const auto& l : f.levels) fmt::print("  {:<14} {} GPUs ({} whole nodes)\n", l.level, l.largest_free_gpus, l.largest_free_nodes);
-  fmt::print("expected unusable free GPUs for the job-size mix: {:.1f} ({:.1f}% of free)\n", f.expected_unusable_gpus, 100 * f.unusable_fraction);
+  for (const auto& l : f.levels)
+    fmt::print("  {:<14} {} GPUs ({} whole nodes)\n", l.level, l.largest_free_gpus, l.largest_free_nodes);
+  fmt::print("expected unusable free GPUs for the job-size mix: {:.1f} ({:.1f}% of free)\n", f.expected_unusable_gpus,
+             100 * f.unusable_fraction);
   return kExitOk;
 }
 }  // namespace
@@ -74,7 +79,8 @@ void register_frag(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("frag", "Fragmentation metrics of an allocation state");
   cmd->add_option("--cluster,-c", o->cluster, "Cluster SPEC: a spec file or preset:NAME[?k=v&...]")->required();
   cmd->add_option("--state", o->state, "Allocation state (JSON written by place --save-state); default: empty cluster");
-  cmd->add_option("--sizes", o->sizes, "Job-size mix as GPUS:WEIGHT,... (default 1:.25,2:.1,4:.15,8:.25,16:.1,32:.1,64:.05)");
+  cmd->add_option("--sizes", o->sizes,
+                  "Job-size mix as GPUS:WEIGHT,... (default 1:.25,2:.1,4:.15,8:.25,16:.1,32:.1,64:.05)");
   add_format_option(*cmd, o->format);
   cmd->footer(
       "Reports wholly free nodes, leaves and accelerator domains, the largest job that fits under one\n"

@@ -34,13 +34,12 @@ struct PlaceOptions {
   OutputFormat format = OutputFormat::kText;
 };
 
-Json number_or_null(const std::optional<double>& v) {
-  return v && std::isfinite(*v) ? Json(*v) : Json(nullptr);
-}
+Json number_or_null(const std::optional<double>& v) { return v && std::isfinite(*v) ? Json(*v) : Json(nullptr); }
 
 int run_place(const PlaceOptions& o) {
   auto kind = parse_workload_kind(o.workload);
-  if (!kind) return usage_error(fmt::format("--workload must be training, inference or inference-pd, not '{}'", o.workload));
+  if (!kind)
+    return usage_error(fmt::format("--workload must be training, inference or inference-pd, not '{}'", o.workload));
   auto policy = find_policy(o.policy);
   if (!policy) return report(policy.error());
   int code = kExitOk;
@@ -63,7 +62,10 @@ int run_place(const PlaceOptions& o) {
       if (!state.has_job(r.job_id)) break;
     }
   } else if (state.has_job(r.job_id)) {
-    return report(Error{ErrorCode::kValidation, fmt::format("job '{}' is already in the state; release it first or pick another --job", r.job_id), {}});
+    return report(
+        Error{ErrorCode::kValidation,
+              fmt::format("job '{}' is already in the state; release it first or pick another --job", r.job_id),
+              {}});
   }
   r.gpus = o.gpus;
   r.nodes = o.nodes;
@@ -131,7 +133,8 @@ int run_place(const PlaceOptions& o) {
   if (p->predicted_comm_us)
     fmt::print("predicted communication per step: {:.1f} us ({:.2f}x the ideal {:.1f} us)\n", *p->predicted_comm_us,
                p->slowdown.value_or(1.0), p->ideal_comm_us.value_or(0.0));
-  fmt::print("spans: {}\n", p->levels_spanned.empty() ? std::string("one GPU") : fmt::format("{}", fmt::join(p->levels_spanned, ", ")));
+  fmt::print("spans: {}\n", p->levels_spanned.empty() ? std::string("one GPU")
+                                                      : fmt::format("{}", fmt::join(p->levels_spanned, ", ")));
   for (const auto& [node, dev] : p->cuda_visible_devices) fmt::print("  {} CUDA_VISIBLE_DEVICES={}\n", node, dev);
   if (o.explain) fmt::print("\n{}\n", p->explanation);
   return kExitOk;
@@ -143,25 +146,40 @@ void register_place(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("place", "Choose GPUs and rank order for a job with a placement policy");
   cmd->add_option("--cluster,-c", o->cluster, "Cluster SPEC: a spec file or preset:NAME[?k=v&...]")->required();
   auto* gpus = cmd->add_option("--gpus,-G", o->gpus, "Number of GPUs the job needs")->check(CLI::PositiveNumber);
-  auto* nodes = cmd->add_option("--nodes,-N", o->nodes, "Number of whole nodes, exclusive (instead of --gpus)")->check(CLI::PositiveNumber);
+  auto* nodes = cmd->add_option("--nodes,-N", o->nodes, "Number of whole nodes, exclusive (instead of --gpus)")
+                    ->check(CLI::PositiveNumber);
   gpus->excludes(nodes);
-  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs on every node the job uses (Slurm --gpus-per-node)")->check(CLI::PositiveNumber);
+  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs on every node the job uses (Slurm --gpus-per-node)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--exclusive", o->exclusive, "Do not share nodes with other jobs (implied by --nodes)");
-  cmd->add_option("--tp", o->tp, "Tensor-parallel degree: GPUs per TP group, kept inside a node (default 1)")->check(CLI::PositiveNumber);
+  cmd->add_option("--tp", o->tp, "Tensor-parallel degree: GPUs per TP group, kept inside a node (default 1)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--pp", o->pp, "Pipeline-parallel stages (default 1)")->check(CLI::PositiveNumber);
-  cmd->add_option("--dp", o->dp, "Data-parallel degree (default: what is left of the GPUs)")->check(CLI::PositiveNumber);
+  cmd->add_option("--dp", o->dp, "Data-parallel degree (default: what is left of the GPUs)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--ep", o->ep, "Expert-parallel degree (default 1)")->check(CLI::PositiveNumber);
   cmd->add_option("--cp", o->cp, "Context-parallel degree (default 1)")->check(CLI::PositiveNumber);
-  cmd->add_option("--workload", o->workload, "training (one gang, default), inference (independent replicas) or inference-pd (prefill + decode pools)");
-  cmd->add_option("--model", o->model, "Cost-model workload class for the prediction (llm-dense, llm-moe, dp-vision, inference)");
-  cmd->add_option("--replica-gpus", o->replica_gpus, "Inference: GPUs per replica (default tp x pp)")->check(CLI::PositiveNumber);
-  cmd->add_option("--gpu-model", o->gpu_model, "Only nodes whose GPU model contains this text (case-insensitive), e.g. H100");
-  cmd->add_option("--required-tier", o->required_tier, "All GPUs under one switch of this tier (or 'node'), like Kueue's required topology");
-  cmd->add_option("--preferred-tier", o->preferred_tier, "Prefer all GPUs under one switch of this tier (or 'node'), like Kueue's preferred topology");
-  cmd->add_option("--switches", o->switches, "At most this many leaf switches (Slurm --switches)")->check(CLI::PositiveNumber);
-  cmd->add_option("--segment", o->segment, "Nodes per segment, each inside one base block (Slurm --segment; slurm-block only)")->check(CLI::PositiveNumber);
+  cmd->add_option(
+      "--workload", o->workload,
+      "training (one gang, default), inference (independent replicas) or inference-pd (prefill + decode pools)");
+  cmd->add_option("--model", o->model,
+                  "Cost-model workload class for the prediction (llm-dense, llm-moe, dp-vision, inference)");
+  cmd->add_option("--replica-gpus", o->replica_gpus, "Inference: GPUs per replica (default tp x pp)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gpu-model", o->gpu_model,
+                  "Only nodes whose GPU model contains this text (case-insensitive), e.g. H100");
+  cmd->add_option("--required-tier", o->required_tier,
+                  "All GPUs under one switch of this tier (or 'node'), like Kueue's required topology");
+  cmd->add_option("--preferred-tier", o->preferred_tier,
+                  "Prefer all GPUs under one switch of this tier (or 'node'), like Kueue's preferred topology");
+  cmd->add_option("--switches", o->switches, "At most this many leaf switches (Slurm --switches)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--segment", o->segment,
+                  "Nodes per segment, each inside one base block (Slurm --segment; slurm-block only)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->seed, "Seed of the random policy (default 1)");
-  cmd->add_option("--policy,-p", o->policy, "first-fit, random, slurm-tree, slurm-block, kueue-bestfit or topo (default)");
+  cmd->add_option("--policy,-p", o->policy,
+                  "first-fit, random, slurm-tree, slurm-block, kueue-bestfit or topo (default)");
   cmd->add_option("--job,-j", o->job, "Job id (default: job-N, the first one free in the state)");
   cmd->add_option("--state", o->state, "Allocation state to start from (JSON written by --save-state)");
   cmd->add_option("--save-state", o->save_state, "Write the state with this job added (may be the --state file)");

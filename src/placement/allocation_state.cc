@@ -18,7 +18,8 @@ AllocationState::AllocationState(const Cluster& cluster) : cluster_(&cluster) {
   ancestor_begin_.reserve(nodes + 1);
   for (std::size_t i = 0; i < nodes; ++i) {
     ancestor_begin_.push_back(static_cast<std::uint32_t>(ancestors_.size()));
-    for (SwitchId s = cluster.node_switch(NodeId(static_cast<std::uint32_t>(i))); s.valid(); s = cluster.switch_parent(s))
+    for (SwitchId s = cluster.node_switch(NodeId(static_cast<std::uint32_t>(i))); s.valid();
+         s = cluster.switch_parent(s))
       ancestors_.push_back(s);
   }
   ancestor_begin_.push_back(static_cast<std::uint32_t>(ancestors_.size()));
@@ -78,15 +79,16 @@ Result<void> AllocationState::allocate(std::string_view job_id, std::span<const 
   for (GpuId g : gpus) {
     if (!g.valid() || g.index() >= owner_.size()) {
       undo();
-      return make_error(ErrorCode::kInvalidArgument, fmt::format("job '{}': GPU id {} is not in the cluster", job_id, g.value));
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("job '{}': GPU id {} is not in the cluster", job_id, g.value));
     }
     JobSlot o = owner_[g.index()];
     if (o != kFree) {
       undo();
       NodeId n = cluster_->gpu_node(g);
       std::string who = o == kPending ? std::string(job_id) + " (listed twice)" : job_name_[o];
-      return make_error(ErrorCode::kInfeasible, fmt::format("GPU {}:{} is already owned by job '{}'", cluster_->node_name(n),
-                                                            cluster_->gpu_local_index(g), who));
+      return make_error(ErrorCode::kInfeasible, fmt::format("GPU {}:{} is already owned by job '{}'",
+                                                            cluster_->node_name(n), cluster_->gpu_local_index(g), who));
     }
     owner_[g.index()] = kPending;
     ++marked;
@@ -171,9 +173,10 @@ Result<void> AllocationState::check_invariants() const {
   if (!fresh.same_counters(*this)) {
     for (std::size_t i = 0; i < node_free_.size(); ++i)
       if (node_free_[i] != fresh.node_free_[i])
-        return make_error(ErrorCode::kValidation, fmt::format("node {}: free counter {} but {} GPUs are free",
-                                                              cluster_->node_name(NodeId(static_cast<std::uint32_t>(i))),
-                                                              node_free_[i], fresh.node_free_[i]));
+        return make_error(ErrorCode::kValidation,
+                          fmt::format("node {}: free counter {} but {} GPUs are free",
+                                      cluster_->node_name(NodeId(static_cast<std::uint32_t>(i))), node_free_[i],
+                                      fresh.node_free_[i]));
     return make_error(ErrorCode::kValidation, "switch, domain or total free counters disagree with the GPU owners");
   }
   std::size_t owned = 0;
@@ -182,10 +185,12 @@ Result<void> AllocationState::check_invariants() const {
       return make_error(ErrorCode::kValidation, fmt::format("job table entry for '{}' is inconsistent", name));
     for (GpuId g : job_gpus_[slot])
       if (owner_[g.index()] != slot)
-        return make_error(ErrorCode::kValidation, fmt::format("job '{}' lists GPU {} which it does not own", name, g.value));
+        return make_error(ErrorCode::kValidation,
+                          fmt::format("job '{}' lists GPU {} which it does not own", name, g.value));
     owned += job_gpus_[slot].size();
   }
-  std::size_t marked = static_cast<std::size_t>(std::count_if(owner_.begin(), owner_.end(), [](JobSlot o) { return o != kFree; }));
+  std::size_t marked =
+      static_cast<std::size_t>(std::count_if(owner_.begin(), owner_.end(), [](JobSlot o) { return o != kFree; }));
   if (owned != marked)
     return make_error(ErrorCode::kValidation, fmt::format("{} GPUs have an owner but jobs list {}", marked, owned));
   return {};

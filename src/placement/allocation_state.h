@@ -85,9 +85,9 @@ class AllocationState {
   void adjust(NodeId n, int delta_gpus);
 
   const Cluster* cluster_;
-  std::vector<JobSlot> owner_;                 // per GPU
-  std::vector<int> node_free_;                 // per node
-  std::vector<std::int64_t> switch_free_gpus_; // per switch, whole subtree
+  std::vector<JobSlot> owner_;                  // per GPU
+  std::vector<int> node_free_;                  // per node
+  std::vector<std::int64_t> switch_free_gpus_;  // per switch, whole subtree
   std::vector<std::int64_t> switch_free_nodes_;
   std::vector<std::int64_t> switch_total_gpus_;
   std::vector<std::int64_t> domain_free_gpus_;
@@ -101,7 +101,7 @@ class AllocationState {
   // Job table: slot 0 is unused ("free"); released slots are recycled.
   std::vector<std::string> job_name_;
   std::vector<std::vector<GpuId>> job_gpus_;
-  std::vector<std::uint64_t> job_order_;       // allocation sequence number per slot
+  std::vector<std::uint64_t> job_order_;  // allocation sequence number per slot
   std::vector<JobSlot> free_slots_;
   std::unordered_map<std::string, JobSlot> job_index_;
   std::uint64_t next_order_ = 0;

@@ -32,7 +32,7 @@ std::optional<CommPrediction> predict_comm(const Cluster& cluster, std::span<con
                                            const JobRequest& r) {
   auto plan = plan_for(r, static_cast<int>(gpus_by_rank.size()));
   if (!plan) return std::nullopt;
-  std::string cls = !r.model_class.empty() ? r.model_class
+  std::string cls = !r.model_class.empty()                  ? r.model_class
                     : r.workload == WorkloadKind::kTraining ? "llm-dense"
                                                             : "inference";
   auto model = workload_class(cls);

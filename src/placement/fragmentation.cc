@@ -28,9 +28,10 @@ Result<std::vector<JobSizeWeight>> parse_job_sizes(std::string_view text) {
            w.gpus > 0 && w.weight >= 0;
     }
     if (!ok)
-      return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("expected job sizes as GPUS:WEIGHT[,GPUS:WEIGHT...] (e.g. 1:0.5,8:0.5), found '{}' at column {}",
-                                    item, start + 1));
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("expected job sizes as GPUS:WEIGHT[,GPUS:WEIGHT...] (e.g. 1:0.5,8:0.5), found '{}' at column {}",
+                      item, start + 1));
     out.push_back(w);
     if (comma == text.size()) break;
     start = comma + 1;

@@ -26,8 +26,8 @@ std::vector<JobSizeWeight> default_job_sizes();
 Result<std::vector<JobSizeWeight>> parse_job_sizes(std::string_view text);
 
 struct LevelCapacity {
-  std::string level;          // "node", a tier name, "accel-domain", "cluster"
-  long largest_free_gpus = 0; // most free GPUs under one node / switch / domain
+  std::string level;            // "node", a tier name, "accel-domain", "cluster"
+  long largest_free_gpus = 0;   // most free GPUs under one node / switch / domain
   long largest_free_nodes = 0;  // most wholly free nodes under one
 };
 

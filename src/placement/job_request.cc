@@ -12,9 +12,12 @@ namespace toposched {
 
 std::string_view workload_kind_name(WorkloadKind k) {
   switch (k) {
-    case WorkloadKind::kTraining: return "training";
-    case WorkloadKind::kInference: return "inference";
-    case WorkloadKind::kInferencePD: return "inference-pd";
+    case WorkloadKind::kTraining:
+      return "training";
+    case WorkloadKind::kInference:
+      return "inference";
+    case WorkloadKind::kInferencePD:
+      return "inference-pd";
   }
   return "training";
 }
@@ -43,8 +46,9 @@ Result<std::optional<int>> resolve_tier(const std::string& name, const Cluster& 
     if (c.tiers()[i].name == name) return std::optional<int>(static_cast<int>(i));
     known += ", " + c.tiers()[i].name;
   }
-  return make_error(ErrorCode::kInvalidArgument,
-                    fmt::format("{} tier '{}' is not a tier of cluster '{}'; its tiers: {}", what, name, c.name(), known));
+  return make_error(
+      ErrorCode::kInvalidArgument,
+      fmt::format("{} tier '{}' is not a tier of cluster '{}'; its tiers: {}", what, name, c.name(), known));
 }
 
 }  // namespace
@@ -56,7 +60,8 @@ bool model_matches(const JobRequest& r, const Cluster& cluster, NodeId n) {
 Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
   auto bad = [](std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); };
   if (r.gpus < 0 || r.nodes < 0 || r.gpus_per_node < 0) return bad("GPU and node counts must be positive");
-  if ((r.gpus > 0) == (r.nodes > 0)) return bad("give exactly one of a GPU count (--gpus N) or a node count (--nodes N)");
+  if ((r.gpus > 0) == (r.nodes > 0))
+    return bad("give exactly one of a GPU count (--gpus N) or a node count (--nodes N)");
   if (r.tp < 1 || r.pp < 1 || r.ep < 1 || r.cp < 1 || r.dp < 0)
     return bad("parallelism degrees (--tp --pp --dp --ep --cp) must be at least 1");
   if (r.max_switches < 0 || r.segment < 0) return bad("--switches and --segment must be positive");
@@ -94,7 +99,8 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
     }
   }
   if (r.gpus_per_node > *sizes.rbegin())
-    return bad(fmt::format("{} GPUs per node requested, but the largest eligible node has {}", r.gpus_per_node, *sizes.rbegin()));
+    return bad(fmt::format("{} GPUs per node requested, but the largest eligible node has {}", r.gpus_per_node,
+                           *sizes.rbegin()));
   if (r.total_gpus > static_cast<int>(c.gpu_count()))
     return make_error(ErrorCode::kInfeasible,
                       fmt::format("needs {} GPUs; cluster '{}' has {} in all", r.total_gpus, c.name(), c.gpu_count()));
@@ -127,8 +133,7 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
   auto pref = resolve_tier(r.preferred_tier, c, "preferred");
   if (!pref) return tl::unexpected(pref.error());
   r.preferred_tier_index = *pref;
-  if (r.segment > 0 && r.nodes == 0)
-    return bad("--segment counts nodes: use it with --nodes or --gpus-per-node");
+  if (r.segment > 0 && r.nodes == 0) return bad("--segment counts nodes: use it with --nodes or --gpus-per-node");
   if (r.segment > 0 && r.nodes % r.segment != 0)
     return bad(fmt::format("{} nodes cannot be split into segments of {}", r.nodes, r.segment));
   return r;

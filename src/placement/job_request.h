@@ -2,11 +2,10 @@
 //
 // Size: `gpus` GPUs, or `nodes` whole nodes (exclusive), optionally with `gpus_per_node`.
 // Parallelism (tp x cp x ep x dp x pp GPUs, the cost model's ParallelPlan; ranks tp
-// fastest, pp slowest: "tp-cp-ep-dp-pp") decides the rank order and, for `topo`, the shape of the placement. Workload kinds:
-// training (one gang), inference (independent replicas of `replica_gpus` GPUs each),
-// inference-pd (a prefill pool and a decode pool of replicas). Constraints in the style
-// of Kueue (required / preferred tier: all GPUs under one switch of that tier, or in one
-// node for the tier "node") and Slurm (--switches=N leaf switches at most, --segment=N
+// fastest, pp slowest: "tp-cp-ep-dp-pp") decides the rank order and, for `topo`, the shape of the placement. Workload
+// kinds: training (one gang), inference (independent replicas of `replica_gpus` GPUs each), inference-pd (a prefill
+// pool and a decode pool of replicas). Constraints in the style of Kueue (required / preferred tier: all GPUs under one
+// switch of that tier, or in one node for the tier "node") and Slurm (--switches=N leaf switches at most, --segment=N
 // nodes per base block, exclusive nodes). Gang (all-or-nothing) always.
 //
 // normalize() checks the request against a cluster and fills the derived fields (total GPU
@@ -34,26 +33,26 @@ struct JobRequest {
   std::string job_id;
   // Size: exactly one of gpus / nodes is > 0.
   int gpus = 0;
-  int nodes = 0;              // whole nodes, exclusive
-  int gpus_per_node = 0;      // 0 = any split (with `nodes`: the node's GPU count)
-  bool exclusive = false;     // nodes are not shared (implied by `nodes`)
-  std::string gpu_model;      // empty = any; else a case-insensitive substring of the node type's model
+  int nodes = 0;           // whole nodes, exclusive
+  int gpus_per_node = 0;   // 0 = any split (with `nodes`: the node's GPU count)
+  bool exclusive = false;  // nodes are not shared (implied by `nodes`)
+  std::string gpu_model;   // empty = any; else a case-insensitive substring of the node type's model
   // Parallelism; 0 = unspecified (dp defaults to what is left).
   int tp = 1, pp = 1, dp = 0, ep = 1, cp = 1;
   WorkloadKind workload = WorkloadKind::kTraining;
-  std::string model_class;    // cost model's workload class; empty = by workload kind
-  int replica_gpus = 0;       // inference: GPUs per replica (default tp x pp)
+  std::string model_class;  // cost model's workload class; empty = by workload kind
+  int replica_gpus = 0;     // inference: GPUs per replica (default tp x pp)
   // Kueue-style: tier name ("node" or a fabric tier name), empty = none.
   std::string required_tier;
   std::string preferred_tier;
   // Slurm-style.
-  int max_switches = 0;       // --switches=N: at most N leaf switches; 0 = no limit
-  int segment = 0;            // --segment=N: nodes per segment, each inside one base block
-  std::uint64_t seed = 1;     // for the random policy
+  int max_switches = 0;    // --switches=N: at most N leaf switches; 0 = no limit
+  int segment = 0;         // --segment=N: nodes per segment, each inside one base block
+  std::uint64_t seed = 1;  // for the random policy
 
   // Filled by normalize().
   int total_gpus = 0;
-  std::optional<int> required_tier_index;   // kNodeTier or a fabric tier
+  std::optional<int> required_tier_index;  // kNodeTier or a fabric tier
   std::optional<int> preferred_tier_index;
   int units_per_replica() const { return replica_gpus; }
 };

@@ -15,7 +15,7 @@ namespace toposched {
 
 const std::vector<const PlacementPolicy*>& placement_policies() {
   static const std::vector<const PlacementPolicy*> all = {
-      &first_fit_policy(), &random_policy(),        &slurm_tree_policy(),
+      &first_fit_policy(),   &random_policy(),        &slurm_tree_policy(),
       &slurm_block_policy(), &kueue_bestfit_policy(), &topo_policy(),
   };
   return all;
@@ -43,7 +43,8 @@ Result<void> check_placement(const AllocationState& state, const JobRequest& r, 
     GpuId g = sorted[i];
     if (!g.valid() || g.index() >= c.gpu_count()) return fail("placement names a GPU outside the cluster");
     if (i > 0 && sorted[i - 1] == g) return fail(fmt::format("GPU {} appears twice", g.value));
-    if (!state.gpu_free(g)) return fail(fmt::format("GPU {}:{} is not free", c.node_name(c.gpu_node(g)), c.gpu_local_index(g)));
+    if (!state.gpu_free(g))
+      return fail(fmt::format("GPU {}:{} is not free", c.node_name(c.gpu_node(g)), c.gpu_local_index(g)));
     NodeId n = c.gpu_node(g);
     if (!per_node.empty() && per_node.back().first == n) {
       ++per_node.back().second;
@@ -56,8 +57,10 @@ Result<void> check_placement(const AllocationState& state, const JobRequest& r, 
   std::vector<std::uint32_t> leaves;
   for (auto [n, count] : per_node) {
     if (r.exclusive && count != c.node_gpu_count(n) && r.gpus_per_node == c.node_gpu_count(n))
-      return fail(fmt::format("exclusive job uses {} of node {}'s {} GPUs", count, c.node_name(n), c.node_gpu_count(n)));
-    if (r.exclusive && !state.node_whole_free(n)) return fail(fmt::format("exclusive job shares node {}", c.node_name(n)));
+      return fail(
+          fmt::format("exclusive job uses {} of node {}'s {} GPUs", count, c.node_name(n), c.node_gpu_count(n)));
+    if (r.exclusive && !state.node_whole_free(n))
+      return fail(fmt::format("exclusive job shares node {}", c.node_name(n)));
     if (r.gpus_per_node > 0 && count != r.gpus_per_node)
       return fail(fmt::format("node {} holds {} GPUs of the job, not {}", c.node_name(n), count, r.gpus_per_node));
     leaves.push_back(c.node_switch(n).value);
@@ -73,7 +76,8 @@ Result<void> check_placement(const AllocationState& state, const JobRequest& r, 
       for (auto [node, count] : per_node) {
         SwitchId s = ancestor_at_tier(state, node, tier);
         if (!s.valid() || (first.valid() && s != first))
-          return fail(fmt::format("required tier '{}': the GPUs are not under one switch of that tier", c.tiers()[static_cast<std::size_t>(tier)].name));
+          return fail(fmt::format("required tier '{}': the GPUs are not under one switch of that tier",
+                                  c.tiers()[static_cast<std::size_t>(tier)].name));
         first = s;
       }
     }
@@ -87,7 +91,8 @@ namespace {
 
 // Runs the policy under the required tier: one switch (or node) of that tier at a time, in
 // id order, skipping those without enough free GPUs; the first success wins.
-Result<std::vector<GpuId>> select_in_tier(const AllocationState& s, const JobRequest& r, const PlacementPolicy& p, int tier) {
+Result<std::vector<GpuId>> select_in_tier(const AllocationState& s, const JobRequest& r, const PlacementPolicy& p,
+                                          int tier) {
   const Cluster& c = s.cluster();
   std::string tier_name = tier == kNodeTier ? "node" : c.tiers()[static_cast<std::size_t>(tier)].name;
   std::int64_t largest = 0;
@@ -113,8 +118,8 @@ Result<std::vector<GpuId>> select_in_tier(const AllocationState& s, const JobReq
     }
   }
   return make_error(ErrorCode::kInfeasible,
-                    fmt::format("needs {} GPUs under one {} (required tier); the most free under one is {}", r.total_gpus,
-                                tier_name, largest));
+                    fmt::format("needs {} GPUs under one {} (required tier); the most free under one is {}",
+                                r.total_gpus, tier_name, largest));
 }
 
 std::string join(const std::vector<std::string>& v, std::string_view sep) {
@@ -199,12 +204,14 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
     p.max_stage_leaves = std::max(p.max_stage_leaves, static_cast<int>(sl.size()));
   }
 
-  std::string text = fmt::format("Policy {} ({}) placed job {}: {} GPUs on {} node{} ({})", policy.name(), policy.summary(),
-                                 p.job_id, gpus.size(), p.node_count, p.node_count == 1 ? "" : "s", p.nodes_hostlist);
+  std::string text =
+      fmt::format("Policy {} ({}) placed job {}: {} GPUs on {} node{} ({})", policy.name(), policy.summary(), p.job_id,
+                  gpus.size(), p.node_count, p.node_count == 1 ? "" : "s", p.nodes_hostlist);
   text += fmt::format(" under {} leaf switch{}", p.leaf_switch_count, p.leaf_switch_count == 1 ? "" : "es");
   text += fmt::format("; the GPUs talk over {}.", levels.empty() ? "nothing (one GPU)" : join(p.levels_spanned, ", "));
   if (r.workload == WorkloadKind::kTraining) {
-    text += fmt::format(" Ranks follow tp={} cp={} ep={} dp={} pp={} (tp fastest, pp slowest): ", r.tp, r.cp, r.ep, r.dp, r.pp);
+    text += fmt::format(" Ranks follow tp={} cp={} ep={} dp={} pp={} (tp fastest, pp slowest): ", r.tp, r.cp, r.ep,
+                        r.dp, r.pp);
     text += p.tp_groups_split == 0 ? fmt::format("every TP group of {} stays inside one node or NVLink domain", tp)
                                    : fmt::format("{} TP group(s) span nodes", p.tp_groups_split);
     text += fmt::format(", and each of the {} PP stage(s) touches at most {} leaf switch(es).", pp, p.max_stage_leaves);
@@ -212,8 +219,8 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
     text += fmt::format(" {} replica(s) of {} GPUs each.", r.total_gpus / std::max(1, r.replica_gpus), r.replica_gpus);
   }
   if (p.predicted_comm_us)
-    text += fmt::format(" Predicted communication per step: {:.1f} us ({:.2f}x the ideal {:.1f} us).", *p.predicted_comm_us,
-                        p.slowdown.value_or(1.0), p.ideal_comm_us.value_or(0.0));
+    text += fmt::format(" Predicted communication per step: {:.1f} us ({:.2f}x the ideal {:.1f} us).",
+                        *p.predicted_comm_us, p.slowdown.value_or(1.0), p.ideal_comm_us.value_or(0.0));
   else
     text += " No communication prediction (this build has no cost model).";
   p.explanation = std::move(text);
@@ -226,7 +233,8 @@ Result<Placement> place(const AllocationState& state, const JobRequest& raw, con
   if (!norm) return tl::unexpected(norm.error());
   const JobRequest& r = *norm;
   if (r.segment > 0 && !policy.supports_segments())
-    return make_error(ErrorCode::kUnsupported, fmt::format("policy {} does not implement --segment (slurm-block does)", policy.name()));
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("policy {} does not implement --segment (slurm-block does)", policy.name()));
   if (r.total_gpus > state.total_free_gpus())
     return make_error(ErrorCode::kInfeasible, fmt::format("needs {} GPUs; only {} of {} are free", r.total_gpus,
                                                           state.total_free_gpus(), state.cluster().gpu_count()));

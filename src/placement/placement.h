@@ -32,15 +32,15 @@ struct Placement {
   std::string job_id;
   std::string policy;
   std::vector<GpuId> gpus_by_rank;
-  std::string nodes_hostlist;  // nodes in first-rank order, compressed
+  std::string nodes_hostlist;                                             // nodes in first-rank order, compressed
   std::vector<std::pair<std::string, std::string>> cuda_visible_devices;  // node -> "0,1,2,3"
   // Path levels between GPUs of the job, closest first ("nvlink", "tier:leaf", ...).
   std::vector<std::string> levels_spanned;
   std::vector<std::string> tiers_spanned;  // fabric tiers crossed (subset of levels_spanned)
   int node_count = 0;
   int leaf_switch_count = 0;
-  int tp_groups_split = 0;   // TP groups whose GPUs are not all on one node / NVLink domain
-  int max_stage_leaves = 0;  // largest number of leaf switches one PP stage touches
+  int tp_groups_split = 0;                  // TP groups whose GPUs are not all on one node / NVLink domain
+  int max_stage_leaves = 0;                 // largest number of leaf switches one PP stage touches
   std::optional<double> predicted_comm_us;  // per training step; absent without a cost model
   std::optional<double> ideal_comm_us;
   std::optional<double> slowdown;

@@ -31,13 +31,20 @@ void take_lowest_free(const AllocationState& s, NodeId n, int k, std::vector<Gpu
 int link_score(const NodeType& t, int a, int b) {
   const GpuLink& l = t.link(a, b);
   switch (l.cls) {
-    case LinkClass::kSelf: return 0;
-    case LinkClass::kNVLink: return 1000 + 10 * l.nvlinks;
-    case LinkClass::kPix: return 50;
-    case LinkClass::kPxb: return 40;
-    case LinkClass::kPhb: return 30;
-    case LinkClass::kNode: return 20;
-    case LinkClass::kSys: return 0;
+    case LinkClass::kSelf:
+      return 0;
+    case LinkClass::kNVLink:
+      return 1000 + 10 * l.nvlinks;
+    case LinkClass::kPix:
+      return 50;
+    case LinkClass::kPxb:
+      return 40;
+    case LinkClass::kPhb:
+      return 30;
+    case LinkClass::kNode:
+      return 20;
+    case LinkClass::kSys:
+      return 0;
   }
   return 0;
 }
@@ -52,7 +59,8 @@ void take_best_connected(const AllocationState& s, NodeId n, int k, std::vector<
   if (k <= 0) return;
   if (k >= static_cast<int>(free.size()) || t.nvswitch || k == 1) {
     // Every subset is equally connected on an NVSwitch baseboard; lowest indices then.
-    for (int i = 0; i < k && i < static_cast<int>(free.size()); ++i) out.push_back(c.node_gpu(n, free[static_cast<std::size_t>(i)]));
+    for (int i = 0; i < k && i < static_cast<int>(free.size()); ++i)
+      out.push_back(c.node_gpu(n, free[static_cast<std::size_t>(i)]));
     return;
   }
   auto subset_score = [&](const std::vector<int>& pick) {

@@ -26,7 +26,8 @@ std::string state_to_json(const AllocationState& s) {
     nlohmann::ordered_json job;
     job["id"] = id;
     auto& gpus = job["gpus"] = nlohmann::ordered_json::array();
-    for (GpuId g : s.job_gpus(id)) gpus.push_back(fmt::format("{}:{}", c.node_name(c.gpu_node(g)), c.gpu_local_index(g)));
+    for (GpuId g : s.job_gpus(id))
+      gpus.push_back(fmt::format("{}:{}", c.node_name(c.gpu_node(g)), c.gpu_local_index(g)));
     j["jobs"].push_back(std::move(job));
   }
   return j.dump(1) + "\n";
@@ -40,7 +41,8 @@ Result<AllocationState> state_from_json(const Cluster& c, std::string_view text,
     return tl::unexpected(ok.error());
   auto format = in.req_string(*root, "format");
   if (!format) return tl::unexpected(format.error());
-  if (*format != kFormat) return in.error_at((*root)["format"], fmt::format("expected format '{}', found '{}'", kFormat, *format));
+  if (*format != kFormat)
+    return in.error_at((*root)["format"], fmt::format("expected format '{}', found '{}'", kFormat, *format));
   auto version = in.opt_integer(*root, "version");
   if (!version) return tl::unexpected(version.error());
   if (*version && **version != 1)
@@ -52,7 +54,8 @@ Result<AllocationState> state_from_json(const Cluster& c, std::string_view text,
   auto gpus = in.opt_integer(*root, "gpus");
   if (!gpus) return tl::unexpected(gpus.error());
   if (*gpus && **gpus != static_cast<long>(c.gpu_count()))
-    return in.error_at((*root)["gpus"], fmt::format("state counts {} GPUs, cluster '{}' has {}", **gpus, c.name(), c.gpu_count()));
+    return in.error_at((*root)["gpus"],
+                       fmt::format("state counts {} GPUs, cluster '{}' has {}", **gpus, c.name(), c.gpu_count()));
   AllocationState state(c);
   YAML::Node jobs = (*root)["jobs"];
   if (!jobs) return state;
@@ -82,7 +85,8 @@ Result<AllocationState> state_from_json(const Cluster& c, std::string_view text,
       std::string_view num = t.substr(colon + 1);
       auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), index);
       if (ec != std::errc() || ptr != num.data() + num.size() || index < 0 || index >= c.node_gpu_count(*node))
-        return in.error_at(g, fmt::format("node '{}' has GPUs 0..{}, found '{}'", c.node_name(*node), c.node_gpu_count(*node) - 1, num));
+        return in.error_at(g, fmt::format("node '{}' has GPUs 0..{}, found '{}'", c.node_name(*node),
+                                          c.node_gpu_count(*node) - 1, num));
       ids.push_back(c.node_gpu(*node, index));
     }
     if (auto ok = state.allocate(*id, ids); !ok) return in.error_at(list, ok.error().message);

@@ -116,16 +116,19 @@ TEST(StateFile, RoundTripsJobsInRankOrder) {
 
 TEST(StateFile, ErrorsNameTheirPosition) {
   Cluster c = preset("dgx-h100?nodes=4");
-  const std::string head = "{\"format\": \"toposched-allocation-state\", \"version\": 1, \"cluster\": \"" + c.name() + "\",\n";
+  const std::string head =
+      "{\"format\": \"toposched-allocation-state\", \"version\": 1, \"cluster\": \"" + c.name() + "\",\n";
   struct Case {
     std::string text;
     std::string expect;
   } cases[] = {
       {head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"dgx-h100-009:0\"]}]}", "no node named 'dgx-h100-009'"},
       {head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"dgx-h100-001:8\"]}]}", "GPUs 0..7"},
-      {head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"dgx-h100-001:1\"]},\n {\"id\": \"b\", \"gpus\": [\"dgx-h100-001:1\"]}]}",
+      {head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"dgx-h100-001:1\"]},\n {\"id\": \"b\", \"gpus\": "
+              "[\"dgx-h100-001:1\"]}]}",
        "already owned by job 'a'"},
-      {head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"x:1\"]}, {\"id\": \"a\", \"gpus\": [\"dgx-h100-001:1\"]}]}", "no node named 'x'"},
+      {head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"x:1\"]}, {\"id\": \"a\", \"gpus\": [\"dgx-h100-001:1\"]}]}",
+       "no node named 'x'"},
       {"{\"format\": \"toposched-allocation-state\", \"cluster\": \"other\"}", "not '" + c.name() + "'"},
       {head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"dgx-h100-001:1\"", "s.json:"},
   };

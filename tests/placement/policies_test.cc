@@ -37,14 +37,18 @@ std::vector<GpuId> place_or_die(const AllocationState& s, JobRequest r, std::str
 
 // A small instance of every preset (property tests run under the sanitizers).
 const std::map<std::string, std::string> kSmallPresets = {
-    {"dgx-a100", "dgx-a100?nodes=40"},        {"dgx-h100", "dgx-h100?nodes=64"},
-    {"hgx-h200", "hgx-h200?nodes=40&su_size=16"}, {"gb200-nvl72", "gb200-nvl72?racks=4&racks_per_su=2"},
-    {"pcie-l40s", "pcie-l40s?nodes=16"},      {"llama3-24k", "llama3-24k?pods=2&racks=8"},
+    {"dgx-a100", "dgx-a100?nodes=40"},
+    {"dgx-h100", "dgx-h100?nodes=64"},
+    {"hgx-h200", "hgx-h200?nodes=40&su_size=16"},
+    {"gb200-nvl72", "gb200-nvl72?racks=4&racks_per_su=2"},
+    {"pcie-l40s", "pcie-l40s?nodes=16"},
+    {"llama3-24k", "llama3-24k?pods=2&racks=8"},
     {"synthetic", "synthetic?nodes=48&fanout=8,3"},
 };
 
 // Independent re-check of what every placement must satisfy.
-void expect_valid(const AllocationState& s, const JobRequest& r, const std::vector<GpuId>& gpus, std::string_view what) {
+void expect_valid(const AllocationState& s, const JobRequest& r, const std::vector<GpuId>& gpus,
+                  std::string_view what) {
   const Cluster& c = s.cluster();
   ASSERT_EQ(static_cast<int>(gpus.size()), r.total_gpus) << what;
   std::set<std::uint32_t> seen;
@@ -110,10 +114,20 @@ TEST(PolicyProperties, RandomSequencesOnEveryPreset) {
             r.workload = WorkloadKind::kInferencePD;
             r.replica_gpus = node_gpus;
             break;
-          case 0: r.nodes = 1 + static_cast<int>(rng() % 4); break;
-          case 1: r.gpus = node_gpus * (1 + static_cast<int>(rng() % 3)); r.tp = node_gpus; break;
-          case 2: r.gpus = 1 << (rng() % 6); break;
-          default: r.gpus = 2 * node_gpus; r.gpus_per_node = node_gpus / 2; break;
+          case 0:
+            r.nodes = 1 + static_cast<int>(rng() % 4);
+            break;
+          case 1:
+            r.gpus = node_gpus * (1 + static_cast<int>(rng() % 3));
+            r.tp = node_gpus;
+            break;
+          case 2:
+            r.gpus = 1 << (rng() % 6);
+            break;
+          default:
+            r.gpus = 2 * node_gpus;
+            r.gpus_per_node = node_gpus / 2;
+            break;
         }
         if (rng() % 5 == 0 && !c.tiers().empty()) r.required_tier = c.tiers()[0].name;
         if (rng() % 7 == 0) r.max_switches = 1;
@@ -123,7 +137,8 @@ TEST(PolicyProperties, RandomSequencesOnEveryPreset) {
         auto p = place(s, *norm, *policy);
         if (!p) {
           ++refused;
-          EXPECT_TRUE(p.error().code == ErrorCode::kInfeasible || p.error().code == ErrorCode::kUnsupported) << p.error().message;
+          EXPECT_TRUE(p.error().code == ErrorCode::kInfeasible || p.error().code == ErrorCode::kUnsupported)
+              << p.error().message;
           EXPECT_FALSE(p.error().message.empty());
           EXPECT_TRUE(s.same_counters(before));
           continue;
@@ -196,12 +211,14 @@ TEST(Topo, PcieOnlyServerGetsASameSocketPair) {
   auto pair = place_or_die(s, gpus_job(2), "topo");
   ASSERT_EQ(pair.size(), 2u);
   const NodeType& t = c.node_type(NodeId(0));
-  EXPECT_EQ(t.gpu_numa[static_cast<std::size_t>(c.gpu_local_index(pair[0]))], t.gpu_numa[static_cast<std::size_t>(c.gpu_local_index(pair[1]))]);
+  EXPECT_EQ(t.gpu_numa[static_cast<std::size_t>(c.gpu_local_index(pair[0]))],
+            t.gpu_numa[static_cast<std::size_t>(c.gpu_local_index(pair[1]))]);
   EXPECT_EQ(c.path(pair[0], pair[1]).level, PathLevel::kPciePix);
   // Leave one GPU per PCIe switch on socket 0 and one pair across sockets: same socket wins over SYS.
   AllocationState s2(c);
-  ASSERT_TRUE(s2.allocate("busy", std::vector<GpuId>{c.node_gpu(NodeId(0), 0), c.node_gpu(NodeId(0), 2), c.node_gpu(NodeId(0), 5),
-                                                       c.node_gpu(NodeId(0), 6), c.node_gpu(NodeId(0), 7)}));
+  ASSERT_TRUE(s2.allocate(
+      "busy", std::vector<GpuId>{c.node_gpu(NodeId(0), 0), c.node_gpu(NodeId(0), 2), c.node_gpu(NodeId(0), 5),
+                                 c.node_gpu(NodeId(0), 6), c.node_gpu(NodeId(0), 7)}));
   auto pair2 = place_or_die(s2, gpus_job(2), "topo");  // free: 1, 3 (socket 0), 4 (socket 1)
   std::set<int> l2 = {c.gpu_local_index(pair2[0]), c.gpu_local_index(pair2[1])};
   EXPECT_EQ(l2, (std::set<int>{1, 3}));
@@ -257,7 +274,8 @@ TEST(Topo, InfeasibleTpGroupSaysWhy) {
   auto p = place(s, r, **find_policy("topo"));
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().code, ErrorCode::kInfeasible);
-  EXPECT_NE(p.error().message.find("needs 72 GPUs in one NVLink domain; the largest free one has 64"), std::string::npos)
+  EXPECT_NE(p.error().message.find("needs 72 GPUs in one NVLink domain; the largest free one has 64"),
+            std::string::npos)
       << p.error().message;
   // 64 fits, inside one rack.
   auto ok = place_or_die(s, gpus_job(64, 64), "topo");
@@ -270,7 +288,8 @@ TEST(SlurmTree, PicksTheTightestLeafThatFits) {
   Cluster c = preset("synthetic?nodes=12&gpus_per_node=4&fanout=4");  // leaves of 4 nodes, one spine
   AllocationState s(c);
   // Leaf 0: 1 node busy (3 free); leaf 1: 2 busy (2 free); leaf 2: all 4 free.
-  for (std::uint32_t n : {0u, 4u, 5u}) ASSERT_TRUE(s.allocate("b" + std::to_string(n), std::vector<GpuId>{c.node_gpu(NodeId(n), 0)}));
+  for (std::uint32_t n : {0u, 4u, 5u})
+    ASSERT_TRUE(s.allocate("b" + std::to_string(n), std::vector<GpuId>{c.node_gpu(NodeId(n), 0)}));
   JobRequest r;
   r.nodes = 2;
   auto gpus = place_or_die(s, r, "slurm-tree");
@@ -400,6 +419,56 @@ TEST(Fragmentation, CountsWholeUnitsAndUnusableGpus) {
   EXPECT_EQ(f.levels[1].largest_free_gpus, 256);
   EXPECT_FALSE(parse_job_sizes("8:1,x"));
   EXPECT_TRUE(parse_job_sizes("1:0.5,8:0.5"));
+}
+
+}  // namespace
+}  // namespace toposched
+
+namespace toposched {
+namespace {
+
+TEST(CheckPlacement, RejectsEveryBrokenConstraint) {
+  Cluster c = preset("dgx-h100?nodes=64");
+  AllocationState s(c);
+  ASSERT_TRUE(s.allocate("busy", std::vector<GpuId>{c.node_gpu(NodeId(0), 0)}));
+  auto gpus_of = [&](std::initializer_list<std::pair<std::uint32_t, int>> list) {
+    std::vector<GpuId> out;
+    for (auto [n, l] : list) out.push_back(c.node_gpu(NodeId(n), l));
+    return out;
+  };
+  JobRequest two = *normalize(gpus_job(2), c);
+  EXPECT_TRUE(check_placement(s, two, gpus_of({{1, 0}, {1, 1}})));
+  EXPECT_FALSE(check_placement(s, two, gpus_of({{1, 0}})));          // too few
+  EXPECT_FALSE(check_placement(s, two, gpus_of({{1, 0}, {1, 0}})));  // twice
+  EXPECT_FALSE(check_placement(s, two, gpus_of({{0, 0}, {1, 0}})));  // owned
+  JobRequest whole;
+  whole.nodes = 1;
+  whole = *normalize(whole, c);
+  std::vector<GpuId> node0;
+  for (int l = 0; l < 8; ++l) node0.push_back(c.node_gpu(NodeId(0), l));
+  std::vector<GpuId> node2;
+  for (int l = 0; l < 8; ++l) node2.push_back(c.node_gpu(NodeId(2), l));
+  EXPECT_FALSE(check_placement(s, whole, node0));  // node 0 is not wholly free
+  EXPECT_TRUE(check_placement(s, whole, node2));
+  JobRequest per_node = gpus_job(4);
+  per_node.gpus_per_node = 2;
+  per_node = *normalize(per_node, c);
+  EXPECT_FALSE(check_placement(s, per_node, gpus_of({{1, 0}, {1, 1}, {1, 2}, {2, 0}})));
+  EXPECT_TRUE(check_placement(s, per_node, gpus_of({{1, 0}, {1, 1}, {2, 0}, {2, 1}})));
+  JobRequest in_leaf = gpus_job(2);
+  in_leaf.required_tier = "leaf";
+  in_leaf = *normalize(in_leaf, c);
+  EXPECT_FALSE(check_placement(s, in_leaf, gpus_of({{1, 0}, {40, 0}})));  // nodes 2 and 41 are in different leaves
+  EXPECT_TRUE(check_placement(s, in_leaf, gpus_of({{1, 0}, {20, 0}})));
+  JobRequest one_switch = gpus_job(2);
+  one_switch.max_switches = 1;
+  one_switch = *normalize(one_switch, c);
+  EXPECT_FALSE(check_placement(s, one_switch, gpus_of({{1, 0}, {40, 0}})));
+  JobRequest a100 = gpus_job(2);
+  a100.gpu_model = "H100";
+  a100 = *normalize(a100, c);
+  a100.gpu_model = "A100";  // normalize would refuse it; check_placement must too
+  EXPECT_FALSE(check_placement(s, a100, gpus_of({{1, 0}, {1, 1}})));
 }
 
 }  // namespace

@@ -10,14 +10,15 @@ namespace toposched {
 Error shortage_error(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) {
   const Cluster& c = s.cluster();
   std::int64_t usable = 0;
-  for (std::size_t i = 0; i < c.node_count(); ++i) usable += node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i)));
-  std::string shape = r.exclusive ? fmt::format(" on {} whole free node(s)", r.nodes)
+  for (std::size_t i = 0; i < c.node_count(); ++i)
+    usable += node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i)));
+  std::string shape = r.exclusive           ? fmt::format(" on {} whole free node(s)", r.nodes)
                       : r.gpus_per_node > 0 ? fmt::format(" as {} per node", r.gpus_per_node)
                                             : std::string();
   std::string model = r.gpu_model.empty() ? "" : fmt::format(" of model '{}'", r.gpu_model);
   return Error{ErrorCode::kInfeasible,
-               fmt::format("needs {} GPUs{}{}; only {} are usable that way ({} of {} GPUs free)", r.total_gpus, model, shape,
-                           usable, s.total_free_gpus(), c.gpu_count()),
+               fmt::format("needs {} GPUs{}{}; only {} are usable that way ({} of {} GPUs free)", r.total_gpus, model,
+                           shape, usable, s.total_free_gpus(), c.gpu_count()),
                {}};
 }
 
@@ -27,7 +28,8 @@ class FirstFit final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "first-fit"; }
   std::string_view summary() const override { return "first free GPUs in node order"; }
-  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) const override {
+  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
+                                    const NodeMask& allowed) const override {
     const Cluster& c = s.cluster();
     std::vector<GpuId> out;
     out.reserve(static_cast<std::size_t>(r.total_gpus));

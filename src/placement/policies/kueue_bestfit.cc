@@ -34,7 +34,8 @@ class KueueBestFit final : public PlacementPolicy {
   std::string_view summary() const override { return "Kueue TAS BestFit with required/preferred tiers"; }
   bool handles_tier_constraints() const override { return true; }
 
-  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) const override {
+  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
+                                    const NodeMask& allowed) const override {
     const Cluster& c = s.cluster();
     Ctx x{s, r, allowed, {}, {}, r.gpus_per_node > 0 ? r.gpus_per_node : 1};
     const long pods = r.total_gpus / x.pod_gpus;
@@ -48,7 +49,9 @@ class KueueBestFit final : public PlacementPolicy {
         for (SwitchId sw : s.node_ancestors(n)) x.switch_pods[sw.index()] += p;
     }
     const int top = static_cast<int>(c.tiers().size()) - 1;
-    int level = r.required_tier_index ? *r.required_tier_index : r.preferred_tier_index ? *r.preferred_tier_index : kNodeTier;
+    int level = r.required_tier_index    ? *r.required_tier_index
+                : r.preferred_tier_index ? *r.preferred_tier_index
+                                         : kNodeTier;
     std::vector<GpuId> out;
     while (true) {
       std::vector<Domain> doms = domains_at(x, level);
@@ -63,13 +66,13 @@ class KueueBestFit final : public PlacementPolicy {
       }
       const std::string lname = level == kNodeTier ? "node" : c.tiers()[static_cast<std::size_t>(level)].name;
       if (r.required_tier_index)
-        return make_error(ErrorCode::kInfeasible, fmt::format("needs {} pod(s) of {} GPU(s) in one {} (required tier); the "
-                                                              "largest free {} holds {}",
-                                                              pods, x.pod_gpus, lname, lname, largest));
+        return make_error(ErrorCode::kInfeasible,
+                          fmt::format("needs {} pod(s) of {} GPU(s) in one {} (required tier); the "
+                                      "largest free {} holds {}",
+                                      pods, x.pod_gpus, lname, lname, largest));
       if (level >= top) {
         // Top level: spread over several domains, best fit.
-        if (!split(x, doms, pods, out))
-          return tl::unexpected(shortage_error(s, r, allowed));
+        if (!split(x, doms, pods, out)) return tl::unexpected(shortage_error(s, r, allowed));
         return out;
       }
       ++level;

@@ -13,7 +13,8 @@ class RandomPolicy final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "random"; }
   std::string_view summary() const override { return "random free GPUs, seeded"; }
-  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) const override {
+  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
+                                    const NodeMask& allowed) const override {
     const Cluster& c = s.cluster();
     std::mt19937_64 rng(r.seed);
     std::vector<GpuId> out;

@@ -28,18 +28,22 @@ class SlurmBlock final : public PlacementPolicy {
   std::string_view summary() const override { return "Slurm topology/block: smallest block level, best fit, segments"; }
   bool supports_segments() const override { return true; }
 
-  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) const override {
+  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
+                                    const NodeMask& allowed) const override {
     const Cluster& c = s.cluster();
     std::vector<const std::vector<NodeId>*> blocks;
     if (c.domain_count() > 0) {
-      for (std::size_t d = 0; d < c.domain_count(); ++d) blocks.push_back(&c.domain_nodes(DomainId(static_cast<std::uint32_t>(d))));
+      for (std::size_t d = 0; d < c.domain_count(); ++d)
+        blocks.push_back(&c.domain_nodes(DomainId(static_cast<std::uint32_t>(d))));
     } else {
       for (std::size_t i = 0; i < c.switch_count(); ++i) {
         SwitchId sw(static_cast<std::uint32_t>(i));
         if (!c.switch_nodes(sw).empty()) blocks.push_back(&c.switch_nodes(sw));
       }
     }
-    if (blocks.empty()) return make_error(ErrorCode::kInfeasible, "the cluster has no blocks (no accelerator domains and no leaf switches)");
+    if (blocks.empty())
+      return make_error(ErrorCode::kInfeasible,
+                        "the cluster has no blocks (no accelerator domains and no leaf switches)");
     // Capacity per base block, in "units": nodes for node-count jobs (segments of nodes with
     // --segment), GPUs for GPU-count jobs.
     const bool by_nodes = r.nodes > 0;
@@ -72,14 +76,16 @@ class SlurmBlock final : public PlacementPolicy {
           best_start = start;
         }
       }
-      if (best_cap >= 0) return fill(s, r, allowed, blocks, cap, best_start, std::min(blocks.size(), best_start + width), need, seg);
+      if (best_cap >= 0)
+        return fill(s, r, allowed, blocks, cap, best_start, std::min(blocks.size(), best_start + width), need, seg);
       if (width >= blocks.size()) break;
       width *= 2;
     }
     std::string unit = by_nodes ? (r.segment > 0 ? fmt::format("segments of {} nodes", seg) : "nodes") : "GPUs";
-    return make_error(ErrorCode::kInfeasible, fmt::format("needs {} {} in one block; all blocks together have fewer free "
-                                                          "(the largest base block has {})",
-                                                          need, unit, largest));
+    return make_error(ErrorCode::kInfeasible,
+                      fmt::format("needs {} {} in one block; all blocks together have fewer free "
+                                  "(the largest base block has {})",
+                                  need, unit, largest));
   }
 
  private:
@@ -98,7 +104,9 @@ class SlurmBlock final : public PlacementPolicy {
           continue;
         }
         const bool fits = cap[b] >= need, pick_fits = cap[pick] >= need;
-        if ((fits && !pick_fits) || (fits && pick_fits && cap[b] < cap[pick]) || (!fits && !pick_fits && cap[b] > cap[pick])) pick = b;
+        if ((fits && !pick_fits) || (fits && pick_fits && cap[b] < cap[pick]) ||
+            (!fits && !pick_fits && cap[b] > cap[pick]))
+          pick = b;
       }
       if (pick == end) break;
       long take_units = std::min(cap[pick], need);

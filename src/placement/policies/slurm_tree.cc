@@ -41,7 +41,8 @@ class SlurmTree final : public PlacementPolicy {
   std::string_view name() const override { return "slurm-tree"; }
   std::string_view summary() const override { return "Slurm 22.05 topology/tree selection"; }
 
-  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) const override {
+  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
+                                    const NodeMask& allowed) const override {
     // GPU-count jobs: first only nodes that hold the whole job, then only nodes whose GPUs
     // are all free, then every node with a free GPU (observed slurmctld 22.05 behaviour, see
     // the file comment).
@@ -100,7 +101,8 @@ class SlurmTree final : public PlacementPolicy {
 
     std::vector<SwitchId> leaves;
     for (std::size_t j = 0; j < n_sw; ++j)
-      if (!c.switch_nodes(SwitchId(static_cast<std::uint32_t>(j))).empty()) leaves.push_back(SwitchId(static_cast<std::uint32_t>(j)));
+      if (!c.switch_nodes(SwitchId(static_cast<std::uint32_t>(j))).empty())
+        leaves.push_back(SwitchId(static_cast<std::uint32_t>(j)));
     std::vector<long> dist(n_sw, 0);
     std::vector<GpuId> out;
     std::vector<NodeId> picked;

@@ -14,8 +14,8 @@
 //  3. Inside a node the GPUs of a stage are the best connected free subset (most NVLinks,
 //     then the closest PCIe class), split into TP groups that are themselves best connected.
 //  4. Candidates are ranked by predicted communication time when the cost model is built in
-//     (and the job has at most kCostRankLimit GPUs, to keep decisions under a millisecond), otherwise by a structural score
-//     (stages spanning leaves and tiers); then by best fit (fragmentation left behind).
+//     (and the job has at most kCostRankLimit GPUs, to keep decisions under a millisecond), otherwise by a structural
+//     score (stages spanning leaves and tiers); then by best fit (fragmentation left behind).
 // Inference: replicas are independent; each goes to the usable node with the fewest free
 // GPUs that holds it (best fit, so whole nodes stay free for training). Replicas larger
 // than a node are placed like training jobs with one stage per replica. inference-pd places
@@ -51,7 +51,8 @@ void choose_gpus(const AllocationState& s, NodeId n, int k, int group, TakenMask
     if (s.gpu_free(c.node_gpu(n, l)) && !(mask & (std::uint64_t{1} << l))) free.push_back(l);
   auto best_subset = [&](const std::vector<int>& from, int size) {
     if (size >= static_cast<int>(from.size()) || t.nvswitch || size <= 1)
-      return std::vector<int>(from.begin(), from.begin() + std::min<std::ptrdiff_t>(size, static_cast<std::ptrdiff_t>(from.size())));
+      return std::vector<int>(from.begin(),
+                              from.begin() + std::min<std::ptrdiff_t>(size, static_cast<std::ptrdiff_t>(from.size())));
     auto score = [&](const std::vector<int>& p) {
       long sc = 0;
       for (std::size_t i = 0; i < p.size(); ++i)
@@ -110,10 +111,10 @@ void choose_gpus(const AllocationState& s, NodeId n, int k, int group, TakenMask
 }
 
 struct Plan {
-  int unit = 1;     // GPUs per unit (TP group or replica)
-  int units = 0;    // in the whole job
-  int stages = 1;   // PP stages (or prefill/decode pools)
-  bool fixed = false;       // nodes give exactly `per_node` units or none
+  int unit = 1;        // GPUs per unit (TP group or replica)
+  int units = 0;       // in the whole job
+  int stages = 1;      // PP stages (or prefill/decode pools)
+  bool fixed = false;  // nodes give exactly `per_node` units or none
   int per_node = 0;
 };
 
@@ -130,13 +131,16 @@ class Topo final : public PlacementPolicy {
   std::string_view summary() const override { return "parallelism-aware, best fit at every tier"; }
   bool handles_tier_constraints() const override { return true; }
 
-  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) const override {
+  Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
+                                    const NodeMask& allowed) const override {
     const Cluster& c = s.cluster();
     int max_node = 0;
-    for (std::size_t i = 0; i < c.node_type_count(); ++i) max_node = std::max(max_node, c.node_type_at(NodeTypeId(static_cast<std::uint32_t>(i))).gpu_count);
+    for (std::size_t i = 0; i < c.node_type_count(); ++i)
+      max_node = std::max(max_node, c.node_type_at(NodeTypeId(static_cast<std::uint32_t>(i))).gpu_count);
     if (r.workload == WorkloadKind::kInference && r.replica_gpus <= max_node && !r.exclusive && r.gpus_per_node == 0)
       return pack_replicas(s, r, allowed);
-    if (r.workload != WorkloadKind::kTraining && (r.workload == WorkloadKind::kInference || r.replica_gpus > max_node)) {
+    if (r.workload != WorkloadKind::kTraining &&
+        (r.workload == WorkloadKind::kInference || r.replica_gpus > max_node)) {
       // Replicas larger than a node (or on exclusive nodes): one training-like stage each.
       JobRequest as_training = r;
       as_training.workload = WorkloadKind::kTraining;
@@ -162,14 +166,17 @@ class Topo final : public PlacementPolicy {
       JobRequest smaller = r;
       smaller.tp = largest_divisor_at_most(plan.unit, max_node);
       smaller.dp = r.dp * (r.tp / smaller.tp);
-      if (r.tp % smaller.tp != 0) return make_error(ErrorCode::kInfeasible, fmt::format("tp={} cannot be split over nodes of {} GPUs", r.tp, max_node));
+      if (r.tp % smaller.tp != 0)
+        return make_error(ErrorCode::kInfeasible,
+                          fmt::format("tp={} cannot be split over nodes of {} GPUs", r.tp, max_node));
       return select(s, smaller, allowed);
     }
     plan.units = r.total_gpus / plan.unit;
     plan.fixed = r.exclusive || r.gpus_per_node > 0;
     if (plan.fixed) {
       if (r.gpus_per_node % plan.unit != 0)
-        return make_error(ErrorCode::kInfeasible, fmt::format("a TP group of {} GPUs does not divide {} GPUs per node", plan.unit, r.gpus_per_node));
+        return make_error(ErrorCode::kInfeasible, fmt::format("a TP group of {} GPUs does not divide {} GPUs per node",
+                                                              plan.unit, r.gpus_per_node));
       plan.per_node = r.gpus_per_node / plan.unit;
       // Stages that do not end on node boundaries are chosen together, so nodes stay whole.
       if ((plan.units / plan.stages) % plan.per_node != 0) plan.stages = 1;
@@ -184,7 +191,8 @@ class Topo final : public PlacementPolicy {
     return 1;
   }
 
-  Result<std::vector<GpuId>> place_units(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, const Plan& plan) const {
+  Result<std::vector<GpuId>> place_units(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
+                                         const Plan& plan) const {
     const Cluster& c = s.cluster();
     std::vector<int> node_units(c.node_count(), 0);
     std::vector<long> sw_units(c.switch_count(), 0);
@@ -202,26 +210,30 @@ class Topo final : public PlacementPolicy {
     }
     const int limit_tier = r.required_tier_index ? *r.required_tier_index : std::numeric_limits<int>::max();
     auto unit_text = [&] {
-      return plan.unit == 1 ? fmt::format("{} GPUs", r.total_gpus)
-                            : fmt::format("{} GPUs as {} groups of {} inside one node each", r.total_gpus, plan.units, plan.unit);
+      return plan.unit == 1
+                 ? fmt::format("{} GPUs", r.total_gpus)
+                 : fmt::format("{} GPUs as {} groups of {} inside one node each", r.total_gpus, plan.units, plan.unit);
     };
     if (total < plan.units)
-      return make_error(ErrorCode::kInfeasible, fmt::format("needs {}; only {} such group(s) are free (largest node holds {})",
-                                                            unit_text(), total, best_node_units));
+      return make_error(ErrorCode::kInfeasible,
+                        fmt::format("needs {}; only {} such group(s) are free (largest node holds {})", unit_text(),
+                                    total, best_node_units));
 
     // 1. Scope: one node if the job fits in one.
     std::vector<Candidate> cands;
     if (plan.units <= best_node_units && (!plan.fixed || plan.per_node >= plan.units)) {
       NodeId best;
       for (std::size_t i = 0; i < c.node_count(); ++i)
-        if (node_units[i] >= plan.units && (!best.valid() || node_units[i] < node_units[best.index()])) best = NodeId(static_cast<std::uint32_t>(i));
+        if (node_units[i] >= plan.units && (!best.valid() || node_units[i] < node_units[best.index()]))
+          best = NodeId(static_cast<std::uint32_t>(i));
       Candidate cand;
       cand.takes.push_back({best, plan.units});
       cand.ok = true;
       cands.push_back(std::move(cand));
     } else if (limit_tier == kNodeTier) {
-      return make_error(ErrorCode::kInfeasible, fmt::format("needs {} on one node (required tier); the best node holds {} group(s)",
-                                                            unit_text(), best_node_units));
+      return make_error(ErrorCode::kInfeasible,
+                        fmt::format("needs {} on one node (required tier); the best node holds {} group(s)",
+                                    unit_text(), best_node_units));
     } else {
       const int tiers = static_cast<int>(c.tiers().size());
       long largest_at_limit = 0;
@@ -231,15 +243,17 @@ class Topo final : public PlacementPolicy {
           if (tier == limit_tier) largest_at_limit = std::max(largest_at_limit, sw_units[sw.index()]);
           if (sw_units[sw.index()] >= plan.units) fits.push_back(sw);
         }
-        std::stable_sort(fits.begin(), fits.end(), [&](SwitchId a, SwitchId b) { return sw_units[a.index()] < sw_units[b.index()]; });
+        std::stable_sort(fits.begin(), fits.end(),
+                         [&](SwitchId a, SwitchId b) { return sw_units[a.index()] < sw_units[b.index()]; });
         if (fits.size() > kCandidates) fits.resize(kCandidates);
         for (SwitchId sw : fits) cands.push_back(build(s, plan, node_units, sw_units, sw));
       }
       if (cands.empty()) {
         if (r.required_tier_index)
-          return make_error(ErrorCode::kInfeasible,
-                            fmt::format("needs {} under one {} (required tier); the most free under one is {} group(s)", unit_text(),
-                                        c.tiers()[static_cast<std::size_t>(limit_tier)].name, largest_at_limit));
+          return make_error(
+              ErrorCode::kInfeasible,
+              fmt::format("needs {} under one {} (required tier); the most free under one is {} group(s)", unit_text(),
+                          c.tiers()[static_cast<std::size_t>(limit_tier)].name, largest_at_limit));
         cands.push_back(build(s, plan, node_units, sw_units, SwitchId()));  // whole cluster
       }
     }
@@ -251,18 +265,20 @@ class Topo final : public PlacementPolicy {
       if (!cand.ok) continue;
       std::vector<GpuId> gpus = materialize(s, cand, plan);
       if (ranking) score(s, r, plan, cand, gpus);
-      if (!best || cand.comm < best->comm * (1 - 1e-3) || (cand.comm <= best->comm * (1 + 1e-3) && cand.frag < best->frag)) {
+      if (!best || cand.comm < best->comm * (1 - 1e-3) ||
+          (cand.comm <= best->comm * (1 + 1e-3) && cand.frag < best->frag)) {
         best = &cand;
         best_gpus = std::move(gpus);
       }
     }
-    if (!best) return make_error(ErrorCode::kInfeasible, fmt::format("needs {}; no subtree could hold it", unit_text()));
+    if (!best)
+      return make_error(ErrorCode::kInfeasible, fmt::format("needs {}; no subtree could hold it", unit_text()));
     return best_gpus;
   }
 
   // 2. Per-stage best fit inside the scope (invalid scope = the whole cluster).
-  static Candidate build(const AllocationState& s, const Plan& plan, std::vector<int> node_units, std::vector<long> sw_units,
-                         SwitchId scope) {
+  static Candidate build(const AllocationState& s, const Plan& plan, std::vector<int> node_units,
+                         std::vector<long> sw_units, SwitchId scope) {
     const Cluster& c = s.cluster();
     Candidate cand;
     const int per_stage = plan.units / plan.stages;
@@ -299,7 +315,8 @@ class Topo final : public PlacementPolicy {
     } else {
       for (SwitchId root : c.root_switches()) add_switch(root);
       for (std::size_t i = 0; i < c.node_count(); ++i)
-        if (!c.node_switch(NodeId(static_cast<std::uint32_t>(i))).valid()) add_node(NodeId(static_cast<std::uint32_t>(i)));
+        if (!c.node_switch(NodeId(static_cast<std::uint32_t>(i))).valid())
+          add_node(NodeId(static_cast<std::uint32_t>(i)));
     }
     while (need > 0) {
       // Tightest child that holds the rest, else the child with the most.
@@ -322,8 +339,10 @@ class Topo final : public PlacementPolicy {
         NodeId n(k.id);
         node_units[n.index()] -= static_cast<int>(want);
         for (SwitchId a : s.node_ancestors(n)) sw_units[a.index()] -= want;
-        if (!takes.empty() && takes.back().first == n) takes.back().second += static_cast<int>(want);
-        else takes.push_back({n, static_cast<int>(want)});
+        if (!takes.empty() && takes.back().first == n)
+          takes.back().second += static_cast<int>(want);
+        else
+          takes.push_back({n, static_cast<int>(want)});
         need -= want;
         k.units -= want;
       } else {
@@ -346,7 +365,8 @@ class Topo final : public PlacementPolicy {
   }
 
   // Lower is better: predicted communication (or the structural score), then fragmentation.
-  static void score(const AllocationState& s, const JobRequest& r, const Plan& plan, Candidate& cand, const std::vector<GpuId>& gpus) {
+  static void score(const AllocationState& s, const JobRequest& r, const Plan& plan, Candidate& cand,
+                    const std::vector<GpuId>& gpus) {
     const Cluster& c = s.cluster();
     std::optional<CommPrediction> pred;
     if (static_cast<int>(gpus.size()) <= kCostRankLimit) pred = predict_comm(c, gpus, r);
@@ -360,7 +380,8 @@ class Topo final : public PlacementPolicy {
         std::vector<std::uint32_t> leaves;
         NodeId first = c.gpu_node(gpus[static_cast<std::size_t>(st) * stage]);
         int widest = -1;
-        for (std::size_t i = static_cast<std::size_t>(st) * stage; i < (static_cast<std::size_t>(st) + 1) * stage; i += static_cast<std::size_t>(plan.unit)) {
+        for (std::size_t i = static_cast<std::size_t>(st) * stage; i < (static_cast<std::size_t>(st) + 1) * stage;
+             i += static_cast<std::size_t>(plan.unit)) {
           NodeId n = c.gpu_node(gpus[i]);
           leaves.push_back(c.node_switch(n).value);
           if (n != first) widest = std::max(widest, c.node_path(first, n).distance());
@@ -383,11 +404,13 @@ class Topo final : public PlacementPolicy {
     seen_leaves.erase(std::unique(seen_leaves.begin(), seen_leaves.end()), seen_leaves.end());
     for (std::uint32_t l : seen_leaves)
       if (l != SwitchId::kInvalidValue) leaf_left += static_cast<double>(s.switch_free_gpus(SwitchId(l)));
-    cand.frag = broken * 1e6 + leaf_left - static_cast<double>(gpus.size()) * static_cast<double>(seen_leaves.size() > 0);
+    cand.frag =
+        broken * 1e6 + leaf_left - static_cast<double>(gpus.size()) * static_cast<double>(seen_leaves.size() > 0);
   }
 
   // Inference replicas that fit a node: best fit per replica over the usable nodes.
-  static Result<std::vector<GpuId>> pack_replicas(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) {
+  static Result<std::vector<GpuId>> pack_replicas(const AllocationState& s, const JobRequest& r,
+                                                  const NodeMask& allowed) {
     const Cluster& c = s.cluster();
     const int size = r.replica_gpus;
     int max_free = 0;
@@ -408,7 +431,9 @@ class Topo final : public PlacementPolicy {
       int f = size;
       while (f <= max_free && bucket[static_cast<std::size_t>(f)].empty()) ++f;
       if (f > max_free)
-        return make_error(ErrorCode::kInfeasible, fmt::format("needs {} replicas of {} GPUs, each inside one node; only {} fit", replicas, size, k));
+        return make_error(
+            ErrorCode::kInfeasible,
+            fmt::format("needs {} replicas of {} GPUs, each inside one node; only {} fit", replicas, size, k));
       std::uint32_t node = bucket[static_cast<std::size_t>(f)].back();
       bucket[static_cast<std::size_t>(f)].pop_back();
       choose_gpus(s, NodeId(node), size, size, taken, out);
@@ -421,21 +446,27 @@ class Topo final : public PlacementPolicy {
   }
 
   // TP groups larger than a node: each inside one accelerator (multi-node NVLink) domain.
-  static Result<std::vector<GpuId>> place_in_domains(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, const Plan& plan) {
+  static Result<std::vector<GpuId>> place_in_domains(const AllocationState& s, const JobRequest& r,
+                                                     const NodeMask& allowed, const Plan& plan) {
     const Cluster& c = s.cluster();
     const int groups = r.total_gpus / plan.unit;
     std::vector<long> usable(c.domain_count(), 0);
     long largest = 0;
     long total_groups = 0;
     for (std::size_t d = 0; d < c.domain_count(); ++d) {
-      for (NodeId n : c.domain_nodes(DomainId(static_cast<std::uint32_t>(d)))) usable[d] += node_capacity(s, r, allowed, n);
+      for (NodeId n : c.domain_nodes(DomainId(static_cast<std::uint32_t>(d))))
+        usable[d] += node_capacity(s, r, allowed, n);
       largest = std::max(largest, usable[d]);
       total_groups += usable[d] / plan.unit;
     }
     if (total_groups < groups) {
       if (groups == 1 || largest < plan.unit)
-        return make_error(ErrorCode::kInfeasible, fmt::format("needs {} GPUs in one NVLink domain; the largest free one has {}", plan.unit, largest));
-      return make_error(ErrorCode::kInfeasible, fmt::format("needs {} groups of {} GPUs, each in one NVLink domain; only {} fit", groups, plan.unit, total_groups));
+        return make_error(
+            ErrorCode::kInfeasible,
+            fmt::format("needs {} GPUs in one NVLink domain; the largest free one has {}", plan.unit, largest));
+      return make_error(ErrorCode::kInfeasible,
+                        fmt::format("needs {} groups of {} GPUs, each in one NVLink domain; only {} fit", groups,
+                                    plan.unit, total_groups));
     }
     // Best fit over domains: tightest domain holding the remaining groups, else the largest.
     std::vector<GpuId> out;
