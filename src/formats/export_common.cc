@@ -402,41 +402,5 @@ std::string hostlist_regex(const std::vector<std::string>& names) {
   return "^" + (items.size() > 1 ? "(?:" + alts + ")" : alts) + "$";
 }
 
-namespace {
-
-void emit(YAML::Emitter& out, const nlohmann::ordered_json& j) {
-  using Json = nlohmann::ordered_json;
-  switch (j.type()) {
-    case Json::value_t::object:
-      out << YAML::BeginMap;
-      for (auto it = j.begin(); it != j.end(); ++it) {
-        out << YAML::Key << it.key() << YAML::Value;
-        emit(out, it.value());
-      }
-      out << YAML::EndMap;
-      break;
-    case Json::value_t::array:
-      out << YAML::BeginSeq;
-      for (const auto& v : j) emit(out, v);
-      out << YAML::EndSeq;
-      break;
-    case Json::value_t::string: out << YAML::DoubleQuoted << j.get<std::string>(); break;
-    case Json::value_t::boolean: out << (j.get<bool>() ? "true" : "false"); break;
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: out << j.dump(); break;
-    case Json::value_t::number_float: out << fmt::format("{}", j.get<double>()); break;
-    default: out << YAML::Null; break;
-  }
-}
-
-}  // namespace
-
-std::string json_to_yaml(const nlohmann::ordered_json& value) {
-  YAML::Emitter out;
-  out.SetIndent(2);
-  out.SetSeqFormat(YAML::Block);
-  emit(out, value);
-  return std::string(out.c_str()) + "\n";
-}
 
 }  // namespace toposched

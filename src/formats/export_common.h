@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/yaml_output.h"
+
 #include "topology/cluster.h"
 #include "topology/error.h"
 
@@ -133,7 +135,5 @@ LabelLevels label_levels(const Cluster& cluster);
 // "dgx[001-032]" -> "^dgx0(?:0[1-9]|[1-2][0-9]|3[0-2])$".
 std::string hostlist_regex(const std::vector<std::string>& names);
 
-// YAML text of a JSON value (block style; strings quoted when YAML would misread them).
-std::string json_to_yaml(const nlohmann::ordered_json& value);
 
 }  // namespace toposched

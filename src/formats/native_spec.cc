@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/yaml_input.h"
+#include "formats/yaml_output.h"
 #include "topology/hardware.h"
 #include "topology/hostlist.h"
 
@@ -17,35 +18,26 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-#define TRY(var, expr)                                 \
-  auto var##_r = (expr);                               \
-  if (!var##_r) return tl::unexpected(var##_r.error()); \
-  auto var = std::move(*var##_r)
-#define CHECK(expr)                              \
-  do {                                           \
-    auto check_r_ = (expr);                      \
-    if (!check_r_) return tl::unexpected(check_r_.error()); \
-  } while (0)
 
 class SpecReader {
  public:
   SpecReader(const std::string& file) : in_(file), builder_("cluster") {}
 
   Result<Cluster> read(std::string_view text) {
-    TRY(root, in_.parse(text));
-    CHECK(in_.expect_map(root, "the cluster spec",
+    TOPOSCHED_TRY(root, in_.parse(text));
+    TOPOSCHED_CHECK(in_.expect_map(root, "the cluster spec",
                          {"version", "name", "node_types", "nodes", "fabric", "accelerator_domains"}));
-    TRY(version, in_.opt_integer(root, "version"));
+    TOPOSCHED_TRY(version, in_.opt_integer(root, "version"));
     if (version && *version != 1)
       return in_.error_at(root["version"], fmt::format("unsupported spec version {}; this toposched reads version 1", *version));
-    TRY(name, in_.opt_string(root, "name"));
+    TOPOSCHED_TRY(name, in_.opt_string(root, "name"));
     builder_ = ClusterBuilder(name ? *name : "cluster");
     if (!root["node_types"]) return in_.error_at(root, "missing required key 'node_types'");
     if (!root["nodes"]) return in_.error_at(root, "missing required key 'nodes'");
-    CHECK(read_node_types(root["node_types"]));
-    CHECK(read_nodes(root["nodes"]));
-    if (root["fabric"]) CHECK(read_fabric(root["fabric"]));
-    if (root["accelerator_domains"]) CHECK(read_domains(root["accelerator_domains"]));
+    TOPOSCHED_CHECK(read_node_types(root["node_types"]));
+    TOPOSCHED_CHECK(read_nodes(root["nodes"]));
+    if (root["fabric"]) TOPOSCHED_CHECK(read_fabric(root["fabric"]));
+    if (root["accelerator_domains"]) TOPOSCHED_CHECK(read_domains(root["accelerator_domains"]));
     auto cluster = std::move(builder_).build();
     if (!cluster) {
       Error e = cluster.error();
@@ -59,7 +51,7 @@ class SpecReader {
 
  private:
   Result<std::vector<LinkClass>> classes(const YAML::Node& node, std::string_view key, std::size_t count) {
-    TRY(words, in_.words(node, key));
+    TOPOSCHED_TRY(words, in_.words(node, key));
     if (words.size() != count)
       return in_.error_at(node, fmt::format("expected {} path classes in '{}' (one per GPU), found {}", count, key, words.size()));
     std::vector<LinkClass> out;
@@ -73,21 +65,21 @@ class SpecReader {
   }
 
   Result<void> read_node_type(const YAML::Node& n) {
-    CHECK(in_.expect_map(n, "a node type", {"name", "gpu", "nvlink", "links", "pcie", "numa", "cpu_affinity", "nics"}));
+    TOPOSCHED_CHECK(in_.expect_map(n, "a node type", {"name", "gpu", "nvlink", "links", "pcie", "numa", "cpu_affinity", "nics"}));
     NodeType t;
-    TRY(name, in_.req_string(n, "name"));
+    TOPOSCHED_TRY(name, in_.req_string(n, "name"));
     t.name = name;
     marks_[name] = in_.where(n["name"]);
     if (!n["gpu"]) return in_.error_at(n, fmt::format("node type '{}': missing required key 'gpu'", name));
     const YAML::Node gpu = n["gpu"];
-    CHECK(in_.expect_map(gpu, "'gpu'", {"model", "memory_gb", "count"}));
-    TRY(model, in_.req_string(gpu, "model"));
+    TOPOSCHED_CHECK(in_.expect_map(gpu, "'gpu'", {"model", "memory_gb", "count"}));
+    TOPOSCHED_TRY(model, in_.req_string(gpu, "model"));
     t.gpu_model = model;
     auto product = find_gpu_product(model);
-    TRY(mem, in_.opt_number(gpu, "memory_gb"));
+    TOPOSCHED_TRY(mem, in_.opt_number(gpu, "memory_gb"));
     t.gpu_memory_gb = mem ? *mem : product ? product->memory_gb : 0;
     if (!gpu["count"]) return in_.error_at(gpu, "missing required key 'count'");
-    TRY(count, in_.integer(gpu["count"], "count"));
+    TOPOSCHED_TRY(count, in_.integer(gpu["count"], "count"));
     if (count < 0 || count > 64) return in_.error_at(gpu["count"], fmt::format("expected a GPU count in 0..64, found {}", count));
     t.gpu_count = static_cast<int>(count);
     const auto nu = static_cast<std::size_t>(count);
@@ -95,10 +87,10 @@ class SpecReader {
     int mesh_links = 0;
     t.nvlink_GBps_per_link = product ? product->nvlink_GBps_per_link : 0;
     if (const YAML::Node nv = n["nvlink"]) {
-      CHECK(in_.expect_map(nv, "'nvlink'", {"links", "GBps_per_link", "nvswitch"}));
-      TRY(links, in_.opt_integer(nv, "links"));
-      TRY(per, in_.opt_number(nv, "GBps_per_link"));
-      TRY(sw, in_.opt_boolean(nv, "nvswitch"));
+      TOPOSCHED_CHECK(in_.expect_map(nv, "'nvlink'", {"links", "GBps_per_link", "nvswitch"}));
+      TOPOSCHED_TRY(links, in_.opt_integer(nv, "links"));
+      TOPOSCHED_TRY(per, in_.opt_number(nv, "GBps_per_link"));
+      TOPOSCHED_TRY(sw, in_.opt_boolean(nv, "nvswitch"));
       if (links && (*links < 0 || *links > 255)) return in_.error_at(nv["links"], fmt::format("expected 0..255 NVLinks, found {}", *links));
       if (per && !(*per >= 0)) return in_.error_at(nv["GBps_per_link"], "expected a per-link bandwidth >= 0 (GB/s)");
       mesh_links = links ? static_cast<int>(*links) : 0;
@@ -106,12 +98,12 @@ class SpecReader {
       t.nvswitch = sw ? *sw : mesh_links > 0 && !n["links"];
     }
     if (const YAML::Node rows = n["links"]) {
-      CHECK(in_.expect_sequence(rows, "'links' (one row of topo -m cells per GPU)"));
+      TOPOSCHED_CHECK(in_.expect_sequence(rows, "'links' (one row of topo -m cells per GPU)"));
       if (rows.size() != nu)
         return in_.error_at(rows, fmt::format("node type '{}' has {} GPUs but 'links' has {} rows", name, nu, rows.size()));
       t.gpu_links.resize(nu * nu);
       for (std::size_t i = 0; i < nu; ++i) {
-        TRY(cells, in_.words(rows[i], "links"));
+        TOPOSCHED_TRY(cells, in_.words(rows[i], "links"));
         if (cells.size() != nu)
           return in_.error_at(rows[i], fmt::format("node type '{}' has {} GPUs but row {} of 'links' has {} cells", name, nu, i, cells.size()));
         for (std::size_t j = 0; j < nu; ++j) {
@@ -131,10 +123,10 @@ class SpecReader {
 
     t.pcie_GBps = pcie_GBps(product ? product->pcie_gen : 4, 16);
     if (const YAML::Node p = n["pcie"]) {
-      CHECK(in_.expect_map(p, "'pcie'", {"gen", "lanes", "GBps"}));
-      TRY(gen, in_.opt_integer(p, "gen"));
-      TRY(lanes, in_.opt_integer(p, "lanes"));
-      TRY(gbps, in_.opt_number(p, "GBps"));
+      TOPOSCHED_CHECK(in_.expect_map(p, "'pcie'", {"gen", "lanes", "GBps"}));
+      TOPOSCHED_TRY(gen, in_.opt_integer(p, "gen"));
+      TOPOSCHED_TRY(lanes, in_.opt_integer(p, "lanes"));
+      TOPOSCHED_TRY(gbps, in_.opt_number(p, "GBps"));
       if (gen && (*gen < 1 || *gen > 6)) return in_.error_at(p["gen"], fmt::format("expected PCIe generation 1..6, found {}", *gen));
       if (lanes && !(*lanes == 1 || *lanes == 2 || *lanes == 4 || *lanes == 8 || *lanes == 16 || *lanes == 32))
         return in_.error_at(p["lanes"], fmt::format("expected 1, 2, 4, 8, 16 or 32 lanes, found {}", *lanes));
@@ -146,7 +138,7 @@ class SpecReader {
       }
     }
     if (const YAML::Node numa = n["numa"]) {
-      TRY(words, in_.words(numa, "numa"));
+      TOPOSCHED_TRY(words, in_.words(numa, "numa"));
       if (words.size() != nu) return in_.error_at(numa, fmt::format("expected {} NUMA ids (one per GPU), found {}", nu, words.size()));
       for (const auto& w : words) {
         if (w == "N/A" || w == "-1") { t.gpu_numa.push_back(-1); continue; }
@@ -158,30 +150,30 @@ class SpecReader {
       }
     }
     if (const YAML::Node cpu = n["cpu_affinity"]) {
-      CHECK(in_.expect_sequence(cpu, "'cpu_affinity' (one CPU list per GPU)"));
+      TOPOSCHED_CHECK(in_.expect_sequence(cpu, "'cpu_affinity' (one CPU list per GPU)"));
       if (cpu.size() != nu) return in_.error_at(cpu, fmt::format("expected {} CPU lists (one per GPU), found {}", nu, cpu.size()));
       for (const auto& c : cpu) {
-        TRY(s, in_.string(c, "cpu_affinity"));
+        TOPOSCHED_TRY(s, in_.string(c, "cpu_affinity"));
         t.gpu_cpu_affinity.push_back(s);
       }
     }
     if (const YAML::Node nics = n["nics"]) {
-      CHECK(in_.expect_sequence(nics, "'nics'"));
+      TOPOSCHED_CHECK(in_.expect_sequence(nics, "'nics'"));
       for (const auto& nn : nics) {
-        CHECK(in_.expect_map(nn, "a NIC", {"name", "gbit", "affinity", "numa", "compute"}));
+        TOPOSCHED_CHECK(in_.expect_map(nn, "a NIC", {"name", "gbit", "affinity", "numa", "compute"}));
         Nic nic;
-        TRY(nic_name, in_.req_string(nn, "name"));
+        TOPOSCHED_TRY(nic_name, in_.req_string(nn, "name"));
         nic.name = nic_name;
         if (!nn["gbit"]) return in_.error_at(nn, fmt::format("NIC '{}': missing required key 'gbit'", nic_name));
-        TRY(gbit, in_.number(nn["gbit"], "gbit"));
+        TOPOSCHED_TRY(gbit, in_.number(nn["gbit"], "gbit"));
         if (!(gbit > 0)) return in_.error_at(nn["gbit"], fmt::format("NIC '{}': expected a positive speed in Gbit/s", nic_name));
         nic.gbit = gbit;
         if (!nn["affinity"]) return in_.error_at(nn, fmt::format("NIC '{}': missing required key 'affinity' (one path class per GPU)", nic_name));
-        TRY(aff, classes(nn["affinity"], "affinity", nu));
+        TOPOSCHED_TRY(aff, classes(nn["affinity"], "affinity", nu));
         nic.gpu_affinity = aff;
-        TRY(numa, in_.opt_integer(nn, "numa"));
+        TOPOSCHED_TRY(numa, in_.opt_integer(nn, "numa"));
         nic.numa_node = numa ? static_cast<int>(*numa) : -1;
-        TRY(compute, in_.opt_boolean(nn, "compute"));
+        TOPOSCHED_TRY(compute, in_.opt_boolean(nn, "compute"));
         nic.compute = compute ? *compute : true;
         t.nics.push_back(std::move(nic));
       }
@@ -192,13 +184,13 @@ class SpecReader {
   }
 
   Result<void> read_node_types(const YAML::Node& list) {
-    CHECK(in_.expect_sequence(list, "'node_types'"));
-    for (const auto& n : list) CHECK(read_node_type(n));
+    TOPOSCHED_CHECK(in_.expect_sequence(list, "'node_types'"));
+    for (const auto& n : list) TOPOSCHED_CHECK(read_node_type(n));
     return {};
   }
 
   Result<std::vector<std::string>> hostlist(const YAML::Node& node, std::string_view key) {
-    TRY(expr, in_.string(node, key));
+    TOPOSCHED_TRY(expr, in_.string(node, key));
     auto names = expand_hostlist(expr);
     if (!names) {
       SourceLocation w = in_.where(node);
@@ -211,7 +203,7 @@ class SpecReader {
   }
 
   Result<std::vector<NodeId>> node_refs(const YAML::Node& node, std::string_view key) {
-    TRY(names, hostlist(node, key));
+    TOPOSCHED_TRY(names, hostlist(node, key));
     std::vector<NodeId> ids;
     for (const auto& n : names) {
       auto id = builder_.find_node(n);
@@ -222,14 +214,14 @@ class SpecReader {
   }
 
   Result<void> read_nodes(const YAML::Node& list) {
-    CHECK(in_.expect_sequence(list, "'nodes'"));
+    TOPOSCHED_CHECK(in_.expect_sequence(list, "'nodes'"));
     for (const auto& n : list) {
-      CHECK(in_.expect_map(n, "a node group", {"names", "type"}));
+      TOPOSCHED_CHECK(in_.expect_map(n, "a node group", {"names", "type"}));
       if (!n["names"]) return in_.error_at(n, "missing required key 'names' (a hostlist)");
-      TRY(type, in_.req_string(n, "type"));
+      TOPOSCHED_TRY(type, in_.req_string(n, "type"));
       auto t = builder_.find_node_type(type);
       if (!t) return in_.error_at(n["type"], fmt::format("unknown node type '{}'", type));
-      TRY(names, hostlist(n["names"], "names"));
+      TOPOSCHED_TRY(names, hostlist(n["names"], "names"));
       for (auto& name : names) {
         if (builder_.find_node(name)) return in_.error_at(n["names"], fmt::format("node '{}' is declared twice", name));
         marks_[name] = in_.where(n["names"]);
@@ -240,18 +232,18 @@ class SpecReader {
   }
 
   Result<void> read_fabric(const YAML::Node& f) {
-    CHECK(in_.expect_map(f, "'fabric'", {"tiers", "switches", "cross_root"}));
+    TOPOSCHED_CHECK(in_.expect_map(f, "'fabric'", {"tiers", "switches", "cross_root"}));
     std::unordered_map<std::string, int> tier_index;
     if (const YAML::Node tiers = f["tiers"]) {
-      CHECK(in_.expect_sequence(tiers, "'fabric.tiers'"));
+      TOPOSCHED_CHECK(in_.expect_sequence(tiers, "'fabric.tiers'"));
       for (const auto& t : tiers) {
-        CHECK(in_.expect_map(t, "a tier", {"name", "bandwidth_GBps_per_node", "hop_latency_us", "oversubscription"}));
+        TOPOSCHED_CHECK(in_.expect_map(t, "a tier", {"name", "bandwidth_GBps_per_node", "hop_latency_us", "oversubscription"}));
         Tier tier;
-        TRY(name, in_.req_string(t, "name"));
+        TOPOSCHED_TRY(name, in_.req_string(t, "name"));
         tier.name = name;
-        TRY(bw, in_.opt_number(t, "bandwidth_GBps_per_node"));
-        TRY(lat, in_.opt_number(t, "hop_latency_us"));
-        TRY(over, in_.opt_number(t, "oversubscription"));
+        TOPOSCHED_TRY(bw, in_.opt_number(t, "bandwidth_GBps_per_node"));
+        TOPOSCHED_TRY(lat, in_.opt_number(t, "hop_latency_us"));
+        TOPOSCHED_TRY(over, in_.opt_number(t, "oversubscription"));
         if (bw) tier.bandwidth_GBps_per_node = *bw;
         tier.hop_latency_us = lat ? *lat : kDefaultHopLatencyUs;
         if (over) tier.oversubscription = *over;
@@ -266,11 +258,11 @@ class SpecReader {
     };
     std::vector<Pending> pending;
     if (const YAML::Node switches = f["switches"]) {
-      CHECK(in_.expect_sequence(switches, "'fabric.switches'"));
+      TOPOSCHED_CHECK(in_.expect_sequence(switches, "'fabric.switches'"));
       for (const auto& s : switches) {
-        CHECK(in_.expect_map(s, "a switch", {"name", "tier", "nodes", "switches", "parent"}));
-        TRY(name, in_.req_string(s, "name"));
-        TRY(tier, in_.req_string(s, "tier"));
+        TOPOSCHED_CHECK(in_.expect_map(s, "a switch", {"name", "tier", "nodes", "switches", "parent"}));
+        TOPOSCHED_TRY(name, in_.req_string(s, "name"));
+        TOPOSCHED_TRY(tier, in_.req_string(s, "tier"));
         auto ti = tier_index.find(tier);
         if (ti == tier_index.end()) return in_.error_at(s["tier"], fmt::format("switch '{}': unknown tier '{}'", name, tier));
         if (builder_.find_switch(name)) return in_.error_at(s["name"], fmt::format("switch '{}' is declared twice", name));
@@ -281,7 +273,7 @@ class SpecReader {
     for (const auto& p : pending) {
       const YAML::Node& s = p.node;
       if (const YAML::Node nodes = s["nodes"]) {
-        TRY(ids, node_refs(nodes, "nodes"));
+        TOPOSCHED_TRY(ids, node_refs(nodes, "nodes"));
         for (NodeId id : ids) {
           if (auto prev = attached_.find(id.value); prev != attached_.end() && prev->second != p.id.value)
             return in_.error_at(nodes, fmt::format("node '{}' is under two switches ('{}' and '{}')", node_name(id),
@@ -291,7 +283,7 @@ class SpecReader {
         }
       }
       if (const YAML::Node children = s["switches"]) {
-        TRY(names, in_.words(children, "switches"));
+        TOPOSCHED_TRY(names, in_.words(children, "switches"));
         for (const auto& c : names) {
           auto child = builder_.find_switch(c);
           if (!child) return in_.error_at(children, fmt::format("switch '{}' lists unknown switch '{}'", switch_name(p.id), c));
@@ -299,36 +291,36 @@ class SpecReader {
         }
       }
       if (const YAML::Node parent = s["parent"]) {
-        TRY(pname, in_.string(parent, "parent"));
+        TOPOSCHED_TRY(pname, in_.string(parent, "parent"));
         auto par = builder_.find_switch(pname);
         if (!par) return in_.error_at(parent, fmt::format("switch '{}' has unknown parent '{}'", switch_name(p.id), pname));
         builder_.connect(p.id, *par);
       }
     }
     if (const YAML::Node cr = f["cross_root"]) {
-      CHECK(in_.expect_map(cr, "'fabric.cross_root'", {"bandwidth_GBps", "latency_us"}));
-      TRY(bw, in_.opt_number(cr, "bandwidth_GBps"));
-      TRY(lat, in_.opt_number(cr, "latency_us"));
+      TOPOSCHED_CHECK(in_.expect_map(cr, "'fabric.cross_root'", {"bandwidth_GBps", "latency_us"}));
+      TOPOSCHED_TRY(bw, in_.opt_number(cr, "bandwidth_GBps"));
+      TOPOSCHED_TRY(lat, in_.opt_number(cr, "latency_us"));
       builder_.set_cross_root(bw ? *bw : 0, lat ? *lat : 0);
     }
     return {};
   }
 
   Result<void> read_domains(const YAML::Node& list) {
-    CHECK(in_.expect_sequence(list, "'accelerator_domains'"));
+    TOPOSCHED_CHECK(in_.expect_sequence(list, "'accelerator_domains'"));
     for (const auto& d : list) {
-      CHECK(in_.expect_map(d, "an accelerator domain", {"name", "nodes", "bandwidth_GBps", "latency_us", "sub_domains"}));
+      TOPOSCHED_CHECK(in_.expect_map(d, "an accelerator domain", {"name", "nodes", "bandwidth_GBps", "latency_us", "sub_domains"}));
       DomainSpec spec;
-      TRY(name, in_.req_string(d, "name"));
+      TOPOSCHED_TRY(name, in_.req_string(d, "name"));
       spec.name = name;
-      TRY(bw, in_.opt_number(d, "bandwidth_GBps"));
-      TRY(lat, in_.opt_number(d, "latency_us"));
+      TOPOSCHED_TRY(bw, in_.opt_number(d, "bandwidth_GBps"));
+      TOPOSCHED_TRY(lat, in_.opt_number(d, "latency_us"));
       if (bw) spec.bandwidth_GBps = *bw;
       if (lat) spec.latency_us = *lat;
       if (builder_.find_domain(name)) return in_.error_at(d["name"], fmt::format("accelerator domain '{}' is declared twice", name));
       marks_[name] = in_.where(d["name"]);
       if (!d["nodes"]) return in_.error_at(d, fmt::format("domain '{}': missing required key 'nodes'", name));
-      TRY(ids, node_refs(d["nodes"], "nodes"));
+      TOPOSCHED_TRY(ids, node_refs(d["nodes"], "nodes"));
       DomainId id = builder_.add_domain(spec);
       for (NodeId n : ids) {
         if (auto prev = in_domain_.find(n.value); prev != in_domain_.end() && prev->second != id.value)
@@ -337,12 +329,12 @@ class SpecReader {
         builder_.add_to_domain(n, id);
       }
       if (const YAML::Node subs = d["sub_domains"]) {
-        CHECK(in_.expect_sequence(subs, "'sub_domains'"));
+        TOPOSCHED_CHECK(in_.expect_sequence(subs, "'sub_domains'"));
         for (const auto& s : subs) {
-          CHECK(in_.expect_map(s, "a sub-domain", {"name", "nodes"}));
-          TRY(sname, in_.req_string(s, "name"));
+          TOPOSCHED_CHECK(in_.expect_map(s, "a sub-domain", {"name", "nodes"}));
+          TOPOSCHED_TRY(sname, in_.req_string(s, "name"));
           if (!s["nodes"]) return in_.error_at(s, "missing required key 'nodes'");
-          TRY(sids, node_refs(s["nodes"], "nodes"));
+          TOPOSCHED_TRY(sids, node_refs(s["nodes"], "nodes"));
           for (NodeId n : sids) {
             if (in_domain_[n.value] != id.value)
               return in_.error_at(s["nodes"], fmt::format("sub-domain '{}' names node '{}', which is not in domain '{}'", sname, node_name(n), name));
@@ -377,8 +369,6 @@ class SpecReader {
   std::unordered_map<std::uint32_t, std::uint32_t> in_domain_;
 };
 
-#undef TRY
-#undef CHECK
 
 bool is_full_mesh(const NodeType& t, int& links) {
   if (t.gpu_count < 2) return false;
@@ -511,35 +501,6 @@ Json to_json(const Cluster& c) {
   return root;
 }
 
-void emit_yaml(YAML::Emitter& out, const Json& j) {
-  switch (j.type()) {
-    case Json::value_t::object: {
-      bool flow = j.size() <= 4 && std::all_of(j.begin(), j.end(), [](const Json& v) { return v.is_primitive(); });
-      if (flow) out << YAML::Flow;
-      out << YAML::BeginMap;
-      for (auto it = j.begin(); it != j.end(); ++it) {
-        out << YAML::Key << it.key() << YAML::Value;
-        emit_yaml(out, it.value());
-      }
-      out << YAML::EndMap;
-      break;
-    }
-    case Json::value_t::array: {
-      bool flow = std::all_of(j.begin(), j.end(), [](const Json& v) { return v.is_number(); });
-      if (flow) out << YAML::Flow;
-      out << YAML::BeginSeq;
-      for (const auto& v : j) emit_yaml(out, v);
-      out << YAML::EndSeq;
-      break;
-    }
-    case Json::value_t::string: out << YAML::DoubleQuoted << j.get<std::string>(); break;
-    case Json::value_t::boolean: out << (j.get<bool>() ? "true" : "false"); break;
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: out << j.dump(); break;
-    case Json::value_t::number_float: out << fmt::format("{}", j.get<double>()); break;
-    default: out << YAML::Null; break;
-  }
-}
 
 }  // namespace
 
@@ -556,10 +517,7 @@ Result<Cluster> read_native_spec(std::string_view text, const std::string& file)
 std::string write_native_json(const Cluster& cluster) { return to_json(cluster).dump(2) + "\n"; }
 
 std::string write_native_yaml(const Cluster& cluster) {
-  YAML::Emitter out;
-  out.SetIndent(2);
-  emit_yaml(out, to_json(cluster));
-  return "# toposched cluster spec (docs/cluster-spec.md)\n" + std::string(out.c_str()) + "\n";
+  return "# toposched cluster spec (docs/cluster-spec.md)\n" + json_to_yaml(to_json(cluster), YamlStyle::kCompact);
 }
 
 bool looks_like_native_spec(std::string_view text) {

@@ -11,15 +11,6 @@
 namespace toposched {
 namespace {
 
-#define TRY(var, expr)                                  \
-  auto var##_r = (expr);                                \
-  if (!var##_r) return tl::unexpected(var##_r.error()); \
-  auto var = std::move(*var##_r)
-#define CHECK(expr)                                         \
-  do {                                                      \
-    auto check_r_ = (expr);                                 \
-    if (!check_r_) return tl::unexpected(check_r_.error()); \
-  } while (0)
 
 constexpr const char* kDomainLabels[] = {"accelerator.topograph.run/domain", "network.topology.nvidia.com/accelerator",
                                          "accelerated.topology.nvidia.com/level-0"};
@@ -39,28 +30,28 @@ class ModelReader {
   explicit ModelReader(const std::string& file) : in_(file) { out_.source = file; }
 
   Result<DiscoveredTopology> read(std::string_view text) {
-    TRY(root, in_.parse(text));
-    CHECK(in_.expect_map(root, "a Topograph model", {"switches", "blocks", "capacity_blocks"}));
+    TOPOSCHED_TRY(root, in_.parse(text));
+    TOPOSCHED_CHECK(in_.expect_map(root, "a Topograph model", {"switches", "blocks", "capacity_blocks"}));
     if (const YAML::Node sw = root["switches"]) {
       if (sw.IsMap()) {
         for (auto it = sw.begin(); it != sw.end(); ++it) {
-          TRY(name, in_.string(it->first, "switch name"));
-          CHECK(add_switch(name, it->first, it->second, false));
+          TOPOSCHED_TRY(name, in_.string(it->first, "switch name"));
+          TOPOSCHED_CHECK(add_switch(name, it->first, it->second, false));
         }
       } else if (sw.IsSequence()) {
         for (const auto& s : sw) {
-          CHECK(in_.expect_map(s, "a switch", {"name", "switches", "capacity_blocks", "metadata", "labels"}));
-          TRY(name, in_.req_string(s, "name"));
-          CHECK(add_switch(name, s["name"], s, true));
+          TOPOSCHED_CHECK(in_.expect_map(s, "a switch", {"name", "switches", "capacity_blocks", "metadata", "labels"}));
+          TOPOSCHED_TRY(name, in_.req_string(s, "name"));
+          TOPOSCHED_CHECK(add_switch(name, s["name"], s, true));
         }
       } else if (!sw.IsNull()) {
         return in_.error_at(
             sw, fmt::format("expected 'switches' to be a mapping of switch names, found {}", YamlInput::describe(sw)));
       }
     }
-    if (const YAML::Node blocks = root["blocks"]) CHECK(read_blocks(blocks));
-    if (const YAML::Node cbs = root["capacity_blocks"]) CHECK(read_capacity_blocks(cbs));
-    CHECK(resolve_tree());
+    if (const YAML::Node blocks = root["blocks"]) TOPOSCHED_CHECK(read_blocks(blocks));
+    if (const YAML::Node cbs = root["capacity_blocks"]) TOPOSCHED_CHECK(read_capacity_blocks(cbs));
+    TOPOSCHED_CHECK(resolve_tree());
     return std::move(out_);
   }
 
@@ -75,9 +66,9 @@ class ModelReader {
     s.at = name_node;
     if (!body.IsNull()) {
       if (!old_layout)
-        CHECK(in_.expect_map(body, fmt::format("switch '{}'", name), {"switches", "labels", "metadata"}));
+        TOPOSCHED_CHECK(in_.expect_map(body, fmt::format("switch '{}'", name), {"switches", "labels", "metadata"}));
       if (const YAML::Node ch = body["switches"]) {
-        TRY(names, in_.words(ch, "switches"));
+        TOPOSCHED_TRY(names, in_.words(ch, "switches"));
         for (auto& n : names) {
           s.children.push_back(std::move(n));
           s.child_at.push_back(ch);
@@ -85,7 +76,7 @@ class ModelReader {
       }
       if (old_layout)
         if (const YAML::Node cbs = body["capacity_blocks"]) {
-          TRY(names, in_.words(cbs, "capacity_blocks"));
+          TOPOSCHED_TRY(names, in_.words(cbs, "capacity_blocks"));
           for (auto& cb : names)
             if (!cb_switch_.emplace(cb, name).second)
               return in_.error_at(cbs, fmt::format("capacity block '{}' is under two switches", cb));
@@ -96,7 +87,7 @@ class ModelReader {
   }
 
   Result<std::vector<std::string>> node_names(const YAML::Node& nodes) {
-    TRY(exprs, in_.words(nodes, "nodes"));
+    TOPOSCHED_TRY(exprs, in_.words(nodes, "nodes"));
     std::vector<std::string> names;
     for (const auto& e : exprs) {
       auto expanded = expand_hostlist(e);
@@ -109,7 +100,7 @@ class ModelReader {
 
   Result<void> add_nodes(const YAML::Node& nodes, const std::string& sw, const YAML::Node& sw_at,
                          const std::string& domain, const std::string& sub, const std::string& type) {
-    TRY(names, node_names(nodes));
+    TOPOSCHED_TRY(names, node_names(nodes));
     if (!sw.empty() && !switch_index_.contains(sw))
       return in_.error_at(sw_at, fmt::format("block names switch '{}', which 'switches' does not define", sw));
     for (auto& n : names) {
@@ -127,10 +118,10 @@ class ModelReader {
   }
 
   Result<void> read_blocks(const YAML::Node& blocks) {
-    CHECK(in_.expect_sequence(blocks, "'blocks'"));
+    TOPOSCHED_CHECK(in_.expect_sequence(blocks, "'blocks'"));
     for (const auto& b : blocks) {
-      CHECK(in_.expect_map(b, "a block", {"name", "switch", "nodes", "labels", "metadata"}));
-      TRY(sw, in_.opt_string(b, "switch"));
+      TOPOSCHED_CHECK(in_.expect_map(b, "a block", {"name", "switch", "nodes", "labels", "metadata"}));
+      TOPOSCHED_TRY(sw, in_.opt_string(b, "switch"));
       std::string domain, sub;
       if (const YAML::Node labels = b["labels"]) {
         if (!labels.IsMap())
@@ -138,30 +129,30 @@ class ModelReader {
                               fmt::format("expected 'labels' to be a mapping, found {}", YamlInput::describe(labels)));
         for (const char* key : kDomainLabels)
           if (labels[key] && domain.empty()) {
-            TRY(d, in_.string(labels[key], key));
+            TOPOSCHED_TRY(d, in_.string(labels[key], key));
             domain = d;
           }
         if (labels[kSubDomainLabel]) {
-          TRY(s, in_.string(labels[kSubDomainLabel], kSubDomainLabel));
+          TOPOSCHED_TRY(s, in_.string(labels[kSubDomainLabel], kSubDomainLabel));
           sub = s;
         }
       }
       if (!b["nodes"]) return in_.error_at(b, "missing required key 'nodes' (hostlists)");
-      CHECK(add_nodes(b["nodes"], sw ? *sw : "", b["switch"], domain, sub, ""));
+      TOPOSCHED_CHECK(add_nodes(b["nodes"], sw ? *sw : "", b["switch"], domain, sub, ""));
     }
     return {};
   }
 
   Result<void> read_capacity_blocks(const YAML::Node& cbs) {
-    CHECK(in_.expect_sequence(cbs, "'capacity_blocks'"));
+    TOPOSCHED_CHECK(in_.expect_sequence(cbs, "'capacity_blocks'"));
     for (const auto& b : cbs) {
-      CHECK(in_.expect_map(b, "a capacity block", {"name", "type", "nvlink", "nodes"}));
-      TRY(name, in_.req_string(b, "name"));
-      TRY(type, in_.opt_string(b, "type"));
-      TRY(nvlink, in_.opt_string(b, "nvlink"));
+      TOPOSCHED_CHECK(in_.expect_map(b, "a capacity block", {"name", "type", "nvlink", "nodes"}));
+      TOPOSCHED_TRY(name, in_.req_string(b, "name"));
+      TOPOSCHED_TRY(type, in_.opt_string(b, "type"));
+      TOPOSCHED_TRY(nvlink, in_.opt_string(b, "nvlink"));
       if (!b["nodes"]) return in_.error_at(b, "missing required key 'nodes'");
       auto sw = cb_switch_.find(name);
-      CHECK(add_nodes(b["nodes"], sw == cb_switch_.end() ? "" : sw->second, b["name"], nvlink ? *nvlink : "", "",
+      TOPOSCHED_CHECK(add_nodes(b["nodes"], sw == cb_switch_.end() ? "" : sw->second, b["name"], nvlink ? *nvlink : "", "",
                       type ? *type : ""));
     }
     return {};
@@ -216,8 +207,6 @@ class ModelReader {
   std::unordered_map<std::string, std::size_t> node_index_;
 };
 
-#undef TRY
-#undef CHECK
 
 }  // namespace
 

@@ -54,3 +54,16 @@ inline tl::unexpected<Error> make_error(ErrorCode code, std::string message,
 }
 
 }  // namespace toposched
+
+// Early return for Result-returning functions, used by the parsers:
+//   TOPOSCHED_TRY(value, parse_number(node));   // declares `value`, or returns the error
+//   TOPOSCHED_CHECK(validate(node));            // returns the error, if any
+#define TOPOSCHED_TRY(var, expr)                          \
+  auto var##_result_ = (expr);                            \
+  if (!var##_result_) return tl::unexpected(var##_result_.error()); \
+  auto var = std::move(*var##_result_)
+#define TOPOSCHED_CHECK(expr)                                      \
+  do {                                                             \
+    auto check_result_ = (expr);                                   \
+    if (!check_result_) return tl::unexpected(check_result_.error()); \
+  } while (0)
