@@ -36,7 +36,7 @@ struct Trace {
   std::size_t ignored_rows = 0;  // rows that are valid but hold no GPU job (e.g. 0 GPUs)
   std::string first_skip_reason; // the first skipped row's error, for the user
   // False when the source has no submit/run times (e.g. Alibaba's multigpu50 pod list):
-  // submit_s is 0 and duration_s 1 placeholder; see assign_synthetic_times (generator.h).
+  // every submit_s is 0 and duration_s 1 until assign_synthetic_times (generator.h) draws them.
   bool has_times = true;
 };
 
