@@ -25,15 +25,9 @@ int run_frag(const FragOptions& o) {
   int code = kExitOk;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
-  AllocationState state(*c);
-  if (!o.state.empty()) {
-    auto loaded = load_state_file(*c, o.state);
-    if (!loaded) {
-      report(loaded.error());
-      return kExitError;
-    }
-    state = std::move(*loaded);
-  }
+  auto loaded_state = load_state_or_report(*c, o.state, code);
+  if (!loaded_state) return code;
+  AllocationState& state = *loaded_state;
   FragmentationReport f = fragmentation(state, sizes);
   if (o.format == OutputFormat::kJson) {
     Json out;

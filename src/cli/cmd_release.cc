@@ -20,11 +20,8 @@ int run_release(const ReleaseOptions& o) {
   int code = kExitOk;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
-  auto state = load_state_file(*c, o.state);
-  if (!state) {
-    report(state.error());
-    return kExitError;
-  }
+  auto state = load_state_or_report(*c, o.state, code);
+  if (!state) return code;
   auto gpus = state->release(o.job);
   if (!gpus) {
     report(gpus.error());

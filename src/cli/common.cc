@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "formats/cluster_source.h"
+#include "placement/state_file.h"
 
 namespace toposched::cli {
 
@@ -35,6 +36,17 @@ std::optional<Cluster> load_cluster_or_report(const std::string& spec, int& exit
     return std::nullopt;
   }
   return std::move(*c);
+}
+
+std::optional<AllocationState> load_state_or_report(const Cluster& cluster, const std::string& path, int& exit_code) {
+  if (path.empty()) return AllocationState(cluster);
+  auto loaded = load_state_file(cluster, path);
+  if (!loaded) {
+    report(loaded.error());
+    exit_code = kExitError;
+    return std::nullopt;
+  }
+  return std::move(*loaded);
 }
 
 void print_json(const Json& j) { std::cout << j.dump(2) << "\n"; }

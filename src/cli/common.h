@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "placement/allocation_state.h"
 #include "topology/cluster.h"
 #include "topology/error.h"
 
@@ -33,6 +34,10 @@ int usage_error(const std::string& message);
 
 // Loads the --cluster SPEC, reporting failures; nullopt after an error was printed.
 std::optional<Cluster> load_cluster_or_report(const std::string& spec, int& exit_code);
+
+// Loads an allocation state file (an empty path means an empty cluster), reporting
+// failures; nullopt after an error was printed.
+std::optional<AllocationState> load_state_or_report(const Cluster& cluster, const std::string& path, int& exit_code);
 
 // Prints JSON to stdout followed by a newline.
 void print_json(const Json& j);

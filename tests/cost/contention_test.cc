@@ -5,39 +5,13 @@
 #include "cost/contention.h"
 #include "cost/job_comm.h"
 #include "cost/selection.h"
+#include "support/two_leaf_cluster.h"
 #include "topology/presets.h"
 
 namespace toposched {
 namespace {
 
-// Two leaves of four 8-GPU nodes (one 400G NIC per GPU) under a spine; the leaves' uplinks
-// are oversubscribed `over`:1.
-Cluster two_leaves(double over) {
-  ClusterBuilder b("two-leaves");
-  NodeType t;
-  t.name = "h100";
-  t.gpu_model = "H100-SXM5";
-  t.gpu_count = 8;
-  t.gpu_links = NodeType::full_nvlink_mesh(8, 18);
-  t.nvlink_GBps_per_link = 25;
-  t.nvswitch = true;
-  t.pcie_GBps = 63;
-  for (int k = 0; k < 8; ++k) {
-    Nic nic{fmt::format("mlx5_{}", k), 400, {}, -1, true};
-    for (int g = 0; g < 8; ++g) nic.gpu_affinity.push_back(g == k ? LinkClass::kPix : LinkClass::kNode);
-    t.nics.push_back(nic);
-  }
-  NodeTypeId type = b.add_node_type(t);
-  int leaf = b.add_tier(Tier{"leaf", 0, 0.5, over});
-  int spine = b.add_tier(Tier{"spine", 0, 0.5, 1.0});
-  SwitchId top = b.add_switch("spine", spine);
-  for (int l = 0; l < 2; ++l) {
-    SwitchId s = b.add_switch(fmt::format("leaf{}", l), leaf);
-    b.connect(s, top);
-    for (int n = 0; n < 4; ++n) b.attach(b.add_node(fmt::format("n{}{}", l, n), type), s);
-  }
-  return std::move(*std::move(b).build());
-}
+using testing::two_leaves;
 
 std::vector<GpuId> sel(const Cluster& c, std::string_view s) { return *parse_gpu_selection(c, s); }
 
