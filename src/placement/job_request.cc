@@ -69,12 +69,18 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
   std::set<int> sizes;
   std::set<std::string> models;
   bool any_model = false;
+  // Each node type in use once, not each node: this runs for every placement (the
+  // simulator's hot path), and string work per node dominated it.
+  std::vector<char> seen(c.node_type_count(), 0);
   for (std::size_t i = 0; i < c.node_count(); ++i) {
-    NodeId n(static_cast<std::uint32_t>(i));
-    models.insert(c.node_type(n).gpu_model);
-    if (!model_matches(r, c, n)) continue;
+    NodeTypeId id = c.node_type_id(NodeId(static_cast<std::uint32_t>(i)));
+    if (seen[id.index()]) continue;
+    seen[id.index()] = 1;
+    const NodeType& type = c.node_type_at(id);
+    models.insert(type.gpu_model);
+    if (!r.gpu_model.empty() && !icontains(type.gpu_model, r.gpu_model)) continue;
     any_model = true;
-    sizes.insert(c.node_gpu_count(n));
+    sizes.insert(type.gpu_count);
   }
   if (!any_model) {
     std::string list;

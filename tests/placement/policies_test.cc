@@ -374,6 +374,37 @@ TEST(Policies, RandomIsReproducibleFromItsSeed) {
   EXPECT_NE(place_or_die(s, r, "random"), a);
 }
 
+// A policy that says any free GPUs fit must place every job that fits by count, on a
+// scattered state; topo says no (a TP-8 group needs a whole node) and indeed refuses one.
+TEST(Policies, FitsAnyFreeGpusMeansCountingIsEnough) {
+  Cluster c = preset("dgx-h100?nodes=8");
+  AllocationState s(c);
+  // Every node half full: 32 GPUs free, none of the nodes whole.
+  for (int n = 0; n < 8; ++n) {
+    std::vector<GpuId> half;
+    for (int l = 0; l < 4; ++l) half.push_back(c.node_gpu(NodeId(static_cast<std::uint32_t>(n)), l));
+    ASSERT_TRUE(s.allocate("half" + std::to_string(n), half));
+  }
+  int claiming = 0;
+  for (const PlacementPolicy* p : placement_policies()) {
+    JobRequest r = *normalize(gpus_job(32, 8), c);
+    auto got = place(s, r, *p);
+    if (p->fits_any_free_gpus()) {
+      ++claiming;
+      for (int gpus : {1, 5, 17, 32}) {
+        JobRequest any = *normalize(gpus_job(gpus), c);
+        EXPECT_TRUE(place(s, any, *p)) << p->name() << " " << gpus;
+      }
+      EXPECT_TRUE(got) << p->name();
+    }
+    if (p->name() == "topo") {
+      EXPECT_FALSE(p->fits_any_free_gpus());
+      EXPECT_FALSE(got);
+    }
+  }
+  EXPECT_EQ(claiming, 2);  // first-fit and random
+}
+
 TEST(Policies, UnknownPolicyListsTheKnownOnes) {
   auto p = find_policy("best");
   ASSERT_FALSE(p);

@@ -28,6 +28,7 @@ class FirstFit final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "first-fit"; }
   std::string_view summary() const override { return "first free GPUs in node order"; }
+  bool fits_any_free_gpus() const override { return true; }
   Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
                                     const NodeMask& allowed) const override {
     const Cluster& c = s.cluster();
