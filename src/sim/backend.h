@@ -1,7 +1,8 @@
 // What the simulation engine needs from the layers below, as two small interfaces:
 //  - Placer: one placement policy over its own allocation state (gang placement: all of a
-//    job's GPUs at once, in rank order, or nothing), release, and the fragmentation of the
-//    free GPUs;
+//    job's GPUs at once, in rank order, or nothing), release, the fragmentation of the
+//    free GPUs and, optionally, reservations (where a waiting job would start once given
+//    running jobs end, and placement around reserved GPUs) for topology-aware backfill;
 //  - CommModel: the communication slowdown of a job on given GPUs (>= 1: runtime on this
 //    placement / runtime on an ideal one), and which shared uplinks it loads.
 // make_placer / make_comm_model (placement_backend.cc) build them on the placement engine
@@ -22,6 +23,14 @@
 
 namespace toposched::sim {
 
+// Where a waiting job could start once some running jobs have ended (EASY backfill's
+// reservation, placed with the policy itself rather than counted in GPUs).
+struct Reservation {
+  std::size_t finished = 0;            // how many of the running jobs, in end order, must end first
+  std::vector<GpuId> gpus;             // the GPUs the job would get then
+  std::size_t gpus_free_now = 0;       // how many of those are free already
+};
+
 class Placer {
  public:
   virtual ~Placer() = default;
@@ -31,6 +40,24 @@ class Placer {
   virtual void release(std::uint32_t job_index) = 0;
   // 0 = every free GPU is usable by any job shape, towards 1 = free GPUs scattered.
   virtual double fragmentation() const = 0;
+
+  // Optional, for topology-aware backfill; placers without it get GPU-count reservations.
+  virtual bool plans_reservations() const { return false; }
+  // The first moment the policy could place `job`: the shortest prefix (at least
+  // `min_finished` long) of `running_by_end` (running job indices, by estimated end) whose
+  // ending lets the policy place it, and the GPUs it would then choose. The state is left
+  // as it was. kInfeasible when even all of them ending is not enough.
+  virtual Result<Reservation> reserve(const SimJob& job, std::uint32_t job_index,
+                                      std::span<const std::uint32_t> running_by_end, std::size_t min_finished) {
+    (void)job, (void)job_index, (void)running_by_end, (void)min_finished;
+    return make_error(ErrorCode::kUnsupported, "this placer makes no reservations");
+  }
+  // place(), but leaving the GPUs in `keep_free` alone (another job's reservation).
+  virtual Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t job_index,
+                                                  std::span<const GpuId> keep_free) {
+    (void)job, (void)job_index, (void)keep_free;
+    return make_error(ErrorCode::kUnsupported, "this placer makes no reservations");
+  }
 };
 
 // One shared uplink a running job loads: `demand` in units of node uplinks it drives

@@ -85,6 +85,7 @@ class Engine {
     running_.assign(n, 0);
     affected_stamp_.assign(n, std::numeric_limits<std::uint64_t>::max());
     failed_epoch_.assign(n, std::numeric_limits<std::uint64_t>::max());
+    failed_around_.assign(n, std::numeric_limits<std::uint64_t>::max());
     est_.resize(n);
     uses_.resize(n);
     est_end_it_.resize(n);
@@ -157,6 +158,8 @@ class Engine {
     if (dt > 0) {
       busy_gpu_seconds_ += dt * static_cast<double>(cluster_.gpu_count() - free_);
       res_.busy_gpu_seconds = busy_gpu_seconds_;
+      // queue_ holds the jobs that waited during [now_, t): arrivals at t join after this.
+      if (!queue_.empty()) res_.idle_gpu_seconds_queued += dt * static_cast<double>(free_);
     }
     now_ = t;
   }
@@ -183,15 +186,17 @@ class Engine {
     queue_.emplace(std::make_pair(key, j), j);
   }
 
-  bool try_start(std::uint32_t j) {
+  // Starts job j if the policy places it now; `around` keeps the head's reserved GPUs free.
+  bool try_start(std::uint32_t j, bool around = false) {
     const SimJob& job = trace_.jobs[j];
     if (static_cast<std::size_t>(job.gpus) > free_) return false;
     // A job that did not fit cannot fit before some GPUs are released (starts only take GPUs).
     if (failed_epoch_[j] == release_epoch_) return false;
-    auto gpus = placer_.place(job, j);
+    if (around && failed_around_[j] == reservation_gen_) return false;
+    auto gpus = around ? placer_.place_around(job, j, reservation_.gpus) : placer_.place(job, j);
     if (!gpus) {
       if (gpus.error().code != ErrorCode::kInfeasible) permanent_error_ = gpus.error().message;
-      failed_epoch_[j] = release_epoch_;
+      (around ? failed_around_[j] = reservation_gen_ : failed_epoch_[j] = release_epoch_);
       return false;
     }
     JobOutcome& out = res_.jobs[j];
@@ -218,7 +223,7 @@ class Engine {
       mark_uplink(u.uplink, before);
     }
     mark(j);
-    est_end_it_[j] = est_end_.emplace(now_ + estimate_[j], job.gpus);
+    est_end_it_[j] = est_end_.emplace(now_ + estimate_[j], j);
     return true;
   }
 
@@ -314,28 +319,48 @@ class Engine {
       break;
     }
     if (o_.discipline != Discipline::kEasyBackfill || queue_.size() < 2 || free_ == 0) return dropped;
-    // EASY: the head's reservation from the running jobs' estimated ends.
-    const SimJob& head = trace_.jobs[queue_.begin()->second];
-    std::size_t avail = free_;
+    // EASY: the head's reservation from the running jobs' estimated ends. Counting GPUs
+    // gives the first moment enough of them are free; a placer that plans reservations
+    // then says when the policy can really place the head (whole nodes for its TP groups,
+    // one leaf, ...) and on which GPUs, so backfill neither idles GPUs the head cannot use
+    // yet nor takes the ones it will need.
+    const std::uint32_t head_j = queue_.begin()->second;
+    const std::size_t need = static_cast<std::size_t>(trace_.jobs[head_j].gpus);
+    std::size_t avail = free_, by_count = 0;
     double shadow = std::numeric_limits<double>::infinity();
     std::size_t extra = 0;
-    for (auto& [end, gpus] : est_end_) {
-      avail += static_cast<std::size_t>(gpus);
-      if (avail >= static_cast<std::size_t>(head.gpus)) {
-        shadow = std::max(end, now_);
-        extra = avail - static_cast<std::size_t>(head.gpus);
-        break;
-      }
+    for (auto it = est_end_.begin(); avail < need && it != est_end_.end(); ++it, ++by_count) {
+      avail += static_cast<std::size_t>(trace_.jobs[it->second].gpus);
+      shadow = std::max(it->first, now_);
     }
+    if (avail >= need) {
+      if (by_count == 0) shadow = now_;
+      extra = avail - need;
+    } else {
+      shadow = std::numeric_limits<double>::infinity();
+    }
+    bool around = false, planned = !placer_.plans_reservations() || avail < need;
     int looked = 0;
     for (auto it = std::next(queue_.begin()); it != queue_.end() && looked < o_.backfill_depth && free_ > 0;) {
       ++looked;
       std::uint32_t c = it->second;
       const SimJob& job = trace_.jobs[c];
       std::size_t g = static_cast<std::size_t>(job.gpus);
+      if (!planned && g <= free_) {
+        // Planned only when some job could start: the head just failed to start, so with
+        // nothing ended it does not fit.
+        planned = true;
+        plan_reservation(head_j, std::max<std::size_t>(by_count, 1));
+        if (reservation_.planned) {
+          shadow = reservation_.shadow;
+          extra = free_ - std::min(free_, reservation_.gpus_free_now);
+          around = true;
+        }
+      }
       bool ends_in_time = now_ + estimate_[c] <= shadow;
       permanent_error_.clear();
-      if (g <= free_ && (ends_in_time || g <= extra) && try_start(c)) {
+      // A job that would still run at the shadow time may only use GPUs the head does not need.
+      if (g <= free_ && (ends_in_time || g <= extra) && try_start(c, around && !ends_in_time)) {
         if (!ends_in_time) extra -= g;
         it = queue_.erase(it);
       } else if (!permanent_error_.empty()) {
@@ -347,6 +372,46 @@ class Engine {
       }
     }
     return dropped;
+  }
+
+  // Where and when the head can start. Kept until a job ends or the head changes: the jobs
+  // backfilled meanwhile either end before the shadow time or keep off the reserved GPUs,
+  // so the plan stays valid (the count of reserved GPUs free now may only have dropped,
+  // which makes `extra` conservative).
+  void plan_reservation(std::uint32_t head_j, std::size_t min_finished) {
+    HeadReservation& r = reservation_;
+    if (r.release_epoch == release_epoch_ && r.head == head_j) return;
+    r.release_epoch = release_epoch_;
+    r.head = head_j;
+    ++reservation_gen_;
+    // The answer is usually near the count-based one: offer a prefix of the running jobs
+    // first, all of them only if that is not enough.
+    by_end_.clear();
+    ends_.clear();
+    const std::size_t first_try = 2 * min_finished + 16;
+    auto it = est_end_.begin();
+    auto extend = [&](std::size_t upto) {
+      for (; it != est_end_.end() && by_end_.size() < upto; ++it) {
+        by_end_.push_back(it->second);
+        ends_.push_back(it->first);
+      }
+    };
+    extend(first_try);
+    auto got = placer_.reserve(trace_.jobs[head_j], head_j, by_end_, min_finished);
+    if (!got && it != est_end_.end()) {
+      std::size_t tried = by_end_.size();
+      extend(est_end_.size());
+      got = placer_.reserve(trace_.jobs[head_j], head_j, by_end_, tried);
+    }
+    r.planned = got.has_value();
+    if (!got) {
+      r.gpus.clear();
+      r.gpus_free_now = 0;
+      return;
+    }
+    r.shadow = got->finished == 0 ? now_ : std::max(ends_[got->finished - 1], now_);
+    r.gpus = std::move(got->gpus);
+    r.gpus_free_now = got->gpus_free_now;
   }
 
   void build_timeline() {
@@ -419,8 +484,21 @@ class Engine {
   std::vector<std::uint32_t> affected_;
   std::vector<std::uint64_t> affected_stamp_;  // refresh round in which a job was last marked
   std::uint64_t refresh_round_ = 0;
-  std::multimap<double, int> est_end_;
-  std::vector<std::multimap<double, int>::iterator> est_end_it_;
+  std::multimap<double, std::uint32_t> est_end_;  // running jobs by estimated end
+  std::vector<std::multimap<double, std::uint32_t>::iterator> est_end_it_;
+  // The head's reservation (placers that plan them), valid while nothing started or ended.
+  struct HeadReservation {
+    std::uint64_t release_epoch = ~std::uint64_t{0};
+    std::uint32_t head = 0;
+    bool planned = false;
+    double shadow = 0;
+    std::vector<GpuId> gpus;
+    std::size_t gpus_free_now = 0;
+  } reservation_;
+  std::uint64_t reservation_gen_ = 0;
+  std::vector<std::uint64_t> failed_around_;  // reservation generation of a failed place_around
+  std::vector<std::uint32_t> by_end_;
+  std::vector<double> ends_;
   std::vector<TimelinePoint> changes_;
   std::vector<std::pair<double, double>> frag_samples_;
   std::size_t frag_every_ = 1;

@@ -8,7 +8,9 @@
 //  - priority: by priority (high first), then submit order; the head blocks;
 //  - easy-backfill: fifo, but later jobs may start when they do not delay the head's
 //    reservation (EASY: computed from runtime estimates: the trace's estimate_s, or the
-//    duration times `estimate_factor`).
+//    duration times `estimate_factor`). The reservation's time and GPUs come from the
+//    Placer when it plans reservations (the policy decides when the head really fits),
+//    else from counting free GPUs; jobs that would outlast it keep off its GPUs.
 // Runtime: a job does `duration_s` seconds of ideal work; it progresses at rate
 // 1 / (slowdown * (1 + network_share * (contention - 1))), slowdown from the CommModel for
 // its actual placement and contention = the worst load / capacity over the uplinks it
@@ -65,6 +67,10 @@ struct SimulationResult {
   std::vector<TimelinePoint> timeline;
   double first_submit_s = 0, last_end_s = 0;
   double busy_gpu_seconds = 0;   // integral of busy GPUs over [first_submit, last_end]
+  // Integral of idle GPUs over the times at least one job waited in the queue: capacity the
+  // scheduler left unused while there was work (EASY reservations, jobs that fit by count
+  // but not by shape, head-of-line blocking).
+  double idle_gpu_seconds_queued = 0;
   std::size_t cluster_gpus = 0;
   std::size_t events = 0;
   double fragmentation_mean = 0;  // over the samples

@@ -56,6 +56,10 @@ PolicySummary summarize(const Trace& trace, const SimulationResult& r) {
   s.makespan_s = r.last_end_s - r.first_submit_s;
   s.utilization = s.makespan_s > 0 && r.cluster_gpus > 0 ? r.busy_gpu_seconds / (static_cast<double>(r.cluster_gpus) * s.makespan_s) : 0;
   s.useful_utilization = s.makespan_s > 0 && r.cluster_gpus > 0 ? ideal_gpu_s / (static_cast<double>(r.cluster_gpus) * s.makespan_s) : 0;
+  s.gpu_hours_useful = ideal_gpu_s / 3600.0;
+  s.gpu_hours_idle_queued = r.idle_gpu_seconds_queued / 3600.0;
+  const double capacity_s = static_cast<double>(r.cluster_gpus) * s.makespan_s;
+  s.gpu_hours_idle_no_demand = std::max(0.0, capacity_s - r.busy_gpu_seconds - r.idle_gpu_seconds_queued) / 3600.0;
   s.fragmentation_mean = r.fragmentation_mean;
   s.multi_node_jobs = s.jobs ? static_cast<double>(multi) / static_cast<double>(s.jobs) : 0;
   return s;

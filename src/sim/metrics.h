@@ -3,7 +3,9 @@
 // first submit), time-weighted GPU utilisation (busy GPU-seconds / (GPUs x makespan)),
 // useful utilisation (ideal GPU-seconds of the jobs / (GPUs x makespan)), communication
 // slowdown (runtime / ideal duration) statistics, GPU-hours lost to
-// communication (sum of GPUs x (runtime - ideal)), mean fragmentation, jobs never placed.
+// communication (sum of GPUs x (runtime - ideal)), mean fragmentation, jobs never placed,
+// and where the cluster's GPU-hours went over the makespan: useful (ideal work) + lost to
+// communication + idle while jobs waited + idle with nothing waiting = GPUs x makespan.
 // Percentiles are nearest-rank on sorted values, so the figures are exact functions of the
 // result. Pure functions; thread-safe.
 #pragma once
@@ -30,6 +32,9 @@ struct PolicySummary {
   double useful_utilization = 0;
   double comm_slowdown_mean = 1, comm_slowdown_p95 = 1;
   double gpu_hours_lost_comm = 0;
+  double gpu_hours_useful = 0;        // the jobs' ideal GPU time: the same for every policy
+  double gpu_hours_idle_queued = 0;   // idle while at least one job waited (scheduling loss)
+  double gpu_hours_idle_no_demand = 0;  // idle with an empty queue
   double fragmentation_mean = 0;
   double multi_node_jobs = 0;    // fraction of jobs that spanned more than one node
 };

@@ -36,6 +36,93 @@ class RegistryPlacer final : public Placer {
   }
 
   Result<std::vector<GpuId>> place(const SimJob& job, std::uint32_t index) override {
+    auto r = request(job, index);
+    if (!r) return tl::unexpected(r.error());
+    auto gpus = policy_.select(state_, *r, {});
+    if (!gpus) return tl::unexpected(gpus.error());
+    if (auto ok = state_.allocate(r->job_id, *gpus); !ok) return tl::unexpected(ok.error());
+    return gpus;
+  }
+
+  void release(std::uint32_t index) override { (void)state_.release(std::to_string(index)); }
+
+  // Policies that fit a job on any free GPUs get exact GPU-count reservations instead.
+  bool plans_reservations() const override { return !policy_.fits_any_free_gpus(); }
+
+  // Releases running jobs in end order on the live state (and gives them back afterwards,
+  // same GPUs), probing the policy at galloping then bisecting prefix lengths: O(log n)
+  // policy calls, assuming that more free GPUs never make a placement impossible.
+  Result<Reservation> reserve(const SimJob& job, std::uint32_t index, std::span<const std::uint32_t> running_by_end,
+                              std::size_t min_finished) override {
+    auto r = request(job, index);
+    if (!r) return tl::unexpected(r.error());
+    std::vector<std::pair<std::string, std::vector<GpuId>>> ended;
+    auto end_first = [&](std::size_t k) {
+      while (ended.size() < k) {
+        std::string id = std::to_string(running_by_end[ended.size()]);
+        auto gpus = state_.release(id);
+        ended.emplace_back(std::move(id), gpus ? std::move(*gpus) : std::vector<GpuId>{});
+      }
+      while (ended.size() > k) {
+        auto& [id, gpus] = ended.back();
+        if (!gpus.empty()) (void)state_.allocate(id, gpus);  // cannot fail: they were its GPUs a moment ago
+        ended.pop_back();
+      }
+    };
+    auto probe = [&](std::size_t k) {
+      end_first(k);
+      return policy_.select(state_, *r, {});
+    };
+    const std::size_t n = running_by_end.size();
+    std::size_t lo = std::min(min_finished, n);  // fails, unless it is the answer
+    Result<std::vector<GpuId>> best = probe(lo);
+    std::size_t found = lo;
+    if (!best) {
+      for (std::size_t step = 1, hi = lo; hi < n; step *= 2) {
+        hi = std::min(n, lo + step);
+        if (auto got = probe(hi)) {
+          best = std::move(got);
+          found = hi;
+          break;
+        }
+        lo = hi;
+      }
+      while (best && found - lo > 1) {
+        std::size_t mid = lo + (found - lo) / 2;
+        if (auto got = probe(mid)) {
+          best = std::move(got);
+          found = mid;
+        } else {
+          lo = mid;
+        }
+      }
+    }
+    end_first(0);
+    if (!best) return tl::unexpected(best.error());
+    Reservation out;
+    out.finished = found;
+    out.gpus = std::move(*best);
+    for (GpuId g : out.gpus) out.gpus_free_now += state_.gpu_free(g) ? 1 : 0;
+    return out;
+  }
+
+  // The reserved GPUs that are free now are lent to a placeholder job for the decision.
+  Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t index,
+                                          std::span<const GpuId> keep_free) override {
+    static const std::string kHold = "reservation";
+    std::vector<GpuId> hold;
+    for (GpuId g : keep_free)
+      if (state_.gpu_free(g)) hold.push_back(g);
+    if (!hold.empty()) (void)state_.allocate(kHold, hold);
+    auto gpus = place(job, index);
+    if (!hold.empty()) (void)state_.release(kHold);
+    return gpus;
+  }
+
+  double fragmentation() const override { return toposched::fragmentation(state_, sizes_).unusable_fraction; }
+
+ private:
+  Result<JobRequest> request(const SimJob& job, std::uint32_t index) {
     JobRequest r;
     r.job_id = std::to_string(index);
     r.gpus = job.gpus;
@@ -51,19 +138,9 @@ class RegistryPlacer final : public Placer {
     }
     r.gpu_model = usable_model(job.gpu_model);
     r.seed = seed_ + index;
-    auto norm = normalize(std::move(r), cluster_);
-    if (!norm) return tl::unexpected(norm.error());
-    auto gpus = policy_.select(state_, *norm, {});
-    if (!gpus) return tl::unexpected(gpus.error());
-    if (auto ok = state_.allocate(norm->job_id, *gpus); !ok) return tl::unexpected(ok.error());
-    return gpus;
+    return normalize(std::move(r), cluster_);
   }
 
-  void release(std::uint32_t index) override { (void)state_.release(std::to_string(index)); }
-
-  double fragmentation() const override { return toposched::fragmentation(state_, sizes_).unusable_fraction; }
-
- private:
   // The placement engine matches a model by substring; a trace's "A|B" alternatives or a
   // model absent from the cluster are dropped (the job may use any GPU).
   std::string usable_model(const std::string& model) {

@@ -40,6 +40,9 @@ Json summary_json(const PolicySummary& s) {
   p["comm_slowdown_mean"] = round_to(s.comm_slowdown_mean, 6);
   p["comm_slowdown_p95"] = round_to(s.comm_slowdown_p95, 6);
   p["gpu_hours_lost_comm"] = round_to(s.gpu_hours_lost_comm, 3);
+  p["gpu_hours_useful"] = round_to(s.gpu_hours_useful, 3);
+  p["gpu_hours_idle_queued"] = round_to(s.gpu_hours_idle_queued, 3);
+  p["gpu_hours_idle_no_demand"] = round_to(s.gpu_hours_idle_no_demand, 3);
   p["makespan_s"] = round_to(s.makespan_s, 3);
   p["fragmentation_mean"] = round_to(s.fragmentation_mean, 6);
   p["multi_node_jobs"] = round_to(s.multi_node_jobs, 6);
@@ -126,6 +129,7 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
       {"comm slowdown mean", [](const PolicySummary& s) { return fmt::format("{:.3f}x", s.comm_slowdown_mean); }},
       {"comm slowdown p95", [](const PolicySummary& s) { return fmt::format("{:.3f}x", s.comm_slowdown_p95); }},
       {"GPU-hours lost to comm", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.gpu_hours_lost_comm); }},
+      {"GPU-hours idle, jobs waiting", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.gpu_hours_idle_queued); }},
       {"fragmentation mean", [](const PolicySummary& s) { return fmt::format("{:.3f}", s.fragmentation_mean); }},
       {"multi-node jobs", [](const PolicySummary& s) { return fmt::format("{:.1f} %", 100 * s.multi_node_jobs); }},
   };
@@ -151,10 +155,15 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
 }
 
 std::string report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
-  Json cdf = Json::array(), timeline = Json::array(), slow = Json::array(), summary = Json::array();
+  Json cdf = Json::array(), timeline = Json::array(), slow = Json::array(), summary = Json::array(), hours = Json::array();
   for (const PolicyRun& run : runs) {
     const std::string& name = run.summary.policy;
     const PolicySummary& s = run.summary;
+    const std::pair<const char*, double> parts[] = {{"1 useful (ideal work)", s.gpu_hours_useful},
+                                                    {"2 lost to communication", s.gpu_hours_lost_comm},
+                                                    {"3 idle while jobs waited", s.gpu_hours_idle_queued},
+                                                    {"4 idle, nothing waiting", s.gpu_hours_idle_no_demand}};
+    for (auto [part, value] : parts) hours.push_back({{"policy", name}, {"part", part}, {"gpu_hours", round_to(value, 2)}});
     summary.push_back({{"policy", name}, {"metric", "mean JCT (h)"}, {"value", round_to(s.jct_mean_s / 3600, 4)}});
     summary.push_back({{"policy", name}, {"metric", "mean wait (h)"}, {"value", round_to(s.wait_mean_s / 3600, 4)}});
     summary.push_back({{"policy", name}, {"metric", "GPU utilisation (%)"}, {"value", round_to(100 * s.utilization, 3)}});
@@ -214,6 +223,17 @@ std::string report_html(const RunInfo& info, const Trace& trace, const std::vect
                                  {"encoding", {{"x", {{"field", "policy"}, {"type", "nominal"}, {"title", "policy"}}},
                                                {"y", {{"field", "slowdown"}, {"type", "quantitative"}, {"title", "slowdown (x)"}, {"scale", {{"zero", false}}}}},
                                                {"color", {{"field", "policy"}, {"type", "nominal"}}}}}};
+  specs["chart-gpu-hours"] =
+      Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+           {"title", "Where the cluster's GPU-hours went (first submit to last end)"},
+           {"width", 520},
+           {"height", 260},
+           {"data", {{"values", hours}}},
+           {"mark", "bar"},
+           {"encoding", {{"y", {{"field", "policy"}, {"type", "nominal"}, {"title", nullptr}}},
+                         {"x", {{"field", "gpu_hours"}, {"type", "quantitative"}, {"stack", "zero"}, {"title", "GPU-hours"}}},
+                         {"color", {{"field", "part"}, {"type", "nominal"}, {"title", nullptr}}},
+                         {"order", {{"field", "part"}, {"type", "nominal"}}}}}};
   specs["chart-summary"] = Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
                                 {"title", "Per-policy summary"},
                                 {"data", {{"values", summary}}},
@@ -241,7 +261,10 @@ std::string report_html(const RunInfo& info, const Trace& trace, const std::vect
     return fmt::format("{:.1f} % / {:.1f} %", 100 * s.utilization, 100 * s.useful_utilization);
   });
   row("comm slowdown mean / p95", [](const PolicySummary& s) { return fmt::format("{:.3f}x / {:.3f}x", s.comm_slowdown_mean, s.comm_slowdown_p95); });
-  row("GPU-hours lost to comm", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.gpu_hours_lost_comm); });
+  row("GPU-hours: useful / lost to comm / idle while jobs waited / idle, nothing waiting", [](const PolicySummary& s) {
+    return fmt::format("{:.0f} / {:.0f} / {:.0f} / {:.0f}", s.gpu_hours_useful, s.gpu_hours_lost_comm, s.gpu_hours_idle_queued,
+                       s.gpu_hours_idle_no_demand);
+  });
   row("fragmentation mean", [](const PolicySummary& s) { return fmt::format("{:.3f}", s.fragmentation_mean); });
   table += "</tbody></table>";
 
@@ -291,9 +314,14 @@ Result<void> write_report(const std::string& dir, const RunInfo& info, const Tra
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
-  auto j = write_file_atomically((std::filesystem::path(dir) / "report.json").string(), report_json(info, runs));
-  if (!j) return j;
-  return write_file_atomically((std::filesystem::path(dir) / "report.html").string(), report_html(info, trace, runs));
+  // Both are rendered before either is written, and report.json (what scripts read) goes
+  // last: a failed write leaves no new report.html behind it.
+  const std::string json = report_json(info, runs), html = report_html(info, trace, runs);
+  const std::string html_path = (std::filesystem::path(dir) / "report.html").string();
+  if (auto h = write_file_atomically(html_path, html); !h) return h;
+  auto j = write_file_atomically((std::filesystem::path(dir) / "report.json").string(), json);
+  if (!j) std::filesystem::remove(html_path, ec);
+  return j;
 }
 
 }  // namespace toposched::sim

@@ -11,7 +11,7 @@ import unittest
 
 from toposched_cli import BINARY, run, temp_dir
 
-CHARTS = ["chart-jct-cdf", "chart-utilisation", "chart-queue", "chart-fragmentation", "chart-slowdown", "chart-summary"]
+CHARTS = ["chart-jct-cdf", "chart-utilisation", "chart-queue", "chart-fragmentation", "chart-slowdown", "chart-gpu-hours", "chart-summary"]
 
 
 def chromium(*args, timeout=240):
@@ -71,7 +71,7 @@ class ReportBrowserTest(unittest.TestCase):
         shot = os.path.join(os.path.dirname(os.path.abspath(BINARY)), "report-screenshot.png")
         if os.path.exists(shot):
             os.remove(shot)
-        proc = chromium(f"--screenshot={shot}", "--window-size=1400,2400", "--hide-scrollbars", "file://" + self.html)
+        proc = chromium(f"--screenshot={shot}", "--window-size=1400,3000", "--hide-scrollbars", "file://" + self.html)
         self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
         with open(shot, "rb") as f:
             png = f.read()

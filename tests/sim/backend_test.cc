@@ -77,6 +77,43 @@ TEST(Backend, EveryPolicyPlacesAndReleases) {
   EXPECT_FALSE(make_placer(c, "no-such-policy", 1));
 }
 
+TEST(Backend, ReservationsFollowThePolicyAndLeaveTheStateAlone) {
+  Cluster c = dgx(2);  // 16 GPUs
+  auto p = make_placer(c, "topo", 1);
+  ASSERT_TRUE(p);
+  Placer& topo = **p;
+  ASSERT_TRUE(topo.plans_reservations());
+  SimJob small;
+  small.gpus = 4;
+  small.kind = "llm-dense";  // TP 4: one node
+  SimJob big;
+  big.gpus = 8;
+  big.tp = 8;
+  big.kind = "llm-dense";  // TP 8: a whole node
+  // Four 4-GPU jobs fill both nodes (best fit: two per node); ending one per node leaves
+  // 8 GPUs free by count, but no whole node for a TP-8 group.
+  for (std::uint32_t j = 0; j < 4; ++j) ASSERT_TRUE(topo.place(small, j));
+  topo.release(1);
+  topo.release(3);
+  EXPECT_FALSE(topo.place(big, 9));
+  std::vector<std::uint32_t> by_end = {2, 0};
+  auto r = topo.reserve(big, 9, by_end, 1);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->finished, 1u);  // job 2 ending frees its node
+  ASSERT_EQ(r->gpus.size(), 8u);
+  EXPECT_EQ(r->gpus_free_now, 4u);
+  EXPECT_EQ(c.gpu_node(r->gpus.front()), c.gpu_node(r->gpus.back()));
+  // The state is unchanged: the 4-GPU holes are still there, and job 2 still runs.
+  EXPECT_FALSE(topo.place(big, 9));
+  // A 4-GPU job placed around the reservation takes the other node's half.
+  auto around = topo.place_around(small, 4, r->gpus);
+  ASSERT_TRUE(around);
+  EXPECT_NE(c.gpu_node(around->front()), c.gpu_node(r->gpus.front()));
+  // With nothing left outside the reservation, placing around it fails, placing does not.
+  EXPECT_FALSE(topo.place_around(small, 5, r->gpus));
+  EXPECT_TRUE(topo.place(small, 5));
+}
+
 TEST(Backend, SpreadPlacementIsSlowerThanPacked) {
   Cluster c = dgx(8);
   auto comm = make_comm_model(c);
