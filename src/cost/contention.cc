@@ -39,6 +39,51 @@ double uplink_capacity(const Cluster& cluster, SwitchId s) {
 
 }  // namespace
 
+std::vector<double> max_min_rates(std::span<const double> demand, std::span<const double> capacity,
+                                  std::span<const std::vector<std::size_t>> link_jobs) {
+  const std::size_t nj = demand.size(), nu = capacity.size();
+  std::vector<double> rate(demand.begin(), demand.end());
+  std::vector<char> frozen(nj, 1);
+  std::size_t active = 0;
+  for (std::size_t u = 0; u < nu; ++u)
+    for (std::size_t j : link_jobs[u])
+      if (frozen[j] && demand[j] > 0) frozen[j] = 0, rate[j] = 0, ++active;
+  // Progressive filling: all unfrozen jobs share one rising rate.
+  double level = 0;
+  while (active > 0) {
+    double next = kInf;
+    for (std::size_t j = 0; j < nj; ++j)
+      if (!frozen[j]) next = std::min(next, demand[j]);
+    for (std::size_t u = 0; u < nu; ++u) {
+      double fixed = 0;
+      int rising = 0;
+      for (std::size_t j : link_jobs[u]) {
+        if (frozen[j])
+          fixed += rate[j];
+        else
+          ++rising;
+      }
+      if (rising > 0) next = std::min(next, std::max(level, (capacity[u] - fixed) / rising));
+    }
+    level = next;
+    for (std::size_t j = 0; j < nj; ++j)
+      if (!frozen[j]) rate[j] = level;
+    // Freeze jobs at their demand and jobs on a saturated link.
+    std::size_t before = active;
+    for (std::size_t j = 0; j < nj; ++j)
+      if (!frozen[j] && rate[j] >= demand[j] * (1 - 1e-12)) frozen[j] = 1, --active;
+    for (std::size_t u = 0; u < nu; ++u) {
+      double total = 0;
+      for (std::size_t j : link_jobs[u]) total += rate[j];
+      if (total >= capacity[u] * (1 - 1e-9))
+        for (std::size_t j : link_jobs[u])
+          if (!frozen[j]) frozen[j] = 1, --active;
+    }
+    if (active == before) break;  // cannot happen with positive capacities; never loop forever
+  }
+  return rate;
+}
+
 Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const JobTraffic> jobs) {
   ContentionResult result;
   result.share.assign(jobs.size(), 1.0);
@@ -88,47 +133,9 @@ Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const 
   const std::size_t nu = uplink_jobs.size();
   std::vector<SwitchId> uplink_switch(nu);
   for (const auto& [s, u] : uplink_index) uplink_switch[u] = SwitchId(s);
-  std::vector<double> capacity(nu), used(nu, 0);
+  std::vector<double> capacity(nu);
   for (std::size_t u = 0; u < nu; ++u) capacity[u] = uplink_capacity(cluster, uplink_switch[u]);
-
-  // Progressive filling: all unfrozen jobs share one rising rate.
-  std::vector<double> rate(jobs.size(), 0);
-  std::vector<bool> frozen(jobs.size(), true);
-  std::size_t active = 0;
-  for (std::size_t j = 0; j < jobs.size(); ++j)
-    if (!job_uplinks[j].empty() && demand[j] > 0) frozen[j] = false, ++active;
-  double level = 0;
-  while (active > 0) {
-    double next = kInf;
-    for (std::size_t j = 0; j < jobs.size(); ++j)
-      if (!frozen[j]) next = std::min(next, demand[j]);
-    for (std::size_t u = 0; u < nu; ++u) {
-      double fixed = 0;
-      int rising = 0;
-      for (std::size_t j : uplink_jobs[u]) {
-        if (frozen[j])
-          fixed += rate[j];
-        else
-          ++rising;
-      }
-      if (rising > 0) next = std::min(next, std::max(level, (capacity[u] - fixed) / rising));
-    }
-    level = next;
-    for (std::size_t j = 0; j < jobs.size(); ++j)
-      if (!frozen[j]) rate[j] = level;
-    // Freeze jobs at their demand and jobs on a saturated uplink.
-    std::size_t before = active;
-    for (std::size_t j = 0; j < jobs.size(); ++j)
-      if (!frozen[j] && rate[j] >= demand[j] * (1 - 1e-12)) frozen[j] = true, --active;
-    for (std::size_t u = 0; u < nu; ++u) {
-      double total = 0;
-      for (std::size_t j : uplink_jobs[u]) total += rate[j];
-      if (total >= capacity[u] * (1 - 1e-9))
-        for (std::size_t j : uplink_jobs[u])
-          if (!frozen[j]) frozen[j] = true, --active;
-    }
-    if (active == before) break;  // cannot happen with positive capacities; never loop forever
-  }
+  std::vector<double> rate = max_min_rates(demand, capacity, uplink_jobs);
   for (std::size_t j = 0; j < jobs.size(); ++j)
     if (demand[j] > 0 && !job_uplinks[j].empty()) result.share[j] = std::clamp(rate[j] / demand[j], 1e-9, 1.0);
   for (std::size_t u = 0; u < nu; ++u) {

@@ -43,6 +43,15 @@ struct ContentionResult {
   std::vector<UplinkLoad> uplinks;  // only uplinks some job crosses
 };
 
+// Max-min fair rates by progressive filling, the core of network_shares (the simulator runs
+// it on its own uplink loads): every job crossing a link starts at 0 and all rise together
+// until a job reaches its demand or a link it crosses is full (sum of rates = capacity);
+// those freeze, the others keep rising. link_jobs[u] lists the jobs (indices into demand)
+// crossing link u; capacities must be positive. Jobs crossing no link get their demand.
+// O(rounds x (jobs + crossings)), rounds <= jobs + links.
+std::vector<double> max_min_rates(std::span<const double> demand, std::span<const double> capacity,
+                                  std::span<const std::vector<std::size_t>> link_jobs);
+
 // Errors: an invalid GPU id, a job without GPUs, a negative or non-finite demand.
 Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const JobTraffic> jobs);
 

@@ -62,6 +62,8 @@ class Placer {
 
 // One shared uplink a running job loads: `demand` in units of node uplinks it drives
 // through switch `uplink` (the switch below the link), against that link's `capacity`.
+// Overloaded links are shared max-min fairly; a job's share applies to all its links (its
+// demand is taken as the largest of its uses).
 struct UplinkUse {
   std::uint32_t uplink = 0;
   double demand = 0;

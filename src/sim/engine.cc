@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "cost/contention.h"
+
 namespace toposched::sim {
 
 Result<Discipline> parse_discipline(std::string_view name) {
@@ -96,6 +98,11 @@ class Engine {
     }
     uplink_load_.assign(comm.uplink_count(), 0);
     uplink_jobs_.resize(comm.uplink_count());
+    link_dirty_.assign(comm.uplink_count(), 0);
+    link_stamp_.assign(comm.uplink_count(), 0);
+    share_.assign(n, 1.0);
+    job_stamp_.assign(n, 0);
+    job_local_.assign(n, 0);
     free_ = cluster.gpu_count();
     res_.cluster_gpus = cluster.gpu_count();
     frag_every_ = std::max<std::size_t>(1, 2 * n / std::max<std::size_t>(o.timeline_points, 1));
@@ -216,6 +223,7 @@ class Engine {
     remaining_[j] = job.duration_s;
     last_update_[j] = now_;
     uses_[j] = std::move(ce.uplinks);
+    share_[j] = 1.0;
     for (const UplinkUse& u : uses_[j]) {
       double before = uplink_load_[u.uplink];
       uplink_load_[u.uplink] += u.demand;
@@ -253,13 +261,67 @@ class Engine {
     est_end_.erase(est_end_it_[j]);
   }
 
-  // The jobs on uplink u need a new rate only when its contention factor changed (on a
-  // non-blocking fabric it stays 1 and nothing is recomputed).
+  // An uplink whose load exceeds its capacity, before or after a change, reshapes the fair
+  // shares of the jobs around it (on a non-blocking fabric none ever does, and nothing is
+  // recomputed).
   void mark_uplink(std::uint32_t u, double load_before) {
     double cap = comm_.uplink_capacity(u);
-    if (cap <= 0) return;
-    if (std::max(1.0, load_before / cap) == std::max(1.0, uplink_load_[u] / cap)) return;
-    for (std::uint32_t other : uplink_jobs_[u]) mark(other);
+    if (cap <= 0 || (!overloaded(u, load_before) && !overloaded(u, uplink_load_[u]))) return;
+    if (link_dirty_[u]) return;
+    link_dirty_[u] = 1;
+    dirty_links_.push_back(u);
+  }
+
+  bool overloaded(std::uint32_t u, double load) const {
+    double cap = comm_.uplink_capacity(u);
+    return cap > 0 && load > cap * (1 + 1e-12);
+  }
+
+  // Max-min fair network shares (cost/contention.h's progressive filling) of the jobs
+  // connected to the changed uplinks through overloaded ones; shares elsewhere cannot have
+  // changed (max-min decomposes over connected components, and links that are not
+  // overloaded never bind). Jobs whose share moved get a new rate.
+  void recompute_shares() {
+    if (dirty_links_.empty()) return;
+    ++stamp_;
+    comp_jobs_.clear();
+    comp_links_.clear();
+    auto add_job = [&](std::uint32_t j) {
+      if (job_stamp_[j] == stamp_) return;
+      job_stamp_[j] = stamp_;
+      job_local_[j] = static_cast<std::uint32_t>(comp_jobs_.size());
+      comp_jobs_.push_back(j);
+    };
+    for (std::uint32_t u : dirty_links_) {
+      link_dirty_[u] = 0;
+      for (std::uint32_t j : uplink_jobs_[u]) add_job(j);
+    }
+    dirty_links_.clear();
+    for (std::size_t i = 0; i < comp_jobs_.size(); ++i)
+      for (const UplinkUse& use : uses_[comp_jobs_[i]]) {
+        std::uint32_t u = use.uplink;
+        if (link_stamp_[u] == stamp_ || !overloaded(u, uplink_load_[u])) continue;
+        link_stamp_[u] = stamp_;
+        comp_links_.push_back(u);
+        for (std::uint32_t k : uplink_jobs_[u]) add_job(k);
+      }
+    std::vector<double> demand(comp_jobs_.size(), 0), capacity(comp_links_.size());
+    std::vector<std::vector<std::size_t>> link_jobs(comp_links_.size());
+    for (std::size_t i = 0; i < comp_jobs_.size(); ++i)
+      for (const UplinkUse& use : uses_[comp_jobs_[i]]) demand[i] = std::max(demand[i], use.demand);
+    for (std::size_t l = 0; l < comp_links_.size(); ++l) {
+      capacity[l] = comm_.uplink_capacity(comp_links_[l]);
+      for (std::uint32_t k : uplink_jobs_[comp_links_[l]]) link_jobs[l].push_back(job_local_[k]);
+    }
+    std::vector<double> rate = max_min_rates(demand, capacity, link_jobs);
+    for (std::size_t i = 0; i < comp_jobs_.size(); ++i) {
+      std::uint32_t j = comp_jobs_[i];
+      double share = demand[i] > 0 ? std::clamp(rate[i] / demand[i], 1e-9, 1.0) : 1.0;
+      if (std::abs(share - share_[j]) > 1e-12) {
+        share_[j] = share;
+        mark(j);
+      }
+    }
   }
 
   void mark(std::uint32_t j) {
@@ -268,24 +330,17 @@ class Engine {
     affected_.push_back(j);
   }
 
-  double contention(std::uint32_t j) const {
-    double c = 1.0;
-    for (const UplinkUse& u : uses_[j]) {
-      double cap = comm_.uplink_capacity(u.uplink);
-      if (cap > 0) c = std::max(c, uplink_load_[u.uplink] / cap);
-    }
-    return c;
-  }
-
   void refresh_affected() {
+    recompute_shares();
     // In job order, so the heap's tie-breaking sequence does not depend on marking order.
     std::sort(affected_.begin(), affected_.end());
     for (std::uint32_t j : affected_) {
       if (!running_[j]) continue;
       remaining_[j] = std::max(0.0, remaining_[j] - (now_ - last_update_[j]) * rate_[j]);
       last_update_[j] = now_;
-      auto [slow, share] = est_[j];
-      rate_[j] = 1.0 / (slow * (1.0 + share * (contention(j) - 1.0)));
+      auto [slow, network_part] = est_[j];
+      // The exposed communication stretches by 1 / share; compute does not.
+      rate_[j] = 1.0 / (slow * (1.0 + network_part * (1.0 / share_[j] - 1.0)));
       ++version_[j];
       heap_.push_back({now_ + remaining_[j] / rate_[j], seq_++, j, version_[j]});
       std::push_heap(heap_.begin(), heap_.end(), std::greater<Event>());
@@ -481,6 +536,12 @@ class Engine {
   std::vector<std::vector<UplinkUse>> uses_;
   std::vector<double> uplink_load_;
   std::vector<std::vector<std::uint32_t>> uplink_jobs_;
+  std::vector<double> share_;  // per job: max-min fair share of its network demand (1 = none lost)
+  std::vector<std::uint32_t> dirty_links_;  // uplinks changed since the last recompute_shares
+  std::vector<char> link_dirty_;
+  std::uint64_t stamp_ = 0;  // one per recompute_shares, marks what it has visited
+  std::vector<std::uint64_t> link_stamp_, job_stamp_;
+  std::vector<std::uint32_t> job_local_, comp_jobs_, comp_links_;
   std::vector<std::uint32_t> affected_;
   std::vector<std::uint64_t> affected_stamp_;  // refresh round in which a job was last marked
   std::uint64_t refresh_round_ = 0;

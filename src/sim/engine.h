@@ -12,9 +12,10 @@
 //    Placer when it plans reservations (the policy decides when the head really fits),
 //    else from counting free GPUs; jobs that would outlast it keep off its GPUs.
 // Runtime: a job does `duration_s` seconds of ideal work; it progresses at rate
-// 1 / (slowdown * (1 + network_share * (contention - 1))), slowdown from the CommModel for
-// its actual placement and contention = the worst load / capacity over the uplinks it
-// uses, recomputed for the affected jobs whenever a job starts or finishes.
+// 1 / (slowdown * (1 + network_share * (1 / fair_share - 1))), slowdown from the CommModel
+// for its actual placement and fair_share its max-min fair share of the overloaded uplinks
+// it crosses (cost/contention.h's progressive filling), recomputed for the jobs connected
+// to a changed uplink whenever a job starts or finishes.
 // Jobs larger than the cluster (or than the GPUs of their model), and jobs the policy
 // cannot place even on an idle cluster, are reported as never placed and dropped.
 // Thread-safety: run_simulation only reads its inputs; run several at once on one Cluster.

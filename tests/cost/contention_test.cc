@@ -144,5 +144,23 @@ TEST(Contention, SharesReplaceTheStaticOversubscriptionWorstCase) {
   for (const auto& est : *all) EXPECT_NEAR(est.step_comm_us, fixed->step_comm_us, 1e-6 * fixed->step_comm_us);
 }
 
+TEST(MaxMinRates, LeftoverCapacityGoesToJobsNotHeldElsewhere) {
+  // Jobs 0, 2, 3 share link 0; jobs 0 and 1 share link 1; job 4 crosses nothing.
+  std::vector<double> demand = {1, 1, 1, 1, 0.7};
+  std::vector<double> capacity = {1, 1};
+  std::vector<std::vector<std::size_t>> link_jobs = {{0, 2, 3}, {0, 1}};
+  auto rate = max_min_rates(demand, capacity, link_jobs);
+  EXPECT_NEAR(rate[0], 1.0 / 3, 1e-12);
+  EXPECT_NEAR(rate[2], 1.0 / 3, 1e-12);
+  EXPECT_NEAR(rate[1], 2.0 / 3, 1e-12);  // a worst-link split would give it 1/2
+  EXPECT_DOUBLE_EQ(rate[4], 0.7);
+  // A job whose demand is below its fair share keeps its demand; the rest is shared.
+  demand = {0.1, 1, 1, 1, 0};
+  rate = max_min_rates(demand, capacity, link_jobs);
+  EXPECT_NEAR(rate[0], 0.1, 1e-12);
+  EXPECT_NEAR(rate[2], 0.45, 1e-12);
+  EXPECT_NEAR(rate[1], 0.9, 1e-12);
+}
+
 }  // namespace
 }  // namespace toposched

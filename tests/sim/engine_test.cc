@@ -157,6 +157,60 @@ TEST(Engine, ContentionSlowsJobsSharingAnUplinkAndIsRecomputed) {
   EXPECT_NEAR(alone.jobs[0].end_s, 150, 1e-9);
 }
 
+// Uplinks per job id, fixed by the test; slowdown 1, half of every step on the network.
+class ScriptedComm : public CommModel {
+ public:
+  ScriptedComm(std::map<std::string, std::vector<std::uint32_t>> links, std::vector<double> capacity)
+      : links_(std::move(links)), capacity_(std::move(capacity)) {}
+  CommEstimate estimate(const SimJob& job, std::span<const GpuId>) const override {
+    CommEstimate e;
+    e.network_share = 0.5;
+    for (std::uint32_t u : links_.at(job.id)) e.uplinks.push_back({u, 1.0});
+    return e;
+  }
+  double uplink_capacity(std::uint32_t u) const override { return capacity_[u]; }
+  std::size_t uplink_count() const override { return capacity_.size(); }
+
+ private:
+  std::map<std::string, std::vector<std::uint32_t>> links_;
+  std::vector<double> capacity_;
+};
+
+TEST(Engine, SharedUplinksAreSharedMaxMinFairly) {
+  Cluster c = cluster(1);
+  Trace t;
+  // a, c, d share uplink 0 (capacity 1): a third each. a and b share uplink 1 (capacity
+  // 1): a uses only its third, so b gets the other two thirds, not the half a worst-link
+  // proportional split would give it.
+  t.jobs = {job("a", 0, 1, 1000), job("b", 0, 1, 100), job("c", 0, 1, 1000), job("d", 0, 1, 1000)};
+  ScriptedComm comm({{"a", {0, 1}}, {"b", {1}}, {"c", {0}}, {"d", {0}}}, {1.0, 1.0});
+  LowestFreePlacer placer(c);
+  EngineOptions o;
+  auto r = run_simulation(c, t, placer, comm, o, "test");
+  ASSERT_TRUE(r);
+  // b: rate 1 / (1 + 0.5 x (1 / (2/3) - 1)) = 0.8, 100 s of work.
+  EXPECT_NEAR(r->jobs[1].end_s, 125, 1e-9);
+  // a, c, d at share 1/3: rate 1 / (1 + 0.5 x 2) = 0.5 throughout (b leaving frees
+  // uplink 1, which never bound them): 1000 s of work take 2000 s.
+  EXPECT_NEAR(r->jobs[0].end_s, 2000, 1e-6);
+  EXPECT_NEAR(r->jobs[2].end_s, 2000, 1e-6);
+}
+
+TEST(Engine, SharesAreRecomputedWhenABottleneckLeaves) {
+  Cluster c = cluster(1);
+  Trace t;
+  // a and b share uplink 0 (capacity 1) until b ends; then a runs alone at full speed.
+  t.jobs = {job("a", 0, 1, 300), job("b", 0, 1, 100)};
+  ScriptedComm comm({{"a", {0}}, {"b", {0}}}, {1.0});
+  LowestFreePlacer placer(c);
+  EngineOptions o;
+  auto r = run_simulation(c, t, placer, comm, o, "test");
+  ASSERT_TRUE(r);
+  // Both at share 1/2: rate 1 / 1.5. b ends at 150 having done 100 s; a has done 100 s.
+  EXPECT_NEAR(r->jobs[1].end_s, 150, 1e-9);
+  EXPECT_NEAR(r->jobs[0].end_s, 150 + 200, 1e-6);
+}
+
 TEST(Engine, UtilisationIsTimeWeighted) {
   Cluster c = cluster(2);  // 16 GPUs
   Trace t;
