@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <queue>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -39,48 +40,106 @@ double uplink_capacity(const Cluster& cluster, SwitchId s) {
 
 }  // namespace
 
+void max_min_rates(std::span<const double> demand, std::span<const double> capacity,
+                   std::span<const std::uint32_t> link_begin, std::span<const std::uint32_t> link_jobs,
+                   MaxMinWorkspace& ws, std::vector<double>& rate) {
+  const std::size_t nj = demand.size(), nu = capacity.size();
+  rate.assign(demand.begin(), demand.end());
+  // The same crossings by job (counting sort of the link lists).
+  ws.job_begin.assign(nj + 1, 0);
+  for (std::uint32_t j : link_jobs) ++ws.job_begin[j + 1];
+  for (std::size_t j = 0; j < nj; ++j) ws.job_begin[j + 1] += ws.job_begin[j];
+  ws.job_links.resize(link_jobs.size());
+  ws.cursor.assign(ws.job_begin.begin(), ws.job_begin.end() - 1);
+  for (std::size_t u = 0; u < nu; ++u)
+    for (std::uint32_t k = link_begin[u]; k < link_begin[u + 1]; ++k)
+      ws.job_links[ws.cursor[link_jobs[k]]++] = static_cast<std::uint32_t>(u);
+  // Jobs that cross a link and want something rise together from 0; each freezes when it
+  // reaches its demand or a link it crosses fills (sum of rates = capacity).
+  ws.rising.assign(nj, 0);
+  ws.by_demand.clear();
+  ws.fixed.assign(nu, 0);
+  ws.count.assign(nu, 0);
+  for (std::size_t j = 0; j < nj; ++j) {
+    if (ws.job_begin[j] == ws.job_begin[j + 1] || demand[j] <= 0) continue;
+    ws.rising[j] = 1;
+    rate[j] = 0;
+    ws.by_demand.push_back(static_cast<std::uint32_t>(j));
+    for (std::uint32_t k = ws.job_begin[j]; k < ws.job_begin[j + 1]; ++k) ++ws.count[ws.job_links[k]];
+  }
+  std::stable_sort(ws.by_demand.begin(), ws.by_demand.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return demand[a] < demand[b]; });
+  // Links by the level at which they fill, in a min-heap updated lazily: an entry is
+  // current when its version is the link's.
+  ws.version.assign(nu, 0);
+  ws.touched_stamp.assign(nu, 0);
+  ws.heap.clear();
+  auto later = [](const MaxMinWorkspace::Fill& a, const MaxMinWorkspace::Fill& b) {
+    return a.level != b.level ? a.level > b.level : a.link > b.link;
+  };
+  double level = 0;
+  auto push = [&](std::uint32_t u) {
+    ++ws.version[u];  // whatever the heap held for u is stale now
+    if (ws.count[u] <= 0) return;
+    ws.heap.push_back({std::max(level, (capacity[u] - ws.fixed[u]) / ws.count[u]), u, ws.version[u]});
+    std::push_heap(ws.heap.begin(), ws.heap.end(), later);
+  };
+  for (std::size_t u = 0; u < nu; ++u) push(static_cast<std::uint32_t>(u));
+  std::uint64_t round = 0;
+  ws.touched.clear();
+  auto freeze = [&](std::uint32_t j) {
+    ws.rising[j] = 0;
+    rate[j] = level;
+    for (std::uint32_t k = ws.job_begin[j]; k < ws.job_begin[j + 1]; ++k) {
+      std::uint32_t u = ws.job_links[k];
+      --ws.count[u];
+      ws.fixed[u] += level;
+      if (ws.touched_stamp[u] != round) ws.touched_stamp[u] = round, ws.touched.push_back(u);
+    }
+  };
+  std::size_t next_demand = 0;
+  while (true) {
+    while (!ws.heap.empty() && ws.heap.front().version != ws.version[ws.heap.front().link]) {
+      std::pop_heap(ws.heap.begin(), ws.heap.end(), later);
+      ws.heap.pop_back();
+    }
+    while (next_demand < ws.by_demand.size() && !ws.rising[ws.by_demand[next_demand]]) ++next_demand;
+    const double link_level = ws.heap.empty() ? kInf : ws.heap.front().level;
+    const double demand_level = next_demand < ws.by_demand.size() ? demand[ws.by_demand[next_demand]] : kInf;
+    if (!std::isfinite(link_level) && !std::isfinite(demand_level)) break;
+    ++round;
+    ws.touched.clear();
+    if (demand_level <= link_level) {
+      // Every job whose demand is reached freezes at it, then its links move.
+      level = std::max(level, demand_level);
+      while (next_demand < ws.by_demand.size() && demand[ws.by_demand[next_demand]] <= level) {
+        std::uint32_t j = ws.by_demand[next_demand++];
+        if (ws.rising[j]) freeze(j);
+      }
+    } else {
+      level = std::max(level, link_level);
+      std::uint32_t u = ws.heap.front().link;
+      for (std::uint32_t k = link_begin[u]; k < link_begin[u + 1]; ++k)
+        if (ws.rising[link_jobs[k]]) freeze(link_jobs[k]);
+      if (ws.touched.empty()) {  // cannot happen (u had rising jobs); never loop forever
+        std::pop_heap(ws.heap.begin(), ws.heap.end(), later);
+        ws.heap.pop_back();
+      }
+    }
+    for (std::uint32_t t : ws.touched) push(t);
+  }
+}
+
 std::vector<double> max_min_rates(std::span<const double> demand, std::span<const double> capacity,
                                   std::span<const std::vector<std::size_t>> link_jobs) {
-  const std::size_t nj = demand.size(), nu = capacity.size();
-  std::vector<double> rate(demand.begin(), demand.end());
-  std::vector<char> frozen(nj, 1);
-  std::size_t active = 0;
-  for (std::size_t u = 0; u < nu; ++u)
-    for (std::size_t j : link_jobs[u])
-      if (frozen[j] && demand[j] > 0) frozen[j] = 0, rate[j] = 0, ++active;
-  // Progressive filling: all unfrozen jobs share one rising rate.
-  double level = 0;
-  while (active > 0) {
-    double next = kInf;
-    for (std::size_t j = 0; j < nj; ++j)
-      if (!frozen[j]) next = std::min(next, demand[j]);
-    for (std::size_t u = 0; u < nu; ++u) {
-      double fixed = 0;
-      int rising = 0;
-      for (std::size_t j : link_jobs[u]) {
-        if (frozen[j])
-          fixed += rate[j];
-        else
-          ++rising;
-      }
-      if (rising > 0) next = std::min(next, std::max(level, (capacity[u] - fixed) / rising));
-    }
-    level = next;
-    for (std::size_t j = 0; j < nj; ++j)
-      if (!frozen[j]) rate[j] = level;
-    // Freeze jobs at their demand and jobs on a saturated link.
-    std::size_t before = active;
-    for (std::size_t j = 0; j < nj; ++j)
-      if (!frozen[j] && rate[j] >= demand[j] * (1 - 1e-12)) frozen[j] = 1, --active;
-    for (std::size_t u = 0; u < nu; ++u) {
-      double total = 0;
-      for (std::size_t j : link_jobs[u]) total += rate[j];
-      if (total >= capacity[u] * (1 - 1e-9))
-        for (std::size_t j : link_jobs[u])
-          if (!frozen[j]) frozen[j] = 1, --active;
-    }
-    if (active == before) break;  // cannot happen with positive capacities; never loop forever
+  std::vector<std::uint32_t> begin(capacity.size() + 1, 0), flat;
+  for (std::size_t u = 0; u < capacity.size(); ++u) {
+    for (std::size_t j : link_jobs[u]) flat.push_back(static_cast<std::uint32_t>(j));
+    begin[u + 1] = static_cast<std::uint32_t>(flat.size());
   }
+  MaxMinWorkspace ws;
+  std::vector<double> rate;
+  max_min_rates(demand, capacity, begin, flat, ws, rate);
   return rate;
 }
 

@@ -15,6 +15,7 @@
 // (1 when nothing is oversubscribed). Pure function; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -48,9 +49,28 @@ struct ContentionResult {
 // until a job reaches its demand or a link it crosses is full (sum of rates = capacity);
 // those freeze, the others keep rising. link_jobs[u] lists the jobs (indices into demand)
 // crossing link u; capacities must be positive. Jobs crossing no link get their demand.
-// O(rounds x (jobs + crossings)), rounds <= jobs + links.
 std::vector<double> max_min_rates(std::span<const double> demand, std::span<const double> capacity,
                                   std::span<const std::vector<std::size_t>> link_jobs);
+
+// Scratch space of the form below, reused across calls so a warm call allocates nothing.
+struct MaxMinWorkspace {
+  struct Fill {
+    double level;
+    std::uint32_t link;
+    std::uint64_t version;
+  };
+  std::vector<std::uint32_t> job_begin, job_links, cursor, by_demand, touched;
+  std::vector<char> rising;
+  std::vector<double> fixed;
+  std::vector<int> count;
+  std::vector<std::uint64_t> version, touched_stamp;
+  std::vector<Fill> heap;
+};
+// The same on compressed lists: link u's jobs are link_jobs[link_begin[u] .. link_begin[u+1]).
+// O((jobs + crossings) log links). The result goes to `rate`.
+void max_min_rates(std::span<const double> demand, std::span<const double> capacity,
+                   std::span<const std::uint32_t> link_begin, std::span<const std::uint32_t> link_jobs,
+                   MaxMinWorkspace& ws, std::vector<double>& rate);
 
 // Errors: an invalid GPU id, a job without GPUs, a negative or non-finite demand.
 Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const JobTraffic> jobs);

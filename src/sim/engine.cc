@@ -305,15 +305,20 @@ class Engine {
         comp_links_.push_back(u);
         for (std::uint32_t k : uplink_jobs_[u]) add_job(k);
       }
-    std::vector<double> demand(comp_jobs_.size(), 0), capacity(comp_links_.size());
-    std::vector<std::vector<std::size_t>> link_jobs(comp_links_.size());
+    mm_demand_.assign(comp_jobs_.size(), 0);
     for (std::size_t i = 0; i < comp_jobs_.size(); ++i)
-      for (const UplinkUse& use : uses_[comp_jobs_[i]]) demand[i] = std::max(demand[i], use.demand);
+      for (const UplinkUse& use : uses_[comp_jobs_[i]]) mm_demand_[i] = std::max(mm_demand_[i], use.demand);
+    mm_capacity_.resize(comp_links_.size());
+    mm_begin_.assign(1, 0);
+    mm_jobs_.clear();
     for (std::size_t l = 0; l < comp_links_.size(); ++l) {
-      capacity[l] = comm_.uplink_capacity(comp_links_[l]);
-      for (std::uint32_t k : uplink_jobs_[comp_links_[l]]) link_jobs[l].push_back(job_local_[k]);
+      mm_capacity_[l] = comm_.uplink_capacity(comp_links_[l]);
+      for (std::uint32_t k : uplink_jobs_[comp_links_[l]]) mm_jobs_.push_back(job_local_[k]);
+      mm_begin_.push_back(static_cast<std::uint32_t>(mm_jobs_.size()));
     }
-    std::vector<double> rate = max_min_rates(demand, capacity, link_jobs);
+    max_min_rates(mm_demand_, mm_capacity_, mm_begin_, mm_jobs_, mm_ws_, mm_rate_);
+    const std::vector<double>& rate = mm_rate_;
+    const std::vector<double>& demand = mm_demand_;
     for (std::size_t i = 0; i < comp_jobs_.size(); ++i) {
       std::uint32_t j = comp_jobs_[i];
       double share = demand[i] > 0 ? std::clamp(rate[i] / demand[i], 1e-9, 1.0) : 1.0;
@@ -542,6 +547,10 @@ class Engine {
   std::uint64_t stamp_ = 0;  // one per recompute_shares, marks what it has visited
   std::vector<std::uint64_t> link_stamp_, job_stamp_;
   std::vector<std::uint32_t> job_local_, comp_jobs_, comp_links_;
+  // max_min_rates' inputs and scratch, kept warm between calls.
+  std::vector<double> mm_demand_, mm_capacity_, mm_rate_;
+  std::vector<std::uint32_t> mm_begin_, mm_jobs_;
+  MaxMinWorkspace mm_ws_;
   std::vector<std::uint32_t> affected_;
   std::vector<std::uint64_t> affected_stamp_;  // refresh round in which a job was last marked
   std::uint64_t refresh_round_ = 0;
