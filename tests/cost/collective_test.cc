@@ -259,20 +259,7 @@ namespace {
 // capped at `cap` GB/s, or under no common switch with the given cross-root bandwidth.
 Cluster pair_of_nodes(double cap, bool common_switch, double cross_root_GBps) {
   ClusterBuilder b("pair");
-  NodeType t;
-  t.name = "h100";
-  t.gpu_model = "H100-SXM5";
-  t.gpu_count = 8;
-  t.gpu_links = NodeType::full_nvlink_mesh(8, 18);
-  t.nvlink_GBps_per_link = 25;
-  t.nvswitch = true;
-  t.pcie_GBps = 63;
-  for (int k = 0; k < 8; ++k) {
-    Nic nic{fmt::format("mlx5_{}", k), 400, {}, -1, true};
-    for (int g = 0; g < 8; ++g) nic.gpu_affinity.push_back(g == k ? LinkClass::kPix : LinkClass::kNode);
-    t.nics.push_back(nic);
-  }
-  NodeTypeId type = b.add_node_type(t);
+  NodeTypeId type = b.add_node_type(testing::h100_node_type());
   NodeId a = b.add_node("a", type);
   NodeId z = b.add_node("z", type);
   if (common_switch) {

@@ -1,4 +1,4 @@
-// Test helper: two leaves of four 8-GPU H100 nodes (NV18, one 400G NIC per GPU) under one
+// Test helpers: an H100 node type, and two leaves of four 8-GPU H100 nodes (NV18, one 400G NIC per GPU) under one
 // spine, the leaves' uplinks oversubscribed `leaf_oversubscription`:1. Header-only.
 #pragma once
 
@@ -9,8 +9,8 @@
 
 namespace toposched::testing {
 
-inline Cluster two_leaves(double leaf_oversubscription) {
-  ClusterBuilder b("two-leaves");
+// A DGX H100-like server: 8 GPUs on NVSwitch (NV18), one 400G NIC per GPU behind its PIX.
+inline NodeType h100_node_type() {
   NodeType t;
   t.name = "h100";
   t.gpu_model = "H100-SXM5";
@@ -24,7 +24,12 @@ inline Cluster two_leaves(double leaf_oversubscription) {
     for (int g = 0; g < 8; ++g) nic.gpu_affinity.push_back(g == k ? LinkClass::kPix : LinkClass::kNode);
     t.nics.push_back(nic);
   }
-  NodeTypeId type = b.add_node_type(t);
+  return t;
+}
+
+inline Cluster two_leaves(double leaf_oversubscription) {
+  ClusterBuilder b("two-leaves");
+  NodeTypeId type = b.add_node_type(h100_node_type());
   int leaf = b.add_tier(Tier{"leaf", 0, 0.5, leaf_oversubscription});
   int spine = b.add_tier(Tier{"spine", 0, 0.5, 1.0});
   SwitchId top = b.add_switch("spine", spine);

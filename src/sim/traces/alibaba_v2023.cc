@@ -40,67 +40,50 @@ Result<Trace> read_alibaba_v2023_pods(std::string_view text, const std::string& 
     return make_error(ErrorCode::kParse, "not an Alibaba v2023 pod list: the header needs 'name' and 'num_gpu'", {file, h.line, 1});
   trace.has_times = c_create >= 0 && c_delete >= 0;
 
-  for (;;) {
-    auto rec = reader.next();
-    if (!rec) return tl::unexpected(rec.error());
-    if (!*rec) break;
-    const csv::Record& r = **rec;
-    bool ignored = false;
-    auto parse_row = [&]() -> Result<SimJob> {
-      if (r.fields.size() != h.fields.size())
-        return csv::field_error(file, r, static_cast<int>(r.fields.size()) - 1,
-                                fmt::format("expected {} fields as in the header, found {}", h.fields.size(), r.fields.size()));
-      SimJob j;
-      j.id = std::string(csv::trim(r.fields[static_cast<std::size_t>(c_name)]));
-      if (j.id.empty()) return csv::field_error(file, r, c_name, "expected a pod name, found an empty field");
-      auto gpus = csv::to_int(file, r, c_gpu, "num_gpu");
-      if (!gpus) return tl::unexpected(gpus.error());
-      if (*gpus < 0 || *gpus > 1'000'000) return csv::field_error(file, r, c_gpu, fmt::format("num_gpu must be >= 0, found {}", *gpus));
-      if (c_milli >= 0) {
-        auto milli = csv::to_int(file, r, c_milli, "gpu_milli");
-        if (!milli) return tl::unexpected(milli.error());
-        if (*milli < 0 || *milli > 1000) return csv::field_error(file, r, c_milli, fmt::format("gpu_milli must be in 0..1000, found {}", *milli));
-      }
-      j.gpus = static_cast<int>(*gpus);
-      if (c_spec >= 0) j.gpu_model = std::string(csv::trim(r.fields[static_cast<std::size_t>(c_spec)]));
-      if (c_qos >= 0) j.priority = qos_priority(csv::trim(r.fields[static_cast<std::size_t>(c_qos)]));
-      if (trace.has_times) {
-        auto create = csv::to_double(file, r, c_create, "creation_time");
-        if (!create) return tl::unexpected(create.error());
-        auto del = csv::to_double(file, r, c_delete, "deletion_time");
-        if (!del) return tl::unexpected(del.error());
-        if (*create < 0) return csv::field_error(file, r, c_create, fmt::format("creation_time must be >= 0, found {}", *create));
-        double start = *create;
-        if (c_sched >= 0) {
-          if (csv::trim(r.fields[static_cast<std::size_t>(c_sched)]).empty()) {
-            ignored = true;  // never scheduled: it never ran
-          } else {
-            auto s = csv::to_double(file, r, c_sched, "scheduled_time");
-            if (!s) return tl::unexpected(s.error());
-            start = *s;
-          }
-        }
-        if (*del < *create)
-          return csv::field_error(file, r, c_delete, fmt::format("deletion_time {} is before creation_time {}", *del, *create));
-        j.submit_s = *create;
-        j.duration_s = *del - start;
-        if (!(j.duration_s > 0)) ignored = true;
-      } else {
-        j.submit_s = 0;
-        j.duration_s = 1;
-      }
-      if (j.gpus == 0) ignored = true;
-      return j;
-    };
-    auto job = parse_row();
-    if (!job) {
-      if (auto ok = reject_row(trace, options, job.error()); !ok) return tl::unexpected(ok.error());
-    } else if (ignored) {
-      ++trace.ignored_rows;
-    } else {
-      trace.jobs.push_back(std::move(*job));
+  auto rows = csv::read_job_rows(reader, h, trace, options, [&](const csv::Record& r, bool& ignored) -> Result<SimJob> {
+    SimJob j;
+    j.id = std::string(csv::trim(r.fields[static_cast<std::size_t>(c_name)]));
+    if (j.id.empty()) return csv::field_error(file, r, c_name, "expected a pod name, found an empty field");
+    auto gpus = csv::to_int(file, r, c_gpu, "num_gpu");
+    if (!gpus) return tl::unexpected(gpus.error());
+    if (*gpus < 0 || *gpus > 1'000'000) return csv::field_error(file, r, c_gpu, fmt::format("num_gpu must be >= 0, found {}", *gpus));
+    if (c_milli >= 0) {
+      auto milli = csv::to_int(file, r, c_milli, "gpu_milli");
+      if (!milli) return tl::unexpected(milli.error());
+      if (*milli < 0 || *milli > 1000) return csv::field_error(file, r, c_milli, fmt::format("gpu_milli must be in 0..1000, found {}", *milli));
     }
-  }
+    j.gpus = static_cast<int>(*gpus);
+    if (c_spec >= 0) j.gpu_model = std::string(csv::trim(r.fields[static_cast<std::size_t>(c_spec)]));
+    if (c_qos >= 0) j.priority = qos_priority(csv::trim(r.fields[static_cast<std::size_t>(c_qos)]));
+    if (trace.has_times) {
+      auto create = csv::to_double(file, r, c_create, "creation_time");
+      if (!create) return tl::unexpected(create.error());
+      auto del = csv::to_double(file, r, c_delete, "deletion_time");
+      if (!del) return tl::unexpected(del.error());
+      if (*create < 0) return csv::field_error(file, r, c_create, fmt::format("creation_time must be >= 0, found {}", *create));
+      double start = *create;
+      if (c_sched >= 0) {
+        if (csv::trim(r.fields[static_cast<std::size_t>(c_sched)]).empty()) {
+          ignored = true;  // never scheduled: it never ran
+        } else {
+          auto s = csv::to_double(file, r, c_sched, "scheduled_time");
+          if (!s) return tl::unexpected(s.error());
+          start = *s;
+        }
+      }
+      if (*del < *create)
+        return csv::field_error(file, r, c_delete, fmt::format("deletion_time {} is before creation_time {}", *del, *create));
+      j.submit_s = *create;
+      j.duration_s = *del - start;
+      if (!(j.duration_s > 0)) ignored = true;
+    } else {
+      j.submit_s = 0;
+      j.duration_s = 1;
+    }
+    if (j.gpus == 0) ignored = true;
+    return j;
+  });
+  if (!rows) return tl::unexpected(rows.error());
   if (auto ok = finalize_trace(trace); !ok) {
     Error e = ok.error();
     e.where.file = file;
@@ -125,14 +108,7 @@ Result<Cluster> read_alibaba_v2023_nodes(std::string_view text, const std::strin
   std::map<std::pair<std::string, int>, NodeTypeId> types;
   std::vector<NodeId> nodes;
   std::vector<int> node_lines;
-  for (;;) {
-    auto rec = reader.next();
-    if (!rec) return tl::unexpected(rec.error());
-    if (!*rec) break;
-    const csv::Record& r = **rec;
-    if (r.fields.size() != h.fields.size())
-      return csv::field_error(file, r, static_cast<int>(r.fields.size()) - 1,
-                              fmt::format("expected {} fields as in the header, found {}", h.fields.size(), r.fields.size()));
+  auto rows = csv::for_each_row(reader, h, [&](const csv::Record& r) -> Result<void> {
     std::string name(csv::trim(r.fields[static_cast<std::size_t>(c_sn)]));
     if (name.empty()) return csv::field_error(file, r, c_sn, "expected a node name, found an empty field");
     auto gpus = csv::to_int(file, r, c_gpu, "gpu");
@@ -172,7 +148,9 @@ Result<Cluster> read_alibaba_v2023_nodes(std::string_view text, const std::strin
     }
     nodes.push_back(b.add_node(name, it->second));
     node_lines.push_back(r.line);
-  }
+    return {};
+  });
+  if (!rows) return tl::unexpected(rows.error());
   if (nodes.empty()) return make_error(ErrorCode::kValidation, "the node list holds no node", {file, h.line, 1});
   int tor = b.add_tier(Tier{"tor", 0, kDefaultHopLatencyUs, options.tor_oversubscription});
   std::size_t per = static_cast<std::size_t>(options.nodes_per_tor);

@@ -123,6 +123,43 @@ Result<long long> to_int(const std::string& file, const Record& r, int field, st
   return static_cast<long long>(*d);
 }
 
+namespace {
+tl::unexpected<Error> field_count_error(const std::string& file, const Record& header, const Record& r) {
+  return field_error(file, r, static_cast<int>(r.fields.size()) - 1,
+                     fmt::format("expected {} fields as in the header, found {}", header.fields.size(), r.fields.size()));
+}
+}  // namespace
+
+Result<void> for_each_row(Reader& reader, const Record& header, const std::function<Result<void>(const Record&)>& row) {
+  for (;;) {
+    auto rec = reader.next();
+    if (!rec) return tl::unexpected(rec.error());
+    if (!*rec) return {};
+    const Record& r = **rec;
+    if (r.fields.size() != header.fields.size()) return field_count_error(reader.file(), header, r);
+    if (auto ok = row(r); !ok) return ok;
+  }
+}
+
+Result<void> read_job_rows(Reader& reader, const Record& header, Trace& trace, const TraceReadOptions& options,
+                           const std::function<Result<SimJob>(const Record&, bool& ignored)>& parse) {
+  for (;;) {
+    auto rec = reader.next();
+    if (!rec) return tl::unexpected(rec.error());
+    if (!*rec) return {};
+    const Record& r = **rec;
+    bool ignored = false;
+    Result<SimJob> job = r.fields.size() != header.fields.size() ? field_count_error(reader.file(), header, r) : parse(r, ignored);
+    if (!job) {
+      if (auto ok = reject_row(trace, options, job.error()); !ok) return ok;
+    } else if (ignored) {
+      ++trace.ignored_rows;
+    } else {
+      trace.jobs.push_back(std::move(*job));
+    }
+  }
+}
+
 std::optional<double> parse_datetime(std::string_view s) {
   s = trim(s);
   int Y, M, D, h = 0, m = 0;

@@ -5,12 +5,14 @@
 // Stateless apart from the text it walks; one reader per thread.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "sim/trace.h"
 #include "topology/error.h"
 
 namespace toposched::sim::csv {
@@ -46,6 +48,16 @@ tl::unexpected<Error> field_error(const std::string& file, const Record& r, int 
 Result<double> to_double(const std::string& file, const Record& r, int field, std::string_view what);
 Result<long long> to_int(const std::string& file, const Record& r, int field, std::string_view what);
 std::string_view trim(std::string_view s);
+
+// Calls `row` for every record after `header`, in order, once its field count matched the
+// header's (else that error). Stops at the first error `row` returns.
+Result<void> for_each_row(Reader& reader, const Record& header, const std::function<Result<void>(const Record&)>& row);
+
+// The row loop of the trace readers: `parse` turns a row into a job, setting `ignored` for a
+// row that describes a job that never ran (counted in trace.ignored_rows, not kept); a
+// malformed row fails the read, or with options.skip_bad_rows is counted (reject_row).
+Result<void> read_job_rows(Reader& reader, const Record& header, Trace& trace, const TraceReadOptions& options,
+                           const std::function<Result<SimJob>(const Record&, bool& ignored)>& parse);
 
 // "YYYY-MM-DD HH:MM:SS" (or with 'T'), as seconds since 1970 in UTC; nullopt if malformed.
 std::optional<double> parse_datetime(std::string_view s);

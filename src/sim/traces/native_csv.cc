@@ -44,71 +44,58 @@ Result<Trace> read_native_csv(std::string_view text, const std::string& file, co
       return make_error(ErrorCode::kParse, fmt::format("header lacks the required column '{}' (required: id,submit_s,gpus,duration_s)", kColumns[k]),
                         {file, h.line, 1});
 
-  for (;;) {
-    auto rec = reader.next();
-    if (!rec) return tl::unexpected(rec.error());
-    if (!*rec) break;
-    const csv::Record& r = **rec;
-    auto parse_row = [&]() -> Result<SimJob> {
-      if (r.fields.size() != h.fields.size())
-        return csv::field_error(file, r, static_cast<int>(r.fields.size()) - 1,
-                                fmt::format("expected {} fields as in the header, found {}", h.fields.size(), r.fields.size()));
-      SimJob j;
-      j.id = std::string(csv::trim(r.fields[static_cast<std::size_t>(col[0])]));
-      if (j.id.empty()) return csv::field_error(file, r, col[0], "expected a job id, found an empty field");
-      auto submit = csv::to_double(file, r, col[1], "submit_s");
-      if (!submit) return tl::unexpected(submit.error());
-      if (*submit < 0) return csv::field_error(file, r, col[1], fmt::format("submit_s must be >= 0, found {}", *submit));
-      j.submit_s = *submit;
-      auto gpus = csv::to_int(file, r, col[2], "gpus");
-      if (!gpus) return tl::unexpected(gpus.error());
-      if (*gpus < 1 || *gpus > 10'000'000) return csv::field_error(file, r, col[2], fmt::format("gpus must be in 1..10000000, found {}", *gpus));
-      j.gpus = static_cast<int>(*gpus);
-      auto dur = csv::to_double(file, r, col[3], "duration_s");
-      if (!dur) return tl::unexpected(dur.error());
-      if (*dur <= 0) return csv::field_error(file, r, col[3], fmt::format("duration_s must be > 0, found {}", *dur));
-      j.duration_s = *dur;
-      int* dims[4] = {&j.tp, &j.pp, &j.dp, &j.ep};
-      for (std::size_t k = 4; k < 8; ++k) {
-        if (col[k] < 0 || csv::trim(r.fields[static_cast<std::size_t>(col[k])]).empty()) continue;
-        auto v = csv::to_int(file, r, col[k], kColumns[k]);
-        if (!v) return tl::unexpected(v.error());
-        if (*v < 1 || *v > 1'000'000) return csv::field_error(file, r, col[k], fmt::format("{} must be >= 1, found {}", kColumns[k], *v));
-        *dims[k - 4] = static_cast<int>(*v);
-      }
-      if (j.tp > 0 || j.pp > 0 || j.dp > 0) {
-        long long prod = static_cast<long long>(std::max(j.tp, 1)) * std::max(j.pp, 1) * std::max(j.dp, 1);
-        if (prod != j.gpus)
-          return csv::field_error(file, r, col[4] >= 0 ? col[4] : col[2],
-                                  fmt::format("tp x pp x dp = {} but the job asks for {} GPUs", prod, j.gpus));
-      }
-      if (col[8] >= 0) j.gpu_model = std::string(csv::trim(r.fields[static_cast<std::size_t>(col[8])]));
-      if (col[9] >= 0) {
-        j.kind = std::string(csv::trim(r.fields[static_cast<std::size_t>(col[9])]));
-        if (!j.kind.empty() && std::find(kKinds.begin(), kKinds.end(), j.kind) == kKinds.end())
-          return csv::field_error(file, r, col[9], fmt::format("kind must be llm-dense, llm-moe, dp-vision or inference, found '{}'", j.kind));
-      }
-      if (col[10] >= 0 && !csv::trim(r.fields[static_cast<std::size_t>(col[10])]).empty()) {
-        auto v = csv::to_int(file, r, col[10], "priority");
-        if (!v) return tl::unexpected(v.error());
-        if (*v < -1'000'000 || *v > 1'000'000) return csv::field_error(file, r, col[10], "priority must be in -1000000..1000000");
-        j.priority = static_cast<int>(*v);
-      }
-      if (col[11] >= 0 && !csv::trim(r.fields[static_cast<std::size_t>(col[11])]).empty()) {
-        auto v = csv::to_double(file, r, col[11], "estimate_s");
-        if (!v) return tl::unexpected(v.error());
-        if (*v <= 0) return csv::field_error(file, r, col[11], fmt::format("estimate_s must be > 0, found {}", *v));
-        j.estimate_s = *v;
-      }
-      return j;
-    };
-    auto job = parse_row();
-    if (job) {
-      trace.jobs.push_back(std::move(*job));
-    } else if (auto ok = reject_row(trace, options, job.error()); !ok) {
-      return tl::unexpected(ok.error());
+  auto rows = csv::read_job_rows(reader, h, trace, options, [&](const csv::Record& r, bool& ignored) -> Result<SimJob> {
+    (void)ignored;  // every well-formed row is a job that ran
+    SimJob j;
+    j.id = std::string(csv::trim(r.fields[static_cast<std::size_t>(col[0])]));
+    if (j.id.empty()) return csv::field_error(file, r, col[0], "expected a job id, found an empty field");
+    auto submit = csv::to_double(file, r, col[1], "submit_s");
+    if (!submit) return tl::unexpected(submit.error());
+    if (*submit < 0) return csv::field_error(file, r, col[1], fmt::format("submit_s must be >= 0, found {}", *submit));
+    j.submit_s = *submit;
+    auto gpus = csv::to_int(file, r, col[2], "gpus");
+    if (!gpus) return tl::unexpected(gpus.error());
+    if (*gpus < 1 || *gpus > 10'000'000) return csv::field_error(file, r, col[2], fmt::format("gpus must be in 1..10000000, found {}", *gpus));
+    j.gpus = static_cast<int>(*gpus);
+    auto dur = csv::to_double(file, r, col[3], "duration_s");
+    if (!dur) return tl::unexpected(dur.error());
+    if (*dur <= 0) return csv::field_error(file, r, col[3], fmt::format("duration_s must be > 0, found {}", *dur));
+    j.duration_s = *dur;
+    int* dims[4] = {&j.tp, &j.pp, &j.dp, &j.ep};
+    for (std::size_t k = 4; k < 8; ++k) {
+      if (col[k] < 0 || csv::trim(r.fields[static_cast<std::size_t>(col[k])]).empty()) continue;
+      auto v = csv::to_int(file, r, col[k], kColumns[k]);
+      if (!v) return tl::unexpected(v.error());
+      if (*v < 1 || *v > 1'000'000) return csv::field_error(file, r, col[k], fmt::format("{} must be >= 1, found {}", kColumns[k], *v));
+      *dims[k - 4] = static_cast<int>(*v);
     }
-  }
+    if (j.tp > 0 || j.pp > 0 || j.dp > 0) {
+      long long prod = static_cast<long long>(std::max(j.tp, 1)) * std::max(j.pp, 1) * std::max(j.dp, 1);
+      if (prod != j.gpus)
+        return csv::field_error(file, r, col[4] >= 0 ? col[4] : col[2],
+                                fmt::format("tp x pp x dp = {} but the job asks for {} GPUs", prod, j.gpus));
+    }
+    if (col[8] >= 0) j.gpu_model = std::string(csv::trim(r.fields[static_cast<std::size_t>(col[8])]));
+    if (col[9] >= 0) {
+      j.kind = std::string(csv::trim(r.fields[static_cast<std::size_t>(col[9])]));
+      if (!j.kind.empty() && std::find(kKinds.begin(), kKinds.end(), j.kind) == kKinds.end())
+        return csv::field_error(file, r, col[9], fmt::format("kind must be llm-dense, llm-moe, dp-vision or inference, found '{}'", j.kind));
+    }
+    if (col[10] >= 0 && !csv::trim(r.fields[static_cast<std::size_t>(col[10])]).empty()) {
+      auto v = csv::to_int(file, r, col[10], "priority");
+      if (!v) return tl::unexpected(v.error());
+      if (*v < -1'000'000 || *v > 1'000'000) return csv::field_error(file, r, col[10], "priority must be in -1000000..1000000");
+      j.priority = static_cast<int>(*v);
+    }
+    if (col[11] >= 0 && !csv::trim(r.fields[static_cast<std::size_t>(col[11])]).empty()) {
+      auto v = csv::to_double(file, r, col[11], "estimate_s");
+      if (!v) return tl::unexpected(v.error());
+      if (*v <= 0) return csv::field_error(file, r, col[11], fmt::format("estimate_s must be > 0, found {}", *v));
+      j.estimate_s = *v;
+    }
+    return j;
+  });
+  if (!rows) return tl::unexpected(rows.error());
   if (auto ok = finalize_trace(trace); !ok) {
     Error e = ok.error();
     e.where.file = file;

@@ -252,50 +252,33 @@ Result<Trace> read_helios(std::string_view text, const std::string& file, const 
   if (c_id < 0 || c_gpu < 0 || c_submit < 0 || (c_dur < 0 && (c_start < 0 || c_end < 0)))
     return make_error(ErrorCode::kParse, "not a Helios cluster_log: the header needs job_id, gpu_num, submit_time and duration (or start_time and end_time)",
                       {file, h.line, 1});
-  for (;;) {
-    auto rec = reader.next();
-    if (!rec) return tl::unexpected(rec.error());
-    if (!*rec) break;
-    const csv::Record& r = **rec;
-    bool ignored = false;
-    auto parse = [&]() -> Result<SimJob> {
-      if (r.fields.size() != h.fields.size())
-        return csv::field_error(file, r, static_cast<int>(r.fields.size()) - 1,
-                                fmt::format("expected {} fields as in the header, found {}", h.fields.size(), r.fields.size()));
-      SimJob j;
-      j.id = std::string(field(r, c_id));
-      if (j.id.empty()) return csv::field_error(file, r, c_id, "expected a job_id, found an empty field");
-      auto g = csv::to_int(file, r, c_gpu, "gpu_num");
-      if (!g) return tl::unexpected(g.error());
-      if (*g < 0 || *g > 10'000'000) return csv::field_error(file, r, c_gpu, fmt::format("gpu_num must be >= 0, found {}", *g));
-      auto sub = csv::parse_datetime(field(r, c_submit));
-      if (!sub) return csv::field_error(file, r, c_submit, fmt::format("expected submit_time as 'YYYY-MM-DD HH:MM:SS', found '{}'", field(r, c_submit)));
-      j.submit_s = *sub;
-      double dur = 0;
-      if (c_dur >= 0 && !field(r, c_dur).empty()) {
-        auto d = csv::to_double(file, r, c_dur, "duration");
-        if (!d) return tl::unexpected(d.error());
-        if (*d < 0) return csv::field_error(file, r, c_dur, fmt::format("duration must be >= 0, found {}", *d));
-        dur = *d;
-      } else if (c_start >= 0 && c_end >= 0) {
-        auto s = csv::parse_datetime(field(r, c_start));
-        auto e = csv::parse_datetime(field(r, c_end));
-        if (s && e) dur = *e - *s;
-      }
-      j.gpus = static_cast<int>(std::max<long long>(*g, 1));
-      j.duration_s = dur > 0 ? dur : 1;
-      if (*g == 0 || dur <= 0) ignored = true;
-      return j;
-    };
-    auto j = parse();
-    if (!j) {
-      if (auto ok = reject_row(trace, options, j.error()); !ok) return tl::unexpected(ok.error());
-    } else if (ignored) {
-      ++trace.ignored_rows;
-    } else {
-      trace.jobs.push_back(std::move(*j));
+  auto rows = csv::read_job_rows(reader, h, trace, options, [&](const csv::Record& r, bool& ignored) -> Result<SimJob> {
+    SimJob j;
+    j.id = std::string(field(r, c_id));
+    if (j.id.empty()) return csv::field_error(file, r, c_id, "expected a job_id, found an empty field");
+    auto g = csv::to_int(file, r, c_gpu, "gpu_num");
+    if (!g) return tl::unexpected(g.error());
+    if (*g < 0 || *g > 10'000'000) return csv::field_error(file, r, c_gpu, fmt::format("gpu_num must be >= 0, found {}", *g));
+    auto sub = csv::parse_datetime(field(r, c_submit));
+    if (!sub) return csv::field_error(file, r, c_submit, fmt::format("expected submit_time as 'YYYY-MM-DD HH:MM:SS', found '{}'", field(r, c_submit)));
+    j.submit_s = *sub;
+    double dur = 0;
+    if (c_dur >= 0 && !field(r, c_dur).empty()) {
+      auto d = csv::to_double(file, r, c_dur, "duration");
+      if (!d) return tl::unexpected(d.error());
+      if (*d < 0) return csv::field_error(file, r, c_dur, fmt::format("duration must be >= 0, found {}", *d));
+      dur = *d;
+    } else if (c_start >= 0 && c_end >= 0) {
+      auto s = csv::parse_datetime(field(r, c_start));
+      auto e = csv::parse_datetime(field(r, c_end));
+      if (s && e) dur = *e - *s;
     }
-  }
+    j.gpus = static_cast<int>(std::max<long long>(*g, 1));
+    j.duration_s = dur > 0 ? dur : 1;
+    if (*g == 0 || dur <= 0) ignored = true;
+    return j;
+  });
+  if (!rows) return tl::unexpected(rows.error());
   return finish(std::move(trace), file);
 }
 
