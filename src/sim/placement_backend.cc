@@ -106,7 +106,7 @@ class RegistryPlacer final : public Placer {
     return out;
   }
 
-  // The reserved GPUs that are free now are lent to a placeholder job for the decision.
+  // The reserved GPUs that are free now are held by a pseudo job while the policy decides.
   Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t index,
                                           std::span<const GpuId> keep_free) override {
     static const std::string kHold = "reservation";
