@@ -203,6 +203,30 @@ TEST(Topo, HybridCubeMeshGetsAFullyNvlinkedQuad) {
   for (std::size_t i = 0; i < pairs.size(); i += 2) EXPECT_EQ(c.path(pairs[i], pairs[i + 1]).level, PathLevel::kNVLink);
 }
 
+// TP 8 is larger than a GB200 tray (4 GPUs): groups live in NVL72 racks (9 per rack). With
+// 4 stages of 4 groups, filling racks in rank order would split stage 2 over both racks and
+// send its DP all-reduce over InfiniBand; each stage must stay inside one rack.
+TEST(Topo, PipelineStagesStayInsideOneNvlinkDomain) {
+  Cluster c = preset("gb200-nvl72?racks=2");
+  AllocationState s(c);
+  JobRequest r = *normalize(gpus_job(128, 8, 4), c);
+  auto p = place(s, r, **find_policy("topo"));
+  ASSERT_TRUE(p) << p.error().message;
+  const auto& g = p->gpus_by_rank;
+  ASSERT_EQ(g.size(), 128u);
+  for (std::size_t stage = 0; stage < 4; ++stage) {
+    std::set<std::uint32_t> domains;
+    for (std::size_t i = stage * 32; i < (stage + 1) * 32; ++i) domains.insert(c.node_domain(c.gpu_node(g[i])).value);
+    EXPECT_EQ(domains.size(), 1u) << "stage " << stage;
+  }
+  for (std::size_t t = 0; t < 128; t += 8) {
+    std::set<std::uint32_t> trays;
+    for (std::size_t k = 0; k < 8; ++k) trays.insert(c.gpu_node(g[t + k]).value);
+    EXPECT_EQ(trays.size(), 2u) << "TP group " << t / 8 << " spans more trays than it needs";
+  }
+  expect_valid(s, r, g, "topo gb200");
+}
+
 TEST(Topo, PcieOnlyServerGetsASameSocketPair) {
   Cluster c = preset("pcie-l40s?nodes=1");
   AllocationState s(c);

@@ -445,7 +445,8 @@ class Topo final : public PlacementPolicy {
     return out;
   }
 
-  // TP groups larger than a node: each inside one accelerator (multi-node NVLink) domain.
+  // TP groups larger than a node: each inside one accelerator (multi-node NVLink) domain,
+  // each PP stage inside one domain when one holds it.
   static Result<std::vector<GpuId>> place_in_domains(const AllocationState& s, const JobRequest& r,
                                                      const NodeMask& allowed, const Plan& plan) {
     const Cluster& c = s.cluster();
@@ -468,38 +469,64 @@ class Topo final : public PlacementPolicy {
                         fmt::format("needs {} groups of {} GPUs, each in one NVLink domain; only {} fit", groups,
                                     plan.unit, total_groups));
     }
-    // Best fit over domains: tightest domain holding the remaining groups, else the largest.
-    std::vector<GpuId> out;
-    std::vector<char> used(c.domain_count(), 0);
-    int remaining = groups;
-    while (remaining > 0) {
+    // Each PP stage in one domain when it fits (its DP all-reduce then stays on NVLink):
+    // the tightest domain that holds the whole stage; a stage no domain holds is spread
+    // best fit (tightest domain holding the rest of it, else the largest).
+    std::vector<long> left(c.domain_count(), 0);
+    for (std::size_t d = 0; d < c.domain_count(); ++d) left[d] = usable[d] / plan.unit;
+    auto pick_domain = [&](long need, bool whole) {
       std::size_t pick = c.domain_count();
       for (std::size_t d = 0; d < c.domain_count(); ++d) {
-        long g = used[d] ? 0 : usable[d] / plan.unit;
-        if (g == 0) continue;
+        if (left[d] == 0 || (whole && left[d] < need)) continue;
         if (pick == c.domain_count()) {
           pick = d;
           continue;
         }
-        long pg = usable[pick] / plan.unit;
-        if ((g >= remaining && (pg < remaining || g < pg)) || (g < remaining && pg < remaining && g > pg)) pick = d;
+        const long g = left[d], pg = left[pick];
+        if ((g >= need && (pg < need || g < pg)) || (g < need && pg < need && g > pg)) pick = d;
       }
-      used[pick] = 1;
-      int take_groups = static_cast<int>(std::min<long>(remaining, usable[pick] / plan.unit));
-      // Fullest-free nodes first, so a group spans as few trays as possible.
-      std::vector<NodeId> nodes = c.domain_nodes(DomainId(static_cast<std::uint32_t>(pick)));
-      std::stable_sort(nodes.begin(), nodes.end(), [&](NodeId a, NodeId b) {
-        return node_capacity(s, r, allowed, a) > node_capacity(s, r, allowed, b);
-      });
-      int need = take_groups * plan.unit;
+      return pick;
+    };
+    std::vector<std::uint32_t> group_domain;  // per TP group, in rank order
+    group_domain.reserve(static_cast<std::size_t>(groups));
+    const int per_stage = groups / std::max(1, plan.stages);
+    for (int st = 0; st < plan.stages; ++st) {
+      long need = per_stage;
+      std::size_t whole = pick_domain(need, true);
+      while (need > 0) {
+        std::size_t d = whole != c.domain_count() ? whole : pick_domain(need, false);
+        long take = std::min(need, left[d]);
+        group_domain.insert(group_domain.end(), static_cast<std::size_t>(take), static_cast<std::uint32_t>(d));
+        left[d] -= take;
+        need -= take;
+      }
+    }
+    // Each group's GPUs: the domain's fullest-free nodes first, so it spans few trays.
+    std::vector<GpuId> out;
+    out.reserve(static_cast<std::size_t>(r.total_gpus));
+    TakenMasks taken;
+    for (std::uint32_t d : group_domain) {
+      std::vector<NodeId> nodes = c.domain_nodes(DomainId(d));
+      auto remaining = [&](NodeId n) {
+        return std::min(node_capacity(s, r, allowed, n), s.free_gpus(n) - std::popcount(taken[n.value]));
+      };
+      std::stable_sort(nodes.begin(), nodes.end(), [&](NodeId a, NodeId b) { return remaining(a) > remaining(b); });
+      int need = plan.unit;
       for (NodeId n : nodes) {
-        int k = std::min(need, node_capacity(s, r, allowed, n));
+        const int k = std::min(need, remaining(n));
         if (k <= 0) continue;
-        take_lowest_free(s, n, k, out);
-        need -= k;
+        std::uint64_t& mask = taken[n.value];
+        int got = 0;
+        for (int l = 0; l < c.node_gpu_count(n) && got < k; ++l) {
+          GpuId g = c.node_gpu(n, l);
+          if (!s.gpu_free(g) || (mask & (std::uint64_t{1} << l))) continue;
+          mask |= std::uint64_t{1} << l;
+          out.push_back(g);
+          ++got;
+        }
+        need -= got;
         if (need == 0) break;
       }
-      remaining -= take_groups;
     }
     return out;
   }
