@@ -1,6 +1,7 @@
 #include "cost/job_comm.h"
 
 #include <algorithm>
+#include <map>
 #include <array>
 #include <cmath>
 
@@ -235,7 +236,7 @@ Result<std::vector<int>> group_of_rank(const ParallelPlan& plan, std::string_vie
   return out;
 }
 
-Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count, GpuId like) {
+Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count, GpuId like, int stage_gpus) {
   if (!like.valid() || like.index() >= cluster.gpu_count())
     return make_error(ErrorCode::kInvalidArgument, "ideal placement: the reference GPU is not in the cluster");
   if (gpu_count < 1) return make_error(ErrorCode::kInvalidArgument, "ideal placement needs at least one GPU");
@@ -252,6 +253,36 @@ Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count
     }
     return std::nullopt;
   };
+  // Stages of whole nodes go whole into one NVLink domain (or leaf switch) when one holds
+  // them, in the order the nodes come: a stage split over two of them would send its DP
+  // all-reduce up a tier that packing in node order need not use.
+  const bool staged = stage_gpus > 0 && stage_gpus < gpu_count && stage_gpus % per_node == 0 && gpu_count % stage_gpus == 0;
+  auto container = [&](NodeId n) -> std::uint64_t {
+    if (DomainId d = cluster.node_domain(n); d.valid()) return d.value;
+    SwitchId sw = cluster.node_switch(n);
+    return (std::uint64_t{1} << 32) | (sw.valid() ? sw.value : 0xffffffffu);
+  };
+  auto take_staged = [&](const std::vector<NodeId>& nodes) -> std::optional<std::vector<GpuId>> {
+    const std::size_t stage_nodes = static_cast<std::size_t>(stage_gpus / per_node);
+    std::vector<std::uint64_t> order;                      // containers, first-seen order
+    std::map<std::uint64_t, std::vector<NodeId>> members;  // their nodes of the type, in order
+    for (NodeId n : nodes) {
+      if (cluster.node_type_id(n) != type) continue;
+      auto [it, fresh] = members.try_emplace(container(n));
+      if (fresh) order.push_back(it->first);
+      it->second.push_back(n);
+    }
+    std::vector<GpuId> out;
+    int stages = gpu_count / stage_gpus;
+    for (std::uint64_t key : order) {
+      const std::vector<NodeId>& m = members[key];
+      for (std::size_t first = 0; stages > 0 && first + stage_nodes <= m.size(); first += stage_nodes, --stages)
+        for (std::size_t k = first; k < first + stage_nodes; ++k)
+          for (int i = 0; i < per_node; ++i) out.push_back(cluster.node_gpu(m[k], i));
+    }
+    if (stages > 0) return std::nullopt;
+    return out;
+  };
   auto count_of_type = [&](const std::vector<NodeId>& nodes) {
     std::size_t c = 0;
     for (NodeId n : nodes) c += cluster.node_type_id(n) == type;
@@ -265,21 +296,23 @@ Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count
         return out;
       }
   }
-  for (std::uint32_t d = 0; d < cluster.domain_count(); ++d) {
-    const auto& nodes = cluster.domain_nodes(DomainId(d));
-    if (count_of_type(nodes) >= need)
-      if (auto out = take(nodes)) return *out;
-  }
+  // The smallest domain, then switch, that holds the job (stage-aligned when it has stages,
+  // else packed in node order); the whole cluster last.
+  std::vector<const std::vector<NodeId>*> scopes;
+  for (std::uint32_t d = 0; d < cluster.domain_count(); ++d) scopes.push_back(&cluster.domain_nodes(DomainId(d)));
   for (std::size_t tier = 0; tier < cluster.tiers().size(); ++tier)
-    for (std::uint32_t s = 0; s < cluster.switch_count(); ++s) {
-      if (cluster.switch_tier(SwitchId(s)) != static_cast<int>(tier)) continue;
-      const auto& nodes = cluster.switch_subtree_nodes(SwitchId(s));
-      if (count_of_type(nodes) >= need)
-        if (auto out = take(nodes)) return *out;
-    }
+    for (std::uint32_t s = 0; s < cluster.switch_count(); ++s)
+      if (cluster.switch_tier(SwitchId(s)) == static_cast<int>(tier)) scopes.push_back(&cluster.switch_subtree_nodes(SwitchId(s)));
   std::vector<NodeId> all;
   for (std::uint32_t n = 0; n < cluster.node_count(); ++n) all.push_back(NodeId(n));
-  if (auto out = take(all)) return *out;
+  scopes.push_back(&all);
+  if (staged)
+    for (const std::vector<NodeId>* nodes : scopes)
+      if (count_of_type(*nodes) >= need)
+        if (auto out = take_staged(*nodes)) return *out;
+  for (const std::vector<NodeId>* nodes : scopes)
+    if (count_of_type(*nodes) >= need)
+      if (auto out = take(*nodes)) return *out;
   return make_error(ErrorCode::kInfeasible, fmt::format("cluster '{}' has fewer than {} GPUs of node type '{}'",
                                                         cluster.name(), gpu_count, cluster.node_type_at(type).name));
 }
@@ -318,7 +351,9 @@ Result<IdealJobComm> ideal_job_comm(const Cluster& cluster, const ParallelPlan& 
                                     GpuId like) {
   if (auto v = validate_plan(plan); !v) return tl::unexpected(v.error());
   if (auto v = validate_workload(model); !v) return tl::unexpected(v.error());
-  auto gpus = ideal_placement(cluster, plan.gpus(), like);
+  // PP stages are consecutive ranks when pp is the outermost dimension (the default order).
+  const bool pp_outer = plan.order.size() >= 2 && plan.order.ends_with("pp");
+  auto gpus = ideal_placement(cluster, plan.gpus(), like, pp_outer && plan.pp > 1 ? plan.gpus() / plan.pp : 0);
   if (!gpus) return tl::unexpected(gpus.error());
   return ideal_on(cluster, *gpus, plan, model);
 }

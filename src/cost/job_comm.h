@@ -126,9 +126,12 @@ Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<cons
 
 // The GPUs, in rank order, of the ideal placement of a job of `gpu_count` GPUs on an empty
 // cluster: whole nodes of `like`'s node type, packed under the closest common switch (or
-// accelerator domain) that holds enough of them, in node order. Errors when the cluster has
-// too few GPUs of that type.
-Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count, GpuId like);
+// accelerator domain) that holds enough of them, in node order. With `stage_gpus` (the
+// GPUs of one PP stage, consecutive ranks, whole nodes), each stage goes whole into one
+// accelerator domain (or leaf switch) when the scope can be laid out that way, so no
+// stage's DP traffic crosses a tier that a stage-aligned placement avoids. Errors when the
+// cluster has too few GPUs of that type.
+Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count, GpuId like, int stage_gpus = 0);
 
 // Rank r's group members for one kind ("tp", ...), in group-rank order. For tests and tools.
 Result<std::vector<int>> group_of_rank(const ParallelPlan& plan, std::string_view kind, int rank);

@@ -219,6 +219,34 @@ TEST(JobComm, IdealPlacementPrefersOneNvlinkDomain) {
   for (GpuId g : *ideal) EXPECT_EQ(c->node_domain(c->gpu_node(g)), d);
 }
 
+TEST(JobComm, IdealPlacementKeepsEachPipelineStageInOneDomain) {
+  auto c = build_preset("gb200-nvl72?racks=2");
+  ASSERT_TRUE(c.has_value());
+  // TP 8 x DP 4 x PP 4 = 128 GPUs, stages of 32 GPUs (8 trays); a rack has 18 trays.
+  ParallelPlan plan;
+  plan.tp = 8;
+  plan.dp = 4;
+  plan.pp = 4;
+  auto ideal = ideal_placement(*c, 128, c->node_gpu(NodeId(0), 0), 32);
+  ASSERT_TRUE(ideal.has_value());
+  for (std::size_t stage = 0; stage < 4; ++stage)
+    for (std::size_t i = stage * 32; i < (stage + 1) * 32; ++i)
+      EXPECT_EQ(c->node_domain(c->gpu_node((*ideal)[i])), c->node_domain(c->gpu_node((*ideal)[stage * 32]))) << i;
+  // Packed in node order instead, stage 2 straddles the racks: its DP all-reduce crosses
+  // the InfiniBand leaf, so that placement is slower than the ideal, not equal to it.
+  auto packed = ideal_placement(*c, 128, c->node_gpu(NodeId(0), 0));
+  ASSERT_TRUE(packed.has_value());
+  EXPECT_NE(c->node_domain(c->gpu_node((*packed)[64])), c->node_domain(c->gpu_node((*packed)[95])));
+  auto model = workload_class("llm-dense");
+  ASSERT_TRUE(model.has_value());
+  auto est = estimate_job_comm(*c, *packed, plan, *model);
+  ASSERT_TRUE(est.has_value()) << est.error().message;
+  EXPECT_GT(est->slowdown, 1.5);
+  auto aligned = estimate_job_comm(*c, *ideal, plan, *model);
+  ASSERT_TRUE(aligned.has_value());
+  EXPECT_DOUBLE_EQ(aligned->slowdown, 1.0);
+}
+
 }  // namespace
 }  // namespace toposched
 
