@@ -19,6 +19,8 @@ enum class ErrorCode {
   kIo,               // reading or writing a file failed
   kInfeasible,       // a request cannot be satisfied (e.g. not enough free GPUs)
   kUnsupported,      // a valid request this build cannot serve
+  kConflict,         // the request collides with existing state (a job id already in use)
+  kUnavailable,      // a service this call needs (a store, the leader) cannot be reached now
 };
 
 struct SourceLocation {

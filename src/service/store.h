@@ -1,0 +1,77 @@
+// Store: where `toposched serve` keeps its allocation state durably, so a restarted (or
+// another, in HA) server restores exactly the jobs whose placement it acknowledged.
+//
+// A store holds: the cluster it belongs to (name and spec digest), the live jobs with their
+// GPUs in rank order plus the request and the answer as JSON, and an append-only event log.
+// Every change goes through commit(): one call = one atomic, durable transaction (SQLite:
+// WAL + synchronous=FULL; etcd: one Txn guarded by the leader's lease). A commit that
+// returns success is on stable storage; one that fails has changed nothing. The server
+// acknowledges a mutation only after its commit returned (group commits batch several
+// mutations into one commit(), never acknowledge before it).
+//
+// Implementations: SQLite (sqlite_store.h, the default) and etcd (etcd_store.h, for HA).
+// Open one with open_store("sqlite:PATH" | "etcd://H:P,.../PREFIX").
+//
+// Thread-safety: the server calls a Store from one writer thread at a time (decisions are
+// serialised); load/events may run on other threads only where an implementation says so.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topology/error.h"
+
+namespace toposched::service {
+
+// One placed job as the store keeps it.
+struct JobRecord {
+  std::string id;
+  std::vector<std::string> gpus_by_rank;  // "node:index", rank order
+  std::string request_json;               // the request as the engine normalised it
+  std::string placement_json;             // the `place` JSON the client received
+  std::int64_t created_unix_ms = 0;
+};
+
+// One change; commit() applies a batch of them atomically, in order.
+struct Mutation {
+  enum class Kind { kPlace, kRelease };
+  Kind kind = Kind::kPlace;
+  JobRecord job;  // kPlace: the whole record; kRelease: only `id` is read
+};
+
+// One line of the event log (sequence numbers increase by commit order, gaps allowed).
+struct StoreEvent {
+  std::int64_t seq = 0;
+  std::string kind;  // "place" | "release"
+  std::string job_id;
+  std::string body_json;
+  std::int64_t unix_ms = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  // "sqlite" or "etcd".
+  virtual std::string_view kind() const = 0;
+  // A store that is empty records the cluster; one that holds another digest is refused
+  // (kValidation, naming both clusters) so jobs are never restored onto the wrong cluster.
+  virtual Result<void> bind_cluster(std::string_view cluster_name, std::string_view spec_digest) = 0;
+  // Every live job, in commit order.
+  virtual Result<std::vector<JobRecord>> load_jobs() = 0;
+  // Applies the mutations in one durable transaction: all or nothing. Errors: kConflict
+  // (placing an id that exists, releasing one that does not), kUnavailable (store not
+  // reachable, or, in HA, this replica is no longer the leader), kIo.
+  virtual Result<void> commit(std::span<const Mutation> batch) = 0;
+  // Event log entries with seq > after_seq, oldest first, at most `limit`.
+  virtual Result<std::vector<StoreEvent>> events(std::int64_t after_seq, std::size_t limit) = 0;
+};
+
+// Opens the store named by `url`: "sqlite:PATH" or "etcd://HOST:PORT[,HOST:PORT...][/PREFIX]".
+Result<std::unique_ptr<Store>> open_store(std::string_view url);
+
+}  // namespace toposched::service
