@@ -10,8 +10,6 @@
 namespace toposched::router {
 namespace {
 
-const std::string kTrace = std::string(TOPOSCHED_TEST_DATA) + "/traces/mooncake/conversation_trace.jsonl";
-
 RequestTrace small_trace() {
   auto t = parse_mooncake_trace(
       "{\"timestamp\": 0, \"input_length\": 4096, \"output_length\": 20, \"hash_ids\": [1, 2, 3, 4, 5, 6, 7, 8]}\n"
@@ -55,12 +53,16 @@ TEST(RequestSim, BoundedCacheEvictsAndReportsEvictionsToTheIndex) {
   RouteOptions o;
   o.workers = 1;
   o.policies = {"kv"};
-  o.sim.cache_blocks = 10;  // the second request's blocks push out the first's
+  // Request 1 takes all 9 blocks (8 prompt, 1 output); request 2 waits for it to finish,
+  // then needs 2 blocks with 1 free: the least recently used block, request 1's tail, goes.
+  // Request 3 (request 1's prompt plus one block) then finds 7 of its blocks.
+  o.sim.cache_blocks = 9;
   auto run = run_route(*cluster, "one", small_trace(), o);
   ASSERT_TRUE(run) << run.error().to_string();
   const PolicyResult& r = run->results[0];
-  EXPECT_LT(r.requests[2].hit_blocks, 8);
-  EXPECT_EQ(run->info.cache_blocks_per_worker, 10);
+  EXPECT_GE(r.requests[1].ttft_s + r.requests[1].arrival_s, r.requests[0].finish_s);
+  EXPECT_EQ(r.requests[2].hit_blocks, 7);
+  EXPECT_EQ(run->info.cache_blocks_per_worker, 9);
 }
 
 TEST(RequestSim, DisaggregatedMovesTheKvToADecodeWorker) {
@@ -81,9 +83,13 @@ TEST(RequestSim, DisaggregatedMovesTheKvToADecodeWorker) {
       }
     }
   }
-  // kv-topo picks the decode worker on the prefill worker's node (NVLink).
+  // kv-topo picks the decode worker on the prefill worker's node (workers alternate
+  // between the two nodes, so worker i is on node i mod 2), where the KV moves over NVLink.
   const PolicyResult& topo = run->results[0];
-  EXPECT_EQ(topo.kv_bytes_by_level.count("tier:leaf"), 0u);
+  for (const RequestOutcome& q : topo.requests)
+    if (q.decode_worker >= 0) {
+      EXPECT_EQ(q.decode_worker % 2, q.worker % 2);
+    }
   EXPECT_GT(topo.kv_bytes_by_level.at("nvlink"), 0);
   o.workers = 1;
   EXPECT_FALSE(run_route(*cluster, "two", small_trace(), o));
@@ -128,24 +134,6 @@ TEST(RouteReport, JsonCarriesTheContractAndIsByteStable) {
   for (const char* id : {"chart-ttft-cdf", "chart-hit-rate", "chart-kv-bytes", "chart-load-1", "chart-load-5"})
     EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
   EXPECT_NE(route_report_table(*a).find("TTFT p99"), std::string::npos);
-}
-
-// Acceptance 1: one worker, unlimited cache, the whole bundled trace.
-TEST(RouterAcceptance, ExactCacheAccountingOnTheBundledTrace) {
-  auto cluster = load_cluster("preset:dgx-h100?nodes=1");
-  auto trace = read_mooncake_trace(kTrace);
-  ASSERT_TRUE(cluster && trace);
-  RouteOptions o;
-  o.workers = 1;
-  o.policies = {"kv"};
-  o.sim.cache_blocks = -1;
-  auto run = run_route(*cluster, "one", *trace, o);
-  ASSERT_TRUE(run) << run.error().to_string();
-  auto j = nlohmann::json::parse(route_report_json(*run));
-  EXPECT_NEAR(j["trace"]["block_reuse"].get<double>(), 0.3664, 5e-5);
-  EXPECT_NEAR(j["trace"]["token_hit_upper_bound"].get<double>(), 0.3736, 5e-5);
-  EXPECT_NEAR(j["policies"]["kv"]["token_hit_rate"].get<double>(), 0.3736, 5e-5);
-  EXPECT_EQ(j["policies"]["kv"]["requests"], 12031);
 }
 
 }  // namespace
