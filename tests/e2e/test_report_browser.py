@@ -81,5 +81,26 @@ class ReportBrowserTest(unittest.TestCase):
         print(f"screenshot: {shot}")
 
 
+@unittest.skipUnless(shutil.which("chromium"), "chromium is not installed (scripts/install-deps installs it)")
+class RouteReportBrowserTest(unittest.TestCase):
+    """`toposched route` writes its report in the same page shell (formats/html_page)."""
+
+    def test_every_route_chart_renders(self):
+        with temp_dir() as d:
+            trace = os.path.join(d, "head.jsonl")
+            src = os.path.join(os.environ.get("TOPOSCHED_SOURCE_DIR", "."), "tests", "data", "traces", "mooncake",
+                               "conversation_trace.jsonl")
+            with open(src) as f, open(trace, "w") as out:
+                out.writelines(next(f) for _ in range(300))
+            report = os.path.join(d, "out")
+            run("route", "--cluster", "preset:dgx-h100?nodes=2", "--trace", trace, "--policies", "round-robin,kv,kv-topo",
+                "--report", report, "--quiet")
+            proc = chromium("--dump-dom", "file://" + os.path.join(report, "report.html"))
+            self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+            body = re.search(r"<body data-charts=[^>]*>", proc.stdout).group(0)
+            self.assertIn('data-charts="ok"', body, body)
+            self.assertIn('data-charts-count="6"', body)  # TTFT CDF, hit rates, KV bytes, one load chart per policy
+
+
 if __name__ == "__main__":
     unittest.main()

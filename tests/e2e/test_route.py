@@ -55,7 +55,8 @@ class RouteTest(unittest.TestCase):
                     self.assertIn(key, p, f"{name}: {key}")
                 self.assertEqual(p["requests"], 400)
                 self.assertGreater(p["ttft_p99_s"], p["ttft_p50_s"])
-            page = open(os.path.join(outs[0], "report.html")).read()
+            with open(os.path.join(outs[0], "report.html")) as f:
+                page = f.read()
             self.assertIn('<body data-charts="pending">', page)
             self.assertIn("toposched routing report", page)
             self.assertIn('id="chart-ttft-cdf"', page)
