@@ -22,7 +22,8 @@ class Server:
         self.port = None
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            text = open(self.log_path).read()
+            with open(self.log_path) as f:
+                text = f.read()
             m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", text)
             if m:
                 self.port = int(m.group(1))

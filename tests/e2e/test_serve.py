@@ -18,7 +18,8 @@ H100x64 = "preset:dgx-h100?nodes=64"
 
 def doc_examples():
     """The ```sh blocks of docs/service.md, in order: the runnable curl examples."""
-    text = open(os.path.join(SRC, "docs", "service.md")).read()
+    with open(os.path.join(SRC, "docs", "service.md")) as f:
+        text = f.read()
     return re.findall(r"```sh\n(.*?)```", text, re.S)
 
 
@@ -116,7 +117,8 @@ class CliLock(unittest.TestCase):
                     out, err = proc.communicate(timeout=120)
                     self.assertEqual(proc.returncode, 0, err)
                     acknowledged.add(job)
-            doc = json.load(open(state))
+            with open(state) as f:
+                doc = json.load(f)
             ids = {j["id"] for j in doc["jobs"]}
             self.assertEqual(ids, acknowledged)
             gpus = [g for j in doc["jobs"] for g in j["gpus"]]

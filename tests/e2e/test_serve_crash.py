@@ -131,6 +131,8 @@ class CrashSafety(unittest.TestCase):
                 t.join(timeout=120)
             self.assertEqual(errors, [])
             acknowledged_total += len(ledger.live)
+            print(f"cycle {cycle}: {len(ledger.live)} live acknowledged jobs, {len(ledger.place_unknown)} places and "
+                  f"{len(ledger.release_unknown)} releases in flight at the kill", file=sys.stderr)
         server = Server(CLUSTER, store, directory)
         try:
             self.check_restored(server, ledger)
