@@ -32,6 +32,10 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--url-prefix", o->url_prefix, "Path prefix of the extender verbs (e.g. /scheduler)");
   cmd->add_option("--k8s-api", o->k8s_api, "Kubernetes API server URL the extender binds pods through");
   cmd->add_flag("--slurm", o->slurm, "Serve the Slurm endpoints (job_submit.lua plans)");
+  cmd->add_option("--router-model", o->router_model, "POST /v1/route: model of the replicas (default llama3-8b; docs/router.md)");
+  cmd->add_option("--router-workers", o->router_workers, "POST /v1/route: number of replicas, spread over the nodes (default 8)");
+  cmd->add_option("--router-tp", o->router_tp, "POST /v1/route: GPUs per replica (default 1)");
+  cmd->add_option("--router-policy", o->router_policy, "POST /v1/route: routing policy (default kv-topo)");
   cmd->footer(
       "Example:\n"
       "  toposched serve --cluster 'preset:dgx-h100?nodes=64'\n"

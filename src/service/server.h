@@ -58,6 +58,11 @@ struct ServeOptions {
   std::string url_prefix;     // --url-prefix, e.g. /scheduler
   std::string k8s_api;        // --k8s-api URL
   bool slurm = false;         // --slurm
+  // The LLM request router (POST /v1/route, /v1/kv-events; router_routes.cc).
+  std::string router_model = "llama3-8b";  // --router-model
+  int router_workers = 8;                  // --router-workers
+  int router_tp = 1;                       // --router-tp
+  std::string router_policy = "kv-topo";   // --router-policy
 };
 
 // Bearer-token check for mutating endpoints (constant-time compare). Thread-safe.
@@ -95,6 +100,7 @@ void install_health_routes(httplib::Server& http, ServiceContext& ctx);    // he
 void install_job_routes(httplib::Server& http, ServiceContext& ctx);       // job_routes.cc
 void install_cluster_routes(httplib::Server& http, ServiceContext& ctx);   // cluster_routes.cc
 void install_topograph_routes(httplib::Server& http, ServiceContext& ctx); // topograph_routes.cc
+void install_router_routes(httplib::Server& http, ServiceContext& ctx);    // router_routes.cc
 
 // A running server: loads the cluster, opens the store, restores, listens.
 class Server {
