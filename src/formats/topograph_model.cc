@@ -176,7 +176,7 @@ class ModelReader {
                          const std::string& domain, const std::string& sub, const std::string& type) {
     TOPOSCHED_TRY(names, node_names(nodes));
     if (!sw.empty() && !switch_index_.contains(sw))
-      return in_.error_at(sw_at, fmt::format("block names switch '{}', which 'switches' does not define", sw));
+      return in_.error_at(sw_at, fmt::format("block names switch '{}', which is neither defined under 'switches' nor named as a switch's child", sw));
     for (auto& n : names) {
       if (!node_index_.emplace(n, out_.nodes.size()).second)
         return in_.error_at(nodes, fmt::format("node '{}' is in two blocks", n));

@@ -20,6 +20,7 @@
 
 #include "formats/cluster_source.h"
 #include "formats/exporter.h"
+#include "formats/topograph_blocks.h"
 #include "formats/topograph_export.h"
 #include "topology/hostlist.h"
 
@@ -394,10 +395,23 @@ TEST_P(PortedTopographCase, GivesTopographsTextAsSlurmReadsIt) {
   ASSERT_TRUE(out) << out.error().to_string();
   if (params->topologies.empty()) {
     ConfView got = read_conf(out->text), want = read_conf(tc.expected);
+    EXPECT_FALSE(want.switches.empty() && want.blocks.empty());
     EXPECT_EQ(describe(got), describe(want)) << out->text;
   } else {
     EXPECT_EQ(read_yaml(out->text), read_yaml(tc.expected)) << out->text;
   }
+}
+
+// The comparison is not vacuous: order, names, node sets and sizes all count.
+TEST(TopographCompat, ComparisonSeesWhatSlurmSees) {
+  const std::string base = blocks_conf({"B1 n[1-2]", "B2 n[3-4]"}, "2,4");
+  EXPECT_EQ(describe(read_conf(base)), describe(read_conf("# x\nBlockName=block001 Nodes=n1,n2\nBlockName=block002 Nodes=n[3-4]\nBlockSizes=2,4\n")));
+  for (const std::string& other : {blocks_conf({"B2 n[3-4]", "B1 n[1-2]"}, "2,4"), blocks_conf({"B1 n[1-2]", "B2 n[3-5]"}, "2,4"),
+                                   blocks_conf({"B1 n[1-2]", "B2 n[3-4]"}, "2"), blocks_conf({"B1 n[1-2]", "B2 n[3-4]", "-"}, "2,4")})
+    EXPECT_NE(describe(read_conf(base)), describe(read_conf(other))) << other;
+  EXPECT_NE(describe(read_conf("SwitchName=s1 Nodes=n1\n")), describe(read_conf("SwitchName=s1 Nodes=n2\n")));
+  EXPECT_EQ(describe(read_conf("SwitchName=s1 Switches=a\nSwitchName=s1 Nodes=n1\n")),
+            describe(read_conf("SwitchName=s1 Switches=a Nodes=n1\n")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Topograph, PortedTopographCase, ::testing::Range<std::size_t>(0, ported_cases().size()));
@@ -528,6 +542,48 @@ TEST(TopographCompat, SwitchAnnotationsApplyToNodesBelow) {
   auto bad = load_cluster_text("switches:\n  top: {switches: [leaf1]}\nblocks:\n- {switch: nowhere, nodes: [a1]}\n", "bad.yaml");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("nowhere"), std::string::npos);
+}
+
+// models/model_test.go TestModelCompletion: the model errors Topograph reports.
+TEST(TopographCompat, ModelErrorsAreReported) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"blocks:\n- nodes: [n1]\n  annotations:\n    accelerator.topology.test/domain: nvl1\n- labels: {}\n", "nodes"},
+      {"blocks:\n- nodes: [n1]\n- nodes: [n1]\n", "node 'n1' is in two blocks"},
+      {"blocks:\n- switch: missing\n  nodes: [n1]\n", "missing"},
+      {"blocks:\n- cb1\n", "a block"},
+      {"switches:\n  a:\n    name: b\n", "does not match switch name"},
+  };
+  for (const auto& [text, message] : cases) {
+    auto c = load_cluster_text(text, "inline.yaml");
+    ASSERT_FALSE(c) << text;
+    EXPECT_NE(c.error().message.find(message), std::string::npos) << c.error().to_string();
+    EXPECT_EQ(c.error().where.file, "inline.yaml");
+  }
+  // Case 1: several blocks on one (implicit) leaf switch, each with its domain.
+  auto ok = load_cluster_text(
+      "switches:\n  core:\n    switches: [leaf]\nblocks:\n- switch: leaf\n  nodes: [\"n[1-2]\"]\n  annotations:\n"
+      "    accelerator.topology.test/domain: nvl1\n- switch: leaf\n  nodes: [n3]\n  annotations:\n"
+      "    accelerator.topology.test/domain: nvl2\n",
+      "inline.yaml");
+  ASSERT_TRUE(ok) << ok.error().to_string();
+  EXPECT_EQ(ok->node_count(), 3u);
+  EXPECT_EQ(ok->domain_count(), 2u);
+  EXPECT_EQ(ok->switch_nodes(*ok->find_switch("leaf")).size(), 3u);
+}
+
+// topology/domain_test.go TestInferTwoLevelBlockSizes, through the block layout (no sizes
+// given): [largest sub-domain, its smallest power-of-two multiple holding the largest domain].
+TEST(TopographCompat, TwoLevelBlockSizesAreInferred) {
+  auto sizes = [](const std::string& model) {
+    auto c = load_cluster_text(model, "m.yaml");
+    if (!c) throw std::runtime_error(c.error().to_string());
+    return TopographBlockLayout(*c).cluster_blocks({}, {})->sizes;
+  };
+  EXPECT_EQ(sizes(domains_only({{"a[1-8]", "f1", "f1.rack-a"}, {"b[1-8]", "f1", "f1.rack-b"}})), (std::vector<long>{8, 16}));
+  EXPECT_EQ(sizes(domains_only({{"a[1-8]", "f1", "f1.rack-a"}})), (std::vector<long>{8}));
+  EXPECT_EQ(sizes(domains_only({{"a[1-8]", "f1", "f1.rack-a"}, {"b[1-4]", "f1", "f1.rack-b"}})), (std::vector<long>{8, 16}));
+  // Single-level: Topograph's doubling from the smallest block (getBlockSizes).
+  EXPECT_EQ(sizes(domains_only({{"a[1-8]", "d1", ""}, {"b[1-6]", "d2", ""}})), (std::vector<long>{6, 12}));
 }
 
 }  // namespace
