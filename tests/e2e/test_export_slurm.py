@@ -325,18 +325,29 @@ def check_block_conf(test, text, cluster_nodes):
 
 
 def expand_hostlist(expr):
-    """Slurm hostlists as toposched's tests need them (one bracket group per item)."""
+    """Slurm hostlists: comma-separated items, several bracket groups per item expanded
+    leftmost-slowest, zero padding from each range's first bound."""
+    items, depth, cur = [], 0, ""
+    for ch in expr:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    items.append(cur)
     out = []
-    for item in re.findall(r"[^,\[]+(?:\[[^\]]*\])?[^,]*", expr):
-        m = re.match(r"^(.*?)\[([^\]]*)\](.*)$", item)
-        if not m:
-            out.append(item)
-            continue
-        pre, body, post = m.groups()
-        for part in body.split(","):
-            lo, _, hi = part.partition("-")
-            for v in range(int(lo), int(hi or lo) + 1):
-                out.append(f"{pre}{v:0{len(lo)}d}{post}")
+    for item in filter(None, items):
+        names = [""]
+        for text, body in re.findall(r"([^\[]*)(?:\[([^\]]*)\])?", item):
+            values = [""]
+            if body:
+                values = []
+                for part in body.split(","):
+                    lo, _, hi = part.partition("-")
+                    values += [f"{v:0{len(lo)}d}" for v in range(int(lo), int(hi or lo) + 1)]
+            names = [n + text + v for n in names for v in values]
+        out += names
     return out
 
 
