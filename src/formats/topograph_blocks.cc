@@ -136,6 +136,131 @@ std::string slot_domain(const std::string& id) {
 
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
 
+// Go's Regexp.Expand of `f` for the first match of `re` in `text`.
+std::optional<std::string> expand_with(const RE2& re, const std::string& f, const std::string& text) {
+  int groups = re.NumberOfCapturingGroups();
+  std::vector<re2::StringPiece> match(static_cast<std::size_t>(groups + 1));
+  if (!re.Match(text, 0, text.size(), RE2::UNANCHORED, match.data(), groups + 1)) return std::nullopt;
+  const auto& named = re.NamedCapturingGroups();
+  auto group = [&](const std::string& name) -> std::string {
+    int index = -1;
+    if (std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      index = name.size() <= 9 ? std::stoi(name) : -1;
+    } else if (auto it = named.find(name); it != named.end()) {
+      index = it->second;
+    }
+    if (index < 0 || index > groups || match[static_cast<std::size_t>(index)].data() == nullptr) return "";
+    return std::string(match[static_cast<std::size_t>(index)]);
+  };
+  std::string out;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    if (f[i] != '$' || i + 1 == f.size()) {
+      out += f[i];
+      continue;
+    }
+    if (f[i + 1] == '$') {
+      out += '$';
+      ++i;
+      continue;
+    }
+    std::size_t start = i + 1, end = start;
+    bool braced = f[start] == '{';
+    if (braced) ++start, ++end;
+    while (end < f.size() && is_name_char(f[end])) ++end;
+    bool ok = end > start && (!braced || (end < f.size() && f[end] == '}'));
+    if (!ok) {  // malformed: Go keeps the '$' as text
+      out += '$';
+      continue;
+    }
+    out += group(f.substr(start, end - start));
+    i = braced ? end : end - 1;
+  }
+  return out;
+}
+
+// ---- complementBlocks' input: the blocks' domains, restricted to the blocks' nodes ----
+
+struct DomainHosts {
+  std::string domain;
+  std::vector<std::pair<std::string, std::string>> hosts;  // name, sub-domain
+};
+
+struct DomainTree {
+  DomainVertex root;
+  bool has_sub = false;
+  std::vector<long> inferred_sizes;  // InferTwoLevelBlockSizes; empty without sub-domains
+};
+
+// DomainMap.GetDomainTree and InferTwoLevelBlockSizes.
+DomainTree domain_tree(const std::vector<DomainHosts>& domains) {
+  DomainTree t;
+  long max_domain = 0, max_sub = 0;
+  for (const auto& d : domains) {
+    DomainVertex& dv = t.root.children[d.domain];
+    dv.id = d.domain;
+    std::map<std::string, std::vector<std::string>> subs;
+    for (const auto& [host, sub] : d.hosts) subs[sub].push_back(host);
+    dv.actual = static_cast<long>(d.hosts.size());
+    max_domain = std::max(max_domain, dv.actual);
+    bool two_level = subs.size() > 1 || !subs.contains("");
+    t.has_sub = t.has_sub || two_level;
+    if (!two_level) {
+      dv.leaf = true;
+      dv.hosts = subs[""];
+      std::sort(dv.hosts.begin(), dv.hosts.end());
+    } else {
+      for (auto& [sub, hosts] : subs) {
+        std::string id = sub.empty() ? d.domain : sub;  // Topograph's fallback sub-domain
+        DomainVertex& sv = dv.children[id];
+        sv.id = id;
+        sv.leaf = true;
+        sv.hosts.insert(sv.hosts.end(), hosts.begin(), hosts.end());
+        std::sort(sv.hosts.begin(), sv.hosts.end());
+        sv.actual = static_cast<long>(sv.hosts.size());
+        if (!sub.empty()) max_sub = std::max(max_sub, static_cast<long>(hosts.size()));
+      }
+      for (const auto& [id, sv] : dv.children) dv.max_child = std::max(dv.max_child, sv.actual);
+    }
+    t.root.max_child = std::max(t.root.max_child, dv.actual);
+  }
+  if (t.has_sub) {
+    long aggregate = max_sub;
+    while (aggregate < max_domain) aggregate *= 2;
+    t.inferred_sizes = aggregate == max_sub ? std::vector<long>{max_sub} : std::vector<long>{max_sub, aggregate};
+  }
+  return t;
+}
+
+// formatBlockNames: every block with nodes renamed by `rule`.
+Result<void> apply_block_names(std::vector<SlurmBlock>& blocks, const BlockNameRule& rule) {
+  TOPOSCHED_CHECK(validate_block_name_rule(rule));
+  RE2::Options options;
+  options.set_log_errors(false);
+  RE2 re(rule.node_name_regexp, options);
+  auto bad = [](std::string why) { return make_error(ErrorCode::kInvalidArgument, std::move(why)); };
+  std::map<std::string, std::string> seen;
+  for (auto& b : blocks) {
+    if (b.nodes.empty()) continue;
+    std::string description = fmt::format("block \"{}\"", b.name);
+    if (!b.domain.empty()) description += fmt::format(" (domain \"{}\")", b.domain);
+    std::string name;
+    for (const auto& n : b.nodes) {
+      auto expanded = expand_with(re, rule.format, n);
+      if (!expanded)
+        return bad(fmt::format("node \"{}\" in {} does not match nodeNameRegexp \"{}\"", n, description, rule.node_name_regexp));
+      if (expanded->empty())
+        return bad(fmt::format("blockName format \"{}\" produces an empty name for node \"{}\" in {}", rule.format, n, description));
+      if (name.empty()) name = *expanded;
+      if (*expanded != name)
+        return bad(fmt::format("nodes in {} produce different block names \"{}\" and \"{}\"", description, name, *expanded));
+    }
+    if (auto [it, fresh] = seen.emplace(name, b.name); !fresh)
+      return bad(fmt::format("blocks \"{}\" and \"{}\" produce duplicate block name \"{}\"", it->second, b.name, name));
+    b.name = name;
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<void> validate_block_sizes(const std::vector<long>& sizes) {
@@ -174,45 +299,7 @@ std::optional<std::string> expand_block_name(const BlockNameRule& rule, const st
   RE2::Options options;
   options.set_log_errors(false);
   RE2 re(rule.node_name_regexp, options);
-  int groups = re.NumberOfCapturingGroups();
-  std::vector<re2::StringPiece> match(static_cast<std::size_t>(groups + 1));
-  if (!re.Match(text, 0, text.size(), RE2::UNANCHORED, match.data(), groups + 1)) return std::nullopt;
-  const auto& named = re.NamedCapturingGroups();
-  auto group = [&](const std::string& name) -> std::string {
-    int index = -1;
-    if (std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      index = name.size() <= 9 ? std::stoi(name) : -1;
-    } else if (auto it = named.find(name); it != named.end()) {
-      index = it->second;
-    }
-    if (index < 0 || index > groups || match[static_cast<std::size_t>(index)].data() == nullptr) return "";
-    return std::string(match[static_cast<std::size_t>(index)]);
-  };
-  const std::string& f = rule.format;
-  std::string out;
-  for (std::size_t i = 0; i < f.size(); ++i) {
-    if (f[i] != '$' || i + 1 == f.size()) {
-      out += f[i];
-      continue;
-    }
-    if (f[i + 1] == '$') {
-      out += '$';
-      ++i;
-      continue;
-    }
-    std::size_t start = i + 1, end = start;
-    bool braced = f[start] == '{';
-    if (braced) ++start, ++end;
-    while (end < f.size() && is_name_char(f[end])) ++end;
-    bool ok = end > start && (!braced || (end < f.size() && f[end] == '}'));
-    if (!ok) {  // malformed: Go keeps the '$' as text
-      out += '$';
-      continue;
-    }
-    out += group(f.substr(start, end - start));
-    i = braced ? end : end - 1;
-  }
-  return out;
+  return expand_with(re, rule.format, text);
 }
 
 TopographBlockLayout::TopographBlockLayout(const Cluster& c) {
@@ -312,56 +399,21 @@ Result<SlurmBlocks> TopographBlockLayout::partition_blocks(const std::vector<std
 Result<SlurmBlocks> TopographBlockLayout::finish(std::vector<Block> blocks, const std::vector<long>& requested,
                                                  const std::optional<BlockNameRule>& rule, bool padded_ids) const {
   TOPOSCHED_CHECK(validate_block_sizes(requested));
-  SlurmBlocks out;
-  out.warnings = warnings_;
-  std::vector<long> sizes = requested;
   // complementBlocks: the domains of these blocks, restricted to their nodes.
-  DomainVertex root;
-  bool has_sub = false;
-  long max_domain = 0, max_sub = 0;
+  std::vector<DomainHosts> picked;
   for (const auto& b : blocks) {
     auto d = domains_.find(b.domain);
     if (d == domains_.end()) continue;
-    DomainVertex& dv = root.children[b.domain];
-    dv.id = b.domain;
-    std::map<std::string, std::vector<std::string>> subs;
-    for (const auto& n : b.nodes) {
-      auto h = d->second.find(n);
-      if (h == d->second.end()) continue;
-      subs[h->second.sub_domain].push_back(n);
-      ++dv.actual;
-    }
-    max_domain = std::max(max_domain, dv.actual);
-    bool two_level = subs.size() > 1 || !subs.contains("");
-    has_sub = has_sub || two_level;
-    if (!two_level) {
-      dv.leaf = true;
-      dv.hosts = subs[""];
-    } else {
-      for (auto& [sub, hosts] : subs) {
-        std::string id = sub.empty() ? b.domain : sub;  // Topograph's fallback sub-domain
-        DomainVertex& sv = dv.children[id];
-        sv.id = id;
-        sv.leaf = true;
-        sv.hosts.insert(sv.hosts.end(), hosts.begin(), hosts.end());
-        std::sort(sv.hosts.begin(), sv.hosts.end());
-        sv.actual = static_cast<long>(sv.hosts.size());
-      }
-      for (const auto& [id, sv] : dv.children) dv.max_child = std::max(dv.max_child, sv.actual);
-      for (const auto& [sub, hosts] : subs)
-        if (!sub.empty()) max_sub = std::max(max_sub, static_cast<long>(hosts.size()));
-    }
-    root.max_child = std::max(root.max_child, dv.actual);
+    DomainHosts dh{b.domain, {}};
+    for (const auto& n : b.nodes)
+      if (auto h = d->second.find(n); h != d->second.end()) dh.hosts.emplace_back(n, h->second.sub_domain);
+    if (!dh.hosts.empty()) picked.push_back(std::move(dh));
   }
-  if (sizes.empty() && has_sub) {  // InferTwoLevelBlockSizes
-    long aggregate = max_sub;
-    while (aggregate < max_domain) aggregate *= 2;
-    sizes = aggregate == max_sub ? std::vector<long>{max_sub} : std::vector<long>{max_sub, aggregate};
-  }
+  DomainTree tree = domain_tree(picked);
+  std::vector<long> sizes = requested.empty() ? tree.inferred_sizes : requested;
   std::vector<SlurmBlock> named;
-  if (!root.children.empty() && !sizes.empty() && sizes.front() > 0) {
-    Slots slots = root_slots(root, sizes);
-    for (auto& s : slots) named.push_back({"", s.id.empty() ? "" : slot_domain(s.id), std::move(s.hosts)});
+  if (!tree.root.children.empty() && !sizes.empty()) {
+    for (auto& slot : root_slots(tree.root, sizes)) named.push_back({"", slot.id.empty() ? "" : slot_domain(slot.id), std::move(slot.hosts)});
     for (std::size_t i = 0; i < named.size(); ++i)
       named[i].name = padded_ids ? fmt::format("block{:03}", i + 1) : fmt::format("block{}", i + 1);
   } else {
@@ -372,41 +424,15 @@ Result<SlurmBlocks> TopographBlockLayout::finish(std::vector<Block> blocks, cons
                        blocks[i].domain, std::move(blocks[i].nodes)});
   }
   if (named.empty()) return make_error(ErrorCode::kValidation, "cannot determine blockSizes: topology contains no blocks");
-  if (rule) {
-    TOPOSCHED_CHECK(validate_block_name_rule(*rule));
-    std::map<std::string, std::string> seen;
-    for (auto& b : named) {
-      if (b.nodes.empty()) continue;
-      std::string description = fmt::format("block \"{}\"", b.name);
-      if (!b.domain.empty()) description += fmt::format(" (domain \"{}\")", b.domain);
-      std::string name;
-      for (const auto& n : b.nodes) {
-        auto expanded = expand_block_name(*rule, n);
-        if (!expanded)
-          return make_error(ErrorCode::kInvalidArgument, fmt::format("node \"{}\" in {} does not match nodeNameRegexp \"{}\"", n,
-                                                                     description, rule->node_name_regexp));
-        if (expanded->empty())
-          return make_error(ErrorCode::kInvalidArgument, fmt::format("blockName format \"{}\" produces an empty name for node \"{}\" in {}",
-                                                                     rule->format, n, description));
-        if (name.empty()) {
-          name = *expanded;
-        } else if (*expanded != name) {
-          return make_error(ErrorCode::kInvalidArgument,
-                            fmt::format("nodes in {} produce different block names \"{}\" and \"{}\"", description, name, *expanded));
-        }
-      }
-      if (auto [it, fresh] = seen.emplace(name, b.name); !fresh)
-        return make_error(ErrorCode::kInvalidArgument,
-                          fmt::format("blocks \"{}\" and \"{}\" produce duplicate block name \"{}\"", it->second, b.name, name));
-      b.name = name;
-    }
-  }
+  if (rule) TOPOSCHED_CHECK(apply_block_names(named, *rule));
   if (sizes.empty()) {  // getBlockSizes
     long smallest = static_cast<long>(named.front().nodes.size());
     for (const auto& b : named) smallest = std::min(smallest, static_cast<long>(b.nodes.size()));
     int levels = static_cast<int>(std::bit_width(named.size())) - 1;
     for (int i = 0; i <= levels; ++i) sizes.push_back(smallest << i);
   }
+  SlurmBlocks out;
+  out.warnings = warnings_;
   out.blocks = std::move(named);
   out.sizes = std::move(sizes);
   return out;
