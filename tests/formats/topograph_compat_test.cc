@@ -544,6 +544,28 @@ TEST(TopographCompat, SwitchAnnotationsApplyToNodesBelow) {
   EXPECT_NE(bad.error().message.find("nowhere"), std::string::npos);
 }
 
+// `export --topologies FILE`: Topograph's `topologies` object, alone or under its key.
+TEST(TopographCompat, TopologiesFileIsReadWithPositions) {
+  auto both = read_topologies("topologies:\n  t1: {plugin: topology/block, nodes: ['n[1-2]'], blockSizes: [2, 4]}\n"
+                              "  t0: {plugin: topology/flat, clusterDefault: true}\n", "t.yaml");
+  ASSERT_TRUE(both) << both.error().to_string();
+  ASSERT_EQ(both->size(), 2u);
+  EXPECT_EQ((*both)[0].name, "t1");
+  EXPECT_EQ((*both)[0].block_sizes, (std::vector<long>{2, 4}));
+  EXPECT_TRUE((*both)[1].cluster_default);
+  auto bare = read_topologies("{\"t\": {\"plugin\": \"topology/tree\", \"nodes\": [\"a1\"]}}", "t.json");
+  ASSERT_TRUE(bare) << bare.error().to_string();
+  EXPECT_EQ((*bare)[0].nodes, (std::vector<std::string>{"a1"}));
+  auto bad = read_topologies("topologies:\n  t1: {plugin: topology/block, nodes: [a1]}\n  t2: {plugin: topology/tree}\n", "t.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().where.file, "t.yaml");
+  EXPECT_EQ(bad.error().where.line, 3);
+  EXPECT_NE(bad.error().message.find("topology \"t2\": give its 'nodes'"), std::string::npos);
+  EXPECT_FALSE(read_topologies("topologies: [a, b]\n", "t.yaml"));
+  EXPECT_FALSE(read_topologies("t: {plugin: topology/block, nodes: [a1], blockSizes: [2, 6]}\n", "t.yaml"));
+  EXPECT_FALSE(read_topologies("t: {plugin: topology/block, nodes: [a1], colour: red}\n", "t.yaml"));
+}
+
 // models/model_test.go TestModelCompletion: the model errors Topograph reports.
 TEST(TopographCompat, ModelErrorsAreReported) {
   const std::pair<const char*, const char*> cases[] = {
