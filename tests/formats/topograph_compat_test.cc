@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -542,6 +543,39 @@ TEST(TopographCompat, SwitchAnnotationsApplyToNodesBelow) {
   auto bad = load_cluster_text("switches:\n  top: {switches: [leaf1]}\nblocks:\n- {switch: nowhere, nodes: [a1]}\n", "bad.yaml");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("nowhere"), std::string::npos);
+}
+
+// Truncated and corrupted copies of Topograph's models: a clean error or a cluster, and
+// the cluster's Topograph outputs never crash (ASan/UBSan in the debug build).
+TEST(TopographCompat, DamagedModelsNeverCrash) {
+  const char kNasty[] = {'\0', '\n', ' ', '"', '[', ']', '{', '}', ':', ',', '-', '#', '9', '\xff'};
+  auto params = topograph_params_from_json(nlohmann::json::parse(R"j({"plugin":"topology/block","blockSizes":[2,8]})j"));
+  ASSERT_TRUE(params);
+  int read = 0;
+  for (const char* file : {"small-tree.yaml", "medium.yaml", "nvl72.yaml", "dual-xclr-irregular.yaml"}) {
+    const std::string original = model_file(file);
+    std::mt19937 rng(static_cast<unsigned>(original.size()));
+    std::vector<std::string> mutants;
+    for (int k = 0; k < 40; ++k) mutants.push_back(original.substr(0, std::uniform_int_distribution<std::size_t>(0, original.size())(rng)));
+    for (int k = 0; k < 60; ++k) {
+      std::string m = original;
+      for (int e = 0; e < 3; ++e) m[std::uniform_int_distribution<std::size_t>(0, m.size() - 1)(rng)] = kNasty[rng() % sizeof(kNasty)];
+      mutants.push_back(std::move(m));
+    }
+    for (const auto& m : mutants) {
+      auto c = load_cluster_text(m, file);
+      if (!c) {
+        EXPECT_FALSE(c.error().message.empty());
+        continue;
+      }
+      ++read;
+      for (const auto& out : {generate_topograph(*c, *params), generate_topograph(*c, {}), export_cluster(*c, "slurm-yaml", {})})
+        if (!out) {
+          EXPECT_FALSE(out.error().message.empty());
+        }
+    }
+  }
+  EXPECT_GT(read, 0);
 }
 
 // `export --topologies FILE`: Topograph's `topologies` object, alone or under its key.
