@@ -63,5 +63,6 @@ void register_frag(CLI::App& app, int& exit_code);
 void register_simulate(CLI::App& app, int& exit_code);
 void register_serve(CLI::App& app, int& exit_code);
 void register_state(CLI::App& app, int& exit_code);
+void register_route(CLI::App& app, int& exit_code);
 
 }  // namespace toposched::cli
