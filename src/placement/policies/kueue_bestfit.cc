@@ -135,15 +135,17 @@ class Snapshot {
   // Kueue breaks ties by the domain's level values (the names on its path from the top),
   // compared as strings: order within a level = (parent's order, own name).
   void rank_by_level_values() {
+    using Key = std::pair<std::uint32_t, const std::string*>;
+    auto less = [](const std::pair<Key, int>& a, const std::pair<Key, int>& b) {
+      if (a.first.first != b.first.first) return a.first.first < b.first.first;
+      return *a.first.second < *b.first.second;
+    };
+    std::vector<std::pair<Key, int>> keys;
     for (auto& level : levels_by_domain_) {
-      std::vector<std::pair<std::pair<std::uint32_t, const std::string*>, int>> keys;
-      keys.reserve(level.size());
-      for (int d : level)
-        keys.push_back({{dom(d).parent >= 0 ? dom(dom(d).parent).order : 0, &domain_name(d)}, d});
-      std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
-        if (a.first.first != b.first.first) return a.first.first < b.first.first;
-        return *a.first.second < *b.first.second;
-      });
+      keys.clear();
+      for (int d : level) keys.push_back({{dom(d).parent >= 0 ? dom(dom(d).parent).order : 0, &domain_name(d)}, d});
+      // Clusters usually list nodes in name order already (dgx-h100-001, -002, ...): one pass.
+      if (!std::is_sorted(keys.begin(), keys.end(), less)) std::sort(keys.begin(), keys.end(), less);
       for (std::size_t k = 0; k < keys.size(); ++k) dom(keys[k].second).order = static_cast<std::uint32_t>(k);
     }
   }
