@@ -42,6 +42,8 @@ struct Params {
   int pod_gpus = 1;
 };
 
+// Kueue's TASFlavorSnapshot for one request: the domain tree with this request's counts.
+// Built by each select() call and used once; never shared between threads.
 class Snapshot {
  public:
   Snapshot(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, const Params& p)
