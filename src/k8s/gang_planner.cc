@@ -211,6 +211,11 @@ ExtenderFilterResult GangPlanner::filter_locked(const ExtenderArgs& args) {
   const std::string job_id = job_id_for(pod, *gang);
   const int size = *gang ? (*gang)->size : 1;
   Group* g = nullptr;
+  if (auto it = groups_.find(job_id); it != groups_.end() && !ledger_.holds(job_id)) {
+    // Released through the service API (DELETE /v1/jobs/{id}): plan afresh.
+    for (const Member& m : it->second.members) slot_of_pod_.erase(m.pod_key);
+    groups_.erase(it);
+  }
   if (auto it = groups_.find(job_id); it != groups_.end()) {
     g = &it->second;
   } else {

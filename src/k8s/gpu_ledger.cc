@@ -4,28 +4,6 @@
 
 namespace toposched::k8s {
 
-namespace {
-constexpr std::string_view kMaskedJob = "toposched:not-offered-by-kube-scheduler";
-}
-
-Result<Placement> place_within(const AllocationState& state, const JobRequest& request,
-                               const PlacementPolicy& policy, const NodeMask& allowed) {
-  const Cluster& c = state.cluster();
-  std::vector<GpuId> blocked;
-  if (!allowed.empty()) {
-    for (std::size_t i = 0; i < c.node_count(); ++i) {
-      const NodeId n(static_cast<std::uint32_t>(i));
-      if (allowed[i] || state.free_gpus(n) == 0) continue;
-      for (int local = 0; local < c.node_gpu_count(n); ++local)
-        if (GpuId g = c.node_gpu(n, local); state.gpu_free(g)) blocked.push_back(g);
-    }
-  }
-  if (blocked.empty()) return place(state, request, policy);
-  AllocationState masked = state.snapshot();
-  TOPOSCHED_CHECK(masked.allocate(kMaskedJob, blocked));
-  return place(masked, request, policy);
-}
-
 Result<Placement> LocalLedger::reserve(const JobRequest& request, std::string_view policy_name,
                                        const NodeMask& allowed) {
   TOPOSCHED_TRY(policy, find_policy(policy_name));
@@ -42,6 +20,11 @@ Result<void> LocalLedger::release(std::string_view job_id) {
   if (!state_.has_job(job_id)) return make_error(ErrorCode::kNotFound, fmt::format("no job '{}'", job_id));
   TOPOSCHED_CHECK(state_.release(job_id));
   return {};
+}
+
+bool LocalLedger::holds(std::string_view job_id) const {
+  std::lock_guard lock(mu_);
+  return state_.has_job(job_id);
 }
 
 AllocationState LocalLedger::snapshot() const {

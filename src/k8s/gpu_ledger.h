@@ -3,9 +3,8 @@
 // The service implements it over its engine state (so `POST /v1/jobs` and the extender share
 // one set of GPUs); LocalLedger is an in-memory one for tests and benchmarks.
 //
-// place_within() is the placement with a node mask that the extender needs (kube-scheduler
-// offers only the nodes that passed its own filters): nodes outside the mask are treated as
-// full. It copies the state only when a masked-out node has free GPUs.
+// Placements honour the node mask (placement/place_within.h): kube-scheduler offers only the
+// nodes that passed its own filters.
 //
 // Implementations are thread-safe (LocalLedger: one mutex around its state).
 #pragma once
@@ -15,7 +14,7 @@
 #include <string_view>
 
 #include "placement/allocation_state.h"
-#include "placement/placement.h"
+#include "placement/place_within.h"
 
 namespace toposched::k8s {
 
@@ -30,11 +29,9 @@ class GpuLedger {
   // Frees the job's GPUs; kNotFound when it holds none.
   virtual Result<void> release(std::string_view job_id) = 0;
   virtual AllocationState snapshot() const = 0;
+  // True while the job holds GPUs (a job released through the service API no longer does).
+  virtual bool holds(std::string_view job_id) const = 0;
 };
-
-// place() restricted to `allowed` nodes (empty = all), on `state` (unchanged).
-Result<Placement> place_within(const AllocationState& state, const JobRequest& request,
-                               const PlacementPolicy& policy, const NodeMask& allowed);
 
 class LocalLedger final : public GpuLedger {
  public:
@@ -43,6 +40,7 @@ class LocalLedger final : public GpuLedger {
   Result<Placement> reserve(const JobRequest& request, std::string_view policy, const NodeMask& allowed) override;
   Result<void> release(std::string_view job_id) override;
   AllocationState snapshot() const override;
+  bool holds(std::string_view job_id) const override;
 
  private:
   mutable std::mutex mu_;

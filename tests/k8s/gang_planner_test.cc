@@ -228,3 +228,17 @@ TEST(PodRequest, GpusRanksAndGangs) {
 
 }  // namespace
 }  // namespace toposched::k8s
+
+namespace toposched::k8s {
+namespace {
+TEST_F(GangPlannerTest, AJobReleasedThroughTheApiIsPlannedAfresh) {
+  auto first = filter(gpu_pod("r-0", 8, "r", 2));
+  ASSERT_TRUE(first.node_names);
+  ASSERT_TRUE(ledger.release("k8s:ml:r"));
+  auto again = filter(gpu_pod("r-1", 8, "r", 2));
+  ASSERT_TRUE(again.node_names);
+  EXPECT_EQ(ledger.snapshot().job_gpus("k8s:ml:r").size(), 16u);
+  EXPECT_EQ(planner.groups()[0].members[1].pod, "ml/r-1");
+}
+}  // namespace
+}  // namespace toposched::k8s
