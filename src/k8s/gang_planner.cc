@@ -141,8 +141,8 @@ Result<GangPlanner::Group*> GangPlanner::plan_group(const Pod& pod, const std::s
   std::vector<GpuId> gpus_by_rank;
   bool restored = false;
   TOPOSCHED_TRY(request, job_request_for(pod, job_id, size, gpus));
-  TOPOSCHED_TRY(norm, normalize(request, c));
-  auto placed = ledger_.reserve(norm, pod_policy(pod, options_.policy), offer.mask);
+  TOPOSCHED_CHECK(normalize(request, c));  // reject a bad plan before touching the ledger
+  auto placed = ledger_.reserve(request, pod_policy(pod, options_.policy), offer.mask);
   if (placed) {
     gpus_by_rank = std::move(placed->gpus_by_rank);
   } else if (placed.error().code == ErrorCode::kConflict) {

@@ -22,7 +22,7 @@ class GpuLedger {
  public:
   virtual ~GpuLedger() = default;
   virtual const Cluster& cluster() const = 0;
-  // Places `request` (normalized, job id set) with `policy` on the allowed nodes (empty mask:
+  // Places `request` (not normalized: the engine normalizes; job id set) with `policy` on the allowed nodes (empty mask:
   // every node) and holds its GPUs under the request's job id, or changes nothing.
   // Errors: kInfeasible (does not fit), kConflict (job id in use), kInvalidArgument.
   virtual Result<Placement> reserve(const JobRequest& request, std::string_view policy, const NodeMask& allowed) = 0;
