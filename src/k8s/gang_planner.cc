@@ -66,15 +66,26 @@ struct GangPlanner::Offer {
     return o;
   }
 
-  // Every offered node passes except `keep_only` filtering; unknown nodes are unresolvable.
-  ExtenderFilterResult answer(std::optional<std::size_t> keep_only, bool keep_all, const std::string& reason) const {
+  // The one planned node (offered at `index`) and nothing else: kube-scheduler drops the
+  // nodes an answer leaves out, and with a node found no one reads the others' reasons, so
+  // a 5,000-node answer stays small.
+  ExtenderFilterResult only(std::size_t index) const {
+    ExtenderFilterResult r;
+    if (by_name) r.node_names = std::vector<std::string>{std::string(names[index])};
+    else r.nodes = NodeList{{*objects[index]}};
+    return r;
+  }
+
+  // Every offered node (keep_all: pods toposched has no opinion on), or none with `reason`
+  // for each (unknown nodes: unresolvable), so kube-scheduler's "0/N nodes are available"
+  // says why.
+  ExtenderFilterResult answer(bool keep_all, const std::string& reason) const {
     ExtenderFilterResult r;
     std::vector<std::string> kept_names;
     NodeList kept_nodes;
     FailedNodesMap failed, unresolvable;
     for (std::size_t i = 0; i < names.size(); ++i) {
-      const bool keep = keep_all || (keep_only && *keep_only == i);
-      if (keep) {
+      if (keep_all) {
         if (by_name) kept_names.emplace_back(names[i]);
         else kept_nodes.items.push_back(*objects[i]);
       } else if (!ids[i]) {
@@ -202,7 +213,7 @@ ExtenderFilterResult GangPlanner::filter_locked(const ExtenderArgs& args) {
     error_result.error = "toposched: " + gpus.error().message;
     return error_result;
   }
-  if (*gpus == 0) return offer->answer(std::nullopt, true, {});
+  if (*gpus == 0) return offer->answer(true, {});
   auto gang = pod_gang(pod);
   if (!gang) {
     error_result.error = "toposched: " + gang.error().message;
@@ -226,27 +237,26 @@ ExtenderFilterResult GangPlanner::filter_locked(const ExtenderArgs& args) {
                                          planned.error().message);
         return error_result;
       }
-      return offer->answer(std::nullopt, false,
+      return offer->answer(false,
                            fmt::format("toposched: group {} ({} pods x {} GPUs) cannot be placed whole: {}", job_id,
                                        size, *gpus, planned.error().message));
     }
     g = *planned;
   }
   if (g->gpus_per_pod != *gpus)
-    return offer->answer(std::nullopt, false,
+    return offer->answer(false,
                          fmt::format("toposched: pod asks for {} GPUs but group {} was planned with {} per pod", *gpus,
                                      job_id, g->gpus_per_pod));
   const int slot = take_slot(*g, pod, pod_key(pod));
   if (slot < 0)
-    return offer->answer(std::nullopt, false,
+    return offer->answer(false,
                          fmt::format("toposched: group {} already has its {} members", job_id, g->size));
   const NodeId planned_node = g->members[slot].node;
   const std::string& node_name = c.node_name(planned_node);
   for (std::size_t i = 0; i < offer->ids.size(); ++i) {
-    if (offer->ids[i] == planned_node)
-      return offer->answer(i, false, fmt::format("toposched: {} rank {} is planned on {}", job_id, slot, node_name));
+    if (offer->ids[i] == planned_node) return offer->only(i);
   }
-  return offer->answer(std::nullopt, false,
+  return offer->answer(false,
                        fmt::format("toposched: {} rank {} is planned on {}, which kube-scheduler did not offer", job_id,
                                    slot, node_name));
 }

@@ -111,7 +111,9 @@ class ExtenderE2E(unittest.TestCase):
                 queue.append(groups[f"train{g}"][order[(step + g) % 8]])
             if step < 6:
                 queue += singles[2 * step:2 * step + 2]
-        queue += huge[:4]
+        cpu_pods = [make_pod("cpu-0", 0), make_pod("cpu-1", 0)]
+        queue[5:5] = cpu_pods[:1]
+        queue += cpu_pods[1:] + huge[:4]
         expected = {}
 
         def before_filter(pod):
@@ -134,19 +136,25 @@ class ExtenderE2E(unittest.TestCase):
                 self.assertEqual({plan[r] for r in range(8 * i, 8 * i + 8)}, {plan[8 * i]})
         for pod in singles:
             self.assertIn(pod["metadata"]["name"], replay.placed)
-        # Groups were planned once and never scored: one node per member's filter.
-        self.assertEqual(replay.calls["prioritize"], 0)
+        # GPU pods are never scored (one node per filter answer); the CPU pods pass through
+        # with every node and are scored (all 0), then bound plainly.
+        self.assertEqual(replay.calls["prioritize"], 2)
+        for pod in cpu_pods:
+            self.assertIn(pod["metadata"]["name"], replay.placed)
 
         # No node is given more GPUs than it has; GPU indices on a node never overlap.
         per_node = {}
         for ns, name, binding in self.api.bindings:
+            if name.startswith("cpu-"):
+                self.assertNotIn("annotations", binding["metadata"])
+                continue
             node = binding["target"]["name"]
             gpus = [int(x) for x in binding["metadata"]["annotations"]["toposched.io/gpus"].split(",")]
             per_node.setdefault(node, []).extend(gpus)
         for node, gpus in per_node.items():
             self.assertLessEqual(len(gpus), 8, node)
             self.assertEqual(len(gpus), len(set(gpus)), node)
-        self.assertEqual(len(self.api.bindings), 32 + 12)
+        self.assertEqual(len(self.api.bindings), 32 + 12 + 2)
         by_pod = {name: b for _, name, b in self.api.bindings}
         b = by_pod["train2-5"]
         self.assertEqual(b["metadata"]["annotations"]["toposched.io/rank"], "5")
@@ -197,10 +205,13 @@ class ExtenderE2E(unittest.TestCase):
             status, body = post(port, f"{PREFIX}/{verb}", b"[1,")
             self.assertEqual(status, 400)
             self.assertIn("message", json.loads(body)["error"])
-        # Unknown nodes: unresolvable, never answered as feasible.
+        # Unknown nodes: never answered as feasible; unresolvable when the pod gets no node.
         args = {"Pod": make_pod("one", 1), "Nodes": None, "NodeNames": ["cpu-1", NODES[0]]}
         result = json.loads(post(port, f"{PREFIX}/filter", go_json(args))[1])
         self.assertEqual(result["NodeNames"], [NODES[0]])
+        args = {"Pod": make_pod("eight", 8), "Nodes": None, "NodeNames": ["cpu-1"]}
+        result = json.loads(post(port, f"{PREFIX}/filter", go_json(args))[1])
+        self.assertIsNone(result["NodeNames"])
         self.assertIn("cpu-1", result["FailedAndUnresolvableNodes"])
         # A pod without GPUs passes through with every node, unknown ones included.
         args = {"Pod": make_pod("web", 0), "Nodes": None, "NodeNames": ["cpu-1", NODES[1]]}
