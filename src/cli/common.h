@@ -58,5 +58,6 @@ void register_place(CLI::App& app, int& exit_code);
 void register_release(CLI::App& app, int& exit_code);
 void register_frag(CLI::App& app, int& exit_code);
 void register_simulate(CLI::App& app, int& exit_code);
+void register_slurm(CLI::App& app, int& exit_code);
 
 }  // namespace toposched::cli
