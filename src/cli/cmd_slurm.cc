@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "cli/common.h"
+#include "slurm/job_submit_lua.h"
 #include "slurm/slurm_commands.h"
+#include "topology/file_io.h"
 
 namespace toposched::cli {
 
@@ -96,12 +98,43 @@ void register_submit(CLI::App& slurm_cmd, int& exit_code) {
   cmd->callback([o, &exit_code] { exit_code = run_submit(*o); });
 }
 
+struct LuaCliOptions {
+  slurm::JobSubmitLuaOptions lua;
+  std::string output = "-";
+};
+
+int run_job_submit_lua(const LuaCliOptions& o) {
+  auto script = slurm::job_submit_lua(o.lua);
+  if (!script) return report(script.error());
+  if (auto ok = write_file_atomically(o.output, *script); !ok) return report(ok.error());
+  return kExitOk;
+}
+
+void register_job_submit_lua(CLI::App& slurm_cmd, int& exit_code) {
+  auto o = std::make_shared<LuaCliOptions>();
+  CLI::App* cmd = slurm_cmd.add_subcommand(
+      "job-submit-lua", "Write a job_submit.lua that has 'toposched serve' place jobs with a toposched comment");
+  cmd->add_option("--url", o->lua.url, "Base URL of 'toposched serve', e.g. http://127.0.0.1:7070")->required();
+  cmd->add_option("-o,--output", o->output, "Write the script here (atomically) instead of stdout");
+  cmd->add_option("--timeout", o->lua.timeout_s,
+                  "Seconds a submission may wait for the service before the job passes unchanged (default 2)");
+  cmd->add_option("--curl", o->lua.curl, "curl binary slurmctld runs (default: curl on its PATH)");
+  cmd->add_option("--token-file", o->lua.token_file, "File with the service's bearer token (serve --token-file)");
+  cmd->add_option("--policy", o->lua.default_policy, "Policy when a job's comment names none (default: the service's)");
+  cmd->footer(
+      "Install: put the script next to slurm.conf as job_submit.lua and set JobSubmitPlugins=lua.\n"
+      "Then: sbatch -N 2 --gpus-per-node=8 --comment=toposched:tp=8,pp=2 train.sbatch\n"
+      "Comment keys: tp, pp, dp, ep, policy, gpus, nodes. See docs/slurm.md.");
+  cmd->callback([o, &exit_code] { exit_code = run_job_submit_lua(*o); });
+}
+
 }  // namespace
 
 void register_slurm(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("slurm", "Slurm in the loop: submit with toposched's placement, job_submit.lua");
   cmd->require_subcommand(1);
   register_submit(*cmd, exit_code);
+  register_job_submit_lua(*cmd, exit_code);
 }
 
 }  // namespace toposched::cli

@@ -218,6 +218,7 @@ Result<SlurmJob> job_from_json(const Json& j, std::size_t i, const std::string& 
   }
   job.name = json_string(j, "name");
   job.comment = json_string(j, "comment");
+  job.admin_comment = json_string(j, "admin_comment");
   if (!job.holds_resources()) return job;
   TOPOSCHED_TRY(names, job_allocated_nodes(j, job.id, source));
   std::vector<std::string> details;
@@ -445,6 +446,7 @@ Result<std::vector<SlurmJob>> parse_scontrol_jobs(std::string_view text, const s
     job.state = upper(token_value(tokens, "JobState"));
     job.name = token_value(tokens, "JobName");
     job.comment = token_value(tokens, "Comment");
+    job.admin_comment = token_value(tokens, "AdminComment");
     if (job.holds_resources()) {
       auto nodes = scontrol_job_nodes(tokens, job.id);
       if (!nodes) return tl::unexpected(at_source(nodes.error(), source, line));

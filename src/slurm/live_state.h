@@ -47,6 +47,7 @@ struct SlurmJob {
   std::string state;       // upper case: RUNNING, PENDING, ...
   std::string name;
   std::string comment;
+  std::string admin_comment;        // "toposched-job=ID" when the job_submit.lua placed it
   std::vector<SlurmJobNode> nodes;  // empty while pending
   bool holds_resources() const;
 };

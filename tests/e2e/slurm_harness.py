@@ -145,6 +145,7 @@ class SlurmCluster:
         start_timeout_s: float = 60.0,
         keep_dir: bool = False,
         slurmd: bool = False,
+        extra_files: Optional[dict] = None,
     ):
         if not nodes:
             raise ValueError("a Slurm cluster needs at least one NodeSpec")
@@ -157,6 +158,7 @@ class SlurmCluster:
         self.start_timeout_s = start_timeout_s
         self.keep_dir = keep_dir
         self.real_slurmd = slurmd
+        self.extra_files = dict(extra_files or {})  # name -> text, written beside slurm.conf
         self.node_names: list[str] = []
         self._slurmds: dict[str, subprocess.Popen] = {}
         self.dir: Optional[str] = None
@@ -338,6 +340,9 @@ class SlurmCluster:
         if self.gres_conf is not None:
             with open(self._path("gres.conf"), "w") as f:
                 f.write(self.gres_conf)
+        for name, text in self.extra_files.items():  # e.g. job_submit.lua
+            with open(self._path(name), "w") as f:
+                f.write(text)
 
     # ---- real slurmd nodes ------------------------------------------------------------------
 
