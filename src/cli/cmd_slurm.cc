@@ -46,6 +46,7 @@ int run_submit(SubmitCliOptions o) {
   }
   for (const auto& w : outcome->warnings) std::cerr << "toposched: warning: " << w << "\n";
   const slurm::SubmitPlan& plan = outcome->plan;
+  o.hostfile = outcome->hostfile_path;
   if (o.format == OutputFormat::kJson) {
     Json out = o.dry_run ? slurm::dry_run_json(*c, plan, o.hostfile)
                          : Json{{"job_id", outcome->job_id}, {"hostfile", o.hostfile},

@@ -1,6 +1,7 @@
 #include "slurm/job_submit_lua.h"
 
-#include <regex>
+#include <algorithm>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -186,16 +187,27 @@ std::string replace_all(std::string text, const std::string& key, const std::str
 }
 
 // Values inside "..." in Lua and single-quoted by the shell stay inert with these characters.
-bool safe_value(const std::string& v) {
-  static const std::regex kSafe(R"([A-Za-z0-9_.:/@%+\-\[\]]*)");
-  return std::regex_match(v, kSafe);
+bool only_chars(std::string_view v, std::string_view punctuation) {
+  return std::all_of(v.begin(), v.end(), [&](unsigned char c) {
+    return std::isalnum(c) || punctuation.find(static_cast<char>(c)) != std::string_view::npos;
+  });
+}
+
+bool safe_value(const std::string& v) { return only_chars(v, "_.:/@%+-[]"); }
+
+// http(s)://HOST[:PORT][/PREFIX] with nothing a Lua string or a shell word would interpret.
+bool valid_url(std::string_view url) {
+  std::size_t scheme = url.rfind("http://", 0) == 0 ? 7 : url.rfind("https://", 0) == 0 ? 8 : 0;
+  if (scheme == 0) return false;
+  std::string_view rest = url.substr(scheme);
+  std::string_view host = rest.substr(0, rest.find('/'));
+  return !host.empty() && host.front() != ':' && only_chars(host, ".-[]:") && only_chars(rest, ".-[]:/_~");
 }
 
 }  // namespace
 
 Result<std::string> job_submit_lua(const JobSubmitLuaOptions& o) {
-  static const std::regex kUrl(R"(https?://[A-Za-z0-9.\-\[\]:]+(:[0-9]{1,5})?(/[A-Za-z0-9._~\-/]*)?)");
-  if (!std::regex_match(o.url, kUrl))
+  if (!valid_url(o.url))
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("--url must be http(s)://HOST[:PORT][/PREFIX], found '{}'", o.url));
   if (!(o.timeout_s > 0 && o.timeout_s <= 60))

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -211,13 +212,20 @@ Result<std::vector<std::string>> mapping_report(const LiveMapping& mapping, cons
 }
 
 Result<SubmitOutcome> submit_with_plan(const Cluster& cluster, const std::vector<std::string>& sbatch_args,
-                                       const SubmitShape& shape, const SubmitOptions& options) {
+                                       const SubmitShape& shape, const SubmitOptions& options_in) {
+  SubmitOptions options = options_in;
+  // The job's srun reads SLURM_HOSTFILE from its own working directory: make the path absolute.
+  std::error_code ec;
+  auto absolute = std::filesystem::absolute(options.hostfile_path, ec);
+  if (ec || options.hostfile_path.empty())
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--hostfile '{}': not a usable path", options.hostfile_path));
+  options.hostfile_path = absolute.lexically_normal().string();
   TOPOSCHED_TRY(args, parse_sbatch_args(sbatch_args));
   TOPOSCHED_TRY(live, read_live_state(options.timeout_s));
   TOPOSCHED_TRY(mapping, apply_live_state(cluster, live, {args.size.partition}));
   TOPOSCHED_TRY(warnings, mapping_report(mapping, live, options.ignore_unknown_nodes));
   TOPOSCHED_TRY(plan, plan_submit(mapping.state, args, shape));
-  SubmitOutcome outcome{std::move(plan), {}, std::move(warnings)};
+  SubmitOutcome outcome{std::move(plan), {}, std::move(warnings), options.hostfile_path};
   if (options.dry_run) return outcome;
   TOPOSCHED_TRY(id, submit_batch(outcome.plan, options.hostfile_path, options.timeout_s));
   outcome.job_id = std::move(id);

@@ -52,6 +52,7 @@ struct SubmitOutcome {
   SubmitPlan plan;
   std::string job_id;                 // empty on a dry run
   std::vector<std::string> warnings;  // nodes known to one side only, unusable nodes, GPU count mismatches
+  std::string hostfile_path;          // absolute
 };
 
 // The whole wrapper: read Slurm's live state, map it onto `cluster`, plan, and (unless

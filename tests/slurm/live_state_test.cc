@@ -138,8 +138,8 @@ TEST(SlurmParsers, JsonOfTheWrongShapeIsAnError) {
   EXPECT_FALSE(parse_squeue_json(R"({"jobs": [{"job_state": "RUNNING"}]})"));
   EXPECT_FALSE(parse_sinfo_json(R"({"nodes": [{"name": "gpu01"}]})"));
   auto r = parse_squeue_json(
-      R"({"jobs": [{"job_id": 5, "job_state": "RUNNING", "nodes": "gpu01", "gres_detail": ["gpu:1(IDX:0)", "gpu:1(IDX:1)"],
-          "job_resources": {"allocated_nodes": [{"nodename": "gpu01"}]}}]})");
+      R"json({"jobs": [{"job_id": 5, "job_state": "RUNNING", "nodes": "gpu01", "gres_detail": ["gpu:1(IDX:0)", "gpu:1(IDX:1)"],
+          "job_resources": {"allocated_nodes": [{"nodename": "gpu01"}]}}]})json");
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("gres_detail"), std::string::npos);
 }

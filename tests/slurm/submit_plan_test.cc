@@ -55,7 +55,9 @@ TEST(SbatchArgs, RefusesWhatToposchedSetsAndIncompleteCommands) {
         {"--gpus=0", "--wrap=true"}, {"-N", "2"}, {"--partition=a,b", "--wrap=true"}}) {
     auto r = parse_sbatch_args(bad);
     EXPECT_FALSE(r) << bad[0];
-    if (!r) EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    if (!r) {
+      EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    }
   }
 }
 

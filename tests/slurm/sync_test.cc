@@ -76,9 +76,13 @@ TEST(SlurmSync, PluginJobsFollowSlurm) {
   SlurmJob pending{"9", "PENDING", "train", "toposched:tp=2", "toposched-job=slurm-1-0-0001", {}};
   live.jobs.push_back(pending);
   std::vector<HeldJob> held;
-  for (const auto& a : *reconcile(c, live, {})) held.push_back({a.job_id, a.gpus});
+  auto initial = reconcile(c, live, {});
+  ASSERT_TRUE(initial);
+  for (const auto& a : *initial) held.push_back({a.job_id, a.gpus});
   held.push_back({"slurm-1-0-0001", gpus(c, "gpu06", {0, 1})});
-  EXPECT_TRUE(reconcile(c, live, held)->empty());
+  auto steady = reconcile(c, live, held);
+  ASSERT_TRUE(steady);
+  EXPECT_TRUE(steady->empty());
   // It starts on other GPUs than planned: the service follows Slurm, same id.
   live.jobs.back().state = "RUNNING";
   live.jobs.back().nodes = {{"gpu06", {2, 3}}};
