@@ -64,5 +64,6 @@ void register_simulate(CLI::App& app, int& exit_code);
 void register_serve(CLI::App& app, int& exit_code);
 void register_state(CLI::App& app, int& exit_code);
 void register_route(CLI::App& app, int& exit_code);
+void register_slurm(CLI::App& app, int& exit_code);
 
 }  // namespace toposched::cli
