@@ -60,7 +60,8 @@ class Replicas:
     """`count` toposched serve processes sharing one etcd prefix."""
 
     def __init__(self, etcd: EtcdCluster, count: int = 2, ttl: int = 2,
-                 endpoints: Optional[List[str]] = None, cluster: str = CLUSTER):
+                 endpoints: Optional[List[str]] = None, cluster: str = CLUSTER,
+                 autostart: Optional[List[int]] = None):
         self.etcd = etcd
         self.ttl = ttl
         self.cluster = cluster
@@ -70,12 +71,13 @@ class Replicas:
         self.dir = tempfile.mkdtemp(prefix="toposched-ha-")
         self.procs: List[Optional[subprocess.Popen]] = [None] * count
         self.logs: List[Optional[object]] = [None] * count
+        self.autostart = list(range(count)) if autostart is None else autostart
 
     def __enter__(self) -> "Replicas":
         try:
-            for i in range(len(self.ports)):
+            for i in self.autostart:
                 self.start(i)
-            for i in range(len(self.ports)):
+            for i in self.autostart:
                 self.wait_up(i)
         except BaseException:
             self.stop_all()
