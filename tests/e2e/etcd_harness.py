@@ -17,7 +17,8 @@ Usage (a context manager; see tests/e2e/test_ha*.py):
         etcd.wait_healthy()         # until every running member answers /health
 
 Also runnable: `python3 tests/e2e/etcd_harness.py [--members N]` (scripts/etcd-test-cluster
-wraps it) starts a cluster, prints `ETCD_ENDPOINTS=...` on stdout, and runs until Ctrl-C,
+wraps it) starts a cluster, prints `ETCD_ENDPOINTS=...` and `ETCD_PIDS=...` (the members'
+process ids, in endpoint order) on stdout, and runs until Ctrl-C,
 SIGTERM or, with --until-stdin-eof, until its standard input closes (how the GoogleTest
 suite holds a cluster for exactly as long as it runs). Needs Debian's etcd-server.
 Not thread-safe: drive one EtcdCluster from one thread.
@@ -248,6 +249,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         with EtcdCluster(members=args.members, keep_dir=args.keep) as etcd:
             print(f"ETCD_ENDPOINTS={etcd.endpoints()}", flush=True)
+            print(f"ETCD_PIDS={','.join(str(p.pid) for p in etcd.procs)}", flush=True)
             print(f"etcd-test-cluster: {args.members} members, data in {etcd.dir}; "
                   f"try: etcdctl --endpoints={etcd.endpoints()} member list", file=sys.stderr)
             if args.until_stdin_eof:

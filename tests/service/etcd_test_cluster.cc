@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <string>
 
 extern char** environ;
@@ -31,14 +30,28 @@ std::string read_line(int fd, int timeout_ms) {
   }
 }
 
-void start(EtcdTestCluster& cluster) {
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t comma = text.find(',', pos);
+    out.push_back(text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+EtcdTestCluster::EtcdTestCluster() {
   if (access("/usr/bin/etcd", X_OK) != 0) {
-    cluster.why_not = "etcd not installed (Debian etcd-server; scripts/install-deps)";
+    why_not = "etcd not installed (Debian etcd-server; scripts/install-deps)";
     return;
   }
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
-    cluster.why_not = "pipe failed";
+    why_not = "pipe failed";
     return;
   }
   posix_spawn_file_actions_t actions;
@@ -53,37 +66,39 @@ void start(EtcdTestCluster& cluster) {
   close(in[0]);
   close(out[1]);
   if (rc != 0) {
-    cluster.why_not = std::string("cannot run the etcd harness: ") + std::strerror(rc);
+    why_not = std::string("cannot run the etcd harness: ") + std::strerror(rc);
     close(in[1]);
     close(out[0]);
     return;
   }
-  cluster.harness_pid = pid;
-  cluster.stdin_fd = in[1];
-  std::string line = read_line(out[0], 60000);
+  harness_pid_ = pid;
+  stdin_fd_ = in[1];
+  std::string line = read_line(out[0], 60000), pids = read_line(out[0], 5000);
   close(out[0]);
-  constexpr std::string_view kTag = "ETCD_ENDPOINTS=";
-  if (line.rfind(kTag, 0) != 0) {
-    cluster.why_not = "the etcd harness did not start a cluster (see its stderr)";
+  constexpr std::string_view kEndpoints = "ETCD_ENDPOINTS=", kPids = "ETCD_PIDS=";
+  if (line.rfind(kEndpoints, 0) != 0 || pids.rfind(kPids, 0) != 0) {
+    why_not = "the etcd harness did not start a cluster (see its stderr)";
     return;
   }
-  cluster.endpoints = line.substr(kTag.size());
+  endpoints = line.substr(kEndpoints.size());
+  member_endpoints = split(endpoints);
+  for (const auto& p : split(pids.substr(kPids.size()))) member_pids.push_back(std::stoi(p));
 }
-
-}  // namespace
 
 EtcdTestCluster::~EtcdTestCluster() {
-  if (stdin_fd >= 0) close(stdin_fd);  // the harness stops its members on EOF
-  if (harness_pid > 0) {
+  for (std::size_t i = 0; i < member_pids.size(); ++i) resume(i);
+  if (stdin_fd_ >= 0) close(stdin_fd_);  // the harness stops its members on EOF
+  if (harness_pid_ > 0) {
     int status = 0;
-    waitpid(harness_pid, &status, 0);
+    waitpid(harness_pid_, &status, 0);
   }
 }
+
+void EtcdTestCluster::pause(std::size_t member) const { kill(member_pids.at(member), SIGSTOP); }
+void EtcdTestCluster::resume(std::size_t member) const { kill(member_pids.at(member), SIGCONT); }
 
 const EtcdTestCluster& shared_etcd() {
   static EtcdTestCluster cluster;
-  static std::once_flag once;
-  std::call_once(once, [] { start(cluster); });
   return cluster;
 }
 
