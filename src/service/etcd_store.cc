@@ -228,7 +228,12 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
   }
   ops.push_back(EtcdOp::put(seq_key, std::to_string(seq)));
   auto deadline = std::min(EtcdClient::Clock::now() + options_.request_timeout, term->valid_until);
-  TOPOSCHED_TRY(r, client_.txn(compares, ops, diagnose, deadline));
+  auto txn = client_.txn(compares, ops, diagnose, deadline);
+  if (!txn) {
+    loaded_ = false;  // it may have been applied: reload before the next decision
+    return tl::unexpected(txn.error());
+  }
+  const EtcdTxnResult& r = *txn;
   if (!r.succeeded) {
     std::vector<std::pair<std::string, bool>> expected;
     for (const auto& id : order) expected.emplace_back(id, effect[id].must_exist_before);
@@ -264,8 +269,8 @@ Result<void> EtcdStore::diagnose_failed_commit(const EtcdTxnResult& r, const Lea
   return make_error(ErrorCode::kIo, "etcd store: a commit failed for no reason the store can see");
 }
 
-Result<std::unique_ptr<Store>> open_etcd_store(std::string_view url) {
-  TOPOSCHED_TRY(parsed, parse_etcd_store_url(url));
+Result<std::unique_ptr<Store>> open_etcd_store(std::string_view rest) {
+  TOPOSCHED_TRY(parsed, parse_etcd_store_url("etcd://" + std::string(rest)));
   return std::make_unique<EtcdStore>(std::move(parsed), EtcdClient::Options{});
 }
 

@@ -67,6 +67,10 @@ class EtcdStore final : public Store {
   // works while etcd has no quorum (possibly stale).
   Result<std::vector<JobRecord>> load_jobs_local();
   const EtcdStoreUrl& url() const { return url_; }
+  // Whether the writer's view is current for term `generation`: load_jobs() ran during it
+  // and no commit since has had an unknown outcome or found the store changed. When not,
+  // the writer reloads (load_jobs) before it decides.
+  bool loaded_in(std::uint64_t generation) const { return loaded_ && loaded_generation_ == generation; }
 
  private:
   Result<std::vector<JobRecord>> load(bool serializable);
@@ -87,7 +91,7 @@ class EtcdStore final : public Store {
   std::int64_t seq_mod_revision_ = 0;    // mod revision of PREFIX/seq as last seen (0: absent)
 };
 
-// open_store's "etcd://" scheme.
-Result<std::unique_ptr<Store>> open_etcd_store(std::string_view url);
+// open_store's "etcd://" row: `rest` is the URL after "etcd://" (HOST:PORT,.../PREFIX).
+Result<std::unique_ptr<Store>> open_etcd_store(std::string_view rest);
 
 }  // namespace toposched::service

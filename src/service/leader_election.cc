@@ -163,7 +163,12 @@ void LeaderElection::campaign_or_watch(Clock::time_point now) {
   std::vector<EtcdOp> take{EtcdOp::put(options_.key, options_.identity, lease)};
   std::vector<EtcdOp> look{EtcdOp::get(options_.key)};
   auto r = client_.txn(free_seat, take, look, now + call_budget());
-  if (!r) return note_error(r.error());
+  if (!r) {
+    note_error(r.error());
+    std::lock_guard lock(mutex_);
+    if (!term_) leader_.clear();  // cannot see etcd: the leader is unknown, not the last one seen
+    return;
+  }
   std::lock_guard lock(mutex_);
   if (lease_id_ != lease || stopping_) return;  // resigned or lost meanwhile
   if (r->succeeded) {

@@ -62,7 +62,8 @@ class LeaderElection {
 
   // The current term, if this replica leads and its term has not run out.
   std::optional<Term> term() const;
-  // The leader as last seen: its identity, or empty when unknown / no leader.
+  // The leader as last seen: its identity, or empty when there is none or etcd could not be
+  // read at the last poll (a follower cut off from etcd does not point at a stale leader).
   std::string leader() const;
   // The last error talking to etcd, empty after a success (for /readyz and logs).
   std::string last_error() const;

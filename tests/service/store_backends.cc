@@ -13,7 +13,7 @@ using namespace std::chrono_literals;
 
 // Opens the etcd store at `url`, campaigns, and waits (bounded) until it leads.
 std::unique_ptr<Store> open_leading_etcd_store(const std::string& url) {
-  auto store = open_etcd_store(url);
+  auto store = open_etcd_store(std::string_view(url).substr(std::string_view("etcd://").size()));
   if (!store) return nullptr;
   auto* etcd = static_cast<EtcdStore*>(store->get());
   etcd->start_election("test-replica", 2s);
