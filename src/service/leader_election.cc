@@ -81,6 +81,12 @@ void LeaderElection::note_error(const Error& e) {
   last_error_ = e.message;
 }
 
+void LeaderElection::lost_sight_of_etcd(const Error& e) {
+  note_error(e);
+  std::lock_guard lock(mutex_);
+  if (!term_) leader_.clear();  // cannot see etcd: the leader is unknown, not the last one seen
+}
+
 void LeaderElection::drop_lease_locked() {
   if (term_) spdlog::warn("leader election: {} steps down (lease {} lost)", options_.identity, lease_id_);
   term_.reset();
@@ -151,44 +157,39 @@ void LeaderElection::keep_lease_alive(Clock::time_point now) {
 
 void LeaderElection::campaign_or_watch(Clock::time_point now) {
   std::int64_t lease = 0;
-  std::optional<Term> term;
   {
     std::lock_guard lock(mutex_);
     lease = lease_id_;
-    term = term_;
   }
   if (lease == 0) return;
-  // One Txn: create the key if nobody holds it, else read who does.
-  std::vector<EtcdCompare> free_seat{{options_.key, EtcdCompare::Target::kCreate, EtcdCompare::Op::kEqual, 0, {}}};
-  std::vector<EtcdOp> take{EtcdOp::put(options_.key, options_.identity, lease)};
-  std::vector<EtcdOp> look{EtcdOp::get(options_.key)};
-  auto r = client_.txn(free_seat, take, look, now + call_budget());
-  if (!r) {
-    note_error(r.error());
-    std::lock_guard lock(mutex_);
-    if (!term_) leader_.clear();  // cannot see etcd: the leader is unknown, not the last one seen
-    return;
+  // Look first (a read-only request: no Raft log entry, no fsync); only when the seat is
+  // free, one Txn creates the key if it is still free, else reads who took it.
+  auto seen = client_.range(options_.key, {}, 0, 0, false, now + call_budget());
+  if (!seen) return lost_sight_of_etcd(seen.error());
+  EtcdTxnResult r;
+  if (seen->kvs.empty()) {
+    std::vector<EtcdCompare> free_seat{{options_.key, EtcdCompare::Target::kCreate, EtcdCompare::Op::kEqual, 0, {}}};
+    std::vector<EtcdOp> take{EtcdOp::put(options_.key, options_.identity, lease)};
+    std::vector<EtcdOp> look{EtcdOp::get(options_.key)};
+    auto t = client_.txn(free_seat, take, look, Clock::now() + call_budget());
+    if (!t) return lost_sight_of_etcd(t.error());
+    r = std::move(*t);
+  } else {
+    r.ranges.push_back(std::move(*seen));
   }
   std::lock_guard lock(mutex_);
   if (lease_id_ != lease || stopping_) return;  // resigned or lost meanwhile
-  if (r->succeeded) {
-    term_ = Term{lease, r->revision, ++generation_, lease_expiry_lb_ - guard()};
+  if (r.succeeded) {
+    term_ = Term{lease, r.revision, ++generation_, lease_expiry_lb_ - guard()};
     leader_ = options_.identity;
     spdlog::info("leader election: {} leads (term {}, lease {}, revision {})", options_.identity,
-                 generation_, lease, r->revision);
+                 generation_, lease, r.revision);
     return;
   }
-  const EtcdKeyValue* holder =
-      r->ranges.empty() || r->ranges[0].kvs.empty() ? nullptr : &r->ranges[0].kvs[0];
+  const EtcdKeyValue* holder = r.ranges.empty() || r.ranges[0].kvs.empty() ? nullptr : &r.ranges[0].kvs[0];
   if (holder == nullptr) return;  // released between compare and read: next step campaigns
   leader_ = holder->value;
   if (term_ && holder->create_revision != term_->key_revision) drop_lease_locked();
-  if (!term_ && holder->lease == lease) {
-    // Our own key from a term this replica considered over (lease kept alive meanwhile):
-    // the key is still ours, so the term resumes under a new generation.
-    term_ = Term{lease, holder->create_revision, ++generation_, lease_expiry_lb_ - guard()};
-    leader_ = options_.identity;
-  }
 }
 
 }  // namespace toposched::service

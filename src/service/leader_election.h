@@ -76,6 +76,7 @@ class LeaderElection {
   void campaign_or_watch(Clock::time_point now);
   void drop_lease_locked();
   void note_error(const Error& e);
+  void lost_sight_of_etcd(const Error& e);
   Clock::duration guard() const;
   Clock::duration call_budget() const;
 
