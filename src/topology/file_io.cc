@@ -1,5 +1,6 @@
 #include "topology/file_io.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,22 @@ Result<std::string> read_text_file(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+// Creates a new temporary file beside the target with mode 0666, which the kernel narrows
+// by the umask: the permissions an ordinary new file gets, without reading the umask
+// (umask(2) can only be read by setting it, which races with other threads of a server).
+int create_temporary(const std::filesystem::path& dir, const std::string& name, std::string& path_out) {
+  static std::atomic<unsigned> counter{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    path_out = (dir / fmt::format(".{}.tmp-{}-{}", name, ::getpid(), counter.fetch_add(1))).string();
+    int fd = ::open(path_out.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+}  // namespace
+
 Result<void> write_file_atomically(const std::string& path, std::string_view content) {
   if (path == "-") {
     std::cout << content;
@@ -39,8 +56,8 @@ Result<void> write_file_atomically(const std::string& path, std::string_view con
   namespace fs = std::filesystem;
   fs::path target(path);
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  int fd = mkstemp(tmpl.data());
+  std::string tmpl;
+  int fd = create_temporary(dir, target.filename().string(), tmpl);
   if (fd < 0)
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot create a temporary file in '{}': {}",
                                                   path, dir.string(), std::strerror(errno)));
@@ -56,10 +73,6 @@ Result<void> write_file_atomically(const std::string& path, std::string_view con
     }
     done += static_cast<std::size_t>(n);
   }
-  // Keep the permissions an ordinary new file would get.
-  mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
     ::unlink(tmpl.c_str());

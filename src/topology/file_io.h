@@ -1,6 +1,7 @@
 // Whole-file reading and atomic writing. Output files are written to a temporary file in
 // the destination's directory and renamed over it, so a failure never leaves a
-// half-written file. Stateless functions; safe from any thread (distinct paths).
+// half-written file. The file gets the permissions of any new file (0666 less the umask),
+// and the process umask is never changed. Stateless functions; safe from any thread (distinct paths).
 #pragma once
 
 #include <string>
