@@ -57,6 +57,7 @@ int run_export(const ExportCliOptions& o) {
   options.gres_type = o.gres_type;
   options.object_name = o.name;
   int code = kExitOk;
+  if (!output_usable_or_report(o.output, code)) return code;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
   auto out = export_cluster(*c, o.to, options);

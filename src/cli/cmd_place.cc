@@ -43,6 +43,7 @@ int run_place(const PlaceOptions& o) {
   auto policy = find_policy(o.policy);
   if (!policy) return report(policy.error());
   int code = kExitOk;
+  if (!output_usable_or_report(o.save_state, code)) return code;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
   auto loaded_state = load_state_or_report(*c, o.state, code);

@@ -64,6 +64,7 @@ Json summary(const Cluster& c) {
 
 int run_show(const ShowOptions& o) {
   int code = kExitOk;
+  if (o.spec && !output_usable_or_report(o.output, code)) return code;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
   if (o.spec) {
