@@ -41,6 +41,7 @@ int run_place(const PlaceOptions& o) {
     return usage_error(fmt::format("--workload must be training, inference or inference-pd, not '{}'", o.workload));
   if (auto policy = find_policy(o.policy); !policy) return report(policy.error());
   int code = kExitOk;
+  if (!output_usable_or_report(o.save_state, code)) return code;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
   // Read-decide-write under one exclusive lock, so concurrent `place` calls on one state
