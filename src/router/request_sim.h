@@ -28,7 +28,7 @@ namespace toposched::router {
 struct SimConfig {
   int block_tokens = kMooncakeBlockTokens;
   long long cache_blocks = 0;     // per worker: 0 = from GPU memory (TimeModel), < 0 = unlimited
-  int max_batched_tokens = 8192;  // vLLM V1's default for its API server
+  int max_batched_tokens = 8192;  // a common vLLM chunked-prefill budget
   int max_running = 256;          // vLLM's max_num_seqs
   double speed = 1.0;             // arrivals at this many times the trace's rate
   bool disaggregated = false;
