@@ -19,16 +19,125 @@
 namespace toposched {
 namespace {
 
-// One Kueue topology domain and its per-request state (Kueue's domain + domainState).
+// One Kueue topology domain (Kueue's domain; its per-request counts live in the Snapshot).
 struct Domain {
   int parent = -1;
   std::vector<int> children;
   NodeId node;              // valid for the hostname level
   SwitchId sw;              // valid above it
   std::uint32_t order = 0;  // rank of the domain's level values (its path of names) within its level
-  long pods = 0;            // podCount: capacity, then what the assignment gives it
-  long slices = 0;          // sliceCount
 };
+
+// Kueue's levels and domains of a cluster: one domain per switch (tiers, top first) with an
+// eligible node below, one per node whose ancestors cover every tier. Depends only on the
+// cluster's names and tree, which it keeps a copy of to recognise the cluster again.
+struct Tree {
+  std::vector<std::string> levels;               // level names, top first, then "node"
+  std::vector<Domain> domains;
+  std::vector<std::vector<int>> by_level;        // domains of each level
+  std::vector<std::string> node_names, switch_names;
+  std::vector<SwitchId> node_switch, switch_parent;
+  std::vector<int> switch_tier;
+
+  const std::string& name(int d) const {
+    const Domain& x = domains[static_cast<std::size_t>(d)];
+    return x.node.valid() ? node_names[x.node.index()] : switch_names[x.sw.index()];
+  }
+};
+
+bool describes(const Tree& t, const Cluster& c) {
+  if (t.node_names.size() != c.node_count() || t.switch_names.size() != c.switch_count() ||
+      t.levels.size() != c.tiers().size() + 1)
+    return false;
+  for (std::size_t i = 0; i < c.tiers().size(); ++i)
+    if (t.levels[c.tiers().size() - 1 - i] != c.tiers()[i].name) return false;
+  for (std::size_t i = 0; i < c.node_count(); ++i) {
+    NodeId n(static_cast<std::uint32_t>(i));
+    if (t.node_switch[i] != c.node_switch(n) || t.node_names[i] != c.node_name(n)) return false;
+  }
+  for (std::size_t i = 0; i < c.switch_count(); ++i) {
+    SwitchId sw(static_cast<std::uint32_t>(i));
+    if (t.switch_parent[i] != c.switch_parent(sw) || t.switch_tier[i] != c.switch_tier(sw) ||
+        t.switch_names[i] != c.switch_name(sw))
+      return false;
+  }
+  return true;
+}
+
+int add_domain(Tree& t, int parent, int level, NodeId node, SwitchId sw) {
+  const int d = static_cast<int>(t.domains.size());
+  t.domains.push_back(Domain{parent, {}, node, sw, 0});
+  if (parent >= 0) t.domains[static_cast<std::size_t>(parent)].children.push_back(d);
+  t.by_level[static_cast<std::size_t>(level)].push_back(d);
+  return d;
+}
+
+// Kueue breaks ties by the domain's level values (the names on its path from the top),
+// compared as strings: order within a level = (parent's order, own name).
+void rank_by_level_values(Tree& t) {
+  using Key = std::pair<std::uint32_t, const std::string*>;
+  auto less = [](const std::pair<Key, int>& a, const std::pair<Key, int>& b) {
+    if (a.first.first != b.first.first) return a.first.first < b.first.first;
+    return *a.first.second < *b.first.second;
+  };
+  std::vector<std::pair<Key, int>> keys;
+  for (auto& level : t.by_level) {
+    keys.clear();
+    for (int d : level) {
+      int parent = t.domains[static_cast<std::size_t>(d)].parent;
+      keys.push_back({{parent >= 0 ? t.domains[static_cast<std::size_t>(parent)].order : 0, &t.name(d)}, d});
+    }
+    // Clusters usually list nodes in name order already (dgx-h100-001, -002, ...): one pass.
+    if (!std::is_sorted(keys.begin(), keys.end(), less)) std::sort(keys.begin(), keys.end(), less);
+    for (std::size_t k = 0; k < keys.size(); ++k)
+      t.domains[static_cast<std::size_t>(keys[k].second)].order = static_cast<std::uint32_t>(k);
+  }
+}
+
+Tree build_tree(const Cluster& c) {
+  Tree t;
+  const int tiers = static_cast<int>(c.tiers().size());
+  for (int k = tiers - 1; k >= 0; --k) t.levels.push_back(c.tiers()[static_cast<std::size_t>(k)].name);
+  t.levels.push_back("node");
+  t.by_level.assign(t.levels.size(), {});
+  for (std::size_t i = 0; i < c.node_count(); ++i) {
+    t.node_names.push_back(c.node_name(NodeId(static_cast<std::uint32_t>(i))));
+    t.node_switch.push_back(c.node_switch(NodeId(static_cast<std::uint32_t>(i))));
+  }
+  for (std::size_t i = 0; i < c.switch_count(); ++i) {
+    SwitchId sw(static_cast<std::uint32_t>(i));
+    t.switch_names.push_back(c.switch_name(sw));
+    t.switch_parent.push_back(c.switch_parent(sw));
+    t.switch_tier.push_back(c.switch_tier(sw));
+  }
+  std::vector<int> switch_domain(c.switch_count(), -1);
+  std::vector<SwitchId> chain;
+  for (std::size_t i = 0; i < c.node_count(); ++i) {
+    NodeId n(static_cast<std::uint32_t>(i));
+    chain.clear();
+    for (SwitchId sw = c.node_switch(n); sw.valid(); sw = c.switch_parent(sw)) chain.push_back(sw);
+    bool complete = static_cast<int>(chain.size()) == tiers;
+    for (int k = 0; complete && k < tiers; ++k) complete = c.switch_tier(chain[static_cast<std::size_t>(k)]) == k;
+    if (!complete) continue;
+    int parent = -1;
+    for (int k = tiers - 1; k >= 0; --k) {
+      int& d = switch_domain[chain[static_cast<std::size_t>(k)].index()];
+      if (d < 0) d = add_domain(t, parent, tiers - 1 - k, NodeId(), chain[static_cast<std::size_t>(k)]);
+      parent = d;
+    }
+    add_domain(t, parent, tiers, n, SwitchId());
+  }
+  rank_by_level_values(t);
+  return t;
+}
+
+// The tree of `c`, kept per thread: the simulator places hundreds of thousands of jobs on one
+// cluster, and rebuilding it each time cost more than the placement.
+const Tree& tree_for(const Cluster& c) {
+  thread_local Tree cached;
+  if (!describes(cached, c)) cached = build_tree(c);
+  return cached;
+}
 
 // The request as Kueue sees it (findTopologyAssignmentState).
 struct Params {
@@ -47,16 +156,15 @@ struct Params {
 class Snapshot {
  public:
   Snapshot(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, const Params& p)
-      : s_(s), p_(p) {
-    build_tree();
+      : s_(s), p_(p), t_(tree_for(s.cluster())), pods_(t_.domains.size(), 0), slices_(t_.domains.size(), 0) {
     fill_counts(r, allowed);
   }
 
-  int lowest_level() const { return static_cast<int>(levels_.size()) - 1; }
-  const std::string& level_name(int level) const { return levels_[static_cast<std::size_t>(level)]; }
+  int lowest_level() const { return static_cast<int>(t_.levels.size()) - 1; }
+  const std::string& level_name(int level) const { return t_.levels[static_cast<std::size_t>(level)]; }
 
   Result<std::vector<GpuId>> assign() {
-    if (levels_by_domain_.back().empty()) return infeasible("no node has a switch at every fabric tier");
+    if (t_.by_level.back().empty()) return infeasible("no node has a switch at every fabric tier");
     auto fit = find_level_with_fit_domains(p_.requested_level);
     if (!fit) return tl::unexpected(fit.error());
     auto [level, chosen] = std::move(*fit);
@@ -74,7 +182,7 @@ class Snapshot {
     for (; level < lowest_level(); ++level) {
       std::vector<int> next;
       for (int d : current) {
-        TOPOSCHED_TRY(part, update_counts_to_minimum(sorted(dom(d).children), dom(d).pods, 1, false));
+        TOPOSCHED_TRY(part, update_counts_to_minimum(sorted(dom(d).children), pods(d), 1, false));
         next.insert(next.end(), part.begin(), part.end());
       }
       current = std::move(next);
@@ -85,113 +193,59 @@ class Snapshot {
  private:
   const AllocationState& s_;
   const Params& p_;
-  std::vector<std::string> levels_;                 // level names, top first
-  std::vector<Domain> domains_;
-  std::vector<std::vector<int>> levels_by_domain_;  // domains of each level
+  const Tree& t_;
+  std::vector<long> pods_;    // podCount per domain: capacity, then what the assignment gives it
+  std::vector<long> slices_;  // sliceCount per domain
 
-  Domain& dom(int d) { return domains_[static_cast<std::size_t>(d)]; }
+  const Domain& dom(int d) const { return t_.domains[static_cast<std::size_t>(d)]; }
+  long& pods(int d) { return pods_[static_cast<std::size_t>(d)]; }
+  long& slices(int d) { return slices_[static_cast<std::size_t>(d)]; }
+  long count_of(int d, bool in_slices) { return in_slices ? slices(d) : pods(d); }
 
   static tl::unexpected<Error> infeasible(std::string m) { return make_error(ErrorCode::kInfeasible, std::move(m)); }
-
-  // Kueue's levels and domains: one per switch (tiers, top first) with an eligible node below,
-  // one per node whose ancestors cover every tier.
-  void build_tree() {
-    const Cluster& c = s_.cluster();
-    const int tiers = static_cast<int>(c.tiers().size());
-    for (int t = tiers - 1; t >= 0; --t) levels_.push_back(c.tiers()[static_cast<std::size_t>(t)].name);
-    levels_.push_back("node");
-    levels_by_domain_.assign(levels_.size(), {});
-    std::vector<int> switch_domain(c.switch_count(), -1);
-    std::vector<SwitchId> chain;
-    for (std::size_t i = 0; i < c.node_count(); ++i) {
-      NodeId n(static_cast<std::uint32_t>(i));
-      chain.clear();
-      for (SwitchId sw = c.node_switch(n); sw.valid(); sw = c.switch_parent(sw)) chain.push_back(sw);
-      bool complete = static_cast<int>(chain.size()) == tiers;
-      for (int t = 0; complete && t < tiers; ++t) complete = c.switch_tier(chain[static_cast<std::size_t>(t)]) == t;
-      if (!complete) continue;
-      int parent = -1;
-      for (int t = tiers - 1; t >= 0; --t) {
-        int& d = switch_domain[chain[static_cast<std::size_t>(t)].index()];
-        if (d < 0) d = add_domain(parent, tiers - 1 - t, NodeId(), chain[static_cast<std::size_t>(t)]);
-        parent = d;
-      }
-      add_domain(parent, tiers, n, SwitchId());
-    }
-    rank_by_level_values();
-  }
-
-  int add_domain(int parent, int level, NodeId node, SwitchId sw) {
-    const int d = static_cast<int>(domains_.size());
-    domains_.push_back(Domain{parent, {}, node, sw, 0, 0, 0});
-    if (parent >= 0) dom(parent).children.push_back(d);
-    levels_by_domain_[static_cast<std::size_t>(level)].push_back(d);
-    return d;
-  }
-
-  const std::string& domain_name(int d) {
-    const Cluster& c = s_.cluster();
-    return dom(d).node.valid() ? c.node_name(dom(d).node) : c.switch_name(dom(d).sw);
-  }
-
-  // Kueue breaks ties by the domain's level values (the names on its path from the top),
-  // compared as strings: order within a level = (parent's order, own name).
-  void rank_by_level_values() {
-    using Key = std::pair<std::uint32_t, const std::string*>;
-    auto less = [](const std::pair<Key, int>& a, const std::pair<Key, int>& b) {
-      if (a.first.first != b.first.first) return a.first.first < b.first.first;
-      return *a.first.second < *b.first.second;
-    };
-    std::vector<std::pair<Key, int>> keys;
-    for (auto& level : levels_by_domain_) {
-      keys.clear();
-      for (int d : level) keys.push_back({{dom(d).parent >= 0 ? dom(dom(d).parent).order : 0, &domain_name(d)}, d});
-      // Clusters usually list nodes in name order already (dgx-h100-001, -002, ...): one pass.
-      if (!std::is_sorted(keys.begin(), keys.end(), less)) std::sort(keys.begin(), keys.end(), less);
-      for (std::size_t k = 0; k < keys.size(); ++k) dom(keys[k].second).order = static_cast<std::uint32_t>(k);
-    }
-  }
 
   // Phase 1 (fillInCounts): pods that fit in each node, summed upwards; slices counted at the
   // slice level and summed above it (zero below it).
   void fill_counts(const JobRequest& r, const NodeMask& allowed) {
     for (int level = lowest_level(); level >= 0; --level)
-      for (int d : levels_by_domain_[static_cast<std::size_t>(level)]) {
-        Domain& x = dom(d);
-        if (x.node.valid()) {
-          x.pods = node_capacity(s_, r, allowed, x.node) / p_.pod_gpus;
+      for (int d : t_.by_level[static_cast<std::size_t>(level)]) {
+        if (dom(d).node.valid()) {
+          pods(d) = node_capacity(s_, r, allowed, dom(d).node) / p_.pod_gpus;
         } else {
-          x.pods = 0;
-          x.slices = 0;
-          for (int ch : x.children) {
-            x.pods += dom(ch).pods;
-            x.slices += dom(ch).slices;
+          for (int ch : dom(d).children) {
+            pods(d) += pods(ch);
+            slices(d) += slices(ch);
           }
         }
-        if (level == p_.slice_level) x.slices = x.pods / p_.slice_size;
+        if (level == p_.slice_level) slices(d) = pods(d) / p_.slice_size;
       }
   }
 
   // BestFit: most slices first, then the fewest pods (least stranded capacity), then names.
   // LeastFreeCapacity: fewest slices first, then the fewest pods, then names.
-  std::vector<int> sorted(std::vector<int> ds) {
-    std::sort(ds.begin(), ds.end(), [&](int a, int b) {
-      const Domain& x = dom(a);
-      const Domain& y = dom(b);
-      if (x.slices != y.slices) return p_.least_free ? x.slices < y.slices : x.slices > y.slices;
-      if (x.pods != y.pods) return x.pods < y.pods;
-      return x.order < y.order;
-    });
+  // Domains that hold nothing are left out: wherever Kueue's order puts them, they take no pod
+  // and are never the best fit, so the assignment is the same.
+  bool before(int a, int b) {
+    if (slices(a) != slices(b)) return p_.least_free ? slices(a) < slices(b) : slices(a) > slices(b);
+    if (pods(a) != pods(b)) return pods(a) < pods(b);
+    return dom(a).order < dom(b).order;
+  }
+  std::vector<int> sorted(const std::vector<int>& all) {
+    std::vector<int> ds;
+    ds.reserve(all.size());
+    for (int d : all)
+      if (pods(d) > 0 || slices(d) > 0) ds.push_back(d);
+    std::sort(ds.begin(), ds.end(), [&](int a, int b) { return before(a, b); });
     return ds;
   }
 
   // The first domain with the smallest count that still holds `needed`; the first one when
   // none does (findBestFitDomainBy).
-  int best_fit(std::span<const int> ds, long needed, bool slices) {
+  int best_fit(std::span<const int> ds, long needed, bool in_slices) {
     int best = ds.front();
     long best_count = std::numeric_limits<long>::max();
     for (int d : ds) {
-      long have = slices ? dom(d).slices : dom(d).pods;
+      long have = count_of(d, in_slices);
       if (have >= needed && have < best_count) {
         best = d;
         best_count = have;
@@ -208,26 +262,29 @@ class Snapshot {
 
   // Phase 2a (findLevelWithFitDomains): the level and the domains that hold the job.
   Result<std::pair<int, std::vector<int>>> find_level_with_fit_domains(int level) {
-    std::vector<int> ds = sorted(levels_by_domain_[static_cast<std::size_t>(level)]);
-    if (ds.empty()) return infeasible(fmt::format("no topology domains at level {}", level_name(level)));
+    const std::vector<int>& all = t_.by_level[static_cast<std::size_t>(level)];
+    if (all.empty()) return infeasible(fmt::format("no topology domains at level {}", level_name(level)));
     const long needed = p_.count / p_.slice_size;
     if (p_.least_free) {
-      for (int d : ds)
-        if (dom(d).slices >= needed) return std::pair{level, std::vector<int>{d}};
+      // The first domain in LeastFreeCapacity order that holds the job, without sorting them all.
+      int first = -1;
+      for (int d : all)
+        if (slices(d) >= needed && (first < 0 || before(d, first))) first = d;
+      if (first >= 0) return std::pair{level, std::vector<int>{first}};
     }
-    int top = ds.front();
-    if (!p_.least_free && dom(top).slices >= needed) top = best_fit(ds, needed, true);
-    if (dom(top).slices >= needed) return std::pair{level, std::vector<int>{top}};
+    std::vector<int> ds = sorted(all);
+    long top_slices = ds.empty() ? 0 : slices(ds.front());
+    if (!p_.least_free && top_slices >= needed) return std::pair{level, std::vector<int>{best_fit(ds, needed, true)}};
     if (p_.required)
-      return infeasible(fmt::format("{} in one {} (required)", not_fit(dom(top).slices, needed), level_name(level)));
+      return infeasible(fmt::format("{} in one {} (required)", not_fit(top_slices, needed), level_name(level)));
     if (level > 0 && !p_.unconstrained) return find_level_with_fit_domains(level - 1);
     std::vector<int> chosen;
     long remaining = needed;
     for (std::size_t i = 0; remaining > 0 && i < ds.size(); ++i) {
       int d = ds[i];
-      if (!p_.least_free && dom(d).slices >= remaining) d = best_fit(std::span(ds).subspan(i), remaining, true);
+      if (!p_.least_free && slices(d) >= remaining) d = best_fit(std::span(ds).subspan(i), remaining, true);
       chosen.push_back(d);
-      remaining -= dom(d).slices;
+      remaining -= slices(d);
     }
     if (remaining > 0) return infeasible(not_fit(needed - remaining, needed));
     return std::pair{level, std::move(chosen)};
@@ -236,24 +293,23 @@ class Snapshot {
   // updateCountsToMinimumGeneric: gives `count` pods (in slices of `slice_size` when `slices`)
   // to the domains in order, the last one (BestFit) the tightest that holds the rest.
   Result<std::vector<int>> update_counts_to_minimum(const std::vector<int>& ds, long count, long slice_size,
-                                                    bool slices) {
+                                                    bool in_slices) {
     std::vector<int> out;
-    long remaining = slices ? count / slice_size : count;
+    long remaining = in_slices ? count / slice_size : count;
     if (remaining == 0) return out;  // a domain given nothing (LeastFreeCapacity passes over empty ones)
+    const long unit = in_slices ? slice_size : 1;
     for (std::size_t i = 0; i < ds.size(); ++i) {
       int d = ds[i];
-      long have = slices ? dom(d).slices : dom(d).pods;
-      if (!p_.least_free && have >= remaining) {
-        d = best_fit(std::span(ds).subspan(i), remaining, slices);
-        have = slices ? dom(d).slices : dom(d).pods;
-      }
+      if (!p_.least_free && count_of(d, in_slices) >= remaining)
+        d = best_fit(std::span(ds).subspan(i), remaining, in_slices);
+      const long have = count_of(d, in_slices);
       out.push_back(d);
       if (have >= remaining) {
-        dom(d).pods = remaining * (slices ? slice_size : 1);
-        if (slices) dom(d).slices = remaining;
+        pods(d) = remaining * unit;
+        if (in_slices) slices(d) = remaining;
         return out;
       }
-      dom(d).pods = have * (slices ? slice_size : 1);
+      pods(d) = have * unit;
       remaining -= have;
     }
     return infeasible(fmt::format("kueue-bestfit: {} pod(s) left over while descending the topology", remaining));
@@ -264,7 +320,7 @@ class Snapshot {
     std::sort(leaves.begin(), leaves.end(), [&](int a, int b) { return dom(a).order < dom(b).order; });
     std::vector<GpuId> out;
     for (int d : leaves)
-      if (dom(d).pods > 0) take_lowest_free(s_, dom(d).node, static_cast<int>(dom(d).pods) * p_.pod_gpus, out);
+      if (pods(d) > 0) take_lowest_free(s_, dom(d).node, static_cast<int>(pods(d)) * p_.pod_gpus, out);
     return out;
   }
 };
