@@ -9,6 +9,7 @@ const std::vector<RouteSet>& route_sets() {
       {"jobs", "POST/GET/DELETE /v1/jobs", install_job_routes},
       {"cluster", "GET /v1/cluster, /v1/path, /v1/fragmentation, /v1/export; POST /v1/cost", install_cluster_routes},
       {"topograph", "Topograph-compatible POST /v1/generate, GET /v1/topology", install_topograph_routes},
+      {"slurm", "serve --slurm: the state follows Slurm's jobs; GET /v1/slurm/sync", install_slurm_sync},
   };
   return kRoutes;
 }

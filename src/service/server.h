@@ -58,6 +58,7 @@ struct ServeOptions {
   std::string url_prefix;     // --url-prefix, e.g. /scheduler
   std::string k8s_api;        // --k8s-api URL
   bool slurm = false;         // --slurm
+  double slurm_poll_interval_s = 5;  // --slurm-poll-interval
 };
 
 // Bearer-token check for mutating endpoints (constant-time compare). Thread-safe.
@@ -79,6 +80,9 @@ struct ServiceContext {
   Scheduler& scheduler;
   Metrics& metrics;
   const Auth& auth;
+  // Background workers an installer starts (serve --slurm's sync) register how to stop them;
+  // Server::stop runs these after the last request and before the scheduler stops.
+  std::vector<std::function<void()>> stop_hooks = {};
 };
 
 using RouteInstaller = void (*)(httplib::Server& http, ServiceContext& ctx);
@@ -95,6 +99,7 @@ void install_health_routes(httplib::Server& http, ServiceContext& ctx);    // he
 void install_job_routes(httplib::Server& http, ServiceContext& ctx);       // job_routes.cc
 void install_cluster_routes(httplib::Server& http, ServiceContext& ctx);   // cluster_routes.cc
 void install_topograph_routes(httplib::Server& http, ServiceContext& ctx); // topograph_routes.cc
+void install_slurm_sync(httplib::Server& http, ServiceContext& ctx);        // slurm_sync.cc
 
 // A running server: loads the cluster, opens the store, restores, listens.
 class Server {
