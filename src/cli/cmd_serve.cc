@@ -31,7 +31,12 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_flag("--k8s-extender", o->k8s_extender, "Serve the Kubernetes scheduler-extender verbs (filter, prioritize, bind)");
   cmd->add_option("--url-prefix", o->url_prefix, "Path prefix of the extender verbs (e.g. /scheduler)");
   cmd->add_option("--k8s-api", o->k8s_api, "Kubernetes API server URL the extender binds pods through");
-  cmd->add_flag("--slurm", o->slurm, "Serve the Slurm endpoints (job_submit.lua plans)");
+  cmd->add_flag("--slurm", o->slurm,
+                "Keep the state equal to Slurm's: hold the GPUs of Slurm jobs started outside toposched, "
+                "release jobs that end (sinfo/squeue on PATH, SLURM_CONF; docs/slurm.md)");
+  cmd->add_option("--slurm-poll-interval", o->slurm_poll_interval_s,
+                  "Seconds between two reads of Slurm's state with --slurm (default 5)")
+      ->check(CLI::Range(0.1, 3600.0));
   cmd->add_option("--router-model", o->router_model, "POST /v1/route: model of the replicas (default llama3-8b; docs/router.md)");
   cmd->add_option("--router-workers", o->router_workers, "POST /v1/route: number of replicas, spread over the nodes (default 8)");
   cmd->add_option("--router-tp", o->router_tp, "POST /v1/route: GPUs per replica (default 1)");

@@ -1,5 +1,6 @@
 #include "placement/engine.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -242,6 +243,29 @@ Result<Placement> place_job(AllocationState& state, const PlaceRequest& request,
   return std::move(*p);
 }
 
+namespace {
+// A job placed elsewhere: its GPUs as given, checked free and distinct by allocate().
+Result<Placement> hold_job(AllocationState& state, const PlaceRequest& request, std::span<const GpuId> gpus, bool hold) {
+  const std::string& id = request.job.job_id;
+  if (id.empty()) return make_error(ErrorCode::kInvalidArgument, "a held job needs a job id");
+  if (state.has_job(id))
+    return make_error(ErrorCode::kConflict, fmt::format("job '{}' is already placed", id));
+  if (hold) TOPOSCHED_CHECK(state.allocate(id, gpus));
+  Placement p;
+  p.job_id = id;
+  p.policy = request.policy;
+  p.gpus_by_rank.assign(gpus.begin(), gpus.end());
+  std::vector<std::string> nodes;
+  for (GpuId g : gpus) {
+    const std::string& n = state.cluster().node_name(state.cluster().gpu_node(g));
+    if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+  }
+  p.nodes_hostlist = compress_hostlist(nodes);
+  p.node_count = static_cast<int>(nodes.size());
+  return p;
+}
+}  // namespace
+
 Engine::Engine(const Cluster& cluster, AllocationState state) : cluster_(&cluster), state_(std::move(state)) {
   for (const std::string& id : state_.job_ids()) {
     Placement p;
@@ -257,7 +281,13 @@ Result<Decision> Engine::apply(const Command& command) {
   Decision d;
   d.kind = command.kind;
   d.dry_run = command.dry_run;
-  if (command.kind == Command::Kind::kPlace) {
+  if (command.kind == Command::Kind::kPlace && !command.hold_gpus.empty()) {
+    TOPOSCHED_TRY(p, hold_job(state_, command.place, command.hold_gpus, !command.dry_run));
+    d.job_id = p.job_id;
+    d.request_json = place_request_to_json(command.place).dump();
+    d.answer_json = placement_to_json(*cluster_, p).dump();
+    d.gpus_by_rank = std::move(p.gpus_by_rank);
+  } else if (command.kind == Command::Kind::kPlace) {
     TOPOSCHED_TRY(p, place_job(state_, command.place, !command.dry_run));
     PlaceRequest normalised = command.place;
     normalised.job.job_id = p.job_id;

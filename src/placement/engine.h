@@ -77,6 +77,9 @@ struct Command {
   Kind kind = Kind::kPlace;
   PlaceRequest place;   // kPlace
   bool dry_run = false; // kPlace: decide, hold nothing, commit nothing
+  // kPlace: when not empty, hold exactly these GPUs (rank order) for place.job.job_id instead
+  // of asking a policy: a job another scheduler already placed (serve --slurm mirrors Slurm's).
+  std::vector<GpuId> hold_gpus;
   std::string job_id;   // kRelease
 };
 

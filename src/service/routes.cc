@@ -10,6 +10,7 @@ const std::vector<RouteSet>& route_sets() {
       {"cluster", "GET /v1/cluster, /v1/path, /v1/fragmentation, /v1/export; POST /v1/cost", install_cluster_routes},
       {"topograph", "Topograph-compatible POST /v1/generate, GET /v1/topology", install_topograph_routes},
       {"router", "LLM request routing: POST /v1/route, POST /v1/kv-events (Dynamo's KV event schema)", install_router_routes},
+      {"slurm", "serve --slurm: the state follows Slurm's jobs; GET /v1/slurm/sync", install_slurm_sync},
   };
   return kRoutes;
 }

@@ -182,6 +182,8 @@ void Server::stop() {
   if (stopped_.exchange(true)) return;
   if (http_) http_->stop();
   if (listener_.joinable()) listener_.join();
+  if (context_)
+    for (auto& hook : context_->stop_hooks) hook();
   if (scheduler_) scheduler_->stop();
 }
 

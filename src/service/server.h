@@ -63,6 +63,7 @@ struct ServeOptions {
   int router_workers = 8;                  // --router-workers
   int router_tp = 1;                       // --router-tp
   std::string router_policy = "kv-topo";   // --router-policy
+  double slurm_poll_interval_s = 5;  // --slurm-poll-interval
 };
 
 // Bearer-token check for mutating endpoints (constant-time compare). Thread-safe.
@@ -84,6 +85,9 @@ struct ServiceContext {
   Scheduler& scheduler;
   Metrics& metrics;
   const Auth& auth;
+  // Background workers an installer starts (serve --slurm's sync) register how to stop them;
+  // Server::stop runs these after the last request and before the scheduler stops.
+  std::vector<std::function<void()>> stop_hooks = {};
 };
 
 using RouteInstaller = void (*)(httplib::Server& http, ServiceContext& ctx);
@@ -101,6 +105,7 @@ void install_job_routes(httplib::Server& http, ServiceContext& ctx);       // jo
 void install_cluster_routes(httplib::Server& http, ServiceContext& ctx);   // cluster_routes.cc
 void install_topograph_routes(httplib::Server& http, ServiceContext& ctx); // topograph_routes.cc
 void install_router_routes(httplib::Server& http, ServiceContext& ctx);    // router_routes.cc
+void install_slurm_sync(httplib::Server& http, ServiceContext& ctx);        // slurm_sync.cc
 
 // A running server: loads the cluster, opens the store, restores, listens.
 class Server {

@@ -51,6 +51,7 @@ std::vector<GpuId> sorted(std::vector<GpuId> g) {
 struct Desired {
   std::map<std::string, std::vector<GpuId>> holds;
   std::set<std::string> pending_toposched_jobs;
+  std::set<std::string> ended_toposched_jobs;  // listed by Slurm as completed, cancelled, failed, ...
 };
 
 Result<Desired> desired_state(const Cluster& cluster, const SlurmLiveState& live) {
@@ -59,7 +60,7 @@ Result<Desired> desired_state(const Cluster& cluster, const SlurmLiveState& live
   for (const SlurmJob& job : live.jobs) {
     std::string tag = toposched_job_of(job);
     if (!job.holds_resources()) {
-      if (!tag.empty() && job.state == "PENDING") d.pending_toposched_jobs.insert(tag);
+      if (!tag.empty()) (job.state == "PENDING" ? d.pending_toposched_jobs : d.ended_toposched_jobs).insert(tag);
       continue;
     }
     TOPOSCHED_TRY(gpus, job_gpus(cluster, job));
@@ -113,8 +114,16 @@ Result<std::vector<SyncAction>> reconcile(const Cluster& cluster, const SlurmLiv
       }
       continue;
     }
-    if (is_managed_id(job.id) || (starts_with(job.id, "slurm-") && !slurm_knows)) {
+    if (is_managed_id(job.id)) {
       releases.push_back({SyncAction::Kind::kRelease, job.id, {}, "the Slurm job ended"});
+      continue;
+    }
+    if (desired.ended_toposched_jobs.contains(job.id) && !slurm_knows) {
+      releases.push_back({SyncAction::Kind::kRelease, job.id, {}, "the Slurm job ended"});
+      continue;
+    }
+    if (starts_with(job.id, "slurm-") && !slurm_knows) {
+      releases.push_back({SyncAction::Kind::kRelease, job.id, {}, "Slurm lists no such job (ended)", true});
       continue;
     }
     auto clash = std::find_if(job.gpus.begin(), job.gpus.end(), [&](GpuId g) { return desired_owner.contains(g.index()); });

@@ -32,6 +32,10 @@ struct SyncAction {
   std::string job_id;
   std::vector<GpuId> gpus;  // kHold: the GPUs to hold
   std::string reason;       // for the log
+  // kRelease of a job the job_submit.lua placed that Slurm does not list: it may be gone, or
+  // slurmctld may not have created it yet (the plugin asks before the job exists), so the
+  // caller waits a grace period before releasing it.
+  bool slurm_may_not_know_yet = false;
 };
 
 // The id the job_submit.lua recorded in a job's admin_comment; empty when none.

@@ -152,7 +152,13 @@ class SlurmJobSubmitLua(unittest.TestCase):
         name = f"slurm-job:{outside}"
         held = self.wait_for(lambda: self.service_jobs().get(name), f"{name} in the service")
         self.assertEqual({(g["node"], g["gpu"]) for g in held["gpus"]}, self.slurm_gpus(outside))
-        # The service never places onto them: a dry run of a job as big as what is left.
+        # The service no longer offers those GPUs: a what-if placement of one whole node avoids them.
+        body = json.dumps({"job": "what-if", "gpus": 4}).encode()
+        req = urllib.request.Request(self.url + "/v1/jobs?dry_run=1", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            what_if = {(g["node"], g["gpu"]) for g in json.load(r)["gpus"]}
+        self.assertFalse(what_if & self.slurm_gpus(outside))
         self.slurm.cancel(outside)
         self.wait_for(lambda: name not in self.service_jobs(), f"{name} released after scancel")
         job, tag = getattr(type(self), "lua_job", (None, None))

@@ -100,6 +100,13 @@ TEST(SlurmSync, PluginJobsFollowSlurm) {
   ASSERT_TRUE(ended);
   ASSERT_EQ(ended->size(), 1u);
   EXPECT_EQ((*ended)[0].job_id, "slurm-1-0-0001");
+  EXPECT_FALSE((*ended)[0].slurm_may_not_know_yet);
+  // Purged from Slurm's list: released too, but only after the caller's grace period.
+  live.jobs.pop_back();
+  auto purged = reconcile(c, live, held);
+  ASSERT_TRUE(purged);
+  ASSERT_EQ(purged->size(), 1u);
+  EXPECT_TRUE((*purged)[0].slurm_may_not_know_yet);
 }
 
 TEST(SlurmSync, SlurmWinsConflictsAndUnknownNodesAreErrors) {

@@ -1,0 +1,133 @@
+#include "service/slurm_sync.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "service/http.h"
+#include "slurm/slurm_commands.h"
+#include "slurm/sync.h"
+
+namespace toposched::service {
+
+namespace {
+long long now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+SlurmSync::SlurmSync(const Cluster& cluster, Scheduler& scheduler, double interval_s, double grace_s)
+    : cluster_(cluster), scheduler_(scheduler), interval_s_(interval_s), grace_s_(grace_s) {}
+
+SlurmSync::~SlurmSync() { stop(); }
+
+void SlurmSync::start() { worker_ = std::thread([this] { loop(); }); }
+
+void SlurmSync::stop() {
+  {
+    std::lock_guard lock(wake_mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void SlurmSync::loop() {
+  for (;;) {
+    auto done = sync_once();
+    if (!done) spdlog::warn("slurm sync: {} (state unchanged; retrying)", done.error().to_string());
+    std::unique_lock lock(wake_mutex_);
+    if (wake_.wait_for(lock, std::chrono::duration<double>(interval_s_), [this] { return stopping_; })) return;
+  }
+}
+
+Result<void> SlurmSync::apply(const slurm::SyncAction& a) {
+  Command c;
+  if (a.kind == slurm::SyncAction::Kind::kRelease) {
+    c.kind = Command::Kind::kRelease;
+    c.job_id = a.job_id;
+  } else {
+    c.kind = Command::Kind::kPlace;
+    c.place.job.job_id = a.job_id;
+    c.place.policy = "slurm";
+    c.hold_gpus = a.gpus;
+  }
+  auto d = scheduler_.submit(std::move(c));
+  if (!d) return tl::unexpected(d.error());
+  spdlog::info("slurm sync: {} {} ({} GPUs): {}", a.kind == slurm::SyncAction::Kind::kRelease ? "released" : "holding",
+               a.job_id, d->gpus_by_rank.size(), a.reason);
+  return {};
+}
+
+Result<int> SlurmSync::sync_once() {
+  std::lock_guard guard(sync_mutex_);
+  auto record_error = [this](const Error& e) {
+    std::lock_guard lock(status_mutex_);
+    ++polls_;
+    last_error_ = e.to_string();
+  };
+  auto live = slurm::read_live_state();
+  if (!live) {
+    record_error(live.error());
+    return tl::unexpected(live.error());
+  }
+  std::vector<slurm::HeldJob> held = scheduler_.engine().read([](const AllocationState& s) {
+    std::vector<slurm::HeldJob> out;
+    for (const std::string& id : s.job_ids()) {
+      auto g = s.job_gpus(id);
+      out.push_back({id, {g.begin(), g.end()}});
+    }
+    return out;
+  });
+  auto actions = slurm::reconcile(cluster_, *live, held);
+  if (!actions) {
+    record_error(actions.error());
+    return tl::unexpected(actions.error());
+  }
+  const auto now = std::chrono::steady_clock::now();
+  std::map<std::string, std::chrono::steady_clock::time_point> still_unseen;
+  int applied = 0;
+  for (const slurm::SyncAction& a : *actions) {
+    if (a.slurm_may_not_know_yet) {
+      auto first = unseen_since_.emplace(a.job_id, now).first->second;
+      if (std::chrono::duration<double>(now - first).count() < grace_s_) {
+        still_unseen[a.job_id] = first;
+        continue;
+      }
+    }
+    if (auto ok = apply(a); !ok) {
+      record_error(ok.error());
+      unseen_since_ = std::move(still_unseen);
+      return tl::unexpected(ok.error());
+    }
+    ++applied;
+  }
+  unseen_since_ = std::move(still_unseen);
+  std::lock_guard lock(status_mutex_);
+  ++polls_;
+  changes_ += applied;
+  last_error_.clear();
+  last_ok_unix_ms_ = now_unix_ms();
+  return applied;
+}
+
+nlohmann::json SlurmSync::status() const {
+  std::lock_guard lock(status_mutex_);
+  return {{"polls", polls_},
+          {"changes", changes_},
+          {"last_error", last_error_},
+          {"last_ok_unix_ms", last_ok_unix_ms_},
+          {"interval_s", interval_s_}};
+}
+
+void install_slurm_sync(httplib::Server& http, ServiceContext& ctx) {
+  if (!ctx.options.slurm) return;
+  auto sync = std::make_shared<SlurmSync>(ctx.cluster, ctx.scheduler, ctx.options.slurm_poll_interval_s);
+  sync->start();
+  ctx.stop_hooks.push_back([sync] { sync->stop(); });
+  http.Get("/v1/slurm/sync", [sync](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, sync->status().dump());
+  });
+}
+
+}  // namespace toposched::service
