@@ -379,6 +379,11 @@ std::vector<PortedCase> ported_cases() {
        "        - block: block1\n          nodes: n[10-11]\n        - block: block2\n          nodes: n12\n"
        "        - block: block3\n          nodes: n[20-21]\n        - block: block4\n        - block: block5\n"
        "          nodes: n[31-32]\n        - block: block6\n          nodes: n33\n"},
+      {"translate/topology_test.go TestBlockTopologyYamlWithFormattedBlockNames", kBlockSet,
+       R"j({"topologies":{"topo":{"plugin":"topology/block","blockSizes":[3],"nodes":["Node[104-106,201-202,205]"],
+           "blockName":{"nodeNameRegexp":"^Node([0-9])[0-9]{2}$","format":"domain${1}"}}}})j",
+       "- topology: topo\n  cluster_default: false\n  block:\n    block_sizes:\n        - 3\n    blocks:\n"
+       "        - block: domain1\n          nodes: Node[104-106]\n        - block: domain2\n          nodes: Node[201-202,205]\n"},
       {"translate/block_complement_test.go TestGetBlockTopologyUnitSingleBlockSize",
        domains_only({{"n[10-12]", "a1", ""}, {"n[20-21]", "a2", ""}, {"n[31-33]", "a3", ""}}),
        R"j({"topologies":{"topo1":{"plugin":"topology/block","nodes":["n[10-12]","n[20-21]","n[31-33]"],"blockSizes":[2]}}})j",
@@ -482,6 +487,19 @@ TEST(TopographCompat, ParameterErrorsAreTopographs) {
   auto refused = generate_topograph(*tree, tree_name);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("blockName is only supported with plugin \"topology/block\""), std::string::npos);
+}
+
+// translate/topology_test.go TestBlockTopologyYamlBlockNameErrorIncludesDomain.
+TEST(TopographCompat, PartitionBlockNameErrorNamesTopologyAndDomain) {
+  auto c = load_cluster_text(kBlockSet, "m.yaml");
+  ASSERT_TRUE(c);
+  auto p = topograph_params_from_json(nlohmann::json::parse(
+      R"j({"topologies":{"topo":{"plugin":"topology/block","nodes":["Node[104-106]"],"blockName":{"nodeNameRegexp":"^gpu([0-9]+)$","format":"domain${1}"}}}})j"));
+  ASSERT_TRUE(p) << p.error().to_string();
+  auto out = generate_topograph(*c, *p);
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().message,
+            R"m(topology "topo": node "Node104" in block "block1" (domain "B1") does not match nodeNameRegexp "^gpu([0-9]+)$")m");
 }
 
 // translate/topology_test.go TestBlockNameFormatter.
