@@ -77,6 +77,7 @@ int run_export(const ExportCliOptions& o) {
     options.topologies = std::move(*topologies);
   }
   int code = kExitOk;
+  if (!output_usable_or_report(o.output, code)) return code;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
   auto out = export_cluster(*c, o.to, options);
