@@ -296,6 +296,13 @@ std::vector<PortedCase> ported_cases() {
        blocks_conf(a_mixed, "8,32")},
       {"translate/block_complement_test.go TestComplementUnequalDomainSubDomainCounts", domains_only(unequal),
        R"j({"plugin":"topology/block","blockSizes":[18,72,288]})j", blocks_conf(unequal_out, "18,72,288")},
+      {"translate/block_complement_test.go TestComplementOverflowRoundedToAggregateBoundary",
+       domains_only({{"a-sd0-h[0-2]", "a", "a.sd0"}, {"a-sd1-h[0-2]", "a", "a.sd1"}, {"a-sd2-h[0-2]", "a", "a.sd2"},
+                     {"a-sd3-h[0-2]", "a", "a.sd3"}, {"a-sd4-h[0-2]", "a", "a.sd4"}, {"b-sd0-h[0-1]", "b", "b.sd0"},
+                     {"b-sd1-h[0-1]", "b", "b.sd1"}, {"b-sd2-h[0-1]", "b", "b.sd2"}, {"b-sd3-h[0-1]", "b", "b.sd3"}}),
+       R"j({"plugin":"topology/block","blockSizes":[8,32]})j",
+       blocks_conf({"a.sd0 a-sd0-h[0-2]", "a.sd1 a-sd1-h[0-2]", "a.sd2 a-sd2-h[0-2]", "a.sd3 a-sd3-h[0-2]", "a.sd4 a-sd4-h[0-2]",
+                    "-", "-", "-", "b.sd0 b-sd0-h[0-1]", "b.sd1 b-sd1-h[0-1]", "b.sd2 b-sd2-h[0-1]", "b.sd3 b-sd3-h[0-1]"}, "8,32")},
       {"translate/block_complement_test.go TestComplementSmallSubDomainsRecursePerChild", domains_only(small_subs),
        R"j({"plugin":"topology/block","blockSizes":[8,32]})j", blocks_conf(small_out, "8,32")},
       {"translate/block_complement_test.go TestComplementOddSubDomainCount", domains_only(odd_subs),
@@ -372,6 +379,11 @@ std::vector<PortedCase> ported_cases() {
        "        - block: block1\n          nodes: n[10-11]\n        - block: block2\n          nodes: n12\n"
        "        - block: block3\n          nodes: n[20-21]\n        - block: block4\n        - block: block5\n"
        "          nodes: n[31-32]\n        - block: block6\n          nodes: n33\n"},
+      {"translate/topology_test.go TestBlockTopologyYamlWithFormattedBlockNames", kBlockSet,
+       R"j({"topologies":{"topo":{"plugin":"topology/block","blockSizes":[3],"nodes":["Node[104-106,201-202,205]"],
+           "blockName":{"nodeNameRegexp":"^Node([0-9])[0-9]{2}$","format":"domain${1}"}}}})j",
+       "- topology: topo\n  cluster_default: false\n  block:\n    block_sizes:\n        - 3\n    blocks:\n"
+       "        - block: domain1\n          nodes: Node[104-106]\n        - block: domain2\n          nodes: Node[201-202,205]\n"},
       {"translate/block_complement_test.go TestGetBlockTopologyUnitSingleBlockSize",
        domains_only({{"n[10-12]", "a1", ""}, {"n[20-21]", "a2", ""}, {"n[31-33]", "a3", ""}}),
        R"j({"topologies":{"topo1":{"plugin":"topology/block","nodes":["n[10-12]","n[20-21]","n[31-33]"],"blockSizes":[2]}}})j",
@@ -475,6 +487,19 @@ TEST(TopographCompat, ParameterErrorsAreTopographs) {
   auto refused = generate_topograph(*tree, tree_name);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("blockName is only supported with plugin \"topology/block\""), std::string::npos);
+}
+
+// translate/topology_test.go TestBlockTopologyYamlBlockNameErrorIncludesDomain.
+TEST(TopographCompat, PartitionBlockNameErrorNamesTopologyAndDomain) {
+  auto c = load_cluster_text(kBlockSet, "m.yaml");
+  ASSERT_TRUE(c);
+  auto p = topograph_params_from_json(nlohmann::json::parse(
+      R"j({"topologies":{"topo":{"plugin":"topology/block","nodes":["Node[104-106]"],"blockName":{"nodeNameRegexp":"^gpu([0-9]+)$","format":"domain${1}"}}}})j"));
+  ASSERT_TRUE(p) << p.error().to_string();
+  auto out = generate_topograph(*c, *p);
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().message,
+            R"m(topology "topo": node "Node104" in block "block1" (domain "B1") does not match nodeNameRegexp "^gpu([0-9]+)$")m");
 }
 
 // translate/topology_test.go TestBlockNameFormatter.
