@@ -84,7 +84,7 @@ TEST(PlaceJob, NamesJobsRefusesDuplicatesAndHoldsOnlyWhenAsked) {
   auto dup = place_job(s, request(R"({"job":"job-1","gpus":8})"), true);
   ASSERT_FALSE(dup);
   EXPECT_EQ(dup.error().code, ErrorCode::kConflict);
-  auto big = place_job(s, request(R"({"job":"huge","gpus":64})"), true);
+  auto big = place_job(s, request(R"({"job":"huge","gpus":32})"), true);  // 24 of 32 free
   ASSERT_FALSE(big);
   EXPECT_EQ(big.error().code, ErrorCode::kInfeasible);
   EXPECT_NE(big.error().message.find("cannot place job 'huge' with policy topo"), std::string::npos);
