@@ -9,6 +9,8 @@ const std::vector<RouteSet>& route_sets() {
       {"jobs", "POST/GET/DELETE /v1/jobs", install_job_routes},
       {"cluster", "GET /v1/cluster, /v1/path, /v1/fragmentation, /v1/export; POST /v1/cost", install_cluster_routes},
       {"topograph", "Topograph-compatible POST /v1/generate, GET /v1/topology", install_topograph_routes},
+      {"k8s-extender", "kube-scheduler extender: POST {prefix}/filter, /prioritize, /bind, /preempt",
+       install_k8s_extender_routes},
   };
   return kRoutes;
 }

@@ -57,6 +57,10 @@ struct ServeOptions {
   bool k8s_extender = false;  // --k8s-extender
   std::string url_prefix;     // --url-prefix, e.g. /scheduler
   std::string k8s_api;        // --k8s-api URL
+  std::string k8s_token_file;  // --k8s-token-file (default in-cluster: the service account's)
+  std::string k8s_ca_file;     // --k8s-ca-file
+  int k8s_reservation_timeout_s = 300;  // --k8s-reservation-timeout
+  bool k8s_test_clock = false;          // --k8s-test-clock (tests only: manual clock endpoint)
   bool slurm = false;         // --slurm
 };
 
@@ -95,6 +99,7 @@ void install_health_routes(httplib::Server& http, ServiceContext& ctx);    // he
 void install_job_routes(httplib::Server& http, ServiceContext& ctx);       // job_routes.cc
 void install_cluster_routes(httplib::Server& http, ServiceContext& ctx);   // cluster_routes.cc
 void install_topograph_routes(httplib::Server& http, ServiceContext& ctx); // topograph_routes.cc
+void install_k8s_extender_routes(httplib::Server& http, ServiceContext& ctx);  // k8s_routes.cc
 
 // A running server: loads the cluster, opens the store, restores, listens.
 class Server {
