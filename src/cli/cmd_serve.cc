@@ -28,9 +28,22 @@ void register_serve(CLI::App& app, int& exit_code) {
                   "Most decisions committed to the store in one transaction (default 256; 1 = one commit each)")
       ->check(CLI::PositiveNumber);
   // Front ends built on the service; their endpoints are installed only when enabled.
-  cmd->add_flag("--k8s-extender", o->k8s_extender, "Serve the Kubernetes scheduler-extender verbs (filter, prioritize, bind)");
-  cmd->add_option("--url-prefix", o->url_prefix, "Path prefix of the extender verbs (e.g. /scheduler)");
-  cmd->add_option("--k8s-api", o->k8s_api, "Kubernetes API server URL the extender binds pods through");
+  cmd->add_flag("--k8s-extender", o->k8s_extender,
+                "Serve kube-scheduler's extender verbs: POST PREFIX/filter, prioritize, bind, preempt "
+                "(docs/kubernetes.md)");
+  cmd->add_option("--url-prefix", o->url_prefix, "Path prefix of the extender verbs (e.g. /toposched)");
+  cmd->add_option("--k8s-api", o->k8s_api,
+                  "API server URL the extender binds pods through (default in a cluster: "
+                  "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)");
+  cmd->add_option("--k8s-token-file", o->k8s_token_file,
+                  "Bearer token for the API server (default in a cluster: the service account's token)");
+  cmd->add_option("--k8s-ca-file", o->k8s_ca_file,
+                  "CA bundle for the API server (default in a cluster: the service account's ca.crt)");
+  cmd->add_option("--k8s-reservation-timeout", o->k8s_reservation_timeout_s,
+                  "Seconds a planned pod group holds its GPUs until a member is bound (default 300)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--k8s-test-clock", o->k8s_test_clock,
+                "TESTS ONLY: the extender's clock moves only through POST PREFIX/test/clock?advance_ms=N");
   cmd->add_flag("--slurm", o->slurm,
                 "Keep the state equal to Slurm's: hold the GPUs of Slurm jobs started outside toposched, "
                 "release jobs that end (sinfo/squeue on PATH, SLURM_CONF; docs/slurm.md)");
@@ -46,7 +59,9 @@ void register_serve(CLI::App& app, int& exit_code) {
       "  toposched serve --cluster 'preset:dgx-h100?nodes=64'\n"
       "  curl -s -X POST localhost:7070/v1/jobs -d '{\"job\":\"j1\",\"gpus\":16,\"tp\":8}'\n"
       "Every placement and release is committed to the store before it is answered; a restart\n"
-      "restores the same jobs. Endpoints, security and deployment: docs/service.md.");
+      "restores the same jobs. Endpoints, security and deployment: docs/service.md.\n"
+      "As a kube-scheduler extender (deploy/kubernetes/, docs/kubernetes.md):\n"
+      "  toposched serve --cluster cluster.yaml --k8s-extender --url-prefix /toposched");
   cmd->callback([o, &exit_code] {
     auto ok = service::serve_until_signal(*o);
     exit_code = ok ? kExitOk : report(ok.error());

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "placement/place_within.h"
 #include "topology/hostlist.h"
 
 namespace toposched {
@@ -233,7 +234,7 @@ Result<Placement> place_job(AllocationState& state, const PlaceRequest& request,
                       fmt::format("job '{}' is already placed; release it first or pick another job id", r.job_id));
   }
   TOPOSCHED_TRY(norm, normalize(r, state.cluster()));
-  auto p = place(state, norm, *policy);
+  auto p = place_within(state, norm, *policy, request.allowed);
   if (!p) {
     Error e = p.error();
     e.message = fmt::format("cannot place job '{}' with policy {}: {}", r.job_id, request.policy, e.message);

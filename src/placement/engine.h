@@ -46,6 +46,9 @@ namespace toposched {
 struct PlaceRequest {
   JobRequest job;
   std::string policy = "topo";
+  // Nodes the placement may use (empty: every node). The Kubernetes extender passes the
+  // nodes kube-scheduler offered (placement/place_within.h); not part of the request JSON.
+  NodeMask allowed;
 };
 
 // Parses the place options given as JSON keys (the body of POST /v1/jobs): job, gpus,

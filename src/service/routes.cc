@@ -11,6 +11,8 @@ const std::vector<RouteSet>& route_sets() {
       {"topograph", "Topograph-compatible POST /v1/generate, GET /v1/topology", install_topograph_routes},
       {"router", "LLM request routing: POST /v1/route, POST /v1/kv-events (Dynamo's KV event schema)", install_router_routes},
       {"slurm", "serve --slurm: the state follows Slurm's jobs; GET /v1/slurm/sync", install_slurm_sync},
+      {"k8s-extender", "kube-scheduler extender: POST {prefix}/filter, /prioritize, /bind, /preempt",
+       install_k8s_extender_routes},
   };
   return kRoutes;
 }

@@ -57,6 +57,10 @@ struct ServeOptions {
   bool k8s_extender = false;  // --k8s-extender
   std::string url_prefix;     // --url-prefix, e.g. /scheduler
   std::string k8s_api;        // --k8s-api URL
+  std::string k8s_token_file;  // --k8s-token-file (default in-cluster: the service account's)
+  std::string k8s_ca_file;     // --k8s-ca-file
+  int k8s_reservation_timeout_s = 300;  // --k8s-reservation-timeout
+  bool k8s_test_clock = false;          // --k8s-test-clock (tests only: manual clock endpoint)
   bool slurm = false;         // --slurm
   // The LLM request router (POST /v1/route, /v1/kv-events; router_routes.cc).
   std::string router_model = "llama3-8b";  // --router-model
@@ -106,6 +110,7 @@ void install_cluster_routes(httplib::Server& http, ServiceContext& ctx);   // cl
 void install_topograph_routes(httplib::Server& http, ServiceContext& ctx); // topograph_routes.cc
 void install_router_routes(httplib::Server& http, ServiceContext& ctx);    // router_routes.cc
 void install_slurm_sync(httplib::Server& http, ServiceContext& ctx);        // slurm_sync.cc
+void install_k8s_extender_routes(httplib::Server& http, ServiceContext& ctx);  // k8s_routes.cc
 
 // A running server: loads the cluster, opens the store, restores, listens.
 class Server {

@@ -42,23 +42,26 @@ class Server:
     """toposched serve on a loopback port it picks, with the extender and the test clock."""
 
     def __init__(self, tmp, api_url, token_file):
+        self.log_path = os.path.join(tmp, "serve.log")
+        self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             [TOPOSCHED, "serve", "--cluster", CLUSTER, "--store", f"sqlite:{tmp}/state.db",
              "--listen", "127.0.0.1:0", "--k8s-extender", "--url-prefix", PREFIX, "--k8s-api", api_url,
              "--k8s-token-file", token_file, "--k8s-test-clock"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.DEVNULL, stderr=self.log)
         self.port = None
-        deadline = time.time() + 60
-        while time.time() < deadline and self.port is None:
-            line = self.proc.stderr.readline()
-            if not line:
-                break
-            m = re.search(r"listening on https?://[^:]+:(\d+)", line)
+        deadline = time.time() + 120
+        while time.time() < deadline and self.port is None and self.proc.poll() is None:
+            with open(self.log_path) as f:
+                m = re.search(r"listening on https?://[^:/]+:(\d+)", f.read())
             if m:
                 self.port = int(m.group(1))
+            else:
+                time.sleep(0.1)
         if self.port is None:
-            self.proc.kill()
-            raise AssertionError("toposched serve did not report its port: " + self.proc.stderr.read())
+            self.stop()
+            with open(self.log_path) as f:
+                raise AssertionError("toposched serve did not report its port:\n" + f.read())
 
     def get(self, path):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=30) as r:
@@ -72,13 +75,14 @@ class Server:
         return {j["job"]: j for j in self.get("/v1/jobs")["jobs"]}
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stderr.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
 
 
 class ExtenderE2E(unittest.TestCase):

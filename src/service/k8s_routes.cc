@@ -1,0 +1,161 @@
+// The Kubernetes scheduler-extender verbs (docs/kubernetes.md), installed when `serve` runs
+// with --k8s-extender: POST {prefix}/filter, /prioritize, /bind, /preempt (the table of
+// k8s/extender.h), and with --k8s-test-clock the test-only POST {prefix}/test/clock.
+//
+// The extender reserves through the service's own Scheduler (EngineLedger below), so its
+// reservations are durable jobs like those of POST /v1/jobs and both share one set of GPUs.
+// A background thread expires reservations once a second (the planner also expires them on
+// every call). Handlers only decode, call the extender and send its bytes.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "k8s/extender.h"
+#include "service/http.h"
+
+namespace toposched::service {
+
+namespace {
+
+// GpuLedger over the service's Scheduler: every reservation and release is a committed
+// decision of the engine.
+class EngineLedger final : public k8s::GpuLedger {
+ public:
+  explicit EngineLedger(Scheduler& scheduler) : scheduler_(scheduler) {}
+  const Cluster& cluster() const override { return scheduler_.engine().cluster(); }
+
+  Result<Placement> reserve(const JobRequest& request, std::string_view policy, const NodeMask& allowed) override {
+    Command command;
+    command.kind = Command::Kind::kPlace;
+    command.place.job = request;
+    command.place.policy = std::string(policy);
+    command.place.allowed = allowed;
+    TOPOSCHED_TRY(decision, scheduler_.submit(std::move(command)));
+    Placement p;
+    p.job_id = decision.job_id;
+    p.policy = std::string(policy);
+    p.gpus_by_rank = std::move(decision.gpus_by_rank);
+    return p;
+  }
+
+  Result<void> release(std::string_view job_id) override {
+    Command command;
+    command.kind = Command::Kind::kRelease;
+    command.job_id = std::string(job_id);
+    TOPOSCHED_TRY(decision, scheduler_.submit(std::move(command)));
+    (void)decision;
+    return {};
+  }
+
+  AllocationState snapshot() const override {
+    return scheduler_.engine().read([](const AllocationState& s) { return s.snapshot(); });
+  }
+
+  bool holds(std::string_view job_id) const override {
+    return scheduler_.engine().read([&](const AllocationState& s) { return s.has_job(job_id); });
+  }
+
+ private:
+  Scheduler& scheduler_;
+};
+
+// Everything the verbs share; owned by the handlers (shared_ptr), so it lives as long as
+// the HTTP server's routes.
+class ExtenderRuntime {
+ public:
+  ExtenderRuntime(ServiceContext& ctx, std::optional<k8s::BindingClient> api)
+      : ledger_(ctx.scheduler),
+        planner_(ledger_, clock(ctx.options.k8s_test_clock),
+                 k8s::PlannerOptions{"topo", static_cast<std::int64_t>(ctx.options.k8s_reservation_timeout_s) * 1000}),
+        extender_(planner_, std::move(api)),
+        sweeper_([this] { sweep(); }) {}
+
+  ~ExtenderRuntime() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    sweeper_.join();
+  }
+
+  k8s::Extender& extender() { return extender_; }
+  void advance_test_clock(std::int64_t ms) {
+    manual_ms_ += ms;
+    log_released(planner_.expire());
+  }
+
+ private:
+  k8s::Clock clock(bool manual) {
+    if (!manual) return k8s::steady_clock_ms();
+    return [this] { return manual_ms_.load(); };
+  }
+
+  static void log_released(const std::vector<std::string>& jobs) {
+    for (const auto& job : jobs) spdlog::info("k8s: reservation of {} expired and released", job);
+  }
+
+  void sweep() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
+      lock.unlock();
+      log_released(planner_.expire());
+      lock.lock();
+    }
+  }
+
+  std::atomic<std::int64_t> manual_ms_{0};
+  EngineLedger ledger_;
+  k8s::GangPlanner planner_;
+  k8s::Extender extender_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // guarded by mutex_
+  std::thread sweeper_;    // last: starts once everything above exists
+};
+
+}  // namespace
+
+void install_k8s_extender_routes(httplib::Server& http, ServiceContext& ctx) {
+  const ServeOptions& o = ctx.options;
+  if (!o.k8s_extender) return;
+  auto api = k8s::resolve_api_server(o.k8s_api, o.k8s_token_file, o.k8s_ca_file,
+                                     [](const char* name) -> const char* { return std::getenv(name); });
+  if (api) spdlog::info("k8s: binding pods through {}", api->url);
+  else spdlog::warn("k8s: no API server (no --k8s-api, not in a cluster): the bind verb will answer an Error");
+  auto runtime = std::make_shared<ExtenderRuntime>(
+      ctx, api ? std::optional<k8s::BindingClient>(k8s::BindingClient(*api)) : std::nullopt);
+  std::string prefix = o.url_prefix;
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  for (const k8s::ExtenderVerb& verb : k8s::extender_verbs()) {
+    http.Post(fmt::format("{}/{}", prefix, verb.name),
+              [runtime, handle = verb.handle](const httplib::Request& req, httplib::Response& res) {
+                k8s::ExtenderReply reply = (runtime->extender().*handle)(req.body);
+                send_json(res, reply.status, std::move(reply.body));
+              });
+  }
+  if (o.k8s_test_clock) {
+    spdlog::warn("k8s: --k8s-test-clock: the extender's clock only moves through POST {}/test/clock", prefix);
+    http.Post(fmt::format("{}/test/clock", prefix), [runtime](const httplib::Request& req, httplib::Response& res) {
+      long long ms = 0;
+      const std::string v = req.has_param("advance_ms") ? req.get_param_value("advance_ms") : "";
+      try {
+        std::size_t used = 0;
+        ms = std::stoll(v, &used);
+        if (used != v.size() || ms < 0) throw std::invalid_argument(v);
+      } catch (...) {
+        return send_error(res, 400, "invalid_argument", "give ?advance_ms=N with N >= 0");
+      }
+      runtime->advance_test_clock(ms);
+      send_json(res, 200, "{}");
+    });
+  }
+}
+
+}  // namespace toposched::service
