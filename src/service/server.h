@@ -58,6 +58,9 @@ struct ServeOptions {
   std::string url_prefix;     // --url-prefix, e.g. /scheduler
   std::string k8s_api;        // --k8s-api URL
   bool slurm = false;         // --slurm
+  // HA (--store etcd://...; service/replication.h).
+  std::string advertise;      // --advertise URL followers name as the leader (default: this server's URL)
+  int lease_ttl_s = 3;        // --lease-ttl: the leader's etcd lease
 };
 
 // Bearer-token check for mutating endpoints (constant-time compare). Thread-safe.
@@ -95,6 +98,7 @@ void install_health_routes(httplib::Server& http, ServiceContext& ctx);    // he
 void install_job_routes(httplib::Server& http, ServiceContext& ctx);       // job_routes.cc
 void install_cluster_routes(httplib::Server& http, ServiceContext& ctx);   // cluster_routes.cc
 void install_topograph_routes(httplib::Server& http, ServiceContext& ctx); // topograph_routes.cc
+void install_ha_routes(httplib::Server& http, ServiceContext& ctx);        // ha_routes.cc
 
 // A running server: loads the cluster, opens the store, restores, listens.
 class Server {
