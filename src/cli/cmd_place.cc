@@ -21,6 +21,9 @@ struct PlaceOptions {
   int replica_gpus = 0;
   std::string gpu_model;
   std::string required_tier, preferred_tier;
+  int slice_size = 0;
+  std::string slice_tier;
+  bool unconstrained = false;
   int switches = 0;
   int segment = 0;
   std::uint64_t seed = 1;
@@ -38,6 +41,7 @@ int run_place(const PlaceOptions& o) {
     return usage_error(fmt::format("--workload must be training, inference or inference-pd, not '{}'", o.workload));
   if (auto policy = find_policy(o.policy); !policy) return report(policy.error());
   int code = kExitOk;
+  if (!output_usable_or_report(o.save_state, code)) return code;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
   // Read-decide-write under one exclusive lock, so concurrent `place` calls on one state
@@ -66,6 +70,9 @@ int run_place(const PlaceOptions& o) {
   r.gpu_model = o.gpu_model;
   r.required_tier = o.required_tier;
   r.preferred_tier = o.preferred_tier;
+  r.slice_size = o.slice_size;
+  r.slice_tier = o.slice_tier;
+  r.unconstrained = o.unconstrained;
   r.max_switches = o.switches;
   r.segment = o.segment;
   r.seed = o.seed;
@@ -128,6 +135,15 @@ void register_place(CLI::App& app, int& exit_code) {
                   "All GPUs under one switch of this tier (or 'node'), like Kueue's required topology");
   cmd->add_option("--preferred-tier", o->preferred_tier,
                   "Prefer all GPUs under one switch of this tier (or 'node'), like Kueue's preferred topology");
+  cmd->add_option("--slice-size", o->slice_size,
+                  "Pods per slice, each slice inside one --slice-tier domain (Kueue podset-slice-size; a pod is "
+                  "one GPU, or --gpus-per-node GPUs; kueue-bestfit only)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--slice-tier", o->slice_tier,
+                  "Tier (or 'node') each slice stays inside (Kueue podset-slice-required-topology)");
+  cmd->add_flag("--unconstrained", o->unconstrained,
+                "No tier constraint, said explicitly (Kueue podset-unconstrained-topology): kueue-bestfit fills "
+                "the nodes with the least free capacity first");
   cmd->add_option("--switches", o->switches, "At most this many leaf switches (Slurm --switches)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--segment", o->segment,

@@ -21,6 +21,7 @@ struct ShowOptions {
 
 int run_show(const ShowOptions& o) {
   int code = kExitOk;
+  if (o.spec && !output_usable_or_report(o.output, code)) return code;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
   if (o.spec) {

@@ -6,6 +6,7 @@
 
 #include "formats/cluster_source.h"
 #include "placement/state_file.h"
+#include "topology/file_io.h"
 
 namespace toposched::cli {
 
@@ -47,6 +48,20 @@ std::optional<AllocationState> load_state_or_report(const Cluster& cluster, cons
     return std::nullopt;
   }
   return std::move(*loaded);
+}
+
+bool output_usable_or_report(const std::string& path, int& exit_code) {
+  if (path.empty()) return true;
+  auto ok = check_output_path(path);
+  if (!ok) exit_code = report(ok.error());
+  return bool(ok);
+}
+
+bool output_dir_usable_or_report(const std::string& dir, int& exit_code) {
+  if (dir.empty()) return true;
+  auto ok = check_output_dir(dir);
+  if (!ok) exit_code = report(ok.error());
+  return bool(ok);
 }
 
 void print_json(const Json& j) { std::cout << j.dump(2) << "\n"; }

@@ -45,6 +45,12 @@ std::optional<AllocationState> load_state_or_report(const Cluster& cluster, cons
 // read-decide-write cycle; nullopt after an error was printed.
 std::optional<StateFileLock> lock_state_files_or_report(std::vector<std::string> paths, int& exit_code);
 
+// Refuses an output (a FILE, or "-" for stdout) that could not be written, before any work
+// is done (topology/file_io.h says what each kind of path gets); false after the error was
+// printed. An empty path means "no output". `dir` checks a report folder instead of a file.
+bool output_usable_or_report(const std::string& path, int& exit_code);
+bool output_dir_usable_or_report(const std::string& dir, int& exit_code);
+
 // Prints JSON to stdout followed by a newline.
 void print_json(const Json& j);
 
@@ -63,5 +69,7 @@ void register_frag(CLI::App& app, int& exit_code);
 void register_simulate(CLI::App& app, int& exit_code);
 void register_serve(CLI::App& app, int& exit_code);
 void register_state(CLI::App& app, int& exit_code);
+void register_route(CLI::App& app, int& exit_code);
+void register_slurm(CLI::App& app, int& exit_code);
 
 }  // namespace toposched::cli
