@@ -95,6 +95,8 @@ class Replicas:
                 "--store", f"etcd://{self.endpoints[i]}/ha-test",
                 "--listen", f"127.0.0.1:{self.ports[i]}", "--advertise", self.url(i),
                 "--lease-ttl", str(self.ttl)]
+        if self.logs[i] is not None:
+            self.logs[i].close()
         log = open(os.path.join(self.dir, f"replica{i}.log"), "ab")
         self.logs[i] = log
         self.procs[i] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
