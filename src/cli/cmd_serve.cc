@@ -10,7 +10,9 @@ void register_serve(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("serve", "Run the placement engine as an HTTP/JSON service with a durable store");
   cmd->add_option("--cluster,-c", o->cluster_spec, "Cluster SPEC: a spec file or preset:NAME[?k=v&...]")->required();
   cmd->add_option("--store", o->store_url,
-                  "Where the state lives: sqlite:PATH (default sqlite:./toposched-state.db)");
+                  "Where the state lives: sqlite:PATH (default sqlite:./toposched-state.db), or\n"
+                  "etcd://HOST:PORT[,HOST:PORT...][/PREFIX] shared by several replicas (HA: one leads,\n"
+                  "the others serve reads and answer mutations with 503 naming the leader)");
   cmd->add_option("--listen", o->listen, "ADDR:PORT to listen on (default 127.0.0.1:7070; port 0 picks a free one)");
   cmd->add_option("--token-file", o->token_file,
                   "File holding the bearer token that POST/DELETE requests must send (Authorization: Bearer T)");
@@ -54,6 +56,13 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--router-workers", o->router_workers, "POST /v1/route: number of replicas, spread over the nodes (default 8)");
   cmd->add_option("--router-tp", o->router_tp, "POST /v1/route: GPUs per replica (default 1)");
   cmd->add_option("--router-policy", o->router_policy, "POST /v1/route: routing policy (default kv-topo)");
+  cmd->add_option("--advertise", o->advertise,
+                  "With an etcd store: the URL other replicas give clients as the leader's (default: this\n"
+                  "server's http://ADDR:PORT; set it when listening on 0.0.0.0)");
+  cmd->add_option("--lease-ttl", o->lease_ttl_s,
+                  "With an etcd store: seconds of the leader's lease (default 3; etcd's minimum is about 2).\n"
+                  "A crashed leader is replaced after about this long")
+      ->check(CLI::Range(2, 60));
   cmd->footer(
       "Example:\n"
       "  toposched serve --cluster 'preset:dgx-h100?nodes=64'\n"

@@ -354,6 +354,19 @@ Result<void> Engine::restore(std::string_view job_id, std::span<const GpuId> gpu
   return {};
 }
 
+Result<void> Engine::replace_jobs(std::span<const StoredJob> jobs) {
+  AllocationState fresh(*cluster_);
+  std::unordered_map<std::string, std::string> answers;
+  for (const StoredJob& job : jobs) {
+    TOPOSCHED_CHECK(fresh.allocate(job.id, job.gpus_by_rank));
+    answers[job.id] = job.answer_json;
+  }
+  std::unique_lock lock(mutex_);
+  state_ = std::move(fresh);
+  answers_ = std::move(answers);
+  return {};
+}
+
 std::string Engine::jobs_json() const {
   std::shared_lock lock(mutex_);
   std::string out = "{\"jobs\":[";

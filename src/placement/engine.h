@@ -101,6 +101,13 @@ struct Decision {
 // state (dry runs excluded); the batch is published only when it returns success.
 using CommitFn = std::function<Result<void>(std::span<const Decision>)>;
 
+// A job as a store shared by several replicas holds it (Engine::replace_jobs).
+struct StoredJob {
+  std::string id;
+  std::vector<GpuId> gpus_by_rank;
+  std::string answer_json;
+};
+
 class Engine {
  public:
   // `cluster` must outlive the engine; `state` is the starting allocation (its jobs get
@@ -118,6 +125,10 @@ class Engine {
   // Puts back a job as a store recorded it (start-up only, before serving): its GPUs in
   // rank order and the exact answer JSON the client received.
   Result<void> restore(std::string_view job_id, std::span<const GpuId> gpus_by_rank, std::string answer_json);
+  // Replaces every job with `jobs` (an HA replica refreshing its copy from the shared store):
+  // the new state is built aside and swapped in under the writer lock, so readers see the
+  // old or the new state, never a mix. On error (a job that does not fit) nothing changes.
+  Result<void> replace_jobs(std::span<const StoredJob> jobs);
 
   // Runs `fn` on the committed state under the shared lock (keep it short).
   template <class Fn>

@@ -5,6 +5,9 @@ namespace toposched::service {
 // One row per endpoint group (the extension point documented in server.h).
 const std::vector<RouteSet>& route_sets() {
   static const std::vector<RouteSet> kRoutes = {
+      // First: its pre-routing check sends mutations on a follower to the leader, and its
+      // /readyz (role, leader) replaces health's. Installs nothing unless the store is etcd.
+      {"ha", "etcd store: leader election, 503 not_leader on followers, GET /readyz with the role", install_ha_routes},
       {"health", "GET /healthz, /readyz, /metrics", install_health_routes},
       {"jobs", "POST/GET/DELETE /v1/jobs", install_job_routes},
       {"cluster", "GET /v1/cluster, /v1/path, /v1/fragmentation, /v1/export; POST /v1/cost", install_cluster_routes},

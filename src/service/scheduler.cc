@@ -67,6 +67,7 @@ Scheduler::Scheduler(const Cluster& cluster, std::unique_ptr<Store> store, Metri
 Result<std::unique_ptr<Scheduler>> Scheduler::open(const Cluster& cluster, std::unique_ptr<Store> store,
                                                    Metrics& metrics, std::size_t max_batch) {
   TOPOSCHED_CHECK(store->bind_cluster(cluster.name(), cluster_digest(cluster)));
+  max_batch = std::min(max_batch, store->max_batch());
   std::unique_ptr<Scheduler> s(new Scheduler(cluster, std::move(store), metrics, max_batch));
   TOPOSCHED_CHECK(restore_jobs(s->engine_, *s->store_));
   s->writer_ = std::thread([p = s.get()] { p->writer_loop(); });
@@ -147,11 +148,17 @@ void Scheduler::count(const Result<Decision>& r) {
   }
 }
 
+void Scheduler::set_batch_gate(std::shared_ptr<BatchGate> gate) {
+  std::lock_guard lock(mutex_);
+  gate_ = std::move(gate);
+}
+
 void Scheduler::writer_loop() {
   std::vector<Pending*> batch;
   std::vector<Command> commands;
   while (true) {
     batch.clear();
+    std::shared_ptr<BatchGate> gate;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
@@ -160,6 +167,20 @@ void Scheduler::writer_loop() {
         batch.push_back(queue_.front());
         queue_.pop_front();
       }
+      gate = gate_;
+    }
+    std::unique_lock<std::mutex> gate_lock;
+    if (gate) {
+      auto entered = gate->enter(engine_);
+      if (!entered) {
+        for (Pending* p : batch) {
+          Result<Decision> refused = tl::unexpected(entered.error());
+          count(refused);
+          p->answer.set_value(std::move(refused));
+        }
+        continue;
+      }
+      gate_lock = std::move(*entered);
     }
     commands.clear();
     for (Pending* p : batch) commands.push_back(std::move(p->command));

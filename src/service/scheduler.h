@@ -38,6 +38,16 @@ std::string cluster_digest(const Cluster& cluster);
 // record does not fit the cluster.
 Result<void> restore_jobs(Engine& engine, Store& store);
 
+// A check every batch of decisions passes before it is decided (HA: service/replication.h).
+// enter() refuses the batch (each command gets the error, nothing is decided) or returns a
+// lock that the writer holds until the batch is decided and committed; it may first bring
+// the engine up to date. Called from the writer thread only.
+class BatchGate {
+ public:
+  virtual ~BatchGate() = default;
+  virtual Result<std::unique_lock<std::mutex>> enter(Engine& engine) = 0;
+};
+
 class Scheduler {
  public:
   // `cluster` and `metrics` must outlive the scheduler.
@@ -55,6 +65,11 @@ class Scheduler {
 
   const Engine& engine() const { return engine_; }
   Store& store() { return *store_; }
+  // For a BatchGate that refreshes the engine from a shared store (a follower's copy); any
+  // other change goes through submit().
+  Engine& mutable_engine() { return engine_; }
+  // Puts `gate` in front of every later batch; the scheduler keeps it until it is destroyed.
+  void set_batch_gate(std::shared_ptr<BatchGate> gate);
   // Stops the writer after the queued commands were answered.
   void stop();
 
@@ -74,6 +89,7 @@ class Scheduler {
   std::deque<Pending*> queue_;  // guarded by mutex_
   bool stopping_ = false;       // guarded by mutex_
   std::thread writer_;
+  std::shared_ptr<BatchGate> gate_;  // guarded by mutex_; destroyed before the store and engine
 };
 
 }  // namespace toposched::service

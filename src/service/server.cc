@@ -156,7 +156,6 @@ Result<std::unique_ptr<Server>> Server::start(ServeOptions options) {
                       fmt::format("cannot use --tls-cert {} / --tls-key {}: not a readable PEM certificate and key",
                                   o.tls_cert, o.tls_key));
   configure_http(*s->http_, o, *s->metrics_);
-  for (const RouteSet& r : route_sets()) r.install(*s->http_, *s->context_);
   int port = listen.second;
   if (port == 0) {
     port = s->http_->bind_to_any_port(s->host_);
@@ -167,6 +166,9 @@ Result<std::unique_ptr<Server>> Server::start(ServeOptions options) {
     return make_error(ErrorCode::kUnavailable,
                       fmt::format("cannot listen on {}: address in use or not available", o.listen));
   s->port_ = static_cast<std::uint16_t>(port);
+  // Routes are installed once the port is known: an HA replica advertises its own URL.
+  if (s->options_.advertise.empty()) s->options_.advertise = s->url();
+  for (const RouteSet& r : route_sets()) r.install(*s->http_, *s->context_);
   s->listener_ = std::thread([http = s->http_.get()] { http->listen_after_bind(); });
   // Answer only once the accept loop runs: stop() before that would not reach it.
   for (int i = 0; i < 10000 && !s->http_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));

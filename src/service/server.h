@@ -68,6 +68,9 @@ struct ServeOptions {
   int router_tp = 1;                       // --router-tp
   std::string router_policy = "kv-topo";   // --router-policy
   double slurm_poll_interval_s = 5;  // --slurm-poll-interval
+  // HA (--store etcd://...; service/replication.h).
+  std::string advertise;      // --advertise URL followers name as the leader (default: this server's URL)
+  int lease_ttl_s = 3;        // --lease-ttl: the leader's etcd lease
 };
 
 // Bearer-token check for mutating endpoints (constant-time compare). Thread-safe.
@@ -111,6 +114,7 @@ void install_topograph_routes(httplib::Server& http, ServiceContext& ctx); // to
 void install_router_routes(httplib::Server& http, ServiceContext& ctx);    // router_routes.cc
 void install_slurm_sync(httplib::Server& http, ServiceContext& ctx);        // slurm_sync.cc
 void install_k8s_extender_routes(httplib::Server& http, ServiceContext& ctx);  // k8s_routes.cc
+void install_ha_routes(httplib::Server& http, ServiceContext& ctx);        // ha_routes.cc
 
 // A running server: loads the cluster, opens the store, restores, listens.
 class Server {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "service/etcd_store.h"
 #include "service/sqlite_store.h"
 
 namespace toposched::service {
@@ -18,6 +19,7 @@ Result<std::unique_ptr<Store>> open_sqlite(std::string_view rest) {
 const std::vector<StoreScheme>& store_schemes() {
   static const std::vector<StoreScheme> kSchemes = {
       {"sqlite:", "one SQLite file (WAL, synchronous=FULL): sqlite:PATH", open_sqlite},
+      {"etcd://", "an etcd v3 cluster shared by replicas (HA): etcd://HOST:PORT[,HOST:PORT...][/PREFIX]", open_etcd_store},
   };
   return kSchemes;
 }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <span>
@@ -69,6 +70,9 @@ class Store {
   virtual Result<void> commit(std::span<const Mutation> batch) = 0;
   // Event log entries with seq > after_seq, oldest first, at most `limit`.
   virtual Result<std::vector<StoreEvent>> events(std::int64_t after_seq, std::size_t limit) = 0;
+  // Most mutations one commit() accepts (etcd: its per-Txn operation limit); the scheduler's
+  // group commits stay within it.
+  virtual std::size_t max_batch() const { return SIZE_MAX; }
 };
 
 // The table open_store() chooses from (store.cc), in the table style of formats/exporter.cc:

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from etcd_harness import EtcdCluster, free_ports  # noqa: E402
 
 TOPOSCHED = os.environ.get("TOPOSCHED", "toposched")
-CLUSTER = "preset:dgx-h100?nodes=16"  # 128 GPUs: small enough to fill, big enough to mix
+CLUSTER = "preset:dgx-h100?nodes=128"  # 1024 GPUs: room for the jobs orphaned by kills (placed, never answered)
 
 
 def request(port: int, method: str, path: str, body: Optional[dict] = None,
@@ -95,6 +95,8 @@ class Replicas:
                 "--store", f"etcd://{self.endpoints[i]}/ha-test",
                 "--listen", f"127.0.0.1:{self.ports[i]}", "--advertise", self.url(i),
                 "--lease-ttl", str(self.ttl)]
+        if self.logs[i] is not None:
+            self.logs[i].close()
         log = open(os.path.join(self.dir, f"replica{i}.log"), "ab")
         self.logs[i] = log
         self.procs[i] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
@@ -193,6 +195,9 @@ class Load:
         self._stop = threading.Event()
         self._workers: List[threading.Thread] = []
         self._counter = 0
+        self._paused = False
+        self._busy = 0  # requests in flight, guarded by self.lock
+        self._idle = threading.Condition(self.lock)
 
     def start(self) -> None:
         for t in range(self.threads):
@@ -204,6 +209,31 @@ class Load:
         self._stop.set()
         for w in self._workers:
             w.join(timeout=30)
+
+    def pause(self, timeout_s: float = 30.0) -> None:
+        """Holds the workers and waits until no request is in flight, so that a replica's job
+        list can be compared with what was acknowledged (bounded wait)."""
+        with self._idle:
+            self._paused = True
+            self._idle.wait_for(lambda: self._busy == 0, timeout=timeout_s)
+
+    def resume(self) -> None:
+        with self._idle:
+            self._paused = False
+            self._idle.notify_all()
+
+    def _enter(self) -> bool:
+        with self._idle:
+            self._idle.wait_for(lambda: not self._paused or self._stop.is_set(), timeout=1.0)
+            if self._paused or self._stop.is_set():
+                return False
+            self._busy += 1
+            return True
+
+    def _leave(self) -> None:
+        with self._idle:
+            self._busy -= 1
+            self._idle.notify_all()
 
     def acked_count(self) -> int:
         with self.lock:
@@ -232,14 +262,24 @@ class Load:
 
     def _run(self, worker: int) -> None:
         mine: List[str] = []
-        n = len(self.reps.ports)
-        i = worker
         while not self._stop.is_set():
+            if not self._enter():
+                continue
+            try:
+                self._one(worker, mine)
+            finally:
+                self._leave()
+
+    def _one(self, worker: int, mine: List[str]) -> None:
+        n = len(self.reps.ports)
+        self._i = getattr(self, "_i", 0) + 1
+        i = self._i + worker
+        if True:
             i += 1
             replica = self.target if self.target is not None else i % n
             if self.reps.procs[replica] is None:
                 time.sleep(0.01)
-                continue
+                return
             if len(mine) >= 4 or (mine and i % 3 == 0):
                 job = mine.pop(0)
                 r, status, reply, sent, received = self._send(replica, "DELETE", f"/v1/jobs/{job}", None)
@@ -258,7 +298,7 @@ class Load:
                         self.errors.append((r, status, reply))
                     else:
                         self.errors.append((r, status, reply))
-                continue
+                return
             job = self._next_id()
             body = {"job": job, "gpus": (1, 2, 4, 8)[i % 4], "policy": "topo"}
             r, status, reply, sent, received = self._send(replica, "POST", "/v1/jobs", body)

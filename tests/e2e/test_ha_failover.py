@@ -68,7 +68,9 @@ class Failover(unittest.TestCase):
                         time.sleep(0.01)
                     self.assertIsNotNone(first, f"round {round_}: the new leader acknowledged nothing")
                     failover_s.append(first - killed_at)
+                    load.pause()  # nothing in flight while the lists are compared
                     problems = check_state(reps.get_jobs(new), load)
+                    load.resume()
                     self.assertEqual(problems, [], f"after failover {round_ + 1}")
                     reps.start(leader)  # back as a follower
                     reps.wait_up(leader)

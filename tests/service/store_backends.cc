@@ -1,10 +1,12 @@
 #include "service/store_backends.h"
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "service/etcd_store.h"
 #include "service/etcd_test_cluster.h"
+#include "service/sqlite_store.h"
 
 namespace toposched::service::testing {
 namespace {
@@ -24,10 +26,36 @@ std::unique_ptr<Store> open_leading_etcd_store(const std::string& url) {
 
 std::string g_etcd_url;  // the store last opened fresh
 
+// A directory for this process's SQLite files, removed at exit.
+struct SqliteDir {
+  std::filesystem::path path;
+  int next = 0;
+  SqliteDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "toposched-suite-XXXXXX").string();
+    path = mkdtemp(tmpl.data());
+  }
+  ~SqliteDir() { std::filesystem::remove_all(path); }
+};
+SqliteDir& sqlite_dir() {
+  static SqliteDir dir;
+  return dir;
+}
+std::string g_sqlite_path;
+
 }  // namespace
 
 const std::vector<StoreBackend>& store_backends() {
   static const std::vector<StoreBackend> kBackends = {
+      {"sqlite",
+       [](std::string&) -> std::unique_ptr<Store> {
+         g_sqlite_path = (sqlite_dir().path / ("s" + std::to_string(sqlite_dir().next++) + ".db")).string();
+         auto s = open_sqlite_store(g_sqlite_path);
+         return s ? std::move(*s) : nullptr;
+       },
+       []() -> std::unique_ptr<Store> {
+         auto s = open_sqlite_store(g_sqlite_path);
+         return s ? std::move(*s) : nullptr;
+       }},
       {"etcd",
        [](std::string& skip) -> std::unique_ptr<Store> {
          const auto& cluster = shared_etcd();

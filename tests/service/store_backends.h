@@ -1,5 +1,5 @@
 // The Store implementations the shared store suite (store_suite_test.cc) runs against, as a
-// table: each entry opens a fresh, empty store, or reopens the one it opened last (a server
+// table (SQLite in a temporary file, etcd on a real 3-member cluster): each entry opens a fresh, empty store, or reopens the one it opened last (a server
 // restart). etcd stores are opened on the shared 3-member test cluster under a fresh prefix
 // and wait until they lead, then load (what `toposched serve` does before it decides).
 // Thread-safety: a StoreBackend is used by one test at a time.

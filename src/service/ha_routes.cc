@@ -1,0 +1,52 @@
+// HA front: with --store etcd://..., this replica campaigns for leadership, keeps its copy
+// of the state current (service/replication.h), answers mutations it may not decide with
+// 503 naming the leader, and reports its role on GET /readyz. Registers nothing for other
+// stores. Installed first (routes.cc), so its /readyz and its pre-routing check come first.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "service/etcd_store.h"
+#include "service/http.h"
+#include "service/replication.h"
+
+namespace toposched::service {
+namespace {
+
+// The requests that change the state: they go to the leader only.
+bool is_mutation(const httplib::Request& req) {
+  if (req.method == "DELETE") return req.path.starts_with("/v1/jobs/");
+  if (req.method != "POST" || req.path != "/v1/jobs") return false;
+  auto dry = req.get_param_value("dry_run");
+  return dry.empty() || dry == "0" || dry == "false";
+}
+
+// 503 {"error":{"code":"not_leader"|"unavailable","message"},"leader":URL} + Location.
+void refuse(const Replication& rep, httplib::Response& res) {
+  const std::string leader = rep.leader();
+  const Error why = rep.refusal();
+  nlohmann::json body = {{"error", {{"code", leader.empty() ? "unavailable" : "not_leader"}, {"message", why.message}}},
+                         {"leader", leader}};
+  if (!leader.empty()) res.set_header("Location", leader);
+  res.set_header("Retry-After", "1");
+  send_json(res, 503, body.dump());
+}
+
+}  // namespace
+
+void install_ha_routes(httplib::Server& http, ServiceContext& ctx) {
+  auto* store = dynamic_cast<EtcdStore*>(&ctx.scheduler.store());
+  if (store == nullptr) return;
+  store->start_election(ctx.options.advertise, std::chrono::seconds(ctx.options.lease_ttl_s));
+  auto replication = std::make_shared<Replication>(*store, ctx.scheduler.mutable_engine());
+  Replication* rep = replication.get();  // owned by the scheduler, which outlives the HTTP server
+  ctx.scheduler.set_batch_gate(std::move(replication));
+  http.set_pre_routing_handler([rep](const httplib::Request& req, httplib::Response& res) {
+    if (!is_mutation(req) || rep->leads()) return httplib::Server::HandlerResponse::Unhandled;
+    refuse(*rep, res);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.Get("/readyz", [rep](const httplib::Request&, httplib::Response& res) { send_json(res, 200, rep->status_json()); });
+}
+
+}  // namespace toposched::service

@@ -1,0 +1,94 @@
+#include "service/replication.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+namespace toposched::service {
+
+Replication::Replication(EtcdStore& store, Engine& engine, std::chrono::milliseconds poll)
+    : store_(store), engine_(engine), poll_(poll) {
+  follower_ = std::thread([this] { follow_loop(); });
+}
+
+Replication::~Replication() {
+  {
+    std::lock_guard lock(stop_mutex_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (follower_.joinable()) follower_.join();
+}
+
+Error Replication::refusal() const {
+  const std::string leader = this->leader();
+  if (!leader.empty())
+    return Error{ErrorCode::kUnavailable, fmt::format("this replica is not the leader; the leader is {}", leader), {}};
+  const std::string why = store_.election()->last_error();
+  return Error{ErrorCode::kUnavailable,
+               fmt::format("no leader: etcd ({}) is unreachable or has no quorum{}", store_.url().prefix,
+                           why.empty() ? std::string() : "; last error: " + why),
+               {}};
+}
+
+std::string Replication::status_json() const {
+  const bool leading = leads();
+  return nlohmann::json{{"role", leading ? "leader" : "follower"},
+                        {"leader", leader()},
+                        {"etcd_error", store_.election()->last_error()},
+                        {"data_revision", seen_revision_.load()},
+                        {"jobs", engine_.job_count()}}
+      .dump();
+}
+
+Result<void> Replication::reload(std::vector<JobRecord> jobs) {
+  const Cluster& c = engine_.cluster();
+  std::vector<StoredJob> stored;
+  stored.reserve(jobs.size());
+  for (JobRecord& job : jobs) {
+    StoredJob s{std::move(job.id), {}, std::move(job.placement_json)};
+    for (const std::string& name : job.gpus_by_rank) {
+      TOPOSCHED_TRY(gpu, parse_gpu(c, name));
+      s.gpus_by_rank.push_back(gpu);
+    }
+    stored.push_back(std::move(s));
+  }
+  return engine_.replace_jobs(stored);
+}
+
+Result<std::unique_lock<std::mutex>> Replication::enter(Engine&) {
+  std::unique_lock lock(decide_mutex_);
+  auto term = store_.election()->term();
+  if (!term) return tl::unexpected(refusal());
+  if (!store_.loaded_in(term->generation)) {
+    TOPOSCHED_TRY(jobs, store_.load_jobs());
+    TOPOSCHED_CHECK(reload(std::move(jobs)));
+    copy_revision_ = -1;  // the follower loop reloads when this replica follows again
+    spdlog::info("replica {}: leads (term {}), {} jobs loaded from etcd", store_.election()->options().identity,
+                 term->generation, engine_.job_count());
+  }
+  return lock;
+}
+
+void Replication::follow_loop() {
+  std::unique_lock stop(stop_mutex_);
+  while (!stop_cv_.wait_for(stop, poll_, [this] { return stopping_; })) {
+    stop.unlock();
+    auto rev = store_.data_revision();
+    if (rev) seen_revision_ = *rev;
+    if (rev && !leads()) {
+      std::lock_guard lock(decide_mutex_);
+      if (!leads() && *rev != copy_revision_) {
+        auto jobs = store_.load_jobs_local();
+        auto ok = jobs ? reload(std::move(*jobs)) : Result<void>(tl::unexpected(jobs.error()));
+        if (ok)
+          copy_revision_ = *rev;
+        else
+          spdlog::warn("replica: cannot refresh the copy from etcd: {}", ok.error().message);
+      }
+    }
+    stop.lock();
+  }
+}
+
+}  // namespace toposched::service

@@ -1,0 +1,67 @@
+// Replication: what makes one `toposched serve` a replica among several on one etcd store.
+//
+// Leader: every batch of decisions passes enter() first (the Scheduler's BatchGate). It
+// answers kUnavailable naming the leader when this replica does not lead; when this replica
+// leads but its engine does not hold the state as of its current term (a new term, or a
+// commit whose outcome is unknown), it reloads the engine from etcd first (linearizable
+// read), so a new leader never decides on a stale copy. The store's Txn guard (leader key
+// revision + data revision) fences anything that slips past.
+// Follower: a background thread polls the store's data revision every `poll` (serializable
+// read: works while etcd has no quorum) and, when it moved, reloads the engine from etcd, so
+// reads (GET /v1/jobs, /v1/fragmentation, ...) answer from a copy at most a poll behind.
+// With etcd unreachable the copy stays as it was.
+//
+// Thread-safety: enter() from the scheduler's writer thread; role(), leader(), status()
+// from any thread. decide_mutex_ serialises a batch (held from enter() to the end of its
+// commit) against a follower reload.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "placement/engine.h"
+#include "service/etcd_store.h"
+#include "service/scheduler.h"
+
+namespace toposched::service {
+
+class Replication final : public BatchGate {
+ public:
+  // `store` and `engine` must outlive this object; the store's election must be started.
+  Replication(EtcdStore& store, Engine& engine, std::chrono::milliseconds poll = std::chrono::milliseconds(200));
+  ~Replication() override;
+  Replication(const Replication&) = delete;
+  Replication& operator=(const Replication&) = delete;
+
+  Result<std::unique_lock<std::mutex>> enter(Engine& engine) override;
+
+  bool leads() const { return store_.election()->term().has_value(); }
+  // The leader's address as last seen (empty: none known).
+  std::string leader() const { return store_.election()->leader(); }
+  // Why mutations are refused here: "this replica is not the leader; the leader is URL", or
+  // that no leader is known, with etcd's last error.
+  Error refusal() const;
+  // {"role","leader","etcd_error","data_revision"} for /readyz.
+  std::string status_json() const;
+
+ private:
+  void follow_loop();
+  Result<void> reload(std::vector<JobRecord> jobs);
+
+  EtcdStore& store_;
+  Engine& engine_;
+  std::chrono::milliseconds poll_;
+  std::mutex decide_mutex_;
+  std::int64_t copy_revision_ = -1;            // GUARDED_BY(decide_mutex_): data revision of a follower's copy
+  std::atomic<std::int64_t> seen_revision_{0}; // last data revision polled (status only)
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;  // GUARDED_BY(stop_mutex_)
+  std::thread follower_;
+};
+
+}  // namespace toposched::service
