@@ -6,8 +6,9 @@
 // The topology comes from the server's cluster model (provider and nodes of the request are
 // not consulted): engine slurm + plugin topology/tree (default) -> `export --to slurm-tree`,
 // topology/block (+ blockSizes) -> slurm-block, engine k8s -> k8s-labels, graph -> the
-// native JSON spec. Requests are computed in order by one worker thread; the last 1024
-// results are kept.
+// native JSON spec; engine slurm takes all of Topograph's Slurm engine parameters (plugin,
+// blockSizes, blockName, skeletonOnly, topologies: formats/topograph_export.h). Requests
+// are computed in order by one worker thread; the last 1024 results are kept.
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "formats/exporter.h"
+#include "formats/topograph_export.h"
 #include "service/http.h"
 
 namespace toposched::service {
@@ -26,6 +28,7 @@ namespace {
 struct TopographJob {
   std::string format;
   ExportOptions options;
+  std::optional<TopographParams> slurm;  // engine slurm: Topograph's Slurm engine parameters
 };
 
 // Topograph's body -> an export format and options; kInvalidArgument when it asks for
@@ -44,12 +47,10 @@ Result<TopographJob> topograph_job(const nlohmann::json& body) {
   } else if (name == "graph") {
     job.format = "json";
   } else if (name == "slurm") {
-    const std::string plugin = params.value("plugin", std::string("topology/tree"));
-    if (plugin == "topology/block") {
-      job.format = "slurm-block";
-    } else if (plugin != "topology/tree") {
-      return bad(fmt::format("engine.params.plugin must be topology/tree or topology/block, not '{}'", plugin));
-    }
+    // plugin, blockSizes, blockName, skeletonOnly, topologies: formats/topograph_export.h.
+    TOPOSCHED_TRY(slurm, topograph_params_from_json(params));
+    job.slurm = std::move(slurm);
+    return job;
   } else {
     return bad(fmt::format("engine.name must be slurm, k8s or graph, not '{}'", name));
   }
@@ -111,7 +112,7 @@ class TopographRequests {
       auto [uid, job] = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
-      auto out = export_cluster(cluster_, job.format, job.options);
+      auto out = job.slurm ? generate_topograph(cluster_, *job.slurm) : export_cluster(cluster_, job.format, job.options);
       Answer r = out ? Answer{200, std::move(out->text)} : Answer{http_status(out.error().code), out.error().to_string() + "\n"};
       lock.lock();
       if (auto it = results_.find(uid); it != results_.end()) it->second = std::move(r);
