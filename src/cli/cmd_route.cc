@@ -2,6 +2,7 @@
 // on a cluster under several routing policies; print the comparison, write report.json and
 // report.html. All logic lives in src/router/.
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -33,6 +34,7 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 int run_route_command(RouteCliOptions& o) {
+  if (int code = kExitOk; !output_dir_usable_or_report(o.report_dir, code)) return code;
   o.route.policies = o.policies == "all" ? std::vector<std::string>{} : split_list(o.policies);
   if (o.policies == "all")
     for (const auto& p : router::policy_catalog()) o.route.policies.emplace_back(p.name);
@@ -59,7 +61,7 @@ int run_route_command(RouteCliOptions& o) {
     std::fputs(router::route_report_json(*run).c_str(), stdout);
   } else {
     std::fputs(router::route_report_table(*run).c_str(), stdout);
-    if (!o.report_dir.empty()) fmt::print("\nreport: {}/report.html (and report.json)\n", o.report_dir);
+    if (!o.report_dir.empty()) fmt::print("\nreport: {} (and report.json)\n", (std::filesystem::path(o.report_dir) / "report.html").string());
   }
   return kExitOk;
 }

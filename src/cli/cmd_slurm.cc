@@ -105,6 +105,7 @@ struct LuaCliOptions {
 };
 
 int run_job_submit_lua(const LuaCliOptions& o) {
+  if (int code = kExitOk; !output_usable_or_report(o.output, code)) return code;
   auto script = slurm::job_submit_lua(o.lua);
   if (!script) return report(script.error());
   if (auto ok = write_file_atomically(o.output, *script); !ok) return report(ok.error());

@@ -30,6 +30,7 @@ int run_import(const StateOptions& o) {
 
 int run_export(const StateOptions& o) {
   int code = kExitOk;
+  if (!output_usable_or_report(o.output, code)) return code;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
   auto store = service::open_store(o.store);
