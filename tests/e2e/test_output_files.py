@@ -50,6 +50,7 @@ def writers(work):
          "toposched-allocation-state"),
         ("simulate-trace", ["simulate", "--cluster", "preset:dgx-h100?nodes=16", "--trace", TRACE, "--policies", "topo",
                             "--write-trace", "OUT"], "train-1"),
+        ("slurm-lua", ["slurm", "job-submit-lua", "--url", "http://127.0.0.1:7070", "-o", "OUT"], "slurm_job_submit"),
     ]
 
 
