@@ -26,6 +26,8 @@ struct ExportCliOptions {
   bool name_shortener = false;
   std::vector<std::string> block_name;  // REGEX FORMAT
   std::string topologies;               // FILE
+  std::string kueue_version = "v1beta2";
+  std::string node_name_map;            // FILE
   OutputFormat format = OutputFormat::kText;
   // Format-specific options the user gave, with the formats that read them.
   std::vector<std::pair<std::string, std::vector<std::string>>> given;
@@ -66,6 +68,12 @@ int run_export(const ExportCliOptions& o) {
   options.member_style = o.members == "regex" ? MemberStyle::kRegex : MemberStyle::kExact;
   options.gres_type = o.gres_type;
   options.object_name = o.name;
+  options.kueue_version = o.kueue_version;
+  if (!o.node_name_map.empty()) {
+    auto names = read_k8s_node_name_map(o.node_name_map);
+    if (!names) return report(names.error());
+    options.k8s_node_names = std::move(*names);
+  }
   options.skeleton_only = o.skeleton_only;
   options.name_shortener = o.name_shortener;
   if (o.block_name.size() == 2) options.block_name = BlockNameRule{o.block_name[0], o.block_name[1]};
@@ -138,6 +146,14 @@ void register_export(CLI::App& app, int& exit_code) {
       "slurm-yaml: a YAML/JSON file with Topograph's 'topologies' (NAME: {plugin: topology/tree|block|flat, nodes: [hostlists], "
       "blockSizes, blockName, clusterDefault}), one topology per partition")
       ->check(CLI::ExistingFile)->option_text("FILE");
+  CLI::Option* kueue_version = cmd->add_option("--kueue-version", opts->kueue_version,
+      "kueue: Topology API version: v1beta2 (Kueue v0.15 and later, the default), v1beta1 (v0.14 on, deprecated "
+      "since v0.16) or v1alpha1 (v0.9 to v0.13)")
+      ->check(CLI::IsMember({"v1beta2", "v1beta1", "v1alpha1"}))->option_text("VERSION");
+  CLI::Option* node_name_map = cmd->add_option("--k8s-node-name-map", opts->node_name_map,
+      "k8s-labels, volcano: YAML/JSON mapping {spec node name: Kubernetes node name}, for nodes whose spec name is "
+      "not their Kubernetes name (names Kubernetes refuses, such as GPU-A01 or gpu_b01, are an error otherwise)")
+      ->check(CLI::ExistingFile)->option_text("FILE");
   add_format_option(*cmd, opts->format);
   cmd->footer("Formats:\n" + list +
               "\nText output is the target format itself. With --format json, stdout gets\n"
@@ -149,7 +165,8 @@ void register_export(CLI::App& app, int& exit_code) {
     const std::pair<CLI::Option*, std::vector<std::string>> specific[] = {
         {block_sizes, {"slurm-block", "slurm-yaml"}}, {style, {"k8s-labels"}}, {members, {"volcano"}},
         {gres_type, {"gres"}}, {name, {"kueue", "kai"}}, {skeleton, {"slurm-tree", "slurm-block", "slurm-yaml"}},
-        {shortener, {"slurm-tree"}}, {block_name, {"slurm-block", "slurm-yaml"}}, {topologies, {"slurm-yaml"}}};
+        {shortener, {"slurm-tree"}}, {block_name, {"slurm-block", "slurm-yaml"}}, {topologies, {"slurm-yaml"}},
+        {kueue_version, {"kueue"}}, {node_name_map, {"k8s-labels", "volcano"}}};
     for (const auto& [option, formats] : specific)
       if (option->count() > 0) opts->given.emplace_back(option->get_name(), formats);
     exit_code = run_export(*opts);

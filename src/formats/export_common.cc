@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "formats/yaml_input.h"
+#include "topology/file_io.h"
 #include "topology/hostlist.h"
 
 namespace toposched {
@@ -63,15 +65,61 @@ std::string k8s_label_value(std::string_view value) {
   return v;
 }
 
-std::string k8s_object_name(std::string_view value) {
+std::string k8s_object_name(std::string_view value, std::size_t max_length) {
   std::string lower(value);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string v = replace_and_trim(lower, [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
-  });
+  auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  // Each dot-separated part must start and end alphanumeric: "a..b" and "a.-b" are not names.
+  std::string v;
+  std::size_t p = 0;
+  while (p <= lower.size()) {
+    std::size_t dot = std::min(lower.find('.', p), lower.size());
+    std::string part = replace_and_trim(std::string_view(lower).substr(p, dot - p),
+                                        [&](char c) { return lower_alnum(c) || c == '-'; });
+    if (!part.empty()) v += (v.empty() ? "" : ".") + part;
+    p = dot + 1;
+  }
   if (v.empty()) return hash_name(value);
-  if (v.size() > 253) v = v.substr(0, 235) + "-" + hash_name(value).substr(1);
+  if (v.size() > max_length) {
+    std::string suffix = fmt::format("-{:08x}", static_cast<std::uint32_t>(fnv1a64(value)));
+    v.resize(max_length - suffix.size());
+    while (!v.empty() && !lower_alnum(v.back())) v.pop_back();
+    v += suffix;
+  }
   return v;
+}
+
+bool is_valid_k8s_object_name(std::string_view v, std::size_t max_length) {
+  return !v.empty() && v.size() <= max_length && k8s_object_name(v, max_length) == v;
+}
+
+Result<std::string> k8s_node_name(const Cluster& c, NodeId n, const ExportOptions& options) {
+  const std::string& spec_name = c.node_name(n);
+  auto mapped = options.k8s_node_names.find(spec_name);
+  const std::string& name = mapped == options.k8s_node_names.end() ? spec_name : mapped->second;
+  if (!is_valid_k8s_object_name(name))
+    return make_error(ErrorCode::kValidation,
+                      fmt::format("node '{}' is not a valid Kubernetes node name (lower-case letters, digits, '-' and '.', "
+                                  "starting and ending with a letter or digit, at most 253 characters); give its "
+                                  "Kubernetes name with --k8s-node-name-map FILE ({{\"{}\": \"{}\"}})",
+                                  name, name, k8s_object_name(name)));
+  return name;
+}
+
+Result<std::map<std::string, std::string, std::less<>>> read_k8s_node_name_map(const std::string& path) {
+  TOPOSCHED_TRY(text, read_text_file(path));
+  YamlInput in(path);
+  TOPOSCHED_TRY(root, in.parse(text));
+  if (!root.IsMap()) return in.error_at(root, "expected a mapping of spec node names to Kubernetes node names, found " + YamlInput::describe(root));
+  std::map<std::string, std::string, std::less<>> out;
+  for (const auto& kv : root) {
+    if (!kv.first.IsScalar()) return in.error_at(kv.first, "expected a spec node name, found " + YamlInput::describe(kv.first));
+    TOPOSCHED_TRY(name, in.string(kv.second, kv.first.Scalar()));
+    if (!is_valid_k8s_object_name(name))
+      return in.error_at(kv.second, fmt::format("expected a valid Kubernetes node name for '{}', found '{}'", kv.first.Scalar(), name));
+    out[kv.first.Scalar()] = name;
+  }
+  return out;
 }
 
 bool is_valid_slurm_name(std::string_view name) {
@@ -79,8 +127,17 @@ bool is_valid_slurm_name(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [](char c) { return is_alnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
+std::size_t NameMap::limit() const {
+  switch (target_) {
+    case Target::kSlurm: return 64;
+    case Target::kK8sObject: return 253;
+    case Target::kK8sMember: return 63;
+  }
+  return 63;
+}
+
 std::string NameMap::sanitise(std::string_view name) const {
-  if (target_ == Target::kK8sObject) return k8s_object_name(name);
+  if (target_ != Target::kSlurm) return k8s_object_name(name, limit());
   if (is_valid_slurm_name(name)) return std::string(name);
   std::string v = replace_and_trim(name, [](char c) { return is_alnum(c) || c == '-' || c == '_' || c == '.'; });
   if (v.empty() || v.size() > 64) v = v.substr(0, std::min<std::size_t>(v.size(), 47)) + "-" + fmt::format("{:016x}", fnv1a64(name));
@@ -90,7 +147,7 @@ std::string NameMap::sanitise(std::string_view name) const {
 const std::string& NameMap::operator()(const std::string& original) {
   if (auto it = forward_.find(original); it != forward_.end()) return it->second;
   std::string name = sanitise(original);
-  std::size_t limit = target_ == Target::kSlurm ? 64 : 253;
+  const std::size_t limit = this->limit();
   for (std::uint64_t salt = 0; taken_.contains(name); ++salt) {
     std::string suffix = fmt::format("-{:08x}", static_cast<std::uint32_t>(fnv1a64(original + std::to_string(salt))));
     std::string base = sanitise(original);
@@ -104,7 +161,7 @@ const std::string& NameMap::operator()(const std::string& original) {
 
 std::string NameMap::fresh(const std::string& wanted) {
   std::string name = sanitise(wanted);
-  std::size_t limit = target_ == Target::kSlurm ? 64 : 253;
+  const std::size_t limit = this->limit();
   for (std::uint64_t salt = 0; taken_.contains(name); ++salt) {
     std::string suffix = fmt::format("-{:08x}", static_cast<std::uint32_t>(fnv1a64(wanted + "#" + std::to_string(salt))));
     std::string base = sanitise(wanted);
@@ -177,6 +234,8 @@ LabelLevels label_levels(const Cluster& c) {
       const auto& nodes = c.switch_subtree_nodes(SwitchId(s));
       if (nodes.empty()) continue;
       DomainId d = c.node_domain(nodes.front());
+      // A node without a domain is a domain of its own (k8s_labels gives it a singleton value).
+      if (!d.valid() && nodes.size() == 1) continue;
       if (!d.valid()) return false;
       for (NodeId n : nodes)
         if (c.node_domain(n) != d) return false;

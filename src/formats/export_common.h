@@ -50,6 +50,10 @@ struct ExportOptions {
   MemberStyle member_style = MemberStyle::kExact; // volcano
   std::string gres_type;                  // gres (and Gres= hints); empty = from the GPU model
   std::string object_name;                // kueue / kai Topology name; empty = from the cluster
+  std::string kueue_version = "v1beta2";  // kueue: Topology API version (v1beta2, v1beta1, v1alpha1)
+  // k8s-labels / volcano: Kubernetes node name per spec node name, for nodes whose spec
+  // name is not a valid Kubernetes node name (or differs from it); others keep their name.
+  std::map<std::string, std::string, std::less<>> k8s_node_names;
 };
 
 // A writer's text plus notes for the user (e.g. nodes that no switch reaches).
@@ -81,16 +85,29 @@ std::uint64_t fnv1a64(std::string_view data);
 std::string k8s_label_value(std::string_view value);
 bool is_valid_k8s_label_value(std::string_view value);
 
-// A valid DNS-1123 subdomain (Kubernetes object name): lower case, [a-z0-9.-], starting and
-// ending alphanumeric, at most 253 characters.
-std::string k8s_object_name(std::string_view value);
+// A valid DNS-1123 subdomain (Kubernetes object name): lower case, [a-z0-9.-], every
+// dot-separated part starting and ending alphanumeric, at most `max_length` characters
+// (253 for object names; 63 where the name is also referred to as a qualified name, as a
+// Volcano HyperNode member is). A name cut short ends in "-" + 8 hex digits of its hash, so
+// two long names that share a prefix stay distinct and the result is stable.
+std::string k8s_object_name(std::string_view value, std::size_t max_length = 253);
+bool is_valid_k8s_object_name(std::string_view value, std::size_t max_length = 253);
+
+// The Kubernetes node name of a spec node: its entry in options.k8s_node_names, else its own
+// name. kValidation naming the node when that is not a valid node name (a DNS-1123
+// subdomain: `GPU-A01` and `gpu_b01` are not), with the way out (--k8s-node-name-map).
+Result<std::string> k8s_node_name(const Cluster& cluster, NodeId node, const ExportOptions& options);
+
+// Reads --k8s-node-name-map FILE: a YAML or JSON mapping {spec node name: Kubernetes node name}.
+Result<std::map<std::string, std::string, std::less<>>> read_k8s_node_name_map(const std::string& path);
 
 // Sanitises names for a target that restricts them, keeping them unique: names already valid
 // stay as they are; others are rewritten, and when two rewrite to the same text the later
 // gets "-<hash>" appended. `renamed()` lists what changed, for comments in the output.
 class NameMap {
  public:
-  enum class Target { kSlurm, kK8sObject };
+  // kK8sMember: object names that other objects also name as members (qualified names, <= 63).
+  enum class Target { kSlurm, kK8sObject, kK8sMember };
   explicit NameMap(Target target) : target_(target) {}
   const std::string& operator()(const std::string& original);
   // A new name, based on `wanted`, that no original maps to and no earlier call returned
@@ -100,6 +117,7 @@ class NameMap {
 
  private:
   std::string sanitise(std::string_view name) const;
+  std::size_t limit() const;
   Target target_;
   std::map<std::string, std::string, std::less<>> forward_;
   std::map<std::string, std::string, std::less<>> taken_;

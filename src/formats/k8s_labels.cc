@@ -3,6 +3,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace toposched {
 namespace {
@@ -18,9 +19,13 @@ std::string shell_word(const std::string& s) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::map<std::string, std::string>>> node_labels(const Cluster& c,
-                                                                                    std::vector<std::string>* warnings) {
-  std::vector<std::pair<std::string, std::map<std::string, std::string>>> out;
+std::vector<std::map<std::string, std::string>> topology_labels(const Cluster& c, std::vector<std::string>* warnings) {
+  std::vector<std::map<std::string, std::string>> out;
+  // Level labels every node must carry (Kueue / KAI drop a node that lacks one).
+  std::vector<std::string> levels;
+  for (const auto& l : label_levels(c).labels)
+    if (l != kHostnameLabel) levels.push_back(l);
+  std::map<std::string, std::vector<std::string>> singletons;  // label -> nodes given their own value
   // Two different names that become the same label value would merge two switches.
   std::map<std::pair<std::string, std::string>, std::string> origin;
   std::set<std::string> reported;
@@ -43,15 +48,37 @@ std::vector<std::pair<std::string, std::map<std::string, std::string>>> node_lab
       if (!c.node_sub_domain(n).empty())
         labels[std::string(kAcceleratorSubDomainLabel)] = value(std::string(kAcceleratorSubDomainLabel), c.node_sub_domain(n));
     }
+    for (const auto& l : levels)
+      if (!labels.contains(l)) {
+        labels[l] = value(l, c.node_name(n));
+        singletons[l].push_back(c.node_name(n));
+      }
     labels[std::string(kNodeTypeLabel)] = value(std::string(kNodeTypeLabel), c.node_type(n).name);
-    out.emplace_back(c.node_name(n), std::move(labels));
+    out.push_back(std::move(labels));
+  }
+  if (warnings)
+    for (const auto& [label, nodes] : singletons)
+      warnings->push_back(fmt::format("{} node(s) have no {} of their own ({}{}): each gets its node name as the value, "
+                                      "so Kueue and KAI keep them, alone at that level",
+                                      nodes.size(), label, fmt::join(nodes.begin(), nodes.begin() + std::min<std::size_t>(nodes.size(), 5), ", "),
+                                      nodes.size() > 5 ? ", ..." : ""));
+  return out;
+}
+
+Result<std::vector<std::pair<std::string, std::map<std::string, std::string>>>> node_labels(
+    const Cluster& c, const ExportOptions& options, std::vector<std::string>* warnings) {
+  std::vector<std::pair<std::string, std::map<std::string, std::string>>> out;
+  auto labels = topology_labels(c, warnings);
+  for (std::uint32_t i = 0; i < c.node_count(); ++i) {
+    TOPOSCHED_TRY(name, k8s_node_name(c, NodeId(i), options));
+    out.emplace_back(std::move(name), std::move(labels[i]));
   }
   return out;
 }
 
 Result<ExportOutput> write_k8s_labels(const Cluster& c, const ExportOptions& options) {
   ExportOutput out;
-  auto labels = node_labels(c, &out.warnings);
+  TOPOSCHED_TRY(labels, node_labels(c, options, &out.warnings));
   if (options.label_style == LabelStyle::kPatch) {
     nlohmann::ordered_json doc = nlohmann::ordered_json::object();
     for (const auto& [node, kv] : labels) {

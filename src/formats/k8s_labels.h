@@ -5,7 +5,13 @@
 // k8s_label_value (Topograph's 63-character rule and FNV-1a hashing). Two styles:
 // kubectl (a POSIX sh script of `kubectl label node NAME --overwrite k=v ...`) and patch (a
 // JSON object mapping each node name to its JSON merge patch `{"metadata":{"labels":{}}}`).
-// Pure function; thread-safe.
+//
+// Every node carries every level label that label_levels() lists, so that Kueue and KAI,
+// which leave out nodes missing a level's label, keep them all: in a cluster where only
+// some nodes have an accelerator domain (or a sub-domain, or a switch at some tier), the
+// others get a singleton value of their own (their node name), which groups them with no
+// other node, and a warning says so. Node names are Kubernetes node names (k8s_node_name:
+// invalid ones are an error unless mapped). Pure function; thread-safe.
 #pragma once
 
 #include <map>
@@ -14,9 +20,12 @@
 
 namespace toposched {
 
-// Labels per node, in node order.
-std::vector<std::pair<std::string, std::map<std::string, std::string>>> node_labels(const Cluster& cluster,
-                                                                                    std::vector<std::string>* warnings);
+// Labels per node, indexed by node id; `warnings` gets the nodes given singleton values.
+std::vector<std::map<std::string, std::string>> topology_labels(const Cluster& cluster, std::vector<std::string>* warnings);
+
+// Labels per node (by Kubernetes node name), in node order.
+Result<std::vector<std::pair<std::string, std::map<std::string, std::string>>>> node_labels(
+    const Cluster& cluster, const ExportOptions& options, std::vector<std::string>* warnings);
 
 Result<ExportOutput> write_k8s_labels(const Cluster& cluster, const ExportOptions& options);
 

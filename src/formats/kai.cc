@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "formats/k8s_labels.h"
+
 namespace toposched {
 
 Result<ExportOutput> write_kai(const Cluster& c, const ExportOptions& options) {
@@ -10,6 +12,8 @@ Result<ExportOutput> write_kai(const Cluster& c, const ExportOptions& options) {
   LabelLevels levels = label_levels(c);
   for (const auto& d : levels.dropped)
     out.warnings.push_back(fmt::format("level {} is left out: its switches do not nest inside the accelerator domains", d));
+  // The nodes need these labels (k8s-labels writes them); say where they get singleton values.
+  topology_labels(c, &out.warnings);
   Json levels_json = Json::array();
   for (const auto& l : levels.labels) levels_json.push_back({{"nodeLabel", l}});
   out.text = "# KAI-Scheduler Topology; workloads refer to it with the kai.scheduler/topology annotation.\n";

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "topology/hostlist.h"
 
@@ -25,7 +26,15 @@ SwitchId domain_leaf(const Cluster& c, DomainId d) {
 
 Result<ExportOutput> write_volcano(const Cluster& c, const ExportOptions& options) {
   ExportOutput out;
-  NameMap names(NameMap::Target::kK8sObject);
+  // A HyperNode is named by its parent's exactMatch member too, which Volcano's admission
+  // policy checks as a qualified name: at most 63 characters.
+  NameMap names(NameMap::Target::kK8sMember);
+  std::vector<std::string> node_names_k8s;
+  for (std::uint32_t i = 0; i < c.node_count(); ++i) {
+    TOPOSCHED_TRY(name, k8s_node_name(c, NodeId(i), options));
+    node_names_k8s.push_back(std::move(name));
+  }
+  std::vector<std::string> long_names;
   bool domains_nest = c.domain_count() > 0;
   for (std::uint32_t d = 0; d < c.domain_count() && domains_nest; ++d)
     domains_nest = c.domain_nodes(DomainId(d)).empty() || domain_leaf(c, DomainId(d)).valid() || c.switch_count() == 0;
@@ -37,11 +46,20 @@ Result<ExportOutput> write_volcano(const Cluster& c, const ExportOptions& option
     Json members = Json::array();
     if (nodes.empty()) return members;
     std::vector<std::string> node_names;
-    for (NodeId n : nodes) node_names.push_back(c.node_name(n));
+    for (NodeId n : nodes) node_names.push_back(node_names_k8s[n.index()]);
     if (options.member_style == MemberStyle::kRegex) {
       members.push_back({{"type", "Node"}, {"selector", {{"regexMatch", {{"pattern", hostlist_regex(node_names)}}}}}});
-    } else {
-      for (const auto& n : node_names) members.push_back({{"type", "Node"}, {"selector", {{"exactMatch", {{"name", n}}}}}});
+      return members;
+    }
+    for (const auto& n : node_names) {
+      // exactMatch names are qualified names (<= 63 characters) for Volcano's admission
+      // policy; a longer node name is matched by an anchored regex of itself instead.
+      if (n.size() <= 63) {
+        members.push_back({{"type", "Node"}, {"selector", {{"exactMatch", {{"name", n}}}}}});
+      } else {
+        members.push_back({{"type", "Node"}, {"selector", {{"regexMatch", {{"pattern", hostlist_regex({n})}}}}}});
+        long_names.push_back(n);
+      }
     }
     return members;
   };
@@ -82,6 +100,17 @@ Result<ExportOutput> write_volcano(const Cluster& c, const ExportOptions& option
     int tier = c.switch_tier(s);
     docs.push_back(hypernode(names(c.switch_name(s)), tier + tier_offset, c.tiers()[static_cast<std::size_t>(tier)].name, std::move(members)));
   }
+  if (!long_names.empty())
+    out.warnings.push_back(fmt::format("{} node name(s) are longer than the 63 characters of an exactMatch member ({}...): "
+                                       "they are matched by an anchored regexMatch instead", long_names.size(), long_names.front().substr(0, 40)));
+  std::vector<std::string> left_out;
+  for (std::uint32_t i = 0; i < c.node_count(); ++i)
+    if (!c.node_switch(NodeId(i)).valid() && !node_in_domain_object[i]) left_out.push_back(node_names_k8s[i]);
+  if (!left_out.empty())
+    out.warnings.push_back(fmt::format("{} node(s) are under no switch and in no accelerator domain, so no HyperNode holds them "
+                                       "and Volcano's network-topology-aware scheduling cannot place on them: {}{}",
+                                       left_out.size(), fmt::join(left_out.begin(), left_out.begin() + std::min<std::size_t>(left_out.size(), 5), ", "),
+                                       left_out.size() > 5 ? ", ..." : ""));
   std::string& t = out.text;
   t += "# Volcano network topology: one HyperNode per switch";
   t += domains_nest ? " and per accelerator domain" : "";

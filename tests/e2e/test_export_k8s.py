@@ -5,9 +5,10 @@ Schemas checked (docs/export.md cites them):
 - Topograph node labels: fabric.topograph.run/tier-N, accelerator.topograph.run/domain,
   accelerator.topograph.run/sub-domain; values valid label values, longer ones hashed
   "x" + hex FNV-1a 64 as Topograph's labeler does.
-- Kueue: Topology kueue.x-k8s.io/v1alpha1 spec.levels[].nodeLabel (1..16 levels,
-  kubernetes.io/hostname only last); ResourceFlavor kueue.x-k8s.io/v1beta1 spec.nodeLabels
-  (1..8) + spec.topologyName.
+- Kueue: Topology kueue.x-k8s.io/v1beta2 (the default; v1alpha1 with --kueue-version)
+  spec.levels[].nodeLabel (1..16 levels, kubernetes.io/hostname only last); ResourceFlavor
+  kueue.x-k8s.io/v1beta2 (v1beta1 for the older APIs) spec.nodeLabels (1..8) +
+  spec.topologyName. test_k8s_crd_validation.py validates against the CRDs themselves.
 - Volcano: HyperNode topology.volcano.sh/v1alpha1 spec.tier / tierName / members[].type
   (Node|HyperNode) / members[].selector.exactMatch.name | regexMatch.pattern.
 - KAI-Scheduler: Topology kai.scheduler/v1alpha1 spec.levels[].nodeLabel.
@@ -184,11 +185,11 @@ class KueueKaiTest(unittest.TestCase):
                 for d in docs:
                     self.assertEqual(set(d), {"apiVersion", "kind", "metadata", "spec"})
                     self.assertRegex(d["metadata"]["name"], DNS1123)
-                self.assertEqual((topo["apiVersion"], topo["kind"]), ("kueue.x-k8s.io/v1alpha1", "Topology"))
+                self.assertEqual((topo["apiVersion"], topo["kind"]), ("kueue.x-k8s.io/v1beta2", "Topology"))
                 self.assertEqual(set(topo["spec"]), {"levels"})
                 labels = self.levels_are_valid(topo["spec"]["levels"], spec)
                 self.assertEqual(labels, want + ["kubernetes.io/hostname"])
-                self.assertEqual((flavor["apiVersion"], flavor["kind"]), ("kueue.x-k8s.io/v1beta1", "ResourceFlavor"))
+                self.assertEqual((flavor["apiVersion"], flavor["kind"]), ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"))
                 self.assertEqual(set(flavor["spec"]), {"nodeLabels", "topologyName"})
                 self.assertEqual(flavor["spec"]["topologyName"], topo["metadata"]["name"])
                 self.assertTrue(1 <= len(flavor["spec"]["nodeLabels"]) <= 8)
