@@ -36,7 +36,7 @@ struct TopographJob {
 Result<TopographJob> topograph_job(const nlohmann::json& body) {
   auto bad = [](std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); };
   if (!body.is_object()) return bad("expected Topograph's request object {\"provider\":...,\"engine\":...}");
-  TopographJob job{"slurm-tree", {}};
+  TopographJob job{"slurm-tree", {}, std::nullopt};
   const nlohmann::json engine = body.value("engine", nlohmann::json::object());
   if (!engine.is_object()) return bad("'engine' must be an object");
   const std::string name = engine.value("name", std::string("slurm"));
