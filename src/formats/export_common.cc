@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include "formats/yaml_input.h"
@@ -205,7 +206,8 @@ SwitchId ancestor_at(const Cluster& c, NodeId n, int tier) {
 
 }  // namespace
 
-LabelLevels label_levels(const Cluster& c) {
+namespace {
+LabelLevels levels_by_nesting(const Cluster& c) {
   LabelLevels out;
   int tiers = static_cast<int>(c.tiers().size());
   bool has_sub = false;
@@ -234,8 +236,6 @@ LabelLevels label_levels(const Cluster& c) {
       const auto& nodes = c.switch_subtree_nodes(SwitchId(s));
       if (nodes.empty()) continue;
       DomainId d = c.node_domain(nodes.front());
-      // A node without a domain is a domain of its own (k8s_labels gives it a singleton value).
-      if (!d.valid() && nodes.size() == 1) continue;
       if (!d.valid()) return false;
       for (NodeId n : nodes)
         if (c.node_domain(n) != d) return false;
@@ -253,6 +253,38 @@ LabelLevels label_levels(const Cluster& c) {
       out.dropped.push_back(fabric_tier_label(t));
   }
   out.labels.emplace_back(kHostnameLabel);
+  return out;
+}
+
+// True when node `n` carries `label` (k8s_labels writes exactly these).
+bool node_has_level(const Cluster& c, NodeId n, const std::string& label) {
+  if (label == kAcceleratorDomainLabel) return c.node_domain(n).valid();
+  if (label == kAcceleratorSubDomainLabel) return !c.node_sub_domain(n).empty();
+  for (SwitchId s = c.node_switch(n); s.valid(); s = c.switch_parent(s))
+    if (fabric_tier_label(c.switch_tier(s)) == label) return true;
+  return label == kHostnameLabel;
+}
+}  // namespace
+
+LabelLevels label_levels(const Cluster& c) {
+  LabelLevels nested = levels_by_nesting(c);
+  LabelLevels out;
+  out.dropped = std::move(nested.dropped);
+  // Kueue and KAI leave out every node that lacks one of the Topology's level labels: a level
+  // some nodes lack is left out, so that every node stays in the topology.
+  for (auto& label : nested.labels) {
+    std::vector<std::string> lacking;
+    for (std::uint32_t i = 0; i < c.node_count(); ++i)
+      if (!node_has_level(c, NodeId(i), label)) lacking.push_back(c.node_name(NodeId(i)));
+    if (lacking.empty()) {
+      out.labels.push_back(std::move(label));
+    } else {
+      out.not_on_every_node.push_back(fmt::format(
+          "level {} is left out: {} node(s) lack it ({}{}), and Kueue and KAI leave out nodes without a level's label",
+          label, lacking.size(), fmt::join(lacking.begin(), lacking.begin() + std::min<std::size_t>(lacking.size(), 5), ", "),
+          lacking.size() > 5 ? ", ..." : ""));
+    }
+  }
   return out;
 }
 

@@ -140,6 +140,9 @@ std::vector<NodeId> fabric_node_order(const Cluster& cluster);
 struct LabelLevels {
   std::vector<std::string> labels;
   std::vector<std::string> dropped;
+  // Warnings for levels left out because some nodes lack them (Kueue / KAI would leave those
+  // nodes out of the topology): every node carries every level in `labels`.
+  std::vector<std::string> not_on_every_node;
 };
 LabelLevels label_levels(const Cluster& cluster);
 

@@ -21,11 +21,6 @@ std::string shell_word(const std::string& s) {
 
 std::vector<std::map<std::string, std::string>> topology_labels(const Cluster& c, std::vector<std::string>* warnings) {
   std::vector<std::map<std::string, std::string>> out;
-  // Level labels every node must carry (Kueue / KAI drop a node that lacks one).
-  std::vector<std::string> levels;
-  for (const auto& l : label_levels(c).labels)
-    if (l != kHostnameLabel) levels.push_back(l);
-  std::map<std::string, std::vector<std::string>> singletons;  // label -> nodes given their own value
   // Two different names that become the same label value would merge two switches.
   std::map<std::pair<std::string, std::string>, std::string> origin;
   std::set<std::string> reported;
@@ -48,20 +43,9 @@ std::vector<std::map<std::string, std::string>> topology_labels(const Cluster& c
       if (!c.node_sub_domain(n).empty())
         labels[std::string(kAcceleratorSubDomainLabel)] = value(std::string(kAcceleratorSubDomainLabel), c.node_sub_domain(n));
     }
-    for (const auto& l : levels)
-      if (!labels.contains(l)) {
-        labels[l] = value(l, c.node_name(n));
-        singletons[l].push_back(c.node_name(n));
-      }
     labels[std::string(kNodeTypeLabel)] = value(std::string(kNodeTypeLabel), c.node_type(n).name);
     out.push_back(std::move(labels));
   }
-  if (warnings)
-    for (const auto& [label, nodes] : singletons)
-      warnings->push_back(fmt::format("{} node(s) have no {} of their own ({}{}): each gets its node name as the value, "
-                                      "so Kueue and KAI keep them, alone at that level",
-                                      nodes.size(), label, fmt::join(nodes.begin(), nodes.begin() + std::min<std::size_t>(nodes.size(), 5), ", "),
-                                      nodes.size() > 5 ? ", ..." : ""));
   return out;
 }
 

@@ -6,12 +6,10 @@
 // kubectl (a POSIX sh script of `kubectl label node NAME --overwrite k=v ...`) and patch (a
 // JSON object mapping each node name to its JSON merge patch `{"metadata":{"labels":{}}}`).
 //
-// Every node carries every level label that label_levels() lists, so that Kueue and KAI,
-// which leave out nodes missing a level's label, keep them all: in a cluster where only
-// some nodes have an accelerator domain (or a sub-domain, or a switch at some tier), the
-// others get a singleton value of their own (their node name), which groups them with no
-// other node, and a warning says so. Node names are Kubernetes node names (k8s_node_name:
-// invalid ones are an error unless mapped). Pure function; thread-safe.
+// Labels describe the real structure only (a node under no switch has no tier label);
+// label_levels() keeps out of the Kueue / KAI levels any label some node lacks. Node names
+// are Kubernetes node names (k8s_node_name: invalid ones are an error unless mapped). Pure
+// function; thread-safe.
 #pragma once
 
 #include <map>
@@ -20,7 +18,7 @@
 
 namespace toposched {
 
-// Labels per node, indexed by node id; `warnings` gets the nodes given singleton values.
+// Labels per node, indexed by node id; `warnings` gets label values two names share.
 std::vector<std::map<std::string, std::string>> topology_labels(const Cluster& cluster, std::vector<std::string>* warnings);
 
 // Labels per node (by Kubernetes node name), in node order.

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "formats/k8s_labels.h"
-
 namespace toposched {
 
 Result<ExportOutput> write_kai(const Cluster& c, const ExportOptions& options) {
@@ -12,8 +10,7 @@ Result<ExportOutput> write_kai(const Cluster& c, const ExportOptions& options) {
   LabelLevels levels = label_levels(c);
   for (const auto& d : levels.dropped)
     out.warnings.push_back(fmt::format("level {} is left out: its switches do not nest inside the accelerator domains", d));
-  // The nodes need these labels (k8s-labels writes them); say where they get singleton values.
-  topology_labels(c, &out.warnings);
+  for (const auto& w : levels.not_on_every_node) out.warnings.push_back(w);
   Json levels_json = Json::array();
   for (const auto& l : levels.labels) levels_json.push_back({{"nodeLabel", l}});
   out.text = "# KAI-Scheduler Topology; workloads refer to it with the kai.scheduler/topology annotation.\n";

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "formats/k8s_labels.h"
-
 namespace toposched {
 
 namespace {
@@ -34,8 +32,7 @@ Result<ExportOutput> write_kueue(const Cluster& c, const ExportOptions& options)
     return make_error(ErrorCode::kUnsupported, fmt::format("Kueue allows at most 16 topology levels; this cluster needs {}", levels.labels.size()));
   for (const auto& d : levels.dropped)
     out.warnings.push_back(fmt::format("level {} is left out: its switches do not nest inside the accelerator domains", d));
-  // The nodes need these labels (k8s-labels writes them); say where they get singleton values.
-  topology_labels(c, &out.warnings);
+  for (const auto& w : levels.not_on_every_node) out.warnings.push_back(w);
   std::string topology = k8s_object_name(options.object_name.empty() ? c.name() : options.object_name);
   Json levels_json = Json::array();
   for (const auto& l : levels.labels) levels_json.push_back({{"nodeLabel", l}});

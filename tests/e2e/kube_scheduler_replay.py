@@ -26,6 +26,7 @@ ApiServerStub records the Binding objects toposched posts (POST
 pod is bound twice, 401 without the expected bearer token.
 """
 
+import gzip
 import http.client
 import http.server
 import json
@@ -140,7 +141,11 @@ def post(port, path, body, headers=None):
             conn.putheader(k, v)
         conn.endheaders(body)
         resp = conn.getresponse()
-        return resp.status, resp.read()
+        data = resp.read()
+        # Go's transport asked for gzip itself, so it decompresses transparently; so do we.
+        if resp.getheader("Content-Encoding", "").lower() == "gzip":
+            data = gzip.decompress(data)
+        return resp.status, data
     finally:
         conn.close()
 

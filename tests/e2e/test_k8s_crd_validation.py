@@ -359,9 +359,12 @@ class K8sCrdValidation(unittest.TestCase):
         pattern = leaf["spec"]["members"][0]["selector"]["regexMatch"]["pattern"]
         self.assertRegex("n" * 69 + "1", pattern)
         self.assertNotRegex("n" * 69 + "12", pattern)
-        # Mixed: the nodes without a domain get singleton domain labels, with a warning.
-        _, err = export_docs(self, spec, "kai")
-        self.assertIn("accelerator.topograph.run/domain of their own", err)
+        # Mixed: the domain level, which some nodes lack, is left out of the levels, with a warning
+        # naming those nodes, so that Kueue and KAI keep every node.
+        kai, err = export_docs(self, spec, "kai")
+        self.assertNotIn("accelerator.topograph.run/domain", [l["nodeLabel"] for l in kai[0]["spec"]["levels"]])
+        self.assertIn("level accelerator.topograph.run/domain is left out", err)
+        self.assertIn("loner", err)
 
     def test_node_names_kubernetes_refuses(self):
         spec = os.path.join(self.tmp.name, "bad-names.yaml")

@@ -233,7 +233,9 @@ class ExtenderE2E(unittest.TestCase):
         self.assertEqual(result["NodeNames"], [NODES[7]])
         # Bad GPU quantity: Error field.
         bad = make_pod("bad", 1)
+        # Kubernetes requires requests == limits for extended resources: both say 1.5.
         bad["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1.5"
+        bad["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1.5"
         result = json.loads(post(port, f"{PREFIX}/filter", go_json({"Pod": bad, "NodeNames": NODES}))[1])
         self.assertIn("whole number", result["Error"])
         # Binding to another node than planned: Error, nothing posted.

@@ -42,7 +42,7 @@ def writers(work):
         assert r.returncode == 0, r.stderr
         os.chmod(state, 0o644)
     return [
-        ("show", ["show", "--cluster", CLUSTER, "--spec", "-o", "OUT"], "dgx-h100-001"),
+        ("show", ["show", "--cluster", CLUSTER, "--spec", "-o", "OUT"], "dgx-h100-2n"),
         ("export", ["export", "--cluster", CLUSTER, "--to", "slurm-tree", "-o", "OUT"], "SwitchName="),
         ("discover", ["discover", "--topo-m", TOPO, "-o", "OUT"], "gb200-4gpu"),
         ("place", ["place", "--cluster", CLUSTER, "--gpus", "2", "--job", "b", "--state", state, "--save-state", "OUT"], '"b"'),
