@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.h"
+#include "placement/engine.h"
 #include "slurm/job_submit_lua.h"
 #include "slurm/slurm_commands.h"
 #include "topology/file_io.h"
@@ -50,7 +51,7 @@ int run_submit(SubmitCliOptions o) {
   if (o.format == OutputFormat::kJson) {
     Json out = o.dry_run ? slurm::dry_run_json(*c, plan, o.hostfile)
                          : Json{{"job_id", outcome->job_id}, {"hostfile", o.hostfile},
-                                {"plan", slurm::placement_json(*c, plan.placement)}};
+                                {"plan", placement_to_json(*c, plan.placement)}};
     out["warnings"] = outcome->warnings;
     print_json(out);
     return kExitOk;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "placement/engine.h"
 #include "topology/hostlist.h"
 
 namespace toposched::slurm {
@@ -126,7 +127,6 @@ std::string gpu_bind_for(const Cluster& c, const Placement& p) {
   return "per_task:1";
 }
 
-OJson number_or_null(const std::optional<double>& v) { return v && std::isfinite(*v) ? OJson(*v) : OJson(nullptr); }
 
 std::string shell_quote(const std::string& s) {
   bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char ch) {
@@ -210,33 +210,6 @@ Result<SubmitPlan> plan_submit(const AllocationState& live, const ParsedSbatchAr
   return plan;
 }
 
-nlohmann::ordered_json placement_json(const Cluster& c, const Placement& p) {
-  OJson out;
-  out["job"] = p.job_id;
-  out["policy"] = p.policy;
-  OJson gpus = OJson::array();
-  for (std::size_t rank = 0; rank < p.gpus_by_rank.size(); ++rank) {
-    GpuId g = p.gpus_by_rank[rank];
-    gpus.push_back({{"node", c.node_name(c.gpu_node(g))}, {"gpu", c.gpu_local_index(g)}, {"rank", rank}});
-  }
-  out["gpus"] = std::move(gpus);
-  out["nodes"] = p.nodes_hostlist;
-  out["predicted_comm_us"] = number_or_null(p.predicted_comm_us);
-  out["ideal_comm_us"] = number_or_null(p.ideal_comm_us);
-  out["slowdown"] = number_or_null(p.slowdown);
-  OJson cvd = OJson::object();
-  for (const auto& [node, dev] : p.cuda_visible_devices) cvd[node] = dev;
-  out["cuda_visible_devices"] = std::move(cvd);
-  out["levels"] = p.levels_spanned;
-  out["tiers_spanned"] = p.tiers_spanned;
-  out["node_count"] = p.node_count;
-  out["leaf_switches"] = p.leaf_switch_count;
-  out["tp_groups_split"] = p.tp_groups_split;
-  out["max_stage_leaves"] = p.max_stage_leaves;
-  out["explanation"] = p.explanation;
-  return out;
-}
-
 nlohmann::ordered_json dry_run_json(const Cluster& cluster, const SubmitPlan& plan, const std::string& hostfile_path) {
   OJson argv = OJson::array({"sbatch"});
   for (const auto& a : plan.sbatch_args) argv.push_back(a);
@@ -244,7 +217,7 @@ nlohmann::ordered_json dry_run_json(const Cluster& cluster, const SubmitPlan& pl
                {"env", {{"SLURM_HOSTFILE", hostfile_path}}},
                {"hostfile", plan.hostfile},
                {"gpu_bind", plan.gpu_bind},
-               {"plan", placement_json(cluster, plan.placement)}};
+               {"plan", placement_to_json(cluster, plan.placement)}};
 }
 
 std::string shell_command(const SubmitPlan& plan, const std::string& hostfile_path) {

@@ -53,8 +53,6 @@ Result<JobRequest> request_from_sbatch(const SbatchSize& size, const SubmitShape
 // Places on `live` (which the caller built with apply_live_state) and builds the command.
 Result<SubmitPlan> plan_submit(const AllocationState& live, const ParsedSbatchArgs& args, const SubmitShape& shape);
 
-// The `place` JSON of a placement (keys of DESIGN.md's contract).
-nlohmann::ordered_json placement_json(const Cluster& cluster, const Placement& p);
 
 // The plan as JSON for --dry-run: {"sbatch": [...], "hostfile": "...", "gpu_bind", "plan"}.
 nlohmann::ordered_json dry_run_json(const Cluster& cluster, const SubmitPlan& plan, const std::string& hostfile_path);
