@@ -51,8 +51,7 @@ int run_frag(const FragOptions& o) {
     out["job_sizes"] = std::move(dist);
     out["expected_unusable_gpus"] = f.expected_unusable_gpus;
     out["unusable_fraction"] = f.unusable_fraction;
-    print_json(out);
-    return kExitOk;
+    return print_json(out);
   }
   fmt::print("free GPUs: {} of {}\n", f.free_gpus, f.total_gpus);
   fmt::print("whole free nodes: {} of {} ({} partly used)\n", f.free_whole_nodes, f.total_nodes,

@@ -32,7 +32,7 @@ int run_path(const PathOptions& o) {
     out["latency_us"] = p.latency_us;
     out["from"] = o.gpus[0];
     out["to"] = o.gpus[1];
-    print_json(out);
+    if (int rc = print_json(out); rc != kExitOk) return rc;
   } else if (std::isfinite(p.bandwidth_GBps)) {
     fmt::print("{} -> {}: {}, {:.1f} GB/s per GPU, {:.2f} us\n", o.gpus[0], o.gpus[1], level, p.bandwidth_GBps, p.latency_us);
   } else {

@@ -1,10 +1,12 @@
 #include "cli/common.h"
 
 #include <charconv>
+#include <cmath>
 
 #include <fmt/format.h>
 
 #include "formats/cluster_source.h"
+#include "formats/json_output.h"
 #include "placement/state_file.h"
 
 namespace toposched::cli {
@@ -49,7 +51,32 @@ std::optional<AllocationState> load_state_or_report(const Cluster& cluster, cons
   return std::move(*loaded);
 }
 
-void print_json(const Json& j) { std::cout << j.dump(2) << "\n"; }
+int print_json(const Json& j) {
+  auto text = dump_json(j, 2);
+  if (!text) return report(text.error());
+  std::cout << *text << "\n";
+  return kExitOk;
+}
+
+const CLI::Validator kPositiveCount(
+    [](const std::string& value) -> std::string {
+      long long n = 0;
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || ptr != value.data() + value.size() || n < 1)
+        return fmt::format("expected a positive whole number, found '{}'", value);
+      return std::string();
+    },
+    "POSITIVE");
+
+const CLI::Validator kPositiveNumber(
+    [](const std::string& value) -> std::string {
+      double x = 0;
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
+      if (ec != std::errc() || ptr != value.data() + value.size() || !std::isfinite(x) || x <= 0)
+        return fmt::format("expected a number above 0, found '{}'", value);
+      return std::string();
+    },
+    "POSITIVE");
 
 Result<GpuId> parse_gpu(const Cluster& cluster, std::string_view text) {
   auto colon = text.rfind(':');

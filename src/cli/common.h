@@ -39,8 +39,15 @@ std::optional<Cluster> load_cluster_or_report(const std::string& spec, int& exit
 // failures; nullopt after an error was printed.
 std::optional<AllocationState> load_state_or_report(const Cluster& cluster, const std::string& path, int& exit_code);
 
-// Prints JSON to stdout followed by a newline.
-void print_json(const Json& j);
+// Prints JSON to stdout followed by a newline and returns kExitOk; a string that is not
+// valid UTF-8 prints nothing and reports the error instead (exit 1, formats/json_output.h).
+[[nodiscard]] int print_json(const Json& j);
+
+// Validator for counts given on the command line: a whole number of at least 1, with a
+// message a newcomer can act on ("expected a positive whole number, found '0'").
+extern const CLI::Validator kPositiveCount;
+// The same for quantities: a finite number above 0 ("expected a number above 0, found '-1'").
+extern const CLI::Validator kPositiveNumber;
 
 // Parses "node:index" into a GPU of the cluster.
 Result<GpuId> parse_gpu(const Cluster& cluster, std::string_view text);

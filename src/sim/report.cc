@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/json_output.h"
 #include "topology/file_io.h"
 
 namespace toposched::sim {
@@ -85,8 +86,8 @@ std::string html_escape(std::string_view s) {
 }
 
 // JSON safe to place inside <script>: no "</" sequence can close the element.
-std::string script_json(const Json& j) {
-  std::string s = j.dump();
+Result<std::string> script_json(const Json& j) {
+  TOPOSCHED_TRY(s, dump_json(j));
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -98,13 +99,14 @@ std::string script_json(const Json& j) {
 
 }  // namespace
 
-std::string report_json(const RunInfo& info, const std::vector<PolicyRun>& runs) {
+Result<std::string> report_json(const RunInfo& info, const std::vector<PolicyRun>& runs) {
   Json root;
   Json policies = Json::object();
   for (const PolicyRun& r : runs) policies[r.summary.policy] = summary_json(r.summary);
   root["policies"] = std::move(policies);
   root["run"] = run_json(info);
-  return root.dump(2) + "\n";
+  TOPOSCHED_TRY(text, dump_json(root, 2));
+  return text + "\n";
 }
 
 std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs) {
@@ -154,7 +156,7 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
   return out;
 }
 
-std::string report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
+Result<std::string> report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
   Json cdf = Json::array(), timeline = Json::array(), slow = Json::array(), summary = Json::array(), hours = Json::array();
   for (const PolicyRun& run : runs) {
     const std::string& name = run.summary.policy;
@@ -289,7 +291,8 @@ std::string report_html(const RunInfo& info, const Trace& trace, const std::vect
                      info.trace_jobs, html_escape(info.discipline), info.seed);
   out += "<h2>Summary</h2>\n" + table + "\n<h2>Charts</h2>\n<div class=\"charts\">\n";
   for (auto it = specs.begin(); it != specs.end(); ++it) out += "<div class=\"chart\" id=\"" + it.key() + "\"></div>\n";
-  out += "</div>\n<script>\n(function(){\nvar specs=" + script_json(specs) + ";\n";
+  TOPOSCHED_TRY(specs_json, script_json(specs));
+  out += "</div>\n<script>\n(function(){\nvar specs=" + specs_json + ";\n";
   out += R"JS(var ids=Object.keys(specs);
 function fail(e){window.__reportErrors.push(String(e));document.body.setAttribute('data-charts','error: '+e);}
 try{
@@ -311,12 +314,13 @@ Promise.all(ids.map(function(id){return vegaEmbed('#'+id,specs[id],{actions:fals
 }
 
 Result<void> write_report(const std::string& dir, const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
+  // Both are rendered before anything is created, and report.json (what scripts read) goes
+  // last: a failed render leaves no directory, a failed write no new report.html.
+  TOPOSCHED_TRY(json, report_json(info, runs));
+  TOPOSCHED_TRY(html, report_html(info, trace, runs));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
-  // Both are rendered before either is written, and report.json (what scripts read) goes
-  // last: a failed write leaves no new report.html behind it.
-  const std::string json = report_json(info, runs), html = report_html(info, trace, runs);
   const std::string html_path = (std::filesystem::path(dir) / "report.html").string();
   if (auto h = write_file_atomically(html_path, html); !h) return h;
   auto j = write_file_atomically((std::filesystem::path(dir) / "report.json").string(), json);
