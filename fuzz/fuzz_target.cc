@@ -1,5 +1,6 @@
-// One libFuzzer target per reader of tests/support/fuzz_readers.h: CMake compiles this file
-// once per table entry with TOPOSCHED_FUZZ_READER naming it (fuzz/CMakeLists.txt).
+// The libFuzzer entry point shared by every fuzz target: it runs the reader of
+// tests/support/fuzz_readers.h that the target's reader_name.cc names. Compiled once
+// (fuzz/CMakeLists.txt); each target adds only its one-line name.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -8,15 +9,13 @@
 
 #include "support/fuzz_readers.h"
 
-#ifndef TOPOSCHED_FUZZ_READER
-#error "TOPOSCHED_FUZZ_READER must name an entry of fuzz_readers()"
-#endif
+extern "C" const char* const toposched_fuzz_reader_name;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const toposched::fuzz::FuzzReader* reader = [] {
-    const auto* r = toposched::fuzz::find_fuzz_reader(TOPOSCHED_FUZZ_READER);
+    const auto* r = toposched::fuzz::find_fuzz_reader(toposched_fuzz_reader_name);
     if (!r) {
-      std::fprintf(stderr, "no fuzz reader named %s\n", TOPOSCHED_FUZZ_READER);
+      std::fprintf(stderr, "no fuzz reader named %s\n", toposched_fuzz_reader_name);
       std::abort();
     }
     return r;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 
 namespace toposched {
 namespace {
@@ -61,6 +62,11 @@ Result<YAML::Node> load_yaml_document(std::string_view text, const std::string& 
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(std::string(text));
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's guard against stack exhaustion; its own message says "bad file".
+    return make_error(ErrorCode::kParse,
+                      fmt::format("invalid YAML/JSON: nesting deeper than {} levels of lists and mappings", e.depth() - 1),
+                      location_of(e.mark, file));
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("invalid YAML/JSON: {}", e.msg), location_of(e.mark, file));
   } catch (const std::exception& e) {

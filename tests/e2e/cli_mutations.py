@@ -53,7 +53,7 @@ TARGETS = [
     ("tests/data/discovery/slurm-tree.conf", ["discover", "--slurm-topology", "{in}", "--format", "json", "-o", "{out}"]),
     ("tests/data/fuzz-seeds/state_file/two-jobs.json", ["place", "--cluster", PRESET, "--gpus", "2", "--state", "{in}", "--save-state", "{out}"]),
     ("tests/data/fuzz-seeds/state_file/two-jobs.json", ["frag", "--cluster", PRESET, "--state", "{in}", "--format", "json"]),
-    ("tests/data/cost_job.yaml", ["cost", "--cluster", PRESET, "--gpus", "dgx-h100-[001-004]", "--job", "{in}", "--format", "json"]),
+    ("tests/data/cost_job.yaml", ["cost", "--cluster", PRESET, "--job", "{in}", "--placement", "tests/data/cost_placement.yaml", "--format", "json"]),
     ("tests/data/cost_placement.yaml", ["cost", "--cluster", PRESET, "--job", "tests/data/cost_job.yaml", "--placement", "{in}"]),
     ("examples/llm-mix.yaml", SIM + ["--generate", "{in}", "--report", "{dir}"]),
     (SMALL_TRACE, SIM + ["--trace", "{in}", "--report", "{dir}", "--format", "json"]),

@@ -79,7 +79,8 @@ class Robustness(unittest.TestCase):
             cases = {
                 "topograph.yaml": ("show", "--cluster", "{}", "switches:\n  leaf: {}\nblocks:\n- switch: leaf\n  nodes: [a1]\n  switch: leaf\n"),
                 "mix.yaml": ("simulate", "--cluster", PRESET, "--generate", "{}", "--policies", "first-fit", "jobs: 5\nseed: 1\njobs: 7\n"),
-                "job.yaml": ("cost", "--cluster", PRESET, "--gpus", "dgx-h100-001:0-1", "--job", "{}", "model: {params: 7e9}\nmodel: {params: 8e9}\n"),
+                "job.yaml": ("cost", "--cluster", "preset:dgx-h100?nodes=4", "--job", "{}", "--placement",
+                             os.path.join(SOURCE_DIR, "tests/data/cost_placement.yaml"), "model: {params: 7e9}\nmodel: {params: 8e9}\n"),
                 "nodes.json": ("discover", "--k8s-nodes", "{}", '{"kind": "NodeList", "items": [], "items": []}'),
                 "state.json": ("place", "--cluster", PRESET, "--gpus", "1", "--state", "{}",
                                '{"format": "toposched-allocation-state", "version": 1, "version": 1, "cluster": "dgx-h100-2n", "gpus": 16, "jobs": []}'),

@@ -17,6 +17,7 @@
 #include "cost/selection.h"
 #include "formats/aws_topology.h"
 #include "formats/cluster_source.h"
+#include "formats/discovery.h"
 #include "formats/exporter.h"
 #include "formats/ibnetdiscover.h"
 #include "formats/json_output.h"
