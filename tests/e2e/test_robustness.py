@@ -144,16 +144,16 @@ class Robustness(unittest.TestCase):
         # A large export takes long enough to be interrupted at many points; whatever the
         # moment, the directory holds either nothing or the complete file, never a .tmp-*.
         with temp_dir() as d:
-            out = os.path.join(d, "topology.conf")
+            out = os.path.join(d, "labels.sh")
             cluster = "preset:dgx-h100?nodes=4096"
             for delay in (0.05, 0.2, 0.5, 1.0, 2.0):
-                p = subprocess.Popen([BINARY, "export", "--cluster", cluster, "--to", "gres", "-o", out],
+                p = subprocess.Popen([BINARY, "export", "--cluster", cluster, "--to", "k8s-labels", "-o", out],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
                 time.sleep(delay)
                 p.send_signal(signal.SIGTERM)
                 p.wait(timeout=120)
                 self.assertIn(p.returncode, (0, -signal.SIGTERM))
-                left = [f for f in os.listdir(d) if f != "topology.conf"]
+                left = [f for f in os.listdir(d) if f != "labels.sh"]
                 self.assertEqual(left, [], f"after SIGTERM at {delay} s")
                 if os.path.exists(out):
                     self.assertTrue(open(out).read().endswith("\n"))
