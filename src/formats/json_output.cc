@@ -1,5 +1,6 @@
 #include "formats/json_output.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -67,13 +68,16 @@ Result<void> check_utf8(const Json& root) {
       const auto& s = node->template get_ref<const std::string&>();
       if (auto bad = first_invalid_utf8(s)) return fail(path, s, *bad, false);
     } else if (node->is_object()) {
+      const std::size_t first_child = pending.size();
       for (auto it = node->begin(); it != node->end(); ++it) {
         std::string child = path + "/" + printable(it.key());
         if (auto bad = first_invalid_utf8(it.key())) return fail(child, it.key(), *bad, true);
         if (it->is_structured() || it->is_string()) pending.emplace_back(&*it, std::move(child));
       }
+      // Visit children in document order, so the error names the first bad string.
+      std::reverse(pending.begin() + static_cast<std::ptrdiff_t>(first_child), pending.end());
     } else if (node->is_array()) {
-      for (std::size_t i = 0; i < node->size(); ++i) {
+      for (std::size_t i = node->size(); i-- > 0;) {
         const Json& item = (*node)[i];
         if (item.is_structured() || item.is_string()) pending.emplace_back(&item, path + "/" + std::to_string(i));
       }

@@ -24,7 +24,8 @@ Result<void> check_map_keys(const YAML::Node& map, const std::string& file,
                             std::unordered_map<std::string_view, YAML::Mark>& seen) {
   seen.clear();
   for (auto it = map.begin(); it != map.end(); ++it) {
-    const YAML::Node& key = it->first;
+    // A copy of the handle: it->first belongs to a proxy that dies with the expression.
+    const YAML::Node key = it->first;
     if (!key.IsScalar()) continue;  // the readers reject complex keys with their own message
     auto [at, inserted] = seen.emplace(key.Scalar(), key.Mark());
     if (!inserted)
