@@ -29,20 +29,6 @@ struct CostOptionsCli {
   OutputFormat format = OutputFormat::kText;
 };
 
-Json estimate_json(const CollectiveEstimate& e, double bytes) {
-  Json j;
-  j["algorithm"] = algorithm_name(e.algorithm);
-  j["time_us"] = e.time_us;
-  j["algbw_GBps"] = e.algbw_GBps;
-  j["busbw_GBps"] = e.busbw_GBps;
-  j["protocol"] = protocol_name(e.protocol);
-  j["collective"] = collective_name(e.collective);
-  j["bytes"] = bytes;
-  j["ranks"] = e.ranks;
-  j["islands"] = e.islands;
-  return j;
-}
-
 int run_job(const CostOptionsCli& o, const Cluster& c) {
   auto job = read_job_file(o.job);
   if (!job) {
@@ -154,7 +140,7 @@ int run_cost(const CostOptionsCli& o) {
       return kExitError;
     }
     if (o.format == OutputFormat::kJson) {
-      if (int rc = print_json(estimate_json(*e, lo)); rc != kExitOk) return rc;
+      if (int rc = print_json(estimate_to_json(*e, lo)); rc != kExitOk) return rc;
     } else {
       fmt::print("{} of {} on {} GPUs ({} NVLink islands): {}/{}, {:.2f} us, algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
                  collective_name(*coll), format_size(lo), e->ranks, e->islands, algorithm_name(e->algorithm),
@@ -176,7 +162,7 @@ int run_cost(const CostOptionsCli& o) {
       return kExitError;
     }
     if (o.format == OutputFormat::kJson) {
-      rows.push_back(estimate_json(*e, size));
+      rows.push_back(estimate_to_json(*e, size));
     } else {
       fmt::print(" {:>13.0f} {:>13} {:>9} {:>12.2f} {:>12.2f} {:>12.2f}\n", size, algorithm_name(e->algorithm),
                  protocol_name(e->protocol), e->time_us, e->algbw_GBps, e->busbw_GBps);

@@ -27,6 +27,8 @@ int run_discover(DiscoverOptions& o) {
     return usage_error(
         "discover needs at least one input (--topo-m, --fabric, --ibnetdiscover, --slurm-topology, "
         "--topograph-model, --k8s-nodes or --aws-topology); see 'toposched discover --help'");
+  int code = kExitOk;
+  if (!output_usable_or_report(o.output, code)) return code;
   auto result = discover(r);
   if (!result) return report(result.error());
   for (const auto& w : result->warnings) std::cerr << "toposched: warning: " << w << "\n";

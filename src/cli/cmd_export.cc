@@ -7,6 +7,7 @@
 
 #include "cli/common.h"
 #include "formats/exporter.h"
+#include "formats/topograph_export.h"
 #include "topology/file_io.h"
 
 namespace toposched::cli {
@@ -21,6 +22,10 @@ struct ExportCliOptions {
   std::string members = "exact";
   std::string gres_type;
   std::string name;
+  bool skeleton_only = false;
+  bool name_shortener = false;
+  std::vector<std::string> block_name;  // REGEX FORMAT
+  std::string topologies;               // FILE
   OutputFormat format = OutputFormat::kText;
   // Format-specific options the user gave, with the formats that read them.
   std::vector<std::pair<std::string, std::vector<std::string>>> given;
@@ -51,12 +56,28 @@ int run_export(const ExportCliOptions& o) {
   ExportOptions options;
   auto sizes = parse_sizes(o.block_sizes);
   if (!sizes) return report(sizes.error());
+  if (auto valid = validate_block_sizes(*sizes); !valid) {
+    Error e = valid.error();
+    e.message = "--block-sizes: " + e.message;
+    return report(e);
+  }
   options.block_sizes = *sizes;
   options.label_style = o.style == "patch" ? LabelStyle::kPatch : LabelStyle::kKubectl;
   options.member_style = o.members == "regex" ? MemberStyle::kRegex : MemberStyle::kExact;
   options.gres_type = o.gres_type;
   options.object_name = o.name;
+  options.skeleton_only = o.skeleton_only;
+  options.name_shortener = o.name_shortener;
+  if (o.block_name.size() == 2) options.block_name = BlockNameRule{o.block_name[0], o.block_name[1]};
+  if (!o.topologies.empty()) {
+    auto text = read_text_file(o.topologies);
+    if (!text) return report(text.error());
+    auto topologies = read_topologies(*text, o.topologies);
+    if (!topologies) return report(topologies.error());
+    options.topologies = std::move(*topologies);
+  }
   int code = kExitOk;
+  if (!output_usable_or_report(o.output, code)) return code;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
   auto out = export_cluster(*c, o.to, options);
@@ -95,7 +116,8 @@ void register_export(CLI::App& app, int& exit_code) {
   cmd->add_option("--to,-t", opts->to, "Target format (see below)")->required()->check(CLI::IsMember(names))->option_text("FORMAT");
   cmd->add_option("--output,-o", opts->output, "Write to FILE (atomically) instead of stdout")->option_text("FILE");
   CLI::Option* block_sizes = cmd->add_option("--block-sizes", opts->block_sizes,
-                  "slurm-block, slurm-yaml: BlockSizes as N,2N,4N,... (default: smallest block, doubled while the block count allows)")
+                  "slurm-block, slurm-yaml: BlockSizes as N,2N,4N,...: domains are cut into blocks of N with empty placeholders, "
+                  "as Topograph does (default: inferred from sub-domains, else the smallest block doubled while the block count allows)")
       ->option_text("LIST");
   CLI::Option* style = cmd->add_option("--style", opts->style, "k8s-labels: 'kubectl' (a sh script of kubectl label) or 'patch' (JSON merge patches per node)")
       ->check(CLI::IsMember({"kubectl", "patch"}))->option_text("kubectl|patch");
@@ -103,16 +125,30 @@ void register_export(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"exact", "regex"}))->option_text("exact|regex");
   CLI::Option* gres_type = cmd->add_option("--gres-type", opts->gres_type, "gres: Type= of the GPUs (default: the GPU model, lower-cased)")->option_text("TYPE");
   CLI::Option* name = cmd->add_option("--name", opts->name, "kueue, kai: name of the Topology object (default: the cluster's name)")->option_text("NAME");
+  CLI::Option* skeleton = cmd->add_flag("--skeleton-only", opts->skeleton_only,
+      "slurm-tree, slurm-block, slurm-yaml: the structure without node lists (Topograph's skeletonOnly)");
+  CLI::Option* shortener = cmd->add_flag("--name-shortener", opts->name_shortener,
+      "slurm-tree: name switches switch.LEVEL.N (level 1 = leaves) as Topograph's shortener does, each line preceded by '# switch.L.N=<name>'");
+  CLI::Option* block_name = cmd->add_option("--block-name", opts->block_name,
+      "slurm-block, slurm-yaml: name each block from its nodes' names: REGEX (RE2/Go syntax, searched in each node name) and "
+      "FORMAT with $1, ${1}, ${name} (Topograph's blockName); every node of a block must give the same name")
+      ->expected(2)->option_text("REGEX FORMAT");
+  CLI::Option* topologies = cmd->add_option("--topologies", opts->topologies,
+      "slurm-yaml: a YAML/JSON file with Topograph's 'topologies' (NAME: {plugin: topology/tree|block|flat, nodes: [hostlists], "
+      "blockSizes, blockName, clusterDefault}), one topology per partition")
+      ->check(CLI::ExistingFile)->option_text("FILE");
   add_format_option(*cmd, opts->format);
   cmd->footer("Formats:\n" + list +
               "\nText output is the target format itself. With --format json, stdout gets\n"
               "{\"format\",\"cluster\",\"content\" (or \"output\" with -o),\"warnings\"}. Warnings (e.g. nodes under no switch)\n"
               "go to stderr. Details and examples of every format: docs/export.md.\n"
-              "Example: toposched export -c 'preset:dgx-h100?nodes=64' --to slurm-tree -o topology.conf");
+              "Example: toposched export -c 'preset:dgx-h100?nodes=64' --to slurm-tree -o topology.conf\n"
+              "Example: toposched export -c topograph-model.yaml --to slurm-block --block-sizes 18,36,72");
   cmd->callback([=, &exit_code] {
     const std::pair<CLI::Option*, std::vector<std::string>> specific[] = {
         {block_sizes, {"slurm-block", "slurm-yaml"}}, {style, {"k8s-labels"}}, {members, {"volcano"}},
-        {gres_type, {"gres"}}, {name, {"kueue", "kai"}}};
+        {gres_type, {"gres"}}, {name, {"kueue", "kai"}}, {skeleton, {"slurm-tree", "slurm-block", "slurm-yaml"}},
+        {shortener, {"slurm-tree"}}, {block_name, {"slurm-block", "slurm-yaml"}}, {topologies, {"slurm-yaml"}}};
     for (const auto& [option, formats] : specific)
       if (option->count() > 0) opts->given.emplace_back(option->get_name(), formats);
     exit_code = run_export(*opts);

@@ -30,28 +30,7 @@ int run_frag(const FragOptions& o) {
   AllocationState& state = *loaded_state;
   FragmentationReport f = fragmentation(state, sizes);
   if (o.format == OutputFormat::kJson) {
-    Json out;
-    out["free_gpus"] = f.free_gpus;
-    out["total_gpus"] = f.total_gpus;
-    out["free_whole_nodes"] = f.free_whole_nodes;
-    out["total_nodes"] = f.total_nodes;
-    out["partially_used_nodes"] = f.partially_used_nodes;
-    out["free_whole_leaves"] = f.free_whole_leaves;
-    out["total_leaves"] = f.total_leaves;
-    out["free_whole_domains"] = f.free_whole_domains;
-    out["total_domains"] = f.total_domains;
-    Json levels = Json::array();
-    for (const auto& l : f.levels)
-      levels.push_back({{"level", l.level},
-                        {"largest_free_gpus", l.largest_free_gpus},
-                        {"largest_free_nodes", l.largest_free_nodes}});
-    out["largest_placeable"] = std::move(levels);
-    Json dist = Json::array();
-    for (const auto& s : sizes) dist.push_back({{"gpus", s.gpus}, {"weight", s.weight}});
-    out["job_sizes"] = std::move(dist);
-    out["expected_unusable_gpus"] = f.expected_unusable_gpus;
-    out["unusable_fraction"] = f.unusable_fraction;
-    return print_json(out);
+    return print_json(fragmentation_to_json(f, sizes));
   }
   fmt::print("free GPUs: {} of {}\n", f.free_gpus, f.total_gpus);
   fmt::print("whole free nodes: {} of {} ({} partly used)\n", f.free_whole_nodes, f.total_nodes,

@@ -1,11 +1,9 @@
 // `toposched place`: choose the GPUs (and rank order) for one job with a named policy,
 // optionally on top of a saved allocation state, and save the new state.
-#include <cmath>
-
 #include <fmt/format.h>
 
 #include "cli/common.h"
-#include "placement/placement.h"
+#include "placement/engine.h"
 #include "placement/state_file.h"
 
 namespace toposched::cli {
@@ -23,6 +21,9 @@ struct PlaceOptions {
   int replica_gpus = 0;
   std::string gpu_model;
   std::string required_tier, preferred_tier;
+  int slice_size = 0;
+  std::string slice_tier;
+  bool unconstrained = false;
   int switches = 0;
   int segment = 0;
   std::uint64_t seed = 1;
@@ -34,34 +35,27 @@ struct PlaceOptions {
   OutputFormat format = OutputFormat::kText;
 };
 
-Json number_or_null(const std::optional<double>& v) { return v && std::isfinite(*v) ? Json(*v) : Json(nullptr); }
-
 int run_place(const PlaceOptions& o) {
   auto kind = parse_workload_kind(o.workload);
   if (!kind)
     return usage_error(fmt::format("--workload must be training, inference or inference-pd, not '{}'", o.workload));
-  auto policy = find_policy(o.policy);
-  if (!policy) return report(policy.error());
+  if (auto policy = find_policy(o.policy); !policy) return report(policy.error());
   int code = kExitOk;
+  if (!output_usable_or_report(o.save_state, code)) return code;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
+  // Read-decide-write under one exclusive lock, so concurrent `place` calls on one state
+  // file cannot lose each other's jobs.
+  auto lock = lock_state_files_or_report({o.state, o.save_state}, code);
+  if (!lock) return code;
   auto loaded_state = load_state_or_report(*c, o.state, code);
   if (!loaded_state) return code;
   AllocationState& state = *loaded_state;
-  JobRequest r;
+  PlaceRequest request;
+  request.policy = o.policy;
+  JobRequest& r = request.job;
   if (o.job && o.job->empty()) return usage_error("--job needs a non-empty job id (omit it for the first free job-N)");
   r.job_id = o.job.value_or("");
-  if (r.job_id.empty()) {
-    for (int k = 1;; ++k) {
-      r.job_id = fmt::format("job-{}", k);
-      if (!state.has_job(r.job_id)) break;
-    }
-  } else if (state.has_job(r.job_id)) {
-    return report(
-        Error{ErrorCode::kValidation,
-              fmt::format("job '{}' is already in the state; release it first or pick another --job", r.job_id),
-              {}});
-  }
   r.gpus = o.gpus;
   r.nodes = o.nodes;
   r.gpus_per_node = o.gpus_per_node;
@@ -77,50 +71,25 @@ int run_place(const PlaceOptions& o) {
   r.gpu_model = o.gpu_model;
   r.required_tier = o.required_tier;
   r.preferred_tier = o.preferred_tier;
+  r.slice_size = o.slice_size;
+  r.slice_tier = o.slice_tier;
+  r.unconstrained = o.unconstrained;
   r.max_switches = o.switches;
   r.segment = o.segment;
   r.seed = o.seed;
-  auto norm = normalize(r, *c);
-  if (!norm) return report(norm.error());
-  auto p = place(state, *norm, **policy);
+  auto p = place_job(state, request, !o.save_state.empty());
   if (!p) {
-    Error e = p.error();
-    e.message = fmt::format("cannot place job '{}' with policy {}: {}", r.job_id, o.policy, e.message);
-    report(e);
-    return e.code == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
+    report(p.error());
+    return p.error().code == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
   }
   if (!o.save_state.empty()) {
-    if (auto ok = state.allocate(p->job_id, p->gpus_by_rank); !ok) return report(ok.error());
     if (auto ok = save_state_file(state, o.save_state); !ok) {
       report(ok.error());
       return kExitError;
     }
   }
   if (o.format == OutputFormat::kJson) {
-    Json out;
-    out["job"] = p->job_id;
-    out["policy"] = p->policy;
-    Json gpus = Json::array();
-    for (std::size_t rank = 0; rank < p->gpus_by_rank.size(); ++rank) {
-      GpuId g = p->gpus_by_rank[rank];
-      gpus.push_back({{"node", c->node_name(c->gpu_node(g))}, {"gpu", c->gpu_local_index(g)}, {"rank", rank}});
-    }
-    out["gpus"] = std::move(gpus);
-    out["nodes"] = p->nodes_hostlist;
-    out["predicted_comm_us"] = number_or_null(p->predicted_comm_us);
-    out["ideal_comm_us"] = number_or_null(p->ideal_comm_us);
-    out["slowdown"] = number_or_null(p->slowdown);
-    Json cvd = Json::object();
-    for (const auto& [node, dev] : p->cuda_visible_devices) cvd[node] = dev;
-    out["cuda_visible_devices"] = std::move(cvd);
-    out["levels"] = p->levels_spanned;
-    out["tiers_spanned"] = p->tiers_spanned;
-    out["node_count"] = p->node_count;
-    out["leaf_switches"] = p->leaf_switch_count;
-    out["tp_groups_split"] = p->tp_groups_split;
-    out["max_stage_leaves"] = p->max_stage_leaves;
-    out["explanation"] = p->explanation;
-    return print_json(out);
+    return print_json(placement_to_json(*c, *p));
   }
   fmt::print("job {}: {} GPUs on {} node(s) {} (policy {})\n", p->job_id, p->gpus_by_rank.size(), p->node_count,
              p->nodes_hostlist, p->policy);
@@ -166,6 +135,15 @@ void register_place(CLI::App& app, int& exit_code) {
                   "All GPUs under one switch of this tier (or 'node'), like Kueue's required topology");
   cmd->add_option("--preferred-tier", o->preferred_tier,
                   "Prefer all GPUs under one switch of this tier (or 'node'), like Kueue's preferred topology");
+  cmd->add_option("--slice-size", o->slice_size,
+                  "Pods per slice, each slice inside one --slice-tier domain (Kueue podset-slice-size; a pod is "
+                  "one GPU, or --gpus-per-node GPUs; kueue-bestfit only)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--slice-tier", o->slice_tier,
+                  "Tier (or 'node') each slice stays inside (Kueue podset-slice-required-topology)");
+  cmd->add_flag("--unconstrained", o->unconstrained,
+                "No tier constraint, said explicitly (Kueue podset-unconstrained-topology): kueue-bestfit fills "
+                "the nodes with the least free capacity first");
   cmd->add_option("--switches", o->switches, "At most this many leaf switches (Slurm --switches)")
       ->check(kPositiveCount);
   cmd->add_option("--segment", o->segment,

@@ -18,8 +18,11 @@ struct ReleaseOptions {
 
 int run_release(const ReleaseOptions& o) {
   int code = kExitOk;
+  if (!output_usable_or_report(o.save_state.empty() ? o.state : o.save_state, code)) return code;
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
+  auto lock = lock_state_files_or_report({o.state, o.save_state}, code);
+  if (!lock) return code;
   auto state = load_state_or_report(*c, o.state, code);
   if (!state) return code;
   auto gpus = state->release(o.job);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -60,6 +61,8 @@ int run_simulate(const SimulateOptions& o) {
     for (std::size_t k = 0; k < i; ++k)
       if (policies[i] == policies[k]) return usage_error(fmt::format("policy '{}' is listed twice in --policies", policies[i]));
 
+  if (int code = kExitOk; !output_dir_usable_or_report(o.report, code) || !output_usable_or_report(o.write_trace, code))
+    return code;
   auto cluster = sim::load_sim_cluster(o.cluster);
   if (!cluster) {
     int code = report(cluster.error());
@@ -154,7 +157,7 @@ int run_simulate(const SimulateOptions& o) {
     std::fputs(json->c_str(), stdout);
   } else {
     std::fputs(sim::report_table(info, runs).c_str(), stdout);
-    if (!o.report.empty()) fmt::print("\nreport: {}/report.html (and report.json)\n", o.report);
+    if (!o.report.empty()) fmt::print("\nreport: {} (and report.json)\n", (std::filesystem::path(o.report) / "report.html").string());
   }
   return kExitOk;
 }

@@ -8,6 +8,7 @@
 #include "formats/cluster_source.h"
 #include "formats/json_output.h"
 #include "placement/state_file.h"
+#include "topology/file_io.h"
 
 namespace toposched::cli {
 
@@ -51,6 +52,21 @@ std::optional<AllocationState> load_state_or_report(const Cluster& cluster, cons
   return std::move(*loaded);
 }
 
+bool output_usable_or_report(const std::string& path, int& exit_code) {
+  if (path.empty()) return true;
+  auto ok = check_output_path(path);
+  if (!ok) exit_code = report(ok.error());
+  return bool(ok);
+}
+
+bool output_dir_usable_or_report(const std::string& dir, int& exit_code) {
+  if (dir.empty()) return true;
+  auto ok = check_output_dir(dir);
+  if (!ok) exit_code = report(ok.error());
+  return bool(ok);
+}
+
+
 int print_json(const Json& j) {
   auto text = dump_json(j, 2);
   if (!text) return report(text.error());
@@ -78,22 +94,14 @@ const CLI::Validator kPositiveNumber(
     },
     "POSITIVE");
 
-Result<GpuId> parse_gpu(const Cluster& cluster, std::string_view text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size())
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("expected a GPU as NODE:INDEX (e.g. dgx-h100-001:3), found '{}'", text));
-  std::string_view node_name = text.substr(0, colon);
-  std::string_view index_text = text.substr(colon + 1);
-  auto node = cluster.find_node(node_name);
-  if (!node) return make_error(ErrorCode::kInvalidArgument, fmt::format("no node named '{}' in cluster '{}'", node_name, cluster.name()));
-  int index = 0;
-  auto [ptr, ec] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
-  if (ec != std::errc() || ptr != index_text.data() + index_text.size())
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("expected a GPU index after '{}:', found '{}'", node_name, index_text));
-  int count = cluster.node_gpu_count(*node);
-  if (index < 0 || index >= count)
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("node '{}' has GPUs 0..{}, not {}", node_name, count - 1, index));
-  return cluster.node_gpu(*node, index);
+std::optional<StateFileLock> lock_state_files_or_report(std::vector<std::string> paths, int& exit_code) {
+  auto lock = StateFileLock::acquire(std::move(paths));
+  if (!lock) {
+    report(lock.error());
+    exit_code = kExitError;
+    return std::nullopt;
+  }
+  return std::move(*lock);
 }
 
 }  // namespace toposched::cli

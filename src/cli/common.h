@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "placement/allocation_state.h"
+#include "placement/engine.h"
+#include "placement/state_file.h"
 #include "topology/cluster.h"
 #include "topology/error.h"
 
@@ -39,6 +41,16 @@ std::optional<Cluster> load_cluster_or_report(const std::string& spec, int& exit
 // failures; nullopt after an error was printed.
 std::optional<AllocationState> load_state_or_report(const Cluster& cluster, const std::string& path, int& exit_code);
 
+// Takes the exclusive lock of the named state files (empty names skipped) for a
+// read-decide-write cycle; nullopt after an error was printed.
+std::optional<StateFileLock> lock_state_files_or_report(std::vector<std::string> paths, int& exit_code);
+
+// Refuses an output (a FILE, or "-" for stdout) that could not be written, before any work
+// is done (topology/file_io.h says what each kind of path gets); false after the error was
+// printed. An empty path means "no output". `dir` checks a report folder instead of a file.
+bool output_usable_or_report(const std::string& path, int& exit_code);
+bool output_dir_usable_or_report(const std::string& dir, int& exit_code);
+
 // Prints JSON to stdout followed by a newline and returns kExitOk; a string that is not
 // valid UTF-8 prints nothing and reports the error instead (exit 1, formats/json_output.h).
 [[nodiscard]] int print_json(const Json& j);
@@ -48,9 +60,6 @@ std::optional<AllocationState> load_state_or_report(const Cluster& cluster, cons
 extern const CLI::Validator kPositiveCount;
 // The same for quantities: a finite number above 0 ("expected a number above 0, found '-1'").
 extern const CLI::Validator kPositiveNumber;
-
-// Parses "node:index" into a GPU of the cluster.
-Result<GpuId> parse_gpu(const Cluster& cluster, std::string_view text);
 
 // Each subcommand file defines one of these; main() calls them all.
 // The callback stores the command's exit code in `exit_code`.
@@ -65,5 +74,9 @@ void register_place(CLI::App& app, int& exit_code);
 void register_release(CLI::App& app, int& exit_code);
 void register_frag(CLI::App& app, int& exit_code);
 void register_simulate(CLI::App& app, int& exit_code);
+void register_serve(CLI::App& app, int& exit_code);
+void register_state(CLI::App& app, int& exit_code);
+void register_route(CLI::App& app, int& exit_code);
+void register_slurm(CLI::App& app, int& exit_code);
 
 }  // namespace toposched::cli

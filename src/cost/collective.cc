@@ -609,4 +609,18 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
   return est;
 }
 
+nlohmann::ordered_json estimate_to_json(const CollectiveEstimate& e, double bytes) {
+  nlohmann::ordered_json j;
+  j["algorithm"] = algorithm_name(e.algorithm);
+  j["time_us"] = e.time_us;
+  j["algbw_GBps"] = e.algbw_GBps;
+  j["busbw_GBps"] = e.busbw_GBps;
+  j["protocol"] = protocol_name(e.protocol);
+  j["collective"] = collective_name(e.collective);
+  j["bytes"] = bytes;
+  j["ranks"] = e.ranks;
+  j["islands"] = e.islands;
+  return j;
+}
+
 }  // namespace toposched

@@ -29,6 +29,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "topology/cluster.h"
 #include "topology/error.h"
 
@@ -91,5 +93,9 @@ struct CostOptions {
 Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span<const GpuId> ranks,
                                                Collective collective, double bytes,
                                                Algorithm algorithm = Algorithm::kAuto, const CostOptions& options = {});
+
+// The `cost` JSON of one estimate: {"algorithm","time_us","algbw_GBps","busbw_GBps",
+// "protocol","collective","bytes","ranks","islands"} (the CLI and POST /v1/cost).
+nlohmann::ordered_json estimate_to_json(const CollectiveEstimate& estimate, double bytes);
 
 }  // namespace toposched

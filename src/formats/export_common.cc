@@ -1,7 +1,6 @@
 #include "formats/export_common.h"
 
 #include <algorithm>
-#include <bit>
 #include <cctype>
 #include <set>
 #include <unordered_map>
@@ -136,77 +135,6 @@ std::vector<NodeId> fabric_node_order(const Cluster& c) {
   for (std::uint32_t i = 0; i < c.node_count(); ++i)
     if (!seen[i]) order.push_back(NodeId(i));
   return order;
-}
-
-BlockLayout node_blocks(const Cluster& c) {
-  BlockLayout layout;
-  std::vector<NodeId> order = fabric_node_order(c);
-  std::vector<std::size_t> position(c.node_count());
-  for (std::size_t i = 0; i < order.size(); ++i) position[order[i].index()] = i;
-  std::vector<char> covered(c.node_count(), 0);
-  if (c.domain_count() > 0) {
-    layout.from_domains = true;
-    for (std::uint32_t d = 0; d < c.domain_count(); ++d) {
-      const auto& nodes = c.domain_nodes(DomainId(d));
-      if (nodes.empty()) continue;
-      layout.blocks.push_back({c.domain(DomainId(d)).name, nodes});
-    }
-  } else {
-    for (std::uint32_t s = 0; s < c.switch_count(); ++s) {
-      SwitchId sw(s);
-      if (c.switch_tier(sw) != 0 || c.switch_subtree_nodes(sw).empty()) continue;
-      layout.blocks.push_back({c.switch_name(sw), c.switch_subtree_nodes(sw)});
-    }
-  }
-  auto first = [&](const NodeBlock& b) {
-    std::size_t p = position[b.nodes.front().index()];
-    for (NodeId n : b.nodes) p = std::min(p, position[n.index()]);
-    return p;
-  };
-  std::stable_sort(layout.blocks.begin(), layout.blocks.end(),
-                   [&](const NodeBlock& a, const NodeBlock& b) { return first(a) < first(b); });
-  for (const auto& b : layout.blocks)
-    for (NodeId n : b.nodes) covered[n.index()] = 1;
-  for (std::uint32_t i = 0; i < c.node_count(); ++i)
-    if (!covered[i]) layout.left_out.push_back(NodeId(i));
-  return layout;
-}
-
-Result<std::vector<long>> block_sizes(const BlockLayout& layout, const std::vector<long>& requested) {
-  constexpr std::size_t kMaxSizes = 20;
-  constexpr long kMaxSize = 65536;
-  if (layout.blocks.empty()) return make_error(ErrorCode::kValidation, "the cluster has no blocks (no accelerator domains and no leaf switches)");
-  long smallest = static_cast<long>(layout.blocks.front().nodes.size());
-  for (const auto& b : layout.blocks) smallest = std::min(smallest, static_cast<long>(b.nodes.size()));
-  int max_level = std::bit_width(layout.blocks.size()) - 1;  // floor(log2(block count))
-  if (requested.empty()) {
-    std::vector<long> sizes;
-    for (int level = 0; level <= max_level && sizes.size() < kMaxSizes; ++level) {
-      long size = smallest << level;
-      if (size > kMaxSize) break;
-      sizes.push_back(size);
-    }
-    return sizes;
-  }
-  auto bad = [](std::string why) { return make_error(ErrorCode::kInvalidArgument, "--block-sizes: " + why); };
-  if (requested.size() > kMaxSizes) return bad(fmt::format("at most {} sizes, found {}", kMaxSizes, requested.size()));
-  for (std::size_t i = 0; i < requested.size(); ++i) {
-    long s = requested[i];
-    if (s <= 0 || s > kMaxSize) return bad(fmt::format("each size must be in 1..{}, found {}", kMaxSize, s));
-    if (i == 0 && s > smallest)
-      return bad(fmt::format("the first (planning) size must be at most the smallest block, {} nodes; found {}", smallest, s));
-    if (i > 0) {
-      long prev = requested[i - 1];
-      if (s <= prev) return bad(fmt::format("sizes must be strictly increasing; {} follows {}", s, prev));
-      if (s % prev != 0 || !std::has_single_bit(static_cast<unsigned long>(s / prev)))
-        return bad(fmt::format("each size must be a power-of-two multiple of the previous one; {} follows {}", s, prev));
-    }
-  }
-  long largest_allowed = requested.front() << max_level;
-  if (requested.back() > largest_allowed)
-    return bad(fmt::format("with {} blocks the largest size is {} x 2^{} = {}; found {}", layout.blocks.size(),
-                           requested.front(), max_level, largest_allowed, requested.back()));
-  return requested;
 }
 
 namespace {

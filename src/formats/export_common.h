@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/topograph_blocks.h"
 #include "formats/yaml_output.h"
 
 #include "topology/cluster.h"
@@ -27,9 +28,24 @@ namespace toposched {
 enum class LabelStyle { kKubectl, kPatch };
 enum class MemberStyle { kExact, kRegex };
 
+// One entry of Topograph's `topologies` engine parameter: a named topology of Slurm's
+// topology.yaml for the partitions that name it (`Topology=NAME`).
+struct TopologyPartition {
+  std::string name;
+  std::string plugin;                       // "topology/tree", "topology/block" or "topology/flat"
+  std::vector<std::string> nodes;           // hostlist expressions; may be empty for flat
+  std::vector<long> block_sizes;            // block; empty = computed
+  std::optional<BlockNameRule> block_name;  // block
+  bool cluster_default = false;
+};
+
 // What `toposched export` passes down; each writer reads the fields it documents.
 struct ExportOptions {
   std::vector<long> block_sizes;          // slurm-block / slurm-yaml; empty = computed
+  std::optional<BlockNameRule> block_name;  // slurm-block / slurm-yaml block names from node names
+  bool skeleton_only = false;             // slurm-tree / slurm-block / slurm-yaml: no node lists
+  bool name_shortener = false;            // slurm-tree: switches renamed switch.LEVEL.N
+  std::vector<TopologyPartition> topologies;  // slurm-yaml; empty = "<cluster>-tree" + "<cluster>-block"
   LabelStyle label_style = LabelStyle::kKubectl;  // k8s-labels
   MemberStyle member_style = MemberStyle::kExact; // volcano
   std::string gres_type;                  // gres (and Gres= hints); empty = from the GPU model
@@ -98,27 +114,6 @@ bool is_valid_slurm_name(std::string_view name);
 // children in id order, each switch's own nodes in node order), then the nodes no switch
 // reaches. Blocks listed in this order pair up with their fabric neighbours in Slurm.
 std::vector<NodeId> fabric_node_order(const Cluster& cluster);
-
-// The node groups Slurm's topology/block sees: one per accelerator domain, or, without
-// domains, one per leaf (tier-0) switch. In fabric order. Nodes in no group are returned in
-// `left_out`.
-struct NodeBlock {
-  std::string name;            // the domain's or switch's name (unsanitised)
-  std::vector<NodeId> nodes;   // in node order
-};
-struct BlockLayout {
-  std::vector<NodeBlock> blocks;
-  std::vector<NodeId> left_out;
-  bool from_domains = false;
-};
-BlockLayout node_blocks(const Cluster& cluster);
-
-// BlockSizes for `layout`: the given ones after validation, or computed as Topograph does
-// (the smallest block's node count, doubled up to the largest power-of-two multiple the
-// number of blocks allows). Validation: 1..20 sizes, strictly increasing, each a
-// power-of-two multiple of the previous, each at most 65536, the first at most the
-// smallest block, the last at most first * 2^floor(log2(blocks)).
-Result<std::vector<long>> block_sizes(const BlockLayout& layout, const std::vector<long>& requested);
 
 // Kueue / KAI level list, coarsest first and kubernetes.io/hostname last: the fabric tiers
 // from the top down, with the accelerator domain (and sub-domain) levels placed under the

@@ -27,8 +27,8 @@ Result<ExportOutput> write_yaml(const Cluster& c, const ExportOptions&) { return
 const std::vector<ExportFormat>& export_formats() {
   static const std::vector<ExportFormat> kFormats = {
       {"slurm-tree", "Slurm topology.conf for topology/tree (SwitchName= ... Switches=/Nodes=)", write_slurm_tree},
-      {"slurm-block", "Slurm topology.conf for topology/block (BlockName= per NVLink domain or leaf, BlockSizes=)", write_slurm_block},
-      {"slurm-yaml", "Slurm 25.05+ topology.yaml (a tree and a block topology)", write_slurm_yaml},
+      {"slurm-block", "Slurm topology.conf for topology/block, blocks as NVIDIA Topograph lays them out (BlockName=, BlockSizes=)", write_slurm_block},
+      {"slurm-yaml", "Slurm 25.05+ topology.yaml (a tree and a block topology, or per partition: --topologies)", write_slurm_yaml},
       {"gres", "Slurm gres.conf GPU lines with Cores= and NVLink Links=", write_gres_conf},
       {"k8s-labels", "Kubernetes node labels with Topograph's keys (--style kubectl|patch)", write_k8s_labels},
       {"kueue", "Kueue Topology + ResourceFlavor per node type", write_kueue},

@@ -7,34 +7,29 @@
 namespace toposched {
 
 Result<ExportOutput> write_slurm_block(const Cluster& c, const ExportOptions& options) {
-  BlockLayout layout = node_blocks(c);
-  auto sizes = block_sizes(layout, options.block_sizes);
-  if (!sizes) return tl::unexpected(sizes.error());
+  TOPOSCHED_CHECK(validate_block_sizes(options.block_sizes));
+  if (options.block_name) TOPOSCHED_CHECK(validate_block_name_rule(*options.block_name));
+  TopographBlockLayout layout(c);
+  if (layout.empty())
+    return make_error(ErrorCode::kValidation,
+                      fmt::format("cluster '{}' has no accelerator domains and no leaf switches, so no blocks", c.name()));
+  TOPOSCHED_TRY(blocks, layout.cluster_blocks(options.block_sizes, options.block_name));
   ExportOutput out;
+  out.warnings = blocks.warnings;
   std::string& t = out.text;
   t += "# topology.conf for Slurm's topology/block plugin (slurm.conf: TopologyPlugin=topology/block; Slurm 23.11+).\n";
   t += "# " + generated_by(c) + "\n";
-  t += fmt::format("# {} blocks, one per {}, in fabric order (Slurm pairs neighbouring blocks).\n", layout.blocks.size(),
-                   layout.from_domains ? "accelerator domain" : "leaf switch");
-  NameMap names(NameMap::Target::kSlurm);
-  std::string lines;
-  for (const auto& b : layout.blocks) {
-    std::vector<std::string> nodes;
-    for (NodeId n : b.nodes) nodes.push_back(c.node_name(n));
-    const std::string& name = names(b.name);
-    if (name != b.name) t += fmt::format("# block '{}' is written as {}\n", b.name, name);
-    lines += fmt::format("BlockName={} Nodes={}\n", name, compress_hostlist(nodes));
+  t += fmt::format("# Blocks laid out as NVIDIA Topograph lays them out, one per {} (docs/export.md).\n",
+                   layout.from_domains() ? "accelerator domain or sub-domain" : "leaf switch");
+  for (const auto& w : out.warnings) t += "# note: " + w + "\n";
+  for (const auto& b : blocks.blocks) {
+    if (!b.domain.empty()) t += fmt::format("# {}={}\n", b.name, b.domain);
+    t += "BlockName=" + b.name;
+    if (!b.nodes.empty() && !options.skeleton_only) t += " Nodes=" + compress_hostlist(b.nodes);
+    t += "\n";
   }
-  if (!layout.left_out.empty()) {
-    std::vector<std::string> nodes;
-    for (NodeId n : layout.left_out) nodes.push_back(c.node_name(n));
-    out.warnings.push_back(fmt::format("{} node(s) are in no {} and so in no block: {}", nodes.size(),
-                                       layout.from_domains ? "accelerator domain" : "leaf switch", compress_hostlist(nodes)));
-    t += "# note: " + out.warnings.back() + "\n";
-  }
-  t += lines;
   std::string list;
-  for (long s : *sizes) list += (list.empty() ? "" : ",") + std::to_string(s);
+  for (long s : blocks.sizes) list += (list.empty() ? "" : ",") + std::to_string(s);
   t += "BlockSizes=" + list + "\n";
   return out;
 }

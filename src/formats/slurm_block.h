@@ -1,8 +1,8 @@
-// Writer for Slurm's topology.conf, topology/block plugin (Slurm 23.11+): one
-// `BlockName=... Nodes=...` line per accelerator domain (or per leaf switch when the cluster
-// has no domains), in fabric order so that neighbouring blocks pair up, then `BlockSizes=`
-// computed as Topograph does or taken from ExportOptions::block_sizes after validation
-// (see block_sizes() in export_common.h). Pure function; thread-safe.
+// Writer for Slurm's topology.conf, topology/block plugin (Slurm 23.11+): the blocks of
+// TopographBlockLayout (topograph_blocks.h), as NVIDIA Topograph writes them: per block
+// "# blockNNN=<domain>" then `BlockName=blockNNN Nodes=<hostlist>` (placeholders without
+// Nodes=), then `BlockSizes=`. Reads ExportOptions::block_sizes (validated with
+// Topograph's rules), block_name and skeleton_only. Pure function; thread-safe.
 #pragma once
 
 #include "formats/export_common.h"

@@ -83,7 +83,38 @@ SlurmTree slurm_tree(const Cluster& c) {
   return tree;
 }
 
-Result<ExportOutput> write_slurm_tree(const Cluster& c, const ExportOptions&) {
+std::map<std::string, std::string> short_switch_names(const Cluster& c) {
+  // Topograph's ClusterTopology.Normalize: nodes sorted by their switch chain compared
+  // from its top entry down (closest-first lists aligned at index), then by name; each
+  // level's switches numbered in the order the sorted nodes first meet them.
+  struct Chain {
+    std::vector<std::string> up;  // closest first
+    std::string node;
+  };
+  std::vector<Chain> chains;
+  for (std::uint32_t n = 0; n < c.node_count(); ++n) {
+    Chain ch{{}, c.node_name(NodeId(n))};
+    for (SwitchId s = c.node_switch(NodeId(n)); s.valid(); s = c.switch_parent(s)) ch.up.push_back(c.switch_name(s));
+    chains.push_back(std::move(ch));
+  }
+  std::stable_sort(chains.begin(), chains.end(), [](const Chain& a, const Chain& b) {
+    for (std::size_t level = std::max(a.up.size(), b.up.size()); level-- > 0;) {
+      const std::string empty;
+      const std::string& x = level < a.up.size() ? a.up[level] : empty;
+      const std::string& y = level < b.up.size() ? b.up[level] : empty;
+      if (x != y) return x < y;
+    }
+    return a.node < b.node;
+  });
+  std::map<std::string, std::string> names;
+  std::map<std::size_t, int> counts;
+  for (const auto& ch : chains)
+    for (std::size_t level = 0; level < ch.up.size(); ++level)
+      if (!names.contains(ch.up[level])) names[ch.up[level]] = fmt::format("switch.{}.{}", level + 1, ++counts[level]);
+  return names;
+}
+
+Result<ExportOutput> write_slurm_tree(const Cluster& c, const ExportOptions& options) {
   SlurmTree tree = slurm_tree(c);
   if (tree.switches.empty())
     return make_error(ErrorCode::kValidation,
@@ -97,12 +128,33 @@ Result<ExportOutput> write_slurm_tree(const Cluster& c, const ExportOptions&) {
   std::string tiers;
   for (const auto& tier : c.tiers()) tiers += (tiers.empty() ? "" : ", ") + tier.name;
   t += fmt::format("# Fabric tiers, closest first: {}. Level 0 is the leaf switches.\n", tiers.empty() ? "none" : tiers);
-  for (const auto& [from, to] : tree.renamed) t += fmt::format("# switch '{}' is written as {} (Slurm switch names: [A-Za-z0-9_.-], at most 64)\n", from, to);
+  if (options.skeleton_only)
+    t += "# Skeleton only (Topograph's skeletonOnly): no Nodes=, so leaf switches are named only as children.\n";
+  std::map<std::string, std::string> shortened;  // Slurm name -> short name
+  if (options.name_shortener) {
+    auto names = short_switch_names(c);
+    for (const auto& sw : tree.switches)
+      if (auto it = names.find(sw.model_name); it != names.end()) shortened[sw.name] = it->second;
+  } else {
+    for (const auto& [from, to] : tree.renamed) t += fmt::format("# switch '{}' is written as {} (Slurm switch names: [A-Za-z0-9_.-], at most 64)\n", from, to);
+  }
   for (const auto& w : tree.warnings) t += "# note: " + w + "\n";
+  auto name_of = [&](const std::string& n) {
+    auto it = shortened.find(n);
+    return it == shortened.end() ? n : it->second;
+  };
   for (const auto& sw : tree.switches) {
-    t += "SwitchName=" + sw.name;
-    if (!sw.switches.empty()) t += " Switches=" + compress_hostlist(sw.switches);
-    if (!sw.nodes.empty()) t += " Nodes=" + compress_hostlist(sw.nodes);
+    bool has_nodes = !sw.nodes.empty() && !options.skeleton_only;
+    if (sw.switches.empty() && !has_nodes) continue;
+    if (auto it = shortened.find(sw.name); it != shortened.end()) t += fmt::format("# {}={}\n", it->second, sw.model_name);
+    t += "SwitchName=" + name_of(sw.name);
+    if (!sw.switches.empty()) {
+      std::vector<std::string> kids;
+      for (const auto& k : sw.switches) kids.push_back(name_of(k));
+      if (!shortened.empty()) std::sort(kids.begin(), kids.end());
+      t += " Switches=" + compress_hostlist(kids);
+    }
+    if (has_nodes) t += " Nodes=" + compress_hostlist(sw.nodes);
     if (sw.link_GBps > 0) t += fmt::format(" LinkSpeed={}", static_cast<long>(std::lround(sw.link_GBps)));
     t += "\n";
   }

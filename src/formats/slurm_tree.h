@@ -28,6 +28,14 @@ struct SlurmTree {
 };
 SlurmTree slurm_tree(const Cluster& cluster);
 
+// Topograph's switch-name shortener (topology.ClusterTopology.Normalize): model switch
+// name -> "switch.LEVEL.N", LEVEL 1 at the leaves, N counting in the order of the nodes
+// sorted by their switch chains.
+std::map<std::string, std::string> short_switch_names(const Cluster& cluster);
+
+// Reads ExportOptions::skeleton_only (no Nodes=; a switch left with nothing to say is not
+// written, as Topograph does) and name_shortener (short names, each switch line preceded by
+// "# switch.L.N=<model name>", as Topograph writes them).
 Result<ExportOutput> write_slurm_tree(const Cluster& cluster, const ExportOptions& options);
 
 }  // namespace toposched

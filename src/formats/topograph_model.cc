@@ -12,13 +12,23 @@ namespace toposched {
 namespace {
 
 
-constexpr const char* kDomainLabels[] = {"accelerator.topograph.run/domain", "network.topology.nvidia.com/accelerator",
-                                         "accelerated.topology.nvidia.com/level-0"};
-constexpr const char* kSubDomainLabel = "accelerator.topograph.run/sub-domain";
+// Keys naming a node's accelerator domain and sub-domain, in a block's or a switch's
+// `annotations` (Topograph's models since #430) or `labels` (earlier models). The first
+// present key wins.
+constexpr const char* kDomainKeys[] = {"accelerator.topology.test/domain", "accelerator.topograph.run/domain",
+                                       "network.topology.nvidia.com/accelerator",
+                                       "accelerated.topology.nvidia.com/level-0"};
+constexpr const char* kSubDomainKeys[] = {"accelerator.topology.test/sub-domain", "accelerator.topograph.run/sub-domain"};
+
+struct Placement {
+  std::string domain;
+  std::string sub_domain;
+};
 
 struct Sw {
   std::string name;
   YAML::Node at;
+  Placement placement;  // from the switch's annotations/labels; inherited by nodes below
   std::vector<std::string> children;
   std::vector<YAML::Node> child_at;
   int parent = -1;
@@ -44,7 +54,7 @@ class ModelReader {
         }
       } else if (sw.IsSequence()) {
         for (const auto& s : sw) {
-          TOPOSCHED_CHECK(in_.expect_map(s, "a switch", {"name", "switches", "capacity_blocks", "metadata", "labels"}));
+          TOPOSCHED_CHECK(in_.expect_map(s, "a switch", {"name", "switches", "capacity_blocks", "metadata", "labels", "annotations"}));
           TOPOSCHED_TRY(name, in_.req_string(s, "name"));
           TOPOSCHED_CHECK(add_switch(name, s["name"], s, true));
         }
@@ -53,9 +63,11 @@ class ModelReader {
             sw, fmt::format("expected 'switches' to be a mapping of switch names, found {}", YamlInput::describe(sw)));
       }
     }
+    add_implicit_switches();
     if (const YAML::Node blocks = root["blocks"]) TOPOSCHED_CHECK(read_blocks(blocks));
     if (const YAML::Node cbs = root["capacity_blocks"]) TOPOSCHED_CHECK(read_capacity_blocks(cbs));
     TOPOSCHED_CHECK(resolve_tree());
+    inherit_switch_placements();
     return std::move(out_);
   }
 
@@ -69,8 +81,15 @@ class ModelReader {
     s.name = name;
     s.at = name_node;
     if (!body.IsNull()) {
-      if (!old_layout)
-        TOPOSCHED_CHECK(in_.expect_map(body, fmt::format("switch '{}'", name), {"switches", "labels", "metadata"}));
+      if (!old_layout) {
+        TOPOSCHED_CHECK(in_.expect_map(body, fmt::format("switch '{}'", name),
+                                       {"name", "switches", "labels", "annotations", "metadata"}));
+        TOPOSCHED_TRY(own_name, in_.opt_string(body, "name"));
+        if (own_name && !own_name->empty() && *own_name != name)
+          return in_.error_at(body["name"], fmt::format("switch key '{}' does not match switch name '{}'", name, *own_name));
+      }
+      TOPOSCHED_TRY(placement, read_placement(body));
+      s.placement = std::move(placement);
       if (const YAML::Node ch = body["switches"]) {
         TOPOSCHED_TRY(names, in_.words(ch, "switches"));
         for (auto& n : names) {
@@ -90,6 +109,61 @@ class ModelReader {
     return {};
   }
 
+  // The domain and sub-domain named by `body`'s annotations (first) or labels.
+  Result<Placement> read_placement(const YAML::Node& body) {
+    Placement p;
+    for (const char* section : {"annotations", "labels"}) {
+      const YAML::Node m = body[section];
+      if (!m || m.IsNull()) continue;
+      if (!m.IsMap())
+        return in_.error_at(m, fmt::format("expected '{}' to be a mapping, found {}", section, YamlInput::describe(m)));
+      for (const char* key : kDomainKeys)
+        if (m[key] && p.domain.empty()) {
+          TOPOSCHED_TRY(d, in_.string(m[key], key));
+          p.domain = d;
+        }
+      for (const char* key : kSubDomainKeys)
+        if (m[key] && p.sub_domain.empty()) {
+          TOPOSCHED_TRY(d, in_.string(m[key], key));
+          p.sub_domain = d;
+        }
+    }
+    return p;
+  }
+
+  // Topograph (#409): a leaf switch has nothing of its own to say, so a model may name it
+  // only as another switch's child. Such switches exist as if defined empty.
+  void add_implicit_switches() {
+    for (std::size_t s = 0; s < switches_.size(); ++s)
+      for (std::size_t c = 0; c < switches_[s].children.size(); ++c) {
+        const std::string child = switches_[s].children[c];
+        if (switch_index_.contains(child)) continue;
+        switch_index_.emplace(child, static_cast<int>(switches_.size()));
+        Sw implicit;
+        implicit.name = child;
+        implicit.at = switches_[s].child_at[c];
+        switches_.push_back(std::move(implicit));
+      }
+  }
+
+  // Topograph merges a switch's annotations into every node below it (the block's own
+  // win, then the closest switch's): a domain may be given on a switch.
+  void inherit_switch_placements() {
+    for (auto& node : out_.nodes) {
+      if (node.switch_name.empty()) continue;
+      auto it = switch_index_.find(node.switch_name);
+      std::string domain = node.domain, sub = node.sub_domain;
+      for (int s = it == switch_index_.end() ? -1 : it->second; s >= 0;
+           s = switches_[static_cast<std::size_t>(s)].parent) {
+        const Placement& p = switches_[static_cast<std::size_t>(s)].placement;
+        if (domain.empty()) domain = p.domain;
+        if (sub.empty()) sub = p.sub_domain;
+      }
+      node.domain = domain;
+      node.sub_domain = domain.empty() ? std::string() : sub;
+    }
+  }
+
   Result<std::vector<std::string>> node_names(const YAML::Node& nodes) {
     TOPOSCHED_TRY(exprs, in_.words(nodes, "nodes"));
     std::vector<std::string> names;
@@ -106,7 +180,7 @@ class ModelReader {
                          const std::string& domain, const std::string& sub, const std::string& type) {
     TOPOSCHED_TRY(names, node_names(nodes));
     if (!sw.empty() && !switch_index_.contains(sw))
-      return in_.error_at(sw_at, fmt::format("block names switch '{}', which 'switches' does not define", sw));
+      return in_.error_at(sw_at, fmt::format("block names switch '{}', which is neither defined under 'switches' nor named as a switch's child", sw));
     for (auto& n : names) {
       if (!node_index_.emplace(n, out_.nodes.size()).second)
         return in_.error_at(nodes, fmt::format("node '{}' is in two blocks", n));
@@ -124,25 +198,11 @@ class ModelReader {
   Result<void> read_blocks(const YAML::Node& blocks) {
     TOPOSCHED_CHECK(in_.expect_sequence(blocks, "'blocks'"));
     for (const auto& b : blocks) {
-      TOPOSCHED_CHECK(in_.expect_map(b, "a block", {"name", "switch", "nodes", "labels", "metadata"}));
+      TOPOSCHED_CHECK(in_.expect_map(b, "a block", {"name", "switch", "nodes", "labels", "annotations", "metadata"}));
       TOPOSCHED_TRY(sw, in_.opt_string(b, "switch"));
-      std::string domain, sub;
-      if (const YAML::Node labels = b["labels"]) {
-        if (!labels.IsMap())
-          return in_.error_at(labels,
-                              fmt::format("expected 'labels' to be a mapping, found {}", YamlInput::describe(labels)));
-        for (const char* key : kDomainLabels)
-          if (labels[key] && domain.empty()) {
-            TOPOSCHED_TRY(d, in_.string(labels[key], key));
-            domain = d;
-          }
-        if (labels[kSubDomainLabel]) {
-          TOPOSCHED_TRY(s, in_.string(labels[kSubDomainLabel], kSubDomainLabel));
-          sub = s;
-        }
-      }
+      TOPOSCHED_TRY(placement, read_placement(b));
       if (!b["nodes"]) return in_.error_at(b, "missing required key 'nodes' (hostlists)");
-      TOPOSCHED_CHECK(add_nodes(b["nodes"], sw ? *sw : "", b["switch"], domain, sub, ""));
+      TOPOSCHED_CHECK(add_nodes(b["nodes"], sw ? *sw : "", b["switch"], placement.domain, placement.sub_domain, ""));
     }
     return {};
   }

@@ -1,13 +1,17 @@
 // Reader for NVIDIA Topograph's cluster model YAML (the simulated clusters of its test
-// provider), so Topograph users can bring their models:
-//   switches:  NAME: {switches: [child...], labels: {...}}     (a mapping of switches)
-//   blocks:    - {name?, switch: LEAF, nodes: [HOSTLIST...], labels: {ACCEL_KEY: DOMAIN}}
-// and the older layout (switches as a list with `name` and `capacity_blocks`, and a
-// `capacity_blocks:` list with `type`, `nvlink`, `nodes`). Tiers follow switch height (a
-// switch holding blocks only is tier 0). A block's accelerator domain comes from the label
-// `accelerator.topograph.run/domain`, `network.topology.nvidia.com/accelerator` or
-// `accelerated.topology.nvidia.com/level-0`, or the old `nvlink` field; its sub-domain from
-// `accelerator.topograph.run/sub-domain`. Errors name file:line:col. Pure; thread-safe.
+// provider, `tests/models/*.yaml`), so Topograph users can bring their models:
+//   switches:  NAME: {switches: [child...], labels: {...}, annotations: {...}}
+//   blocks:    - {switch: LEAF, nodes: [HOSTLIST...], annotations: {DOMAIN_KEY: D, SUB_KEY: S}}
+// as Topograph reads it since e2b62507 (2026-08-21): a switch named only as another's child
+// exists implicitly (Topograph #409); a block's accelerator domain and sub-domain are
+// annotations `accelerator.topology.test/domain` / `.../sub-domain` (Topograph #430), or
+// labels in older models (`accelerator.topograph.run/domain`,
+// `network.topology.nvidia.com/accelerator`, `accelerated.topology.nvidia.com/level-0`,
+// `accelerator.topograph.run/sub-domain`); a switch's annotations apply to every node below
+// it unless the block or a closer switch names its own. Also the older layout (switches as a
+// list with `name` and `capacity_blocks`, and a `capacity_blocks:` list with `type`,
+// `nvlink`, `nodes`). Tiers follow switch height (a switch holding blocks only is tier 0).
+// Errors name file:line:col. Pure; thread-safe.
 #pragma once
 
 #include <string>

@@ -106,4 +106,29 @@ FragmentationReport fragmentation(const AllocationState& s, const std::vector<Jo
   return f;
 }
 
+nlohmann::ordered_json fragmentation_to_json(const FragmentationReport& f, const std::vector<JobSizeWeight>& sizes) {
+  using Json = nlohmann::ordered_json;
+  Json out;
+  out["free_gpus"] = f.free_gpus;
+  out["total_gpus"] = f.total_gpus;
+  out["free_whole_nodes"] = f.free_whole_nodes;
+  out["total_nodes"] = f.total_nodes;
+  out["partially_used_nodes"] = f.partially_used_nodes;
+  out["free_whole_leaves"] = f.free_whole_leaves;
+  out["total_leaves"] = f.total_leaves;
+  out["free_whole_domains"] = f.free_whole_domains;
+  out["total_domains"] = f.total_domains;
+  Json levels = Json::array();
+  for (const auto& l : f.levels)
+    levels.push_back(
+        {{"level", l.level}, {"largest_free_gpus", l.largest_free_gpus}, {"largest_free_nodes", l.largest_free_nodes}});
+  out["largest_placeable"] = std::move(levels);
+  Json dist = Json::array();
+  for (const auto& s : sizes) dist.push_back({{"gpus", s.gpus}, {"weight", s.weight}});
+  out["job_sizes"] = std::move(dist);
+  out["expected_unusable_gpus"] = f.expected_unusable_gpus;
+  out["unusable_fraction"] = f.unusable_fraction;
+  return out;
+}
+
 }  // namespace toposched

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "placement/allocation_state.h"
 #include "topology/error.h"
 
@@ -49,5 +51,9 @@ struct FragmentationReport {
 };
 
 FragmentationReport fragmentation(const AllocationState& state, const std::vector<JobSizeWeight>& sizes);
+
+// The `frag` JSON (also GET /v1/fragmentation): the report's counters, "largest_placeable",
+// "job_sizes", "expected_unusable_gpus", "unusable_fraction".
+nlohmann::ordered_json fragmentation_to_json(const FragmentationReport& report, const std::vector<JobSizeWeight>& sizes);
 
 }  // namespace toposched

@@ -51,6 +51,32 @@ Result<std::optional<int>> resolve_tier(const std::string& name, const Cluster& 
       fmt::format("{} tier '{}' is not a tier of cluster '{}'; its tiers: {}", what, name, c.name(), known));
 }
 
+// Kueue's PodSet options: slices and the explicit unconstrained form.
+Result<void> normalize_kueue_podset(JobRequest& r, const Cluster& c) {
+  auto bad = [](std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); };
+  if (r.unconstrained && (!r.required_tier.empty() || !r.preferred_tier.empty()))
+    return bad("--unconstrained excludes --required-tier and --preferred-tier");
+  if (r.slice_size < 0) return bad("--slice-size must be positive");
+  if (r.slice_tier.empty() != (r.slice_size == 0))
+    return bad(r.slice_tier.empty() ? "--slice-size needs --slice-tier (the tier each slice stays inside)"
+                                    : "--slice-tier needs --slice-size (slice topology requested, but slice size "
+                                      "not provided)");
+  if (r.slice_size == 0) return {};
+  auto slice = resolve_tier(r.slice_tier, c, "slice");
+  if (!slice) return tl::unexpected(slice.error());
+  r.slice_tier_index = *slice;
+  const std::optional<int>& main = r.required_tier_index ? r.required_tier_index : r.preferred_tier_index;
+  if (main && *r.slice_tier_index > *main)  // tier indices grow upwards from kNodeTier = -1
+    return bad(fmt::format("slice tier '{}' is above the {} tier '{}'", r.slice_tier,
+                           r.required_tier_index ? "required" : "preferred",
+                           r.required_tier_index ? r.required_tier : r.preferred_tier));
+  const int pod_gpus = r.gpus_per_node > 0 ? r.gpus_per_node : 1;
+  const int pods = r.total_gpus / pod_gpus;
+  if (pods % r.slice_size != 0)
+    return bad(fmt::format("{} pod(s) of {} GPU(s) cannot be cut into slices of {}", pods, pod_gpus, r.slice_size));
+  return {};
+}
+
 }  // namespace
 
 bool model_matches(const JobRequest& r, const Cluster& cluster, NodeId n) {
@@ -139,6 +165,7 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
   auto pref = resolve_tier(r.preferred_tier, c, "preferred");
   if (!pref) return tl::unexpected(pref.error());
   r.preferred_tier_index = *pref;
+  if (auto ok = normalize_kueue_podset(r, c); !ok) return tl::unexpected(ok.error());
   if (r.segment > 0 && r.nodes == 0) return bad("--segment counts nodes: use it with --nodes or --gpus-per-node");
   if (r.segment > 0 && r.nodes % r.segment != 0)
     return bad(fmt::format("{} nodes cannot be split into segments of {}", r.nodes, r.segment));

@@ -5,7 +5,7 @@
 // fastest, pp slowest: "tp-cp-ep-dp-pp") decides the rank order and, for `topo`, the shape of the placement. Workload
 // kinds: training (one gang), inference (independent replicas of `replica_gpus` GPUs each), inference-pd (a prefill
 // pool and a decode pool of replicas). Constraints in the style of Kueue (required / preferred tier: all GPUs under one
-// switch of that tier, or in one node for the tier "node") and Slurm (--switches=N leaf switches at most, --segment=N
+// switch of that tier, or in one node for the tier "node"; slices; unconstrained) and Slurm (--switches=N leaf switches at most, --segment=N
 // nodes per base block, exclusive nodes). Gang (all-or-nothing) always.
 //
 // normalize() checks the request against a cluster and fills the derived fields (total GPU
@@ -45,6 +45,16 @@ struct JobRequest {
   // Kueue-style: tier name ("node" or a fabric tier name), empty = none.
   std::string required_tier;
   std::string preferred_tier;
+  // Kueue PodSet slices (podset-slice-size, podset-slice-required-topology): the pods (one
+  // per GPU, or per gpus_per_node GPUs) come in slices of `slice_size`, each slice inside one
+  // domain of `slice_tier`. Both or neither; the slice tier may not be above the required /
+  // preferred tier. Only policies with supports_slices() honour them.
+  int slice_size = 0;
+  std::string slice_tier;
+  // Kueue's podset-unconstrained-topology: no tier constraint, said explicitly (excludes the
+  // required / preferred tier). kueue-bestfit then packs the nodes with the least free
+  // capacity first; for every other policy it is what no constraint means anyway.
+  bool unconstrained = false;
   // Slurm-style.
   int max_switches = 0;    // --switches=N: at most N leaf switches; 0 = no limit
   int segment = 0;         // --segment=N: nodes per segment, each inside one base block
@@ -54,6 +64,7 @@ struct JobRequest {
   int total_gpus = 0;
   std::optional<int> required_tier_index;  // kNodeTier or a fabric tier
   std::optional<int> preferred_tier_index;
+  std::optional<int> slice_tier_index;
   int units_per_replica() const { return replica_gpus; }
 };
 

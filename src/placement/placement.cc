@@ -235,6 +235,11 @@ Result<Placement> place(const AllocationState& state, const JobRequest& raw, con
   if (r.segment > 0 && !policy.supports_segments())
     return make_error(ErrorCode::kUnsupported,
                       fmt::format("policy {} does not implement --segment (slurm-block does)", policy.name()));
+  if (r.slice_size > 0 && !policy.supports_slices())
+    return make_error(ErrorCode::kUnsupported,
+                      fmt::format("policy {} does not implement Kueue slices (--slice-size, --slice-tier; "
+                                  "kueue-bestfit does)",
+                                  policy.name()));
   if (r.total_gpus > state.total_free_gpus())
     return make_error(ErrorCode::kInfeasible, fmt::format("needs {} GPUs; only {} of {} are free", r.total_gpus,
                                                           state.total_free_gpus(), state.cluster().gpu_count()));

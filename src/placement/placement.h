@@ -59,6 +59,8 @@ class PlacementPolicy {
   // once per switch of the required tier.
   virtual bool handles_tier_constraints() const { return false; }
   virtual bool supports_segments() const { return false; }
+  // True when the policy places Kueue PodSet slices (JobRequest::slice_size / slice_tier).
+  virtual bool supports_slices() const { return false; }
   // True when any request without per-node or tier constraints fits as soon as enough
   // eligible GPUs are free, wherever they are: counting free GPUs then predicts exactly
   // when a job can start (the simulator's backfill uses this to skip placement probes).

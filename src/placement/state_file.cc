@@ -1,6 +1,13 @@
 #include "placement/state_file.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -105,6 +112,30 @@ Result<AllocationState> load_state_file(const Cluster& c, const std::string& pat
 Result<void> save_state_file(const AllocationState& s, const std::string& path) {
   TOPOSCHED_TRY(text, state_to_json(s));
   return write_file_atomically(path, text);
+}
+
+Result<StateFileLock> StateFileLock::acquire(std::vector<std::string> paths) {
+  std::erase(paths, std::string());
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  StateFileLock lock;
+  for (const std::string& path : paths) {
+    std::string lock_path = path + ".lock";
+    int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+      return make_error(ErrorCode::kIo, fmt::format("{}: cannot create the lock file: {}", lock_path, std::strerror(errno)));
+    lock.fds_.push_back(fd);
+    int rc;
+    while ((rc = ::flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    if (rc != 0)
+      return make_error(ErrorCode::kIo, fmt::format("{}: cannot lock: {}", lock_path, std::strerror(errno)));
+  }
+  return lock;
+}
+
+StateFileLock::~StateFileLock() {
+  for (int fd : fds_) ::close(fd);  // closing the descriptor releases its flock
 }
 
 }  // namespace toposched

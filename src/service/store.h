@@ -71,7 +71,18 @@ class Store {
   virtual Result<std::vector<StoreEvent>> events(std::int64_t after_seq, std::size_t limit) = 0;
 };
 
-// Opens the store named by `url`: "sqlite:PATH" or "etcd://HOST:PORT[,HOST:PORT...][/PREFIX]".
+// The table open_store() chooses from (store.cc), in the table style of formats/exporter.cc:
+// a new kind of store adds one row {prefix, description, open function} there, e.g.
+// {"etcd://", "...", open_etcd_store}, with open_etcd_store in its own etcd_store.cc.
+struct StoreScheme {
+  std::string_view prefix;       // "sqlite:", "etcd://"
+  std::string_view description;  // one line for error messages and --help
+  Result<std::unique_ptr<Store>> (*open)(std::string_view rest);  // rest = url after prefix
+};
+const std::vector<StoreScheme>& store_schemes();
+
+// Opens the store named by `url`: "sqlite:PATH" or "etcd://HOST:PORT[,HOST:PORT...][/PREFIX]";
+// kInvalidArgument listing the known kinds for any other URL.
 Result<std::unique_ptr<Store>> open_store(std::string_view url);
 
 }  // namespace toposched::service

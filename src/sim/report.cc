@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/html_page.h"
 #include "formats/json_output.h"
 #include "topology/file_io.h"
 
@@ -69,32 +70,6 @@ std::string human_seconds(double s) {
   if (s < 7200) return fmt::format("{:.1f} min", s / 60);
   if (s < 3 * 86400) return fmt::format("{:.2f} h", s / 3600);
   return fmt::format("{:.2f} d", s / 86400);
-}
-
-std::string html_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-// JSON safe to place inside <script>: no "</" sequence can close the element.
-Result<std::string> script_json(const Json& j) {
-  TOPOSCHED_TRY(s, dump_json(j));
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '<') out += "\\u003c";
-    else out += s[i];
-  }
-  return out;
 }
 
 }  // namespace
@@ -247,11 +222,11 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
                                 {"resolve", {{"scale", {{"y", "independent"}}}}}};
 
   std::string table = "<table><thead><tr><th></th>";
-  for (const PolicyRun& r : runs) table += "<th>" + html_escape(r.summary.policy) + "</th>";
+  for (const PolicyRun& r : runs) table += "<th>" + html::escape(r.summary.policy) + "</th>";
   table += "</tr></thead><tbody>";
   auto row = [&](std::string label, auto fn) {
-    table += "<tr><th>" + html_escape(label) + "</th>";
-    for (const PolicyRun& r : runs) table += "<td>" + html_escape(fn(r.summary)) + "</td>";
+    table += "<tr><th>" + html::escape(label) + "</th>";
+    for (const PolicyRun& r : runs) table += "<td>" + html::escape(fn(r.summary)) + "</td>";
     table += "</tr>";
   };
   row("jobs completed", [](const PolicySummary& s) { return std::to_string(s.jobs); });
@@ -270,47 +245,14 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
   row("fragmentation mean", [](const PolicySummary& s) { return fmt::format("{:.3f}", s.fragmentation_mean); });
   table += "</tbody></table>";
 
-  std::string out;
-  out.reserve(vega_js().size() + vega_lite_js().size() + vega_embed_js().size() + 200000);
-  out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>toposched simulation report</title>\n";
-  out += "<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:12px 0}"
-         "td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}thead th{background:#f2f2f2}"
-         ".charts{display:flex;flex-wrap:wrap;gap:16px}.chart{min-width:600px;min-height:320px}</style>\n";
-  out += "<script>window.__reportErrors=[];window.addEventListener('error',function(e){window.__reportErrors.push(String(e.message));"
-         "document.body&&document.body.setAttribute('data-charts','error: '+e.message);});</script>\n";
-  out += "<script>/* Vega (BSD-3-Clause), third_party/vega */\n";
-  out += vega_js();
-  out += "\n</script>\n<script>/* Vega-Lite (BSD-3-Clause), third_party/vega-lite */\n";
-  out += vega_lite_js();
-  out += "\n</script>\n<script>/* vega-embed (BSD-3-Clause), third_party/vega-embed */\n";
-  out += vega_embed_js();
-  out += "\n</script>\n</head>\n<body data-charts=\"pending\">\n";
-  out += "<h1>toposched simulation report</h1>\n";
-  out += fmt::format("<p>Cluster <b>{}</b> ({} nodes, {} GPUs); trace <b>{}</b> ({}, {} jobs); queue discipline <b>{}</b>; seed {}.</p>\n",
-                     html_escape(info.cluster), info.cluster_nodes, info.cluster_gpus, html_escape(info.trace), html_escape(info.trace_format),
-                     info.trace_jobs, html_escape(info.discipline), info.seed);
-  out += "<h2>Summary</h2>\n" + table + "\n<h2>Charts</h2>\n<div class=\"charts\">\n";
-  for (auto it = specs.begin(); it != specs.end(); ++it) out += "<div class=\"chart\" id=\"" + it.key() + "\"></div>\n";
-  TOPOSCHED_TRY(specs_json, script_json(specs));
-  out += "</div>\n<script>\n(function(){\nvar specs=" + specs_json + ";\n";
-  out += R"JS(var ids=Object.keys(specs);
-function fail(e){window.__reportErrors.push(String(e));document.body.setAttribute('data-charts','error: '+e);}
-try{
-Promise.all(ids.map(function(id){return vegaEmbed('#'+id,specs[id],{actions:false,renderer:'svg'});}))
-.then(function(){
-  var bad=ids.filter(function(id){var s=document.querySelector('#'+id+' svg');return !s||s.querySelectorAll('path,rect,line').length===0;});
-  if(bad.length){fail('empty chart: '+bad.join(','));return;}
-  if(window.__reportErrors.length){fail(window.__reportErrors[0]);return;}
-  document.body.setAttribute('data-charts','ok');
-  document.body.setAttribute('data-charts-count',String(ids.length));
-}).catch(fail);
-}catch(e){fail(e);}
-})();
-</script>
-</body>
-</html>
-)JS";
-  return out;
+  html::ChartPage page;
+  page.title = "toposched simulation report";
+  page.intro_html = fmt::format("<p>Cluster <b>{}</b> ({} nodes, {} GPUs); trace <b>{}</b> ({}, {} jobs); queue discipline <b>{}</b>; seed {}.</p>\n",
+                                html::escape(info.cluster), info.cluster_nodes, info.cluster_gpus, html::escape(info.trace),
+                                html::escape(info.trace_format), info.trace_jobs, html::escape(info.discipline), info.seed);
+  page.summary_html = std::move(table);
+  page.charts = std::move(specs);
+  return html::render_chart_page(page);
 }
 
 Result<void> write_report(const std::string& dir, const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {

@@ -4,10 +4,9 @@
 //    keys per policy and a "run" object. A pure function of its inputs (no clock, no host
 //    name; numbers rounded to fixed decimals), so the same seed gives the same bytes.
 //  - report_table: the terminal table, one column per policy.
-//  - report_html: one self-contained page (Vega, Vega-Lite and vega-embed inlined from
-//    third_party/): JCT CDF per policy, utilisation, queue length and fragmentation over
-//    time, slowdown distribution, per-policy summary. When every chart has rendered the
-//    page sets data-charts="ok" on <body> (data-charts="error: ..." otherwise).
+//  - report_html: one self-contained page in the shell of formats/html_page.h: JCT CDF per
+//    policy, utilisation, queue length and fragmentation over time, slowdown distribution,
+//    per-policy summary.
 // write_report writes report.json and report.html into a directory atomically.
 // Pure functions apart from write_report; thread-safe.
 #pragma once
@@ -44,10 +43,5 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
 Result<std::string> report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs);
 
 Result<void> write_report(const std::string& dir, const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs);
-
-// The vendored plotting libraries, embedded in the binary at build time.
-std::string_view vega_js();
-std::string_view vega_lite_js();
-std::string_view vega_embed_js();
 
 }  // namespace toposched::sim

@@ -1,8 +1,26 @@
-// Whole-file reading and atomic writing. Output files are written to a temporary file in
-// the destination's directory and renamed over it, so a failure never leaves a
-// half-written file. While a temporary file exists its path is in a process-wide registry
-// (fixed slots, lock-free), so install_temporary_file_cleanup's SIGINT/SIGTERM handler can
-// remove it before the process dies. Functions are safe from any thread (distinct paths).
+// Whole-file reading, and the one routine every output of toposched goes through.
+//
+// write_file_atomically(path, content) decides by what `path` is now:
+//   - "-": standard output;
+//   - a character device, FIFO or socket: written directly (opened, never replaced), so
+//     `-o /dev/stdout` or a named pipe with a reader gets the bytes and the node survives;
+//   - a symbolic link (relative or absolute, chains too): the write goes to the link's final
+//     target, atomically beside that target; the link itself stays;
+//   - an existing regular file: a temporary file beside it, created with the file's mode and
+//     given its owner and group where the process may set them, then renamed over it, so a
+//     failure never leaves half a file and protected files (0640, group slurm) stay so;
+//   - a new file: the same, with the mode any new file gets (0666 less the umask);
+//   - a directory, or a place that cannot be written: a kIo error naming it.
+// check_output_path(path) runs the same classification without writing, so a command can
+// refuse an unusable output before doing any work; check_output_dir does it for a report
+// directory (existing, or creatable in a writable parent).
+//
+// No process-wide state is touched (no umask changes): every function is safe to call from
+// several threads at once on distinct paths.
+//
+// While a temporary file exists its path is in a process-wide registry (fixed slots,
+// lock-free), so the SIGINT/SIGTERM handler that install_temporary_file_cleanup installs
+// can remove it before the process dies.
 #pragma once
 
 #include <string>
@@ -14,8 +32,14 @@ namespace toposched {
 
 Result<std::string> read_text_file(const std::string& path);
 
-// "-" writes to standard output.
+// See the header comment for what each kind of `path` gets.
 Result<void> write_file_atomically(const std::string& path, std::string_view content);
+
+// kIo error when `path` could not be written as write_file_atomically would write it.
+Result<void> check_output_path(const std::string& path);
+
+// kIo error when `dir` is not a directory that exists (or can be created) and is writable.
+Result<void> check_output_dir(const std::string& dir);
 
 // Installs handlers for SIGINT and SIGTERM that unlink every registered temporary file and
 // then re-raise the signal with its default action (so the exit status still says which

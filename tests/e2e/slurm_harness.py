@@ -8,8 +8,19 @@ other engineers' tests) can run side by side. Nodes are declared `State=CLOUD` w
 schedules jobs onto the powered-down nodes (the job sits in CONFIGURING with its node list
 assigned), which is all a placement test needs to read Slurm's decision.
 
+With `slurmd=True` the nodes are real instead: one `slurmd -N NODE` per node on this host
+(Debian's Slurm supports several slurmd per host: each node gets `NodeAddr=127.0.0.1` and
+its own `Port=`; spool, pid and log paths carry `%n`), each in its own UTS namespace whose
+hostname is the node's name, so a job's `hostname` prints the Slurm node. GPUs are gres
+backed by files: character-device nodes (NVIDIA's major 195) created in the temporary
+directory and named by `File=` in a generated gres.conf (slurmd refuses regular files).
+Jobs really run; `SlurmdParameters=config_overrides` lets each slurmd take the declared
+CPUs instead of this machine's.
+
 Every daemon is started by this module as a direct child (foreground mode) and stopped by
-its PID, on success and on failure alike; nothing else is ever signalled.
+its PID, on success and on failure alike. Job processes that slurmd's stepd left behind
+are found by the SLURM_CONF of this cluster in their environment and stopped by PID;
+nothing else is ever signalled.
 
 Usage (a context manager; see tests/e2e/test_export_slurm.py):
 
@@ -37,6 +48,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -77,6 +89,7 @@ class NodeSpec:
     real_memory_mb: int = 1024
     features: str = ""
     extra: str = ""          # more NodeName= parameters, e.g. "Sockets=2 CoresPerSocket=56 ThreadsPerCore=2"
+    cloud: bool = True       # State=CLOUD (no slurmd); SlurmCluster(slurmd=True) sets it False
 
     def line(self) -> str:
         parts = [f"NodeName={self.names}", f"CPUs={self.cpus}", f"RealMemory={self.real_memory_mb}"]
@@ -87,7 +100,8 @@ class NodeSpec:
             parts.append(f"Gres={gres}")
         if self.features:
             parts.append(f"Feature={self.features}")
-        parts.append("State=CLOUD")
+        if self.cloud:
+            parts.append("State=CLOUD")
         return " ".join(parts)
 
 
@@ -130,6 +144,8 @@ class SlurmCluster:
         partition_nodes: str = "ALL",
         start_timeout_s: float = 60.0,
         keep_dir: bool = False,
+        slurmd: bool = False,
+        extra_files: Optional[dict] = None,
     ):
         if not nodes:
             raise ValueError("a Slurm cluster needs at least one NodeSpec")
@@ -141,6 +157,10 @@ class SlurmCluster:
         self.partition_nodes = partition_nodes
         self.start_timeout_s = start_timeout_s
         self.keep_dir = keep_dir
+        self.real_slurmd = slurmd
+        self.extra_files = dict(extra_files or {})  # name -> text, written beside slurm.conf
+        self.node_names: list[str] = []
+        self._slurmds: dict[str, subprocess.Popen] = {}
         self.dir: Optional[str] = None
         self.conf_path = ""
         self.ctld_log = ""
@@ -173,6 +193,8 @@ class SlurmCluster:
                 self._write_configs()
                 self._start_slurmctld()
                 if self._wait_for_ping():
+                    if self.real_slurmd:
+                        self._start_slurmds()
                     return
                 bind_failed = "Address already in use" in self.read_log()
                 self._stop_process(self._slurmctld)
@@ -189,10 +211,19 @@ class SlurmCluster:
 
     def pids(self) -> list[int]:
         """PIDs of the daemons this cluster started and that still run."""
-        return [p.pid for p in (self._munged, self._slurmctld) if p is not None and p.poll() is None]
+        procs = [self._munged, self._slurmctld, *self._slurmds.values()]
+        return [p.pid for p in procs if p is not None and p.poll() is None]
 
     def stop(self) -> None:
-        """Stops slurmctld, then munged, by PID; removes the directory unless keep_dir."""
+        """Cancels the jobs (real slurmd), stops the slurmds, slurmctld, then munged, by PID;
+        stops what job processes remain; removes the directory unless keep_dir."""
+        if self._slurmds:
+            self._cancel_all_jobs()
+        for proc in self._slurmds.values():
+            self._stop_process(proc)
+        self._slurmds = {}
+        if self.real_slurmd and self.conf_path:
+            self._stop_leftover_job_processes()
         self._stop_process(self._slurmctld)
         self._slurmctld = None
         self._stop_process(self._munged)
@@ -298,6 +329,8 @@ class SlurmCluster:
             *[n.line() for n in self.nodes],
             f"PartitionName=test Nodes={self.partition_nodes} Default=YES MaxTime=INFINITE State=UP",
         ]
+        if self.real_slurmd:
+            lines = self._real_node_lines(lines, slurmd_port)
         self.conf_path = self._path("slurm.conf")
         with open(self.conf_path, "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -307,6 +340,120 @@ class SlurmCluster:
         if self.gres_conf is not None:
             with open(self._path("gres.conf"), "w") as f:
                 f.write(self.gres_conf)
+        for name, text in self.extra_files.items():  # e.g. job_submit.lua
+            with open(self._path(name), "w") as f:
+                f.write(text)
+
+    # ---- real slurmd nodes ------------------------------------------------------------------
+
+    def _real_node_lines(self, lines: list[str], slurmd_port: int) -> list[str]:
+        """slurm.conf for real slurmds: per-node ports and %n paths, no power saving, and
+        (unless the caller gave one) a gres.conf naming device files made here."""
+        host = socket.gethostname().split(".")[0]
+        drop = ("SuspendProgram=", "ResumeProgram=", "SuspendTime=", "SuspendTimeout=", "ResumeTimeout=",
+                "ResumeRate=", "SuspendRate=", "SlurmdSpoolDir=", "SlurmdPidFile=", "NodeName=")
+        out = [l for l in lines if not l.startswith(drop) and not l.startswith("PartitionName=")]
+        out += [f"SlurmdSpoolDir={self._path('spool')}/%n", f"SlurmdPidFile={self._path('slurmd')}.%n.pid",
+                f"SlurmdLogFile={self._path('slurmd')}.%n.log", "SlurmdDebug=info",
+                "SlurmdParameters=config_overrides", "SlurmdTimeout=300", "MessageTimeout=30",
+                "MinJobAge=300"]
+        self.node_names = []
+        for spec in self.nodes:
+            self.node_names += _expand_simple(spec.names)
+        ports = _free_ports(len(self.node_names))
+        gres = []
+        for spec in self.nodes:
+            spec.cloud = False
+            for name in _expand_simple(spec.names):
+                port = ports[self.node_names.index(name)]
+                one = dataclasses.replace(spec, names=name, cloud=False,
+                                          extra=f"{spec.extra} NodeHostname={host} NodeAddr=127.0.0.1 Port={port}".strip())
+                out.append(one.line())
+                if spec.gpus:
+                    gres.append(self._gpu_device_files(name, spec))
+        out.append(f"PartitionName=test Nodes={self.partition_nodes} Default=YES MaxTime=INFINITE State=UP")
+        if self.gres_conf is None and gres:
+            self.gres_conf = "".join(gres)
+        return out
+
+    def _gpu_device_files(self, node: str, spec: "NodeSpec") -> str:
+        """Character devices standing for the node's GPUs; the gres.conf line naming them."""
+        devdir = self._path(f"dev/{node}")
+        os.makedirs(devdir, exist_ok=True)
+        base = self.node_names.index(node) * 64
+        for i in range(spec.gpus):
+            path = os.path.join(devdir, f"nvidia{i}")
+            if not os.path.exists(path):
+                os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(195, base + i))
+        typ = f" Type={spec.gpu_type}" if spec.gpu_type else ""
+        return f"NodeName={node} Name=gpu{typ} File={devdir}/nvidia[0-{spec.gpus - 1}]\n"
+
+    def _start_slurmds(self) -> None:
+        for name in self.node_names:
+            os.makedirs(self._path(f"spool/{name}"), exist_ok=True)
+            out = open(self._path(f"slurmd.{name}.stderr"), "w")
+            # Own UTS namespace: `hostname` in the node's jobs prints the node's name.
+            proc = subprocess.Popen(
+                ["unshare", "--uts", "sh", "-c", f'hostname "$0" && exec "$1" -D -N "$0" -f "$2"',
+                 name, SLURMD, self.conf_path],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=self.env(),
+                preexec_fn=_die_with_parent)
+            out.close()
+            self._slurmds[name] = proc
+            self.started_pids.append(proc.pid)
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            dead = [n for n, p in self._slurmds.items() if p.poll() is not None]
+            if dead:
+                raise SlurmHarnessError(f"slurmd for {dead} exited:\n{self.read_slurmd_log(dead[0])[-4000:]}")
+            r = self.run("sinfo", "-h", "-N", "-o", "%N %T", check=False)
+            states = dict(l.split() for l in r.stdout.splitlines() if len(l.split()) == 2)
+            if len(states) == len(self.node_names) and all(s == "idle" for s in states.values()):
+                return
+            time.sleep(0.3)
+        raise SlurmHarnessError(f"the slurmds did not all register as idle within {self.start_timeout_s:.0f}s: "
+                                f"{self.run('sinfo', '-N', check=False).stdout}")
+
+    def read_slurmd_log(self, node: str) -> str:
+        text = ""
+        for p in (self._path(f"slurmd.{node}.log"), self._path(f"slurmd.{node}.stderr")):
+            if os.path.exists(p):
+                with open(p, errors="replace") as f:
+                    text += f.read()
+        return text
+
+    def _cancel_all_jobs(self) -> None:
+        self.run("scancel", "--full", "--partition=test", check=False)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            r = self.run("squeue", "-h", "-o", "%i %T", check=False)
+            if r.returncode != 0 or not r.stdout.strip():
+                return
+            time.sleep(0.3)
+
+    def _stop_leftover_job_processes(self) -> None:
+        """slurmstepd and job processes outlive slurmd; they carry this cluster's SLURM_CONF."""
+        marker = f"SLURM_CONF={self.conf_path}".encode()
+        own = os.getpid()
+        for _ in range(2):
+            found = []
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit() or int(entry) == own:
+                    continue
+                try:
+                    with open(f"/proc/{entry}/environ", "rb") as f:
+                        if marker in f.read().split(b"\0"):
+                            found.append(int(entry))
+                except OSError:
+                    continue
+            for pid in found:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if not found:
+                return
+            time.sleep(0.2)
 
     def _start_slurmctld(self) -> None:
         if os.path.exists(self.ctld_log):
@@ -471,6 +618,22 @@ class SlurmCluster:
             rec = {m.group(1): m.group(2) for m in re.finditer(r"(\w+)=(\S*)", line)}
             records.append(rec)
         return records
+
+
+def _expand_simple(hostlist: str) -> list[str]:
+    """Expands a hostlist of the forms the tests use (a[01-03],b7) without asking Slurm."""
+    out = []
+    for item in re.findall(r"[^,\[]+(?:\[[^\]]*\])?[^,]*", hostlist):
+        m = re.fullmatch(r"(.*)\[([0-9,\-]+)\](.*)", item)
+        if not m:
+            out.append(item)
+            continue
+        for part in m.group(2).split(","):
+            lo, _, hi = part.partition("-")
+            width = len(lo)
+            for i in range(int(lo), int(hi or lo) + 1):
+                out.append(f"{m.group(1)}{i:0{width}d}{m.group(3)}")
+    return out
 
 
 def _declared(spec: "NodeSpec", key: str) -> Optional[int]:

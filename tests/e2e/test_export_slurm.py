@@ -6,8 +6,13 @@
 - gres: the gres.conf of an 8x H100 node read from `nvidia-smi topo -m`
   (tests/data/nvidia-smi/h100-hgx-13nic.topo) has Links= 18 to every other GPU; slurmctld
   starts with it and `slurmd -G` reads back the same Links= and Cores=.
-- slurm-block: Debian's Slurm 22.05 has no topology/block plugin, so the block output is
-  checked against topology.conf(5)'s syntax and Topograph's BlockSizes rules here instead.
+- Topograph's models (tests/data/topograph/models, as Topograph ships them): `show` gives
+  their nodes, domains and tiers; their tree output (also with --name-shortener) is accepted
+  by slurmctld with exactly the exported switches and nodes.
+- slurm-block: Debian's Slurm 22.05 has no topology/block plugin (it came in 23.02/23.11), so the
+  block output (Topograph's layout: base-size blocks, placeholders, padding) is checked
+  against topology.conf(5)'s BlockName/BlockSizes rules here instead; slurm-yaml (Slurm
+  25.05) against topology.yaml(5)'s fields.
 
 The H100 nodes come from `toposched discover --topo-m` on the fixture; the expected Links
 are read from the fixture's matrix by a small independent parser below.
@@ -28,6 +33,12 @@ from slurm_harness import NodeSpec, SlurmCluster, slurm_available  # noqa: E402
 TOPOSCHED = os.environ.get("TOPOSCHED", "toposched")
 SOURCE_DIR = os.environ.get("TOPOSCHED_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 H100_TOPO = os.path.join(SOURCE_DIR, "tests", "data", "nvidia-smi", "h100-hgx-13nic.topo")
+TOPOGRAPH_MODELS = os.path.join(SOURCE_DIR, "tests", "data", "topograph", "models")
+# file: (nodes, accelerator domains, tiers), from each model's own comments.
+MODEL_SHAPES = {
+    "small-tree.yaml": (6, 2, 2), "medium.yaml": (8, 4, 3), "nvl72.yaml": (72, 4, 3),
+    "large.yaml": (96, 12, 3), "dual-xclr-regular.yaml": (96, 2, 3), "dual-xclr-irregular.yaml": (255, 2, 3),
+}
 
 
 def toposched(*args, check=True):
@@ -128,6 +139,54 @@ class SlurmTreeTest(unittest.TestCase):
                 gres = toposched("export", "--cluster", spec, "--to", "gres").stdout
                 m = re.search(r"\bType=(\S+)", gres)
                 self.check_tree_accepted(spec, gpu_type or (m.group(1) if m else ""))
+
+
+class TopographModelsTest(unittest.TestCase):
+    """Every file of Topograph's tests/models/ is read as shipped."""
+
+    def test_show_gives_nodes_domains_and_tiers(self):
+        self.assertEqual(sorted(f for f in os.listdir(TOPOGRAPH_MODELS) if f.endswith(".yaml")), sorted(MODEL_SHAPES))
+        for name, (nodes, domains, tiers) in MODEL_SHAPES.items():
+            with self.subTest(model=name):
+                info = show(os.path.join(TOPOGRAPH_MODELS, name))
+                self.assertEqual(info["nodes"], nodes)
+                self.assertEqual(len(info["accelerator_domains"]), domains)
+                self.assertEqual(len(info["tiers"]), tiers)
+
+
+@unittest.skipIf(slurm_available(), slurm_available() or "")
+class TopographModelsSlurmTest(unittest.TestCase):
+    """The tree output of Topograph's models, as written and with Topograph's name
+    shortener, loaded into a real slurmctld."""
+
+    def check(self, model, *extra):
+        spec = os.path.join(TOPOGRAPH_MODELS, model)
+        info = show(spec)
+        conf = toposched("export", "--cluster", spec, "--to", "slurm-tree", *extra).stdout
+        exported = {r["SwitchName"]: r for r in parse_kv_lines(conf, "SwitchName")}
+        with SlurmCluster([NodeSpec(info["hostlist"], cpus=8)], topology_conf=conf) as slurm:
+            expand = slurm.expand_hostlist
+            shown = {s["SwitchName"]: s for s in slurm.show_topology()}
+            self.assertEqual(set(shown), set(exported))
+            direct = {n: set(expand(r.get("Nodes", ""))) for n, r in exported.items()}
+            for name, s in shown.items():
+                self.assertEqual(set(expand(s.get("Switches", ""))), set(expand(exported[name].get("Switches", ""))), name)
+                if direct[name]:
+                    self.assertEqual(set(expand(s.get("Nodes", ""))), direct[name], name)
+            leaf_nodes = sorted(n for nodes in direct.values() for n in nodes)
+            self.assertEqual(leaf_nodes, sorted(expand(info["hostlist"])))
+            self.assertEqual(slurm.log_errors(("topolog", "switch")), [])
+        return exported
+
+    def test_every_model_tree_is_accepted(self):
+        for model in MODEL_SHAPES:
+            with self.subTest(model=model):
+                self.check(model)
+
+    def test_name_shortener(self):
+        exported = self.check("large.yaml", "--name-shortener")
+        self.assertEqual(sorted(exported), sorted(["switch.3.1"] + [f"switch.2.{i}" for i in range(1, 7)]
+                                                  + [f"switch.1.{i}" for i in range(1, 13)]))
 
 
 @unittest.skipIf(slurm_available(), slurm_available() or "")
@@ -238,26 +297,74 @@ class GresTest(unittest.TestCase):
             self.assertIn(slurm.wait_job_nodes(job), self.NODES)
 
 
+def check_block_conf(test, text, cluster_nodes):
+    """topology.conf(5) for topology/block: BlockName= of [A-Za-z0-9_.-] (with Nodes=, or alone
+    for an empty block), each node in at most one block and known to the cluster, one
+    BlockSizes= line, sizes strictly increasing, each a power-of-two multiple of the previous."""
+    blocks, sizes = [], None
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        test.assertRegex(line, r"^(BlockName=[A-Za-z0-9_.-]{1,64}( Nodes=\S+)?|BlockSizes=\d+(,\d+)*)$")
+        if line.startswith("BlockSizes="):
+            test.assertIsNone(sizes, "exactly one BlockSizes= line")
+            sizes = [int(x) for x in line.split("=", 1)[1].split(",")]
+            continue
+        rec = dict(part.split("=", 1) for part in line.split())
+        blocks.append((rec["BlockName"], expand_hostlist(rec.get("Nodes", ""))))
+    test.assertIsNotNone(sizes, "a BlockSizes= line")
+    test.assertEqual(len({b for b, _ in blocks}), len(blocks), "block names are unique")
+    seen = [n for _, nodes in blocks for n in nodes]
+    test.assertEqual(len(seen), len(set(seen)), "a node is in at most one block")
+    test.assertTrue(set(seen) <= set(cluster_nodes))
+    for a, b in zip(sizes, sizes[1:]):
+        test.assertGreater(b, a)
+        test.assertEqual(b % a, 0)
+        test.assertEqual((b // a) & (b // a - 1), 0)
+    return blocks, sizes
+
+
+def expand_hostlist(expr):
+    """Slurm hostlists: comma-separated items, several bracket groups per item expanded
+    leftmost-slowest, zero padding from each range's first bound."""
+    items, depth, cur = [], 0, ""
+    for ch in expr:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    items.append(cur)
+    out = []
+    for item in filter(None, items):
+        names = [""]
+        for text, body in re.findall(r"([^\[]*)(?:\[([^\]]*)\])?", item):
+            values = [""]
+            if body:
+                values = []
+                for part in body.split(","):
+                    lo, _, hi = part.partition("-")
+                    values += [f"{v:0{len(lo)}d}" for v in range(int(lo), int(hi or lo) + 1)]
+            names = [n + text + v for n in names for v in values]
+        out += names
+    return out
+
+
 class SlurmBlockTest(unittest.TestCase):
-    """topology/block is not in Slurm 22.05: check topology.conf(5)'s block syntax and
-    Topograph's BlockSizes rules on the output instead."""
+    """topology/block is not in Slurm 22.05: check topology.conf(5)'s block rules and
+    Topograph's layout on the output instead."""
 
     def blocks(self, spec, *extra):
         text = toposched("export", "--cluster", spec, "--to", "slurm-block", *extra).stdout
-        blocks = parse_kv_lines(text, "BlockName")
-        sizes = [r["BlockSizes"] for r in parse_kv_lines(text, "BlockSizes")]
-        self.assertEqual(len(sizes), 1, "exactly one BlockSizes= line")
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                self.assertRegex(line, r"^(BlockName=[A-Za-z0-9_.-]{1,64} Nodes=\S+|BlockSizes=\d+(,\d+)*)$")
-        return blocks, [int(x) for x in sizes[0].split(",")]
+        return check_block_conf(self, text, expand_hostlist(show(spec)["hostlist"]))
 
     def test_gb200_nvl72_eight_racks(self):
-        # Acceptance 2.
         blocks, sizes = self.blocks("preset:gb200-nvl72?racks=8")
         self.assertEqual(len(blocks), 8)
-        for b in blocks:
-            self.assertRegex(b["Nodes"], r"^gb200-r0[1-8]-n\[01-18\]$")
+        for i, (name, nodes) in enumerate(blocks, 1):
+            self.assertEqual(name, f"block{i:03d}")
+            self.assertEqual(nodes, [f"gb200-r{i:02d}-n{k:02d}" for k in range(1, 19)])
         self.assertEqual(sizes, [18, 36, 72, 144])
 
     def test_block_sizes_follow_topograph_rules(self):
@@ -271,14 +378,49 @@ class SlurmBlockTest(unittest.TestCase):
                     self.assertEqual(b, 2 * a)
 
     def test_leaf_groups_without_domains(self):
-        blocks, sizes = self.blocks("preset:dgx-h100?nodes=128")
-        self.assertEqual([b["BlockName"] for b in blocks], [f"leaf-su00{i}" for i in range(1, 5)])
+        text = toposched("export", "--cluster", "preset:dgx-h100?nodes=128", "--to", "slurm-block").stdout
+        self.assertEqual(re.findall(r"^# block00\d=(\S+)$", text, re.M), [f"leaf-su00{i}" for i in range(1, 5)])
+        _, sizes = self.blocks("preset:dgx-h100?nodes=128")
         self.assertEqual(sizes, [32, 64, 128])
+
+    def test_topograph_models_with_block_sizes(self):
+        # Topograph's layout on its own models: base-size blocks, empty placeholders, padding
+        # to a multiple of the largest size.
+        cases = {
+            ("large.yaml", "8,16,32"): (12, 0),
+            ("nvl72.yaml", "18,36,72"): (4, 0),
+            ("nvl72.yaml", "9,18,72"): (8, 0),
+            ("dual-xclr-irregular.yaml", "9,144"): (32, 3),
+            ("dual-xclr-regular.yaml", ""): (16, 4),  # sizes inferred from the racks: 8,64
+            ("medium.yaml", "2,4,16"): (8, 4),
+        }
+        for (model, sizes_arg), (count, empty) in cases.items():
+            with self.subTest(model=model, sizes=sizes_arg):
+                extra = ("--block-sizes", sizes_arg) if sizes_arg else ()
+                blocks, sizes = self.blocks(os.path.join(TOPOGRAPH_MODELS, model), *extra)
+                self.assertEqual(len(blocks), count)
+                self.assertEqual(sum(1 for _, nodes in blocks if not nodes), empty)
+                self.assertTrue(all(len(nodes) <= sizes[0] for _, nodes in blocks))
+                self.assertEqual(len(blocks) * sizes[0] % sizes[-1], 0)
+
+    def test_block_names_and_skeleton(self):
+        spec = os.path.join(TOPOGRAPH_MODELS, "large.yaml")
+        blocks, _ = self.blocks(spec, "--block-sizes", "8,16,32", "--block-name", r"srv([0-9])([0-9])", "rack$1-$2")
+        self.assertEqual([b for b, _ in blocks], [f"rack{s}-{l}" for s in range(1, 7) for l in (1, 2)])
+        blocks, _ = self.blocks(spec, "--skeleton-only")
+        self.assertEqual(len(blocks), 12)
+        self.assertTrue(all(not nodes for _, nodes in blocks))
+        r = toposched("export", "--cluster", spec, "--to", "slurm-block", "--block-name", "^srv", "x", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("duplicate block name", r.stderr)
 
     def test_given_block_sizes_are_validated(self):
         _, sizes = self.blocks("preset:gb200-nvl72?racks=8", "--block-sizes", "9,36")
         self.assertEqual(sizes, [9, 36])
-        for bad in ("18,30", "36,72", "18,18", "18,288", "0", "x", ",".join(["1"] * 21)):
+        # Topograph accepts a first size above the smallest block and a last one beyond the blocks.
+        _, sizes = self.blocks("preset:gb200-nvl72?racks=8", "--block-sizes", "18,288")
+        self.assertEqual(sizes, [18, 288])
+        for bad in ("18,30", "18,18", "36,18", "0", "x", ",".join(["1"] * 21)):
             with self.subTest(bad=bad):
                 r = toposched("export", "--cluster", "preset:gb200-nvl72?racks=8", "--to", "slurm-block",
                               "--block-sizes", bad, check=False)
@@ -309,12 +451,13 @@ class SlurmYamlTest(unittest.TestCase):
                 conf = {r["SwitchName"]: r for r in parse_kv_lines(
                     toposched("export", "--cluster", spec, "--to", "slurm-tree").stdout, "SwitchName")}
                 switches = tree[0]["switches"]
-                self.assertEqual([s["switch"] for s in switches], list(conf))
+                self.assertEqual(sorted(s["switch"] for s in switches), sorted(conf))
                 for s in switches:
                     self.assertTrue(set(s) <= {"switch", "children", "nodes"})
                     self.assertLessEqual(len(s["switch"]), 64)
-                    self.assertEqual(s.get("children"), conf[s["switch"]].get("Switches"))
-                    self.assertEqual(s.get("nodes"), conf[s["switch"]].get("Nodes"))
+                    for key, conf_key in (("children", "Switches"), ("nodes", "Nodes")):
+                        self.assertEqual(sorted(expand_hostlist(s.get(key, ""))),
+                                         sorted(expand_hostlist(conf[s["switch"]].get(conf_key, ""))))
                 block = [t["block"] for t in doc if "block" in t]
                 self.assertEqual(len(block), 1)
                 self.assertEqual(set(block[0]), {"block_sizes", "blocks"})
@@ -322,8 +465,36 @@ class SlurmYamlTest(unittest.TestCase):
                 blocks = parse_kv_lines(text_conf, "BlockName")
                 sizes = parse_kv_lines(text_conf, "BlockSizes")[0]["BlockSizes"]
                 self.assertEqual(block[0]["block_sizes"], [int(x) for x in sizes.split(",")])
+                # Topograph numbers blocks block1... in topology.yaml, block001... in topology.conf.
                 self.assertEqual([(b["block"], b["nodes"]) for b in block[0]["blocks"]],
-                                 [(b["BlockName"], b["Nodes"]) for b in blocks])
+                                 [(f"block{int(b['BlockName'][5:])}", b["Nodes"]) for b in blocks])
+
+    def test_partitions_flat_and_cluster_default(self):
+        import yaml
+        spec = os.path.join(TOPOGRAPH_MODELS, "large.yaml")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "topologies.yaml")
+            with open(path, "w") as f:
+                f.write("topologies:\n"
+                        "  nvl: {plugin: topology/block, nodes: ['srv[11-12][01-08]'], blockSizes: [4, 8]}\n"
+                        "  fabric: {plugin: topology/tree, nodes: ['srv[21-32][01-08]']}\n"
+                        "  down: {plugin: topology/tree, nodes: [gone]}\n"
+                        "  everything: {plugin: topology/flat, clusterDefault: true}\n")
+            for skeleton in ((), ("--skeleton-only",)):
+                text = toposched("export", "--cluster", spec, "--to", "slurm-yaml", "--topologies", path, *skeleton).stdout
+                doc = yaml.safe_load(text)
+                self.assertEqual([t["topology"] for t in doc], ["down", "everything", "fabric", "nvl"])
+                self.assertEqual([t["cluster_default"] for t in doc], [False, True, False, False])
+                self.assertEqual(doc[0].get("flat"), True)
+                self.assertEqual(doc[1].get("flat"), True)
+                self.assertEqual(sorted(s["switch"] for s in doc[2]["tree"]["switches"]),
+                                 ["core", "leaf-2-1", "leaf-2-2", "leaf-3-1", "leaf-3-2", "spine-2", "spine-3"])
+                self.assertEqual(doc[3]["block"]["block_sizes"], [4, 8])
+                self.assertEqual([b["block"] for b in doc[3]["block"]["blocks"]], ["block1", "block2", "block3", "block4"])
+                if skeleton:
+                    self.assertTrue(all("nodes" not in b for b in doc[3]["block"]["blocks"]))
+                else:
+                    self.assertEqual(doc[3]["block"]["blocks"][0]["nodes"], "srv[1101-1104]")
 
 
 if __name__ == "__main__":

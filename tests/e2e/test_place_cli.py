@@ -156,10 +156,39 @@ class PlaceCli(unittest.TestCase):
         r = run("place", "-c", CLUSTER, "--gpus", "8", "--state", self.path("missing.json"))
         self.assertEqual(r.returncode, 1)
 
+    def test_kueue_slices_and_unconstrained(self):
+        # 12 pods (one per GPU) in slices of 4, each slice on one node, all under one leaf:
+        # Kueue's BestFit gives the first node two slices and the next one the last slice.
+        out = ok_json("place", "-c", CLUSTER, "--gpus", "12", "--policy", "kueue-bestfit", "--required-tier", "leaf",
+                      "--slice-size", "4", "--slice-tier", "node")
+        per_node = {}
+        for g in out["gpus"]:
+            per_node[g["node"]] = per_node.get(g["node"], 0) + 1
+        self.assertEqual(sorted(per_node.values()), [4, 8])
+        leaf = leaf_of_nodes()
+        self.assertEqual(len({leaf[n] for n in per_node}), 1)
+        # Unconstrained: the node with the least free capacity that holds the job.
+        state = self.path("s.json")
+        fragmented_state(state)  # every node of the first leaf has 6 GPUs free
+        out = ok_json("place", "-c", CLUSTER, "--gpus", "5", "--policy", "kueue-bestfit", "--unconstrained",
+                      "--state", state)
+        self.assertEqual(out["nodes"], "dgx-h100-001")
+        # Slices are Kueue's: another policy refuses them (exit 1), a half-given slice is a usage error.
+        r = run("place", "-c", CLUSTER, "--gpus", "8", "--policy", "topo", "--slice-size", "4", "--slice-tier", "node")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("does not implement Kueue slices", r.stderr)
+        r = run("place", "-c", CLUSTER, "--gpus", "8", "--policy", "kueue-bestfit", "--slice-size", "4")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--slice-size needs --slice-tier", r.stderr)
+        r = run("place", "-c", CLUSTER, "--gpus", "8", "--policy", "kueue-bestfit", "--unconstrained",
+                "--required-tier", "leaf")
+        self.assertEqual(r.returncode, 2, r.stderr)
+
     def test_help_explains_the_options(self):
         r = run("place", "--help")
         self.assertEqual(r.returncode, 0)
-        for word in ("--tp", "--pp", "--policy", "--state", "--save-state", "--explain", "slurm-tree", "Example"):
+        for word in ("--tp", "--pp", "--policy", "--state", "--save-state", "--explain", "slurm-tree", "Example",
+                     "--slice-size", "--slice-tier", "--unconstrained"):
             self.assertIn(word, r.stdout)
         r = run("place", "-c", CLUSTER, "--gpus", "16", "--tp", "8", "--explain")
         self.assertEqual(r.returncode, 0)

@@ -151,9 +151,15 @@ TEST(TopographModel, OlderCapacityBlockLayout) {
 }
 
 TEST(TopographModel, ErrorsNamePositions) {
-  auto unknown = read_topograph_model("switches:\n  top:\n    switches: [missing]\n", "m.yaml");
+  // Since Topograph #409 a switch named only as a child exists (an empty leaf); a block
+  // may name it, but not a switch that is neither defined nor a child.
+  auto implicit = read_topograph_model("switches:\n  top:\n    switches: [leaf]\nblocks:\n- {switch: leaf, nodes: [n1]}\n", "m.yaml");
+  ASSERT_TRUE(implicit) << implicit.error().to_string();
+  EXPECT_EQ(sw(*implicit, "leaf")->parent, "top");
+  EXPECT_EQ(node(*implicit, "n1")->switch_name, "leaf");
+  auto unknown = read_topograph_model("switches:\n  top:\n    switches: [leaf]\nblocks:\n- switch: missing\n  nodes: [n1]\n", "m.yaml");
   ASSERT_FALSE(unknown);
-  EXPECT_EQ(unknown.error().where.line, 3);
+  EXPECT_EQ(unknown.error().where.line, 5);
   EXPECT_NE(unknown.error().message.find("missing"), std::string::npos);
   auto two_parents =
       read_topograph_model("switches:\n  a:\n    switches: [c]\n  b:\n    switches: [c]\n  c: {}\n", "m.yaml");

@@ -25,6 +25,7 @@
 #include "formats/slurm_topology.h"
 #include "formats/native_spec.h"
 #include "formats/slurm_tree.h"
+#include "formats/topograph_blocks.h"
 #include "topology/hostlist.h"
 #include "topology/presets.h"
 
@@ -315,20 +316,26 @@ TEST(ExportRoundTrip, SlurmTreeReadBackByTheDiscoveryReader) {
 TEST(ExportRoundTrip, SlurmBlockReadBackByTheDiscoveryReader) {
   for (const auto& [what, c] : all_clusters()) {
     SCOPED_TRACE(what);
-    if (c.domain_count() == 0 || node_blocks(c).blocks.empty()) continue;
+    if (c.domain_count() == 0 || TopographBlockLayout(c).empty()) continue;
     auto out = export_cluster(c, "slurm-block", {});
     ASSERT_TRUE(out.has_value()) << out.error().to_string();
     auto t = read_slurm_topology(out->text, "blocks.conf");
     ASSERT_TRUE(t.has_value()) << t.error().to_string();
-    Bijection domains;
-    std::map<std::string, std::string> got;
-    for (const auto& n : t->nodes) got[n.name] = n.domain;
-    for (std::uint32_t i = 0; i < c.node_count(); ++i) {
-      DomainId d = c.node_domain(NodeId(i));
-      auto it = got.find(c.node_name(NodeId(i)));
-      ASSERT_EQ(d.valid(), it != got.end() && !it->second.empty()) << c.node_name(NodeId(i));
-      if (d.valid()) domains.pair(c.domain(d).name, it->second);
+    // Each block holds nodes of one accelerator domain (a domain may give several blocks:
+    // one per sub-domain), and no node is in two blocks.
+    std::map<std::string, std::string> domain_of_block;
+    std::set<std::string> seen;
+    for (const auto& n : t->nodes) {
+      if (n.domain.empty()) continue;
+      EXPECT_TRUE(seen.insert(n.name).second) << n.name;
+      auto id = c.find_node(n.name);
+      ASSERT_TRUE(id.has_value()) << n.name;
+      DomainId d = c.node_domain(*id);
+      ASSERT_TRUE(d.valid()) << n.name;
+      auto [it, fresh] = domain_of_block.emplace(n.domain, c.domain(d).name);
+      EXPECT_EQ(it->second, c.domain(d).name) << n.name;
     }
+    EXPECT_FALSE(seen.empty());
   }
 }
 
@@ -392,7 +399,7 @@ TEST(ExportAllFormats, NeverFailOnValidClusters) {
     SCOPED_TRACE(what);
     for (const auto& f : export_formats()) {
       auto out = f.write(c, {});
-      bool blockless = (f.name == "slurm-block") && node_blocks(c).blocks.empty();
+      bool blockless = (f.name == "slurm-block") && TopographBlockLayout(c).empty();
       bool treeless = (f.name == "slurm-tree") && slurm_tree(c).switches.empty();
       if (blockless || treeless) {
         EXPECT_FALSE(out.has_value()) << f.name;
@@ -460,26 +467,32 @@ TEST(ExportCommon, HostlistRegexMatchesExactlyTheNames) {
 }
 
 TEST(ExportCommon, BlockSizesAreComputedAsTopographDoesAndValidated) {
-  BlockLayout layout = node_blocks(preset("gb200-nvl72?racks=8"));
-  ASSERT_EQ(layout.blocks.size(), 8u);
-  EXPECT_TRUE(layout.from_domains);
-  EXPECT_EQ(*block_sizes(layout, {}), (std::vector<long>{18, 36, 72, 144}));
-  EXPECT_EQ(*block_sizes(node_blocks(preset("gb200-nvl72?racks=5")), {}), (std::vector<long>{18, 36, 72}));
-  EXPECT_EQ(*block_sizes(node_blocks(preset("gb200-nvl72?racks=1")), {}), (std::vector<long>{18}));
-  EXPECT_EQ(*block_sizes(layout, {9, 18, 72}), (std::vector<long>{9, 18, 72}));
-  for (std::vector<long> bad : std::vector<std::vector<long>>{{19}, {18, 27}, {18, 18}, {36, 18}, {18, 288}, {0}, {-4}, std::vector<long>(21, 1)}) {
-    auto r = block_sizes(layout, bad);
+  TopographBlockLayout layout(preset("gb200-nvl72?racks=8"));
+  EXPECT_TRUE(layout.from_domains());
+  auto sizes = [](const TopographBlockLayout& l, std::vector<long> requested) { return l.cluster_blocks(requested, {})->sizes; };
+  EXPECT_EQ(layout.cluster_blocks({}, {})->blocks.size(), 8u);
+  EXPECT_EQ(sizes(layout, {}), (std::vector<long>{18, 36, 72, 144}));
+  EXPECT_EQ(sizes(TopographBlockLayout(preset("gb200-nvl72?racks=5")), {}), (std::vector<long>{18, 36, 72}));
+  EXPECT_EQ(sizes(TopographBlockLayout(preset("gb200-nvl72?racks=1")), {}), (std::vector<long>{18}));
+  EXPECT_EQ(sizes(layout, {9, 18, 72}), (std::vector<long>{9, 18, 72}));
+  // Topograph accepts a first size above the smallest block and a last one beyond the blocks.
+  EXPECT_EQ(sizes(layout, {18, 288}), (std::vector<long>{18, 288}));
+  for (std::vector<long> bad : std::vector<std::vector<long>>{{18, 27}, {18, 18}, {36, 18}, {0}, {-4}, {65537}, std::vector<long>(21, 1)}) {
+    auto r = validate_block_sizes(bad);
     EXPECT_FALSE(r.has_value()) << fmt::format("{}", fmt::join(bad, ","));
     if (!r) {
       EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
     }
+    EXPECT_FALSE(layout.cluster_blocks(bad, {}).has_value());
   }
   // Without domains: one block per leaf switch.
-  BlockLayout leaves = node_blocks(preset("dgx-h100?nodes=100"));
-  EXPECT_FALSE(leaves.from_domains);
-  ASSERT_EQ(leaves.blocks.size(), 4u);
-  EXPECT_EQ(leaves.blocks.back().nodes.size(), 4u);
-  EXPECT_EQ(*block_sizes(leaves, {}), (std::vector<long>{4, 8, 16}));
+  TopographBlockLayout leaves(preset("dgx-h100?nodes=100"));
+  EXPECT_FALSE(leaves.from_domains());
+  auto blocks = leaves.cluster_blocks({}, {});
+  ASSERT_TRUE(blocks.has_value());
+  ASSERT_EQ(blocks->blocks.size(), 4u);
+  EXPECT_EQ(blocks->blocks.back().nodes.size(), 4u);
+  EXPECT_EQ(blocks->sizes, (std::vector<long>{4, 8, 16}));
 }
 
 TEST(ExportCommon, LabelLevelsPlaceDomainsUnderTheTierThatHoldsThem) {

@@ -4,12 +4,14 @@
 #include <random>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "placement/fragmentation.h"
 #include "placement/placement.h"
 #include "placement/select_util.h"
 #include "topology/presets.h"
+#include "support/two_leaf_cluster.h"
 
 namespace toposched {
 namespace {
@@ -345,7 +347,8 @@ TEST(KueueBestFit, RequiredTierFailsWithReasonAndPreferredFallsBack) {
   r = *normalize(r, c);
   p = place(s, r, **find_policy("kueue-bestfit"));
   ASSERT_FALSE(p);
-  EXPECT_NE(p.error().message.find("largest free leaf holds 256"), std::string::npos) << p.error().message;
+  EXPECT_NE(p.error().message.find("allows to fit only 256 out of 300 pod(s) in one leaf"), std::string::npos)
+      << p.error().message;
   r.required_tier.clear();
   r.required_tier_index.reset();
   r.preferred_tier = "leaf";
@@ -358,6 +361,130 @@ TEST(KueueBestFit, RequiredTierFailsWithReasonAndPreferredFallsBack) {
   p = place(s, r, **find_policy("kueue-bestfit"));
   ASSERT_TRUE(p);
   for (GpuId g : p->gpus_by_rank) EXPECT_LT(c.gpu_node(g).value, 32u);
+}
+
+// Two blocks under one root tier: b1 holds two 2-GPU nodes, b2 one 3-GPU node.
+Cluster two_blocks_2_2_3() {
+  ClusterBuilder b("blocks");
+  NodeType t2 = testing::h100_node_type();
+  NodeType t3 = t2;
+  for (auto [t, n] : {std::pair{&t2, 2}, std::pair{&t3, 3}}) {
+    t->name = fmt::format("gpu{}", n);
+    t->gpu_count = n;
+    t->gpu_links = NodeType::full_nvlink_mesh(n, 18);
+    t->nics.clear();
+  }
+  NodeTypeId id2 = b.add_node_type(t2), id3 = b.add_node_type(t3);
+  int block = b.add_tier(Tier{"block", 0, 0.5, 1.0});
+  SwitchId b1 = b.add_switch("b1", block), b2 = b.add_switch("b2", block);
+  b.attach(b.add_node("n3", id3), b2);  // listed first: the answer may not depend on it
+  b.attach(b.add_node("n1", id2), b1);
+  b.attach(b.add_node("n2", id2), b1);
+  auto c = std::move(b).build();
+  EXPECT_TRUE(c) << c.error().message;
+  return std::move(*c);
+}
+
+std::vector<std::pair<std::string, int>> gpus_per_node(const Cluster& c, const std::vector<GpuId>& gpus) {
+  std::vector<std::pair<std::string, int>> out;
+  for (GpuId g : gpus) {
+    const std::string& n = c.node_name(c.gpu_node(g));
+    if (out.empty() || out.back().first != n) out.emplace_back(n, 0);
+    ++out.back().second;
+  }
+  return out;
+}
+
+// Issue 19's example: below the level where the job fits, Kueue pools the children of every
+// chosen domain and spreads the whole count over them (n3 first, the most capacity), rather
+// than splitting each block's share among its own nodes (which gave n1:2, n2:2, n3:2).
+TEST(KueueBestFit, PoolsTheChildrenOfTheChosenDomains) {
+  Cluster c = two_blocks_2_2_3();
+  AllocationState s(c);
+  JobRequest r = gpus_job(6);
+  r.preferred_tier = "block";
+  auto gpus = place_or_die(s, r, "kueue-bestfit");
+  using V = std::vector<std::pair<std::string, int>>;
+  EXPECT_EQ(gpus_per_node(c, gpus), (V{{"n1", 2}, {"n2", 1}, {"n3", 3}}));  // ranks in name order
+}
+
+// Unconstrained (no tier, or --unconstrained): LeastFreeCapacity from the node level, never a
+// move up. 3 GPUs go to n3, the only node that holds them all; then 2 to n1 (n3 is full, the
+// rest tie and n1 sorts first); 5 on an empty cluster fill the least free nodes first: n1, n2,
+// then one GPU of n3.
+TEST(KueueBestFit, UnconstrainedFillsTheLeastFreeNodesFirst) {
+  Cluster c = two_blocks_2_2_3();
+  AllocationState s(c);
+  using V = std::vector<std::pair<std::string, int>>;
+  std::vector<GpuId> first = place_or_die(s, gpus_job(3), "kueue-bestfit");
+  EXPECT_EQ(gpus_per_node(c, first), (V{{"n3", 3}}));
+  ASSERT_TRUE(s.allocate("first", first));
+  JobRequest r = gpus_job(2);
+  r.unconstrained = true;
+  EXPECT_EQ(gpus_per_node(c, place_or_die(s, r, "kueue-bestfit")), (V{{"n1", 2}}));
+  AllocationState empty(c);
+  EXPECT_EQ(gpus_per_node(c, place_or_die(empty, gpus_job(5), "kueue-bestfit")), (V{{"n1", 2}, {"n2", 2}, {"n3", 1}}));
+}
+
+// Slices: 2 slices of 2 pods, each slice on one node: n3 holds one slice (and a GPU beside it),
+// n1 and n2 one each. BestFit at the block level picks b1 (2 slices, 4 GPUs) over the whole
+// cluster; with a required block and 3 slices nothing fits.
+TEST(KueueBestFit, SlicesStayInsideTheirTier) {
+  Cluster c = two_blocks_2_2_3();
+  AllocationState s(c);
+  using V = std::vector<std::pair<std::string, int>>;
+  JobRequest r = gpus_job(4);
+  r.required_tier = "block";
+  r.slice_size = 2;
+  r.slice_tier = "node";
+  EXPECT_EQ(gpus_per_node(c, place_or_die(s, r, "kueue-bestfit")), (V{{"n1", 2}, {"n2", 2}}));
+  r = gpus_job(6);
+  r.slice_size = 2;
+  r.slice_tier = "node";
+  EXPECT_EQ(gpus_per_node(c, place_or_die(s, r, "kueue-bestfit")), (V{{"n1", 2}, {"n2", 2}, {"n3", 2}}));
+  r.required_tier = "block";
+  auto norm = normalize(r, c);
+  ASSERT_TRUE(norm);
+  auto p = place(s, *norm, **find_policy("kueue-bestfit"));
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message.find("allows to fit only 2 out of 3 slice(s) in one block"), std::string::npos)
+      << p.error().message;
+}
+
+TEST(KueueBestFit, SliceAndUnconstrainedRequestsAreValidated) {
+  Cluster c = two_blocks_2_2_3();
+  auto invalid = [&](JobRequest r, std::string_view text) {
+    auto n = normalize(r, c);
+    ASSERT_FALSE(n);
+    EXPECT_EQ(n.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(n.error().message.find(text), std::string::npos) << n.error().message;
+  };
+  JobRequest r = gpus_job(4);
+  r.slice_size = 2;
+  invalid(r, "--slice-size needs --slice-tier");
+  r.slice_size = 0;
+  r.slice_tier = "node";
+  invalid(r, "--slice-tier needs --slice-size");
+  r.slice_size = 3;
+  invalid(r, "cannot be cut into slices of 3");
+  r.slice_size = 2;
+  r.slice_tier = "rack";
+  invalid(r, "slice tier 'rack' is not a tier");
+  r.slice_tier = "block";
+  r.required_tier = "node";
+  invalid(r, "slice tier 'block' is above the required tier 'node'");
+  r = gpus_job(4);
+  r.unconstrained = true;
+  r.preferred_tier = "block";
+  invalid(r, "--unconstrained excludes");
+  // Other policies refuse slices rather than ignore them.
+  r = gpus_job(4);
+  r.slice_size = 2;
+  r.slice_tier = "node";
+  AllocationState s(c);
+  auto p = place(s, *normalize(r, c), **find_policy("topo"));
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().code, ErrorCode::kUnsupported);
 }
 
 TEST(SlurmBlock, SmallestBlockLevelThenSegments) {

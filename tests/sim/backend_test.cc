@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/html_page.h"
 #include "sim/backend.h"
 #include "sim/generator.h"
 #include "sim/report.h"
@@ -176,7 +177,7 @@ TEST(Backend, PoliciesSideBySideAreDeterministic) {
   for (const char* id : {"chart-jct-cdf", "chart-utilisation", "chart-queue", "chart-slowdown", "chart-summary", "chart-fragmentation"})
     EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
   EXPECT_NE(html.find("vegaEmbed"), std::string::npos);
-  EXPECT_GT(html.size(), vega_js().size() + vega_lite_js().size());
+  EXPECT_GT(html.size(), html::vega_js().size() + html::vega_lite_js().size());
   EXPECT_EQ(html.find("<script src="), std::string::npos);  // self-contained
   std::string table = report_table(info, ra);
   for (const auto& p : policies) {

@@ -1,0 +1,53 @@
+// The extender's four verbs as body-in, body-out functions: each decodes the request (Go's
+// JSON rules, extender_types.h), asks the GangPlanner, and encodes the answer. The service's
+// HTTP handlers only route `POST {prefix}/<verb>` here.
+//
+// Answers to bad requests (docs/kubernetes.md): filter and bind answer 200 with the `Error`
+// field set (kube-scheduler shows it in the pod's events and retries the pod); prioritize
+// and preempt, whose types have no Error field, answer 400 with {"error":{code,message}}
+// (kube-scheduler ignores a failed prioritize and skips a failed preempt).
+// Thread-safe (the planner serialises decisions; bind posts outside its lock).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "k8s/api_client.h"
+#include "k8s/gang_planner.h"
+
+namespace toposched::k8s {
+
+struct ExtenderReply {
+  int status = 200;
+  std::string body;  // JSON
+};
+
+class Extender {
+ public:
+  // `api` empty: bind answers an Error (no API server to post to).
+  Extender(GangPlanner& planner, std::optional<BindingClient> api) : planner_(planner), api_(std::move(api)) {}
+
+  ExtenderReply filter(std::string_view body);
+  ExtenderReply prioritize(std::string_view body);
+  ExtenderReply bind(std::string_view body);
+  ExtenderReply preempt(std::string_view body);
+
+  GangPlanner& planner() { return planner_; }
+
+ private:
+  GangPlanner& planner_;
+  std::optional<BindingClient> api_;
+};
+
+struct ExtenderVerb {
+  std::string_view name;     // the path segment after the prefix, as in KubeSchedulerConfiguration
+  std::string_view summary;
+  ExtenderReply (Extender::*handle)(std::string_view body);
+};
+
+// filter, prioritize, bind, preempt.
+const std::vector<ExtenderVerb>& extender_verbs();
+
+}  // namespace toposched::k8s

@@ -1,0 +1,122 @@
+// GangPlanner: the kube-scheduler extender's decisions. On the first filter call of a pod
+// group it plans the whole group (one placement request: members x GPUs per pod, one member
+// per node, the parallel plan from the annotations) and holds the GPUs in the ledger under
+// the job id "k8s:<namespace>:<group>" ("k8s:<namespace>:pod:<name>" for a pod without a
+// group); every member's filter then answers exactly its planned node, so kube-scheduler
+// skips scoring and binds it there. Reservations hold from filter time (kube-scheduler binds
+// asynchronously: the next pod's filter can come before the previous pod's bind) and expire
+// `reservation_timeout_ms` after planning unless every member has been bound; expired
+// reservations are released. A group that cannot fit whole gets no node at all.
+//
+// Members are placed in rank order: slot i is the node holding the i-th block of GPU ranks
+// (ranks i*g .. i*g+g-1 for g GPUs per pod); a pod takes the slot of its rank (pod_rank)
+// when that slot is free, else the first free slot; a pod keeps its slot across retries.
+//
+// Answers (docs/kubernetes.md): pods without GPUs pass through (every offered node); nodes
+// not in the cluster model go to FailedAndUnresolvableNodes; malformed pods (bad quantities
+// or annotations) and requests without Pod or nodes get the `Error` field.
+//
+// Time comes from an injectable clock (milliseconds); the planner never sleeps.
+// Thread-safe: one mutex serialises every verb (decisions are serialised, as kube-scheduler
+// itself calls the extender one pod at a time); the Binding is posted outside it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "k8s/extender_types.h"
+#include "k8s/gpu_ledger.h"
+
+namespace toposched::k8s {
+
+using Clock = std::function<std::int64_t()>;  // milliseconds, monotonic
+Clock steady_clock_ms();
+
+struct PlannerOptions {
+  std::string policy = "topo";
+  std::int64_t reservation_timeout_ms = 300'000;  // coscheduling's scheduleTimeoutSeconds default
+};
+
+// What bind posts to the API server: pods/{name}/binding with these annotations.
+struct BindingPlan {
+  std::string pod_name, pod_namespace, pod_uid, node;
+  std::string job_id;
+  std::map<std::string, std::string> annotations;  // toposched.io/gpus, ranks, job
+};
+
+struct MemberView {
+  std::string node;
+  std::vector<int> gpus;   // local indices, rank order
+  std::vector<int> ranks;  // global ranks of those GPUs
+  std::string pod;         // namespace/name of the pod holding the slot, empty if none yet
+  bool bound = false;
+};
+
+struct GroupView {
+  std::string job_id;
+  int size = 0;
+  int gpus_per_pod = 0;
+  std::int64_t deadline_ms = 0;
+  std::vector<MemberView> members;  // slot order = rank order
+};
+
+class GangPlanner {
+ public:
+  GangPlanner(GpuLedger& ledger, Clock clock, PlannerOptions options = {});
+
+  ExtenderFilterResult filter(const ExtenderArgs& args);
+  HostPriorityList prioritize(const ExtenderArgs& args);
+  ExtenderPreemptionResult preempt(const ExtenderPreemptionArgs& args);
+  // Checks the bind against the plan and returns what to post; kInvalidArgument when the
+  // pod is unknown or the node is not its planned node.
+  Result<BindingPlan> prepare_bind(const ExtenderBindingArgs& args);
+  // Records the outcome of posting the Binding (success marks the member bound).
+  void finish_bind(const BindingPlan& plan, bool posted);
+  // Releases reservations past their deadline; returns the released job ids.
+  std::vector<std::string> expire();
+  // Forgets a job (after its release through the service API).
+  void forget(std::string_view job_id);
+
+  std::vector<GroupView> groups() const;
+  const PlannerOptions& options() const { return options_; }
+
+ private:
+  struct Member {
+    NodeId node;
+    std::vector<int> gpus, ranks;
+    std::string pod_key;  // uid, or namespace/name
+    std::string pod_name;
+    bool bound = false;
+  };
+  struct Group {
+    std::string job_id;
+    int size = 0;
+    int gpus_per_pod = 0;
+    std::int64_t deadline_ms = 0;
+    std::vector<Member> members;
+  };
+  struct Offer;
+
+  std::vector<std::string> expire_locked(std::int64_t now);
+  ExtenderFilterResult filter_locked(const ExtenderArgs& args);
+  Result<Group*> plan_group(const Pod& pod, const std::string& job_id, int size, int gpus, const Offer& offer);
+  int take_slot(Group& g, const Pod& pod, const std::string& pod_key);
+
+  GpuLedger& ledger_;
+  Clock clock_;
+  PlannerOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, Group> groups_;                              // by job id; guarded by mu_
+  std::unordered_map<std::string, std::pair<std::string, int>> slot_of_pod_;  // pod key -> (job, slot); mu_
+};
+
+// Job id of the pod's job: "k8s:<ns>:<group>" or "k8s:<ns>:pod:<name>".
+std::string job_id_for(const Pod& pod, const std::optional<struct GangInfo>& gang);
+
+}  // namespace toposched::k8s

@@ -1,0 +1,182 @@
+#include "k8s/pod_request.h"
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace toposched::k8s {
+
+namespace {
+
+const std::string* find_meta(const Pod& pod, std::string_view key) {
+  if (auto it = pod.annotations.find(std::string(key)); it != pod.annotations.end()) return &it->second;
+  if (auto it = pod.labels.find(std::string(key)); it != pod.labels.end()) return &it->second;
+  return nullptr;
+}
+
+std::optional<long long> parse_int(std::string_view s) {
+  long long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// resource.Quantity text -> its value when it is a whole number ("8", "8000m", "1k").
+std::optional<long long> whole_quantity(std::string_view q) {
+  std::size_t i = 0;
+  while (i < q.size() && (std::isdigit(static_cast<unsigned char>(q[i])) || q[i] == '.' || q[i] == '+')) ++i;
+  std::string number(q.substr(0, i));
+  std::string_view suffix = q.substr(i);
+  if (number.empty() || number == "+" || number == ".") return std::nullopt;
+  double value = 0;
+  try {
+    std::size_t used = 0;
+    value = std::stod(number, &used);
+    if (used != number.size()) return std::nullopt;
+  } catch (...) {
+    return std::nullopt;
+  }
+  static constexpr std::pair<std::string_view, double> kSuffixes[] = {
+      {"", 1},       {"m", 1e-3},       {"k", 1e3},          {"M", 1e6},          {"G", 1e9},
+      {"T", 1e12},   {"Ki", 1024.0},    {"Mi", 1048576.0},   {"Gi", 1073741824.0}, {"u", 1e-6},
+      {"n", 1e-9}};
+  double scale = 0;
+  for (const auto& [s, f] : kSuffixes)
+    if (suffix == s) scale = f;
+  if (scale == 0) {
+    if (!suffix.empty() && (suffix[0] == 'e' || suffix[0] == 'E')) {
+      auto e = parse_int(suffix.substr(1));
+      if (!e || *e > 18 || *e < -18) return std::nullopt;
+      scale = std::pow(10.0, static_cast<double>(*e));
+    } else {
+      return std::nullopt;
+    }
+  }
+  const double v = value * scale;
+  if (v < 0 || v > 1e9 || std::fabs(v - std::round(v)) > 1e-9) return std::nullopt;
+  return static_cast<long long>(std::llround(v));
+}
+
+Result<long long> container_gpus(const Container& c, const Pod& pod) {
+  const ResourceList* from = &c.requests;
+  auto it = c.requests.find(std::string(kGpuResource));
+  if (it == c.requests.end()) {
+    from = &c.limits;
+    it = c.limits.find(std::string(kGpuResource));
+    if (it == c.limits.end()) return 0;
+  }
+  (void)from;
+  auto n = whole_quantity(it->second);
+  if (!n)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("pod {}/{}: container '{}' asks for {} = '{}', not a whole number of GPUs",
+                                  pod.namespace_name, pod.name, c.name, kGpuResource, it->second));
+  return *n;
+}
+
+Result<int> positive_annotation(const Pod& pod, std::string_view key, int fallback) {
+  const std::string* v = find_meta(pod, key);
+  if (!v) return fallback;
+  auto n = parse_int(*v);
+  if (!n || *n < 1 || *n > 1'000'000)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("pod {}/{}: annotation {}='{}' must be a positive integer", pod.namespace_name,
+                                  pod.name, key, *v));
+  return static_cast<int>(*n);
+}
+
+}  // namespace
+
+Result<int> pod_gpu_count(const Pod& pod) {
+  long long sum = 0;
+  for (const Container& c : pod.containers) {
+    TOPOSCHED_TRY(n, container_gpus(c, pod));
+    sum += n;
+  }
+  long long init_max = 0;
+  for (const Container& c : pod.init_containers) {
+    TOPOSCHED_TRY(n, container_gpus(c, pod));
+    init_max = std::max(init_max, n);
+  }
+  const long long total = std::max(sum, init_max);
+  if (total > 1'000'000)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("pod {}/{}: {} GPUs", pod.namespace_name, pod.name, total));
+  return static_cast<int>(total);
+}
+
+Result<std::optional<GangInfo>> pod_gang(const Pod& pod) {
+  struct Source {
+    std::string_view source, name_key;
+    std::initializer_list<std::string_view> size_keys;
+  };
+  static const Source kSources[] = {
+      {"scheduler-plugins", "scheduling.x-k8s.io/pod-group",
+       {"scheduling.x-k8s.io/min-member", "toposched.io/group-size"}},
+      {"kueue", "kueue.x-k8s.io/pod-group-name", {"kueue.x-k8s.io/pod-group-total-count", "toposched.io/group-size"}},
+      {"volcano", "scheduling.k8s.io/group-name", {"toposched.io/group-size"}},
+  };
+  for (const Source& s : kSources) {
+    const std::string* name = find_meta(pod, s.name_key);
+    if (!name || name->empty()) continue;
+    for (std::string_view key : s.size_keys) {
+      if (!find_meta(pod, key)) continue;
+      TOPOSCHED_TRY(size, positive_annotation(pod, key, 0));
+      return std::optional<GangInfo>(GangInfo{std::string(s.source), *name, size});
+    }
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("pod {}/{} is in {} group '{}' but has no group size: set annotation {}",
+                                  pod.namespace_name, pod.name, s.source, *name, *s.size_keys.begin()));
+  }
+  return std::optional<GangInfo>();
+}
+
+std::optional<int> pod_rank(const Pod& pod) {
+  static constexpr std::string_view kKeys[] = {
+      "toposched.io/rank", "batch.kubernetes.io/job-completion-index", "apps.kubernetes.io/pod-index",
+      "training.kubeflow.org/replica-index", "leaderworkerset.sigs.k8s.io/worker-index"};
+  for (std::string_view key : kKeys) {
+    if (const std::string* v = find_meta(pod, key)) {
+      if (auto n = parse_int(*v); n && *n >= 0 && *n < 1'000'000) return static_cast<int>(*n);
+    }
+  }
+  const auto dash = pod.name.find_last_of('-');
+  if (dash == std::string::npos || dash + 1 == pod.name.size()) return std::nullopt;
+  if (auto n = parse_int(std::string_view(pod.name).substr(dash + 1)); n && *n >= 0 && *n < 1'000'000)
+    return static_cast<int>(*n);
+  return std::nullopt;
+}
+
+Result<JobRequest> job_request_for(const Pod& pod, std::string job_id, int members, int gpus_per_pod) {
+  JobRequest r;
+  r.job_id = std::move(job_id);
+  r.gpus = members * gpus_per_pod;
+  r.gpus_per_node = gpus_per_pod;
+  TOPOSCHED_TRY(tp, positive_annotation(pod, "toposched.io/tp", 1));
+  TOPOSCHED_TRY(pp, positive_annotation(pod, "toposched.io/pp", 1));
+  TOPOSCHED_TRY(dp, positive_annotation(pod, "toposched.io/dp", 0 + 1));
+  TOPOSCHED_TRY(ep, positive_annotation(pod, "toposched.io/ep", 1));
+  TOPOSCHED_TRY(cp, positive_annotation(pod, "toposched.io/cp", 1));
+  r.tp = tp;
+  r.pp = pp;
+  r.dp = find_meta(pod, "toposched.io/dp") ? dp : 0;
+  r.ep = ep;
+  r.cp = cp;
+  if (const std::string* kind = find_meta(pod, "toposched.io/kind")) {
+    auto k = parse_workload_kind(*kind);
+    if (!k)
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("pod {}/{}: annotation toposched.io/kind='{}' must be training, inference or "
+                                    "inference-pd",
+                                    pod.namespace_name, pod.name, *kind));
+    r.workload = *k;
+  }
+  return r;
+}
+
+std::string pod_policy(const Pod& pod, const std::string& fallback) {
+  const std::string* p = find_meta(pod, "toposched.io/policy");
+  return p && !p->empty() ? *p : fallback;
+}
+
+}  // namespace toposched::k8s

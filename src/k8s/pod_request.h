@@ -1,0 +1,63 @@
+// What a pod asks for, in toposched's terms: its GPU count, its parallel plan and workload
+// kind, and the gang (pod group) it belongs to, from the labels and annotations users
+// already set for Kubernetes' gang schedulers.
+//
+// GPUs: per container requests["nvidia.com/gpu"], else limits (Kubernetes defaults requests
+// of an extended resource to its limits); the pod needs max(sum over containers, largest
+// init container), as the kubelet computes a pod's effective request.
+// Annotations (all optional; docs/kubernetes.md):
+//   toposched.io/tp, pp, dp, ep, cp   parallel degrees of the whole job (group)
+//   toposched.io/kind                 training (default) | inference | inference-pd
+//   toposched.io/policy               placement policy (default: the server's)
+// Gang membership, first match wins:
+//   scheduler-plugins  label scheduling.x-k8s.io/pod-group, size = annotation
+//                      scheduling.x-k8s.io/min-member (the PodGroup's minMember; also read
+//                      as a label or as toposched.io/group-size)
+//   Kueue              label (or annotation) kueue.x-k8s.io/pod-group-name, size = annotation
+//                      kueue.x-k8s.io/pod-group-total-count
+//   Volcano            annotation (or label) scheduling.k8s.io/group-name, size = annotation
+//                      toposched.io/group-size (Volcano keeps minMember in its PodGroup object,
+//                      which the extender does not read)
+// Rank: annotation/label toposched.io/rank, batch.kubernetes.io/job-completion-index,
+// apps.kubernetes.io/pod-index, training.kubeflow.org/replica-index,
+// leaderworkerset.sigs.k8s.io/worker-index, else the pod name's trailing ordinal ("w-3").
+// Pure functions; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "k8s/extender_types.h"
+#include "placement/job_request.h"
+#include "topology/error.h"
+
+namespace toposched::k8s {
+
+inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
+
+// GPUs the pod needs (0 when it asks for none); kInvalidArgument for a quantity that is not
+// a whole, non-negative number.
+Result<int> pod_gpu_count(const Pod& pod);
+
+struct GangInfo {
+  std::string source;  // "scheduler-plugins" | "kueue" | "volcano"
+  std::string name;    // group name, unique within the namespace
+  int size = 0;        // members the group waits for
+};
+
+// The pod's group, or nullopt for a single pod; kInvalidArgument when the group is named but
+// its size is missing or not a positive integer.
+Result<std::optional<GangInfo>> pod_gang(const Pod& pod);
+
+// The pod's rank inside its group (see above), or nullopt.
+std::optional<int> pod_rank(const Pod& pod);
+
+// The placement request for the pod's whole job: `members` pods of `gpus_per_pod` GPUs
+// each, one member per node (gpus_per_node = gpus_per_pod), the parallel plan and kind from
+// the annotations. kInvalidArgument for bad annotation values.
+Result<JobRequest> job_request_for(const Pod& pod, std::string job_id, int members, int gpus_per_pod);
+
+// The policy the pod asks for (annotation toposched.io/policy), or `fallback`.
+std::string pod_policy(const Pod& pod, const std::string& fallback);
+
+}  // namespace toposched::k8s

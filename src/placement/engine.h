@@ -1,0 +1,138 @@
+// Engine: the one entry point through which every front end (the CLI's `place`/`release`,
+// `toposched serve`, the Kubernetes extender, Slurm's job_submit) changes an allocation
+// state, and the JSON those front ends answer with.
+//
+// The place transaction: job id (the first free `job-N` when none is given), duplicate
+// check (kConflict), normalise, place with the policy (check_placement included), allocate.
+// Requests arrive as PlaceRequest (a JobRequest plus the policy name), parsed from the same
+// JSON keys the CLI's flags use (place_request_from_json); answers are the `place` JSON
+// (placement_to_json) and the `release` JSON.
+//
+// Decisions are applied in batches (decide()): each command of a batch sees the effect of
+// the ones before it; `commit` is then called once for the whole batch with the writer lock
+// held, and the batch becomes visible to readers only when `commit` succeeded. When it
+// fails, every change of the batch is undone and each command gets the commit's error.
+// This lets the service group several decisions into one durable store transaction and
+// never acknowledge (or show) a decision before it is on stable storage.
+//
+// Thread-safety: Engine is safe to use from any number of threads. Decisions are
+// serialised (one writer at a time, as kube-scheduler and slurmctld do): decide() holds the
+// exclusive lock while it decides and commits a batch. Reads (read(), jobs_json(),
+// job_json()) take the shared lock on a consistent, committed state and hold it only while
+// they copy or compute their answer, so they delay a decision by at most that long (and
+// wait at most one batch's decide + commit). The free functions are pure and thread-safe on distinct states.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "placement/allocation_state.h"
+#include "placement/job_request.h"
+#include "placement/placement.h"
+
+namespace toposched {
+
+// A place request as front ends send it: the job and the name of the policy.
+struct PlaceRequest {
+  JobRequest job;
+  std::string policy = "topo";
+};
+
+// Parses the place options given as JSON keys (the body of POST /v1/jobs): job, gpus,
+// nodes, gpus_per_node, exclusive, tp, pp, dp, ep, cp, policy, kind (training | inference
+// | inference-pd; "workload" is accepted too), model, replica_gpus, gpu_model,
+// required_tier, preferred_tier, switches, segment, seed. Unknown keys, wrong types,
+// sizes below 1 and job ids that cannot travel in a URL path are kInvalidArgument errors
+// naming the key.
+Result<PlaceRequest> place_request_from_json(const nlohmann::json& body);
+// The request as JSON with the same keys (what the store keeps beside a job).
+nlohmann::ordered_json place_request_to_json(const PlaceRequest& request);
+
+// The `place` JSON: {"job","policy","gpus":[{"node","gpu","rank"}],"nodes",
+// "predicted_comm_us",...} (DESIGN.md contract).
+nlohmann::ordered_json placement_to_json(const Cluster& cluster, const Placement& placement);
+// "node:index" of a GPU, and its inverse (kInvalidArgument naming what is wrong).
+std::string gpu_name(const Cluster& cluster, GpuId gpu);
+Result<GpuId> parse_gpu(const Cluster& cluster, std::string_view text);
+
+// The place transaction on `state`: fills an empty job id with the first free job-N,
+// refuses an id in use (kConflict), normalises, places; with `hold` it also allocates.
+// Errors: kInvalidArgument (bad request, unknown policy), kConflict, kInfeasible (the
+// message names the job and the policy and says why).
+Result<Placement> place_job(AllocationState& state, const PlaceRequest& request, bool hold);
+
+// One change asked of the engine.
+struct Command {
+  enum class Kind { kPlace, kRelease };
+  Kind kind = Kind::kPlace;
+  PlaceRequest place;   // kPlace
+  bool dry_run = false; // kPlace: decide, hold nothing, commit nothing
+  std::string job_id;   // kRelease
+};
+
+// What the engine decided for one command.
+struct Decision {
+  Command::Kind kind = Command::Kind::kPlace;
+  bool dry_run = false;
+  std::string job_id;
+  std::vector<GpuId> gpus_by_rank;  // placed, or released (in rank order)
+  std::string request_json;         // kPlace: the request as normalised keys
+  std::string answer_json;          // the `place` JSON, or the `release` JSON
+  double decide_us = 0;             // time spent deciding (not committing)
+};
+
+// Called once per batch, with the writer lock held, on the decisions that changed the
+// state (dry runs excluded); the batch is published only when it returns success.
+using CommitFn = std::function<Result<void>(std::span<const Decision>)>;
+
+class Engine {
+ public:
+  // `cluster` must outlive the engine; `state` is the starting allocation (its jobs get
+  // their `place` JSON rebuilt from the GPUs unless restore() gives it).
+  Engine(const Cluster& cluster, AllocationState state);
+
+  const Cluster& cluster() const { return *cluster_; }
+
+  // Decides every command in order on the current state, commits the changing ones with
+  // `commit` (may be empty: nothing to make durable), publishes them, returns one result
+  // per command.
+  std::vector<Result<Decision>> decide(std::span<const Command> commands, const CommitFn& commit);
+  Result<Decision> decide_one(const Command& command, const CommitFn& commit);
+
+  // Puts back a job as a store recorded it (start-up only, before serving): its GPUs in
+  // rank order and the exact answer JSON the client received.
+  Result<void> restore(std::string_view job_id, std::span<const GpuId> gpus_by_rank, std::string answer_json);
+
+  // Runs `fn` on the committed state under the shared lock (keep it short).
+  template <class Fn>
+  auto read(Fn&& fn) const {
+    std::shared_lock lock(mutex_);
+    return fn(static_cast<const AllocationState&>(state_));
+  }
+  // {"jobs":[the `place` JSON of every job, in allocation order]}, byte-stable.
+  std::string jobs_json() const;
+  std::optional<std::string> job_json(std::string_view job_id) const;
+  std::size_t job_count() const;
+  std::int64_t free_gpus() const;
+
+ private:
+  Result<Decision> apply(const Command& command);
+  void undo(const Decision& decision);
+
+  const Cluster* cluster_;
+  mutable std::shared_mutex mutex_;
+  AllocationState state_;                                    // guarded by mutex_
+  std::unordered_map<std::string, std::string> answers_;     // guarded by mutex_: job -> place JSON
+};
+
+}  // namespace toposched

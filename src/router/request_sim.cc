@@ -1,0 +1,466 @@
+#include "router/request_sim.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <list>
+#include <queue>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace toposched::router {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One worker's KV cache: blocks by sequence hash; the blocks no admitted request uses are
+// kept in LRU order and evicted first-in-list. Every store and eviction goes to the index.
+class BlockCache {
+ public:
+  BlockCache(int worker, long long capacity, KvIndex* index) : worker_(worker), capacity_(capacity), index_(index) {}
+
+  long long used() const { return static_cast<long long>(entries_.size()) + private_; }
+  bool contains(std::uint64_t h) const { return entries_.contains(h); }
+  int prefix(std::span<const std::uint64_t> seq) const {
+    int n = 0;
+    while (n < static_cast<int>(seq.size()) && entries_.contains(seq[static_cast<std::size_t>(n)])) ++n;
+    return n;
+  }
+  // Evicts unused blocks until `need` more fit; false when they cannot.
+  bool make_room(long long need) {
+    if (capacity_ < 0) return true;
+    while (capacity_ - used() < need && !lru_.empty()) {
+      std::uint64_t h = lru_.front();
+      lru_.pop_front();
+      entries_.erase(h);
+      index_->remove(worker_, h);
+    }
+    return capacity_ - used() >= need;
+  }
+  void pin(std::uint64_t h) {
+    auto [it, inserted] = entries_.try_emplace(h);
+    if (inserted) index_->store(worker_, h);
+    else if (it->second.refs == 0) lru_.erase(it->second.lru);
+    ++it->second.refs;
+  }
+  // Releases a request's blocks; the first block ends most recently used, so prefixes
+  // outlive their tails.
+  void unpin(std::span<const std::uint64_t> seq) {
+    for (auto h = seq.rbegin(); h != seq.rend(); ++h) {
+      auto it = entries_.find(*h);
+      if (it == entries_.end() || it->second.refs == 0) continue;
+      if (--it->second.refs == 0) it->second.lru = lru_.insert(lru_.end(), *h);
+    }
+  }
+  void add_private(long long n) { private_ += n; }
+
+ private:
+  struct Entry {
+    int refs = 0;
+    std::list<std::uint64_t>::iterator lru;
+  };
+  int worker_;
+  long long capacity_;
+  KvIndex* index_;
+  std::unordered_map<std::uint64_t, Entry> entries_;
+  std::list<std::uint64_t> lru_;
+  long long private_ = 0;
+};
+
+enum class Stage : std::uint8_t { kQueued, kPrefill, kDecode, kDone };
+
+struct Req {
+  Stage stage = Stage::kQueued;
+  bool decode_side = false;  // --pd: queued at or running on its decode worker
+  double ready_s = 0;
+  int routed_overlap = 0;
+  int pull_end = 0;          // blocks [routed_overlap, pull_end) arrive by transfer
+  double remaining = 0;      // prompt tokens still to compute
+  double position = 0;       // position of the next prompt token to compute
+  int generated = 0;
+  long long private_blocks = 0;
+};
+
+struct WorkerRt {
+  BlockCache cache;
+  double now = 0;
+  bool scheduled = false;
+  std::deque<int> waiting;
+  std::vector<int> running;  // admission order
+  double busy_s = 0;
+};
+
+class Engine {
+ public:
+  Engine(const Cluster& cluster, const std::vector<WorkerPlacement>& workers, const TimeModel& time, const RequestTrace& trace,
+         const std::vector<std::vector<std::uint64_t>>& hashes, const PolicyEntry& policy, const SimConfig& config,
+         TransferTable all, TransferTable prefill_side, long long capacity)
+      : workers_(workers), time_(time), trace_(trace), hashes_(hashes), policy_(policy), config_(config), all_(std::move(all)),
+        prefill_count_(config.disaggregated ? static_cast<int>(workers.size()) / 2 : static_cast<int>(workers.size())),
+        router_(policy, prefill_count_, time, std::move(prefill_side), RouterConfig{config.block_tokens, 1.0}),
+        decode_index_(static_cast<int>(workers.size())) {
+    (void)cluster;
+    block_bytes_ = time.model().kv_bytes_per_token() * config.block_tokens;
+    for (int w = 0; w < static_cast<int>(workers.size()); ++w)
+      rt_.push_back(WorkerRt{BlockCache(w, capacity, w < prefill_count_ ? &router_.index() : &decode_index_), 0, false, {}, {}, 0});
+    reqs_.resize(trace.requests.size());
+    result_.requests.resize(trace.requests.size());
+    result_.policy = std::string(policy.name);
+    result_.cache_blocks_per_worker = capacity;
+  }
+
+  PolicyResult run();
+
+ private:
+  double arrival(std::size_t i) const { return trace_.requests[i].arrival_s / config_.speed; }
+  void schedule(int w, double t) {
+    WorkerRt& W = rt_[static_cast<std::size_t>(w)];
+    if (W.scheduled) return;
+    W.scheduled = true;
+    heap_.push({std::max(W.now, t), w});
+  }
+  void sample(double t);
+  void on_arrival(std::size_t i);
+  void run_worker(int w, double t, double limit);
+  void admit(int w);
+  bool admit_one(int w, int i);
+  void iterate(int w);
+  void fast_forward_decode(int w, double limit);
+  void first_token(int w, int i, double t);
+  void finish(int w, int i, double t);
+  void hand_off(int w, int i, double t);
+  void count_transfer(int from, int to, double blocks);
+
+  const std::vector<WorkerPlacement>& workers_;
+  const TimeModel& time_;
+  const RequestTrace& trace_;
+  const std::vector<std::vector<std::uint64_t>>& hashes_;
+  const PolicyEntry& policy_;
+  const SimConfig& config_;
+  TransferTable all_;
+  int prefill_count_;
+  Router router_;
+  KvIndex decode_index_;  // --pd: the decode workers' caches (no router reads it)
+  double block_bytes_ = 0;
+  std::vector<WorkerRt> rt_;
+  std::vector<Req> reqs_;
+  PolicyResult result_;
+  using Event = std::pair<double, int>;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
+  double next_sample_ = 0, sample_step_ = 0;
+};
+
+void Engine::sample(double t) {
+  if (t < next_sample_) return;
+  for (int w = 0; w < static_cast<int>(rt_.size()); ++w) {
+    const WorkerRt& W = rt_[static_cast<std::size_t>(w)];
+    result_.timeline.push_back({t, w, static_cast<int>(W.waiting.size() + W.running.size())});
+  }
+  next_sample_ = t + sample_step_;
+}
+
+void Engine::count_transfer(int from, int to, double blocks) {
+  double bytes = blocks * block_bytes_;
+  result_.kv_bytes_moved += bytes;
+  result_.kv_bytes_by_level[all_.level_at(from, to)] += bytes;
+}
+
+void Engine::on_arrival(std::size_t i) {
+  const LlmRequest& lr = trace_.requests[i];
+  const double t = arrival(i);
+  sample(t);
+  RouteDecision d = router_.route(i, RouteQuery{hashes_[i], lr.input_tokens});
+  Req& r = reqs_[i];
+  r.routed_overlap = d.local_overlap;
+  r.ready_s = t;
+  if (d.pull_from >= 0 && d.pull_blocks > 0) {
+    r.pull_end = d.local_overlap + d.pull_blocks;
+    r.ready_s += all_.at(d.pull_from, d.worker).seconds(d.pull_blocks);
+    count_transfer(d.pull_from, d.worker, d.pull_blocks);
+    result_.requests[i].pulled_blocks = d.pull_blocks;
+  }
+  RequestOutcome& o = result_.requests[i];
+  o.worker = d.worker;
+  o.arrival_s = t;
+  o.blocks = static_cast<int>(lr.block_ids.size());
+  o.input_tokens = lr.input_tokens;
+  o.output_tokens = lr.output_tokens;
+  rt_[static_cast<std::size_t>(d.worker)].waiting.push_back(static_cast<int>(i));
+  schedule(d.worker, r.ready_s);
+}
+
+// Pins what the worker holds of the request's blocks and stores the rest; false (nothing
+// stored) when they do not fit while other requests run. A request alone may overfill.
+bool Engine::admit_one(int w, int i) {
+  WorkerRt& W = rt_[static_cast<std::size_t>(w)];
+  Req& r = reqs_[static_cast<std::size_t>(i)];
+  const LlmRequest& lr = trace_.requests[static_cast<std::size_t>(i)];
+  const auto& seq = hashes_[static_cast<std::size_t>(i)];
+  const int bs = config_.block_tokens;
+  long long total_blocks = (static_cast<long long>(lr.input_tokens) + lr.output_tokens + bs - 1) / bs;
+  r.private_blocks = total_blocks - static_cast<long long>(seq.size());
+  int local = W.cache.prefix(seq);
+  // Hold what is cached (so that making room cannot evict it), then make room for the rest.
+  long long fresh = r.private_blocks;
+  for (std::uint64_t h : seq) {
+    if (W.cache.contains(h)) W.cache.pin(h);
+    else ++fresh;
+  }
+  if (!W.cache.make_room(fresh) && !W.running.empty()) {
+    W.cache.unpin(seq);
+    return false;
+  }
+  for (std::uint64_t h : seq)
+    if (!W.cache.contains(h)) W.cache.pin(h);
+  W.cache.add_private(r.private_blocks);
+  if (r.decode_side) {
+    r.stage = Stage::kDecode;
+    return true;
+  }
+  int hit = local >= r.routed_overlap ? std::max(local, r.pull_end) : local;
+  hit = std::min<int>(hit, static_cast<int>(seq.size()));
+  double cached = std::min<double>(static_cast<double>(hit) * bs, lr.input_tokens);
+  RequestOutcome& o = result_.requests[static_cast<std::size_t>(i)];
+  o.hit_blocks = hit;
+  o.hit_tokens = cached;
+  o.pulled_blocks = std::max(0, hit - local);
+  r.remaining = std::max(1.0, lr.input_tokens - cached);
+  r.position = std::min(cached, lr.input_tokens - 1.0);
+  r.stage = Stage::kPrefill;
+  return true;
+}
+
+void Engine::admit(int w) {
+  WorkerRt& W = rt_[static_cast<std::size_t>(w)];
+  for (std::size_t k = 0; k < W.waiting.size() && W.running.size() < static_cast<std::size_t>(config_.max_running);) {
+    int i = W.waiting[k];
+    if (reqs_[static_cast<std::size_t>(i)].ready_s > W.now) {
+      ++k;
+      continue;
+    }
+    if (!admit_one(w, i)) break;
+    W.running.push_back(i);
+    W.waiting.erase(W.waiting.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+}
+
+void Engine::first_token(int w, int i, double t) {
+  Req& r = reqs_[static_cast<std::size_t>(i)];
+  RequestOutcome& o = result_.requests[static_cast<std::size_t>(i)];
+  o.ttft_s = t - o.arrival_s;
+  r.generated = 1;
+  router_.prefill_done(static_cast<std::uint64_t>(i));
+  const LlmRequest& lr = trace_.requests[static_cast<std::size_t>(i)];
+  if (lr.output_tokens <= 1) finish(w, i, t);
+  else if (config_.disaggregated) hand_off(w, i, t);
+  else r.stage = Stage::kDecode;
+}
+
+void Engine::finish(int w, int i, double t) {
+  Req& r = reqs_[static_cast<std::size_t>(i)];
+  WorkerRt& W = rt_[static_cast<std::size_t>(w)];
+  RequestOutcome& o = result_.requests[static_cast<std::size_t>(i)];
+  const LlmRequest& lr = trace_.requests[static_cast<std::size_t>(i)];
+  o.finish_s = t;
+  o.tpot_s = lr.output_tokens > 1 ? (t - (o.arrival_s + o.ttft_s)) / (lr.output_tokens - 1) : -1;
+  W.cache.unpin(hashes_[static_cast<std::size_t>(i)]);
+  W.cache.add_private(-r.private_blocks);
+  r.stage = Stage::kDone;
+  if (!r.decode_side) router_.finished(static_cast<std::uint64_t>(i));
+}
+
+// --pd: the prompt's KV leaves the prefill worker for a decode worker.
+void Engine::hand_off(int w, int i, double t) {
+  Req& r = reqs_[static_cast<std::size_t>(i)];
+  WorkerRt& P = rt_[static_cast<std::size_t>(w)];
+  const auto& seq = hashes_[static_cast<std::size_t>(i)];
+  P.cache.unpin(seq);
+  P.cache.add_private(-r.private_blocks);
+  router_.finished(static_cast<std::uint64_t>(i));
+  const bool topo = policy_.name == "kv-topo" || policy_.name == "kv-pull-blind";
+  int best = -1;
+  double best_s = kInf;
+  long long best_load = 0;
+  for (int d = prefill_count_; d < static_cast<int>(rt_.size()); ++d) {
+    double s = topo ? all_.at(w, d).seconds(static_cast<double>(seq.size())) : 0;
+    long long load = rt_[static_cast<std::size_t>(d)].cache.used();
+    if (s < best_s || (s == best_s && load < best_load)) {
+      best = d;
+      best_s = s;
+      best_load = load;
+    }
+  }
+  r.decode_side = true;
+  r.stage = Stage::kQueued;
+  r.ready_s = t + all_.at(w, best).seconds(static_cast<double>(seq.size()));
+  count_transfer(w, best, static_cast<double>(seq.size()));
+  result_.requests[static_cast<std::size_t>(i)].decode_worker = best;
+  rt_[static_cast<std::size_t>(best)].waiting.push_back(i);
+  schedule(best, r.ready_s);
+}
+
+void Engine::iterate(int w) {
+  WorkerRt& W = rt_[static_cast<std::size_t>(w)];
+  double budget = config_.max_batched_tokens, decode_seqs = 0, decode_ctx = 0;
+  for (int i : W.running)
+    if (reqs_[static_cast<std::size_t>(i)].stage == Stage::kDecode) {
+      decode_seqs += 1;
+      decode_ctx += trace_.requests[static_cast<std::size_t>(i)].input_tokens + reqs_[static_cast<std::size_t>(i)].generated;
+    }
+  budget = std::max(0.0, budget - decode_seqs);
+  double pre_tokens = 0, pre_positions = 0, pre_context = 0;
+  static thread_local std::vector<std::pair<int, double>> chunks;
+  chunks.clear();
+  for (int i : W.running) {
+    Req& r = reqs_[static_cast<std::size_t>(i)];
+    if (r.stage != Stage::kPrefill || budget <= 0) continue;
+    double c = std::min(r.remaining, budget);
+    budget -= c;
+    pre_tokens += c;
+    pre_positions += c * (2 * r.position + c - 1) / 2;
+    pre_context += r.position;
+    chunks.push_back({i, c});
+  }
+  double dt = time_.iteration_s(pre_tokens, pre_positions, pre_context, decode_seqs, decode_ctx);
+  double end = W.now + dt;
+  W.busy_s += dt;
+  const int bs = config_.block_tokens;
+  std::vector<int> done;
+  for (int i : W.running) {
+    Req& r = reqs_[static_cast<std::size_t>(i)];
+    if (r.stage != Stage::kDecode) continue;
+    const LlmRequest& lr = trace_.requests[static_cast<std::size_t>(i)];
+    ++r.generated;
+    if (!r.decode_side && (lr.input_tokens + r.generated) % bs == 0) router_.output_block(static_cast<std::uint64_t>(i));
+    if (r.generated >= lr.output_tokens) done.push_back(i);
+  }
+  for (auto [i, c] : chunks) {
+    Req& r = reqs_[static_cast<std::size_t>(i)];
+    r.remaining -= c;
+    r.position += c;
+    if (r.remaining <= 0) {
+      first_token(w, i, end);
+      if (r.stage == Stage::kDone || r.decode_side) done.push_back(i);
+    }
+  }
+  for (int i : done) {
+    Req& r = reqs_[static_cast<std::size_t>(i)];
+    if (r.stage == Stage::kDecode) finish(w, i, end);
+  }
+  std::erase_if(W.running, [&](int i) {
+    const Req& r = reqs_[static_cast<std::size_t>(i)];
+    return r.stage == Stage::kDone || (r.decode_side && r.stage == Stage::kQueued);
+  });
+  W.now = end;
+}
+
+// Decode-only stretches: step the batch without touching each request until one finishes
+// or `limit` (the next arrival) is reached; each step's time is the same roofline.
+void Engine::fast_forward_decode(int w, double limit) {
+  WorkerRt& W = rt_[static_cast<std::size_t>(w)];
+  double seqs = 0, ctx = 0;
+  int steps_max = std::numeric_limits<int>::max();
+  for (int i : W.running) {
+    const Req& r = reqs_[static_cast<std::size_t>(i)];
+    const LlmRequest& lr = trace_.requests[static_cast<std::size_t>(i)];
+    seqs += 1;
+    ctx += lr.input_tokens + r.generated;
+    steps_max = std::min(steps_max, lr.output_tokens - r.generated);
+  }
+  int steps = 0;
+  double t = W.now;
+  do {
+    double dt = time_.iteration_s(0, 0, 0, seqs, ctx);
+    t += dt;
+    W.busy_s += dt;
+    ctx += seqs;
+    ++steps;
+  } while (steps < steps_max && t < limit);
+  const int bs = config_.block_tokens;
+  for (int i : W.running) {
+    Req& r = reqs_[static_cast<std::size_t>(i)];
+    const LlmRequest& lr = trace_.requests[static_cast<std::size_t>(i)];
+    if (!r.decode_side) {
+      int crossed = (lr.input_tokens + r.generated + steps) / bs - (lr.input_tokens + r.generated) / bs;
+      for (int k = 0; k < crossed; ++k) router_.output_block(static_cast<std::uint64_t>(i));
+    }
+    r.generated += steps;
+    if (r.generated >= lr.output_tokens) finish(w, i, t);
+  }
+  std::erase_if(W.running, [&](int i) { return reqs_[static_cast<std::size_t>(i)].stage == Stage::kDone; });
+  W.now = t;
+}
+
+void Engine::run_worker(int w, double t, double limit) {
+  WorkerRt& W = rt_[static_cast<std::size_t>(w)];
+  W.scheduled = false;
+  W.now = std::max(W.now, t);
+  admit(w);
+  double next_ready = kInf;
+  for (int i : W.waiting) next_ready = std::min(next_ready, reqs_[static_cast<std::size_t>(i)].ready_s);
+  if (W.running.empty()) {
+    if (next_ready < kInf) schedule(w, next_ready);
+    return;
+  }
+  bool prefilling = std::any_of(W.running.begin(), W.running.end(),
+                                [&](int i) { return reqs_[static_cast<std::size_t>(i)].stage == Stage::kPrefill; });
+  bool admissible = next_ready <= W.now;
+  if (prefilling || admissible) iterate(w);
+  else fast_forward_decode(w, std::min(limit, next_ready));
+  if (!W.running.empty() || !W.waiting.empty()) schedule(w, W.now);
+}
+
+PolicyResult Engine::run() {
+  const std::size_t n = trace_.requests.size();
+  double span = n ? arrival(n - 1) - arrival(0) : 0;
+  sample_step_ = std::max(span, 1e-9) / static_cast<double>(std::max<std::size_t>(config_.timeline_points, 1));
+  next_sample_ = n ? arrival(0) : 0;
+  std::size_t next = 0;
+  while (true) {
+    double t_arrival = next < n ? arrival(next) : kInf;
+    double t_event = heap_.empty() ? kInf : heap_.top().first;
+    if (t_arrival == kInf && t_event == kInf) break;
+    if (t_arrival <= t_event) {
+      on_arrival(next++);
+      continue;
+    }
+    auto [t, w] = heap_.top();
+    heap_.pop();
+    double limit = t_arrival;
+    if (config_.disaggregated && !heap_.empty()) limit = std::min(limit, heap_.top().first);
+    run_worker(w, t, limit);
+  }
+  for (std::size_t w = 0; w < rt_.size(); ++w) {
+    result_.busy_gpu_s += rt_[w].busy_s * static_cast<double>(workers_[w].gpus.size());
+  }
+  result_.energy_kwh = result_.busy_gpu_s * time_.gpu().board_power_w / 3.6e6;
+  return std::move(result_);
+}
+
+}  // namespace
+
+Result<PolicyResult> simulate_policy(const Cluster& cluster, const std::vector<WorkerPlacement>& workers, const TimeModel& time,
+                                     const RequestTrace& trace, const std::vector<std::vector<std::uint64_t>>& hashes,
+                                     const PolicyEntry& policy, const SimConfig& config) {
+  if (workers.empty()) return make_error(ErrorCode::kInvalidArgument, "the simulator needs at least one worker");
+  if (config.disaggregated && workers.size() < 2)
+    return make_error(ErrorCode::kInvalidArgument, "--pd needs at least two workers (half prefill, half decode)");
+  if (!(config.speed > 0)) return make_error(ErrorCode::kInvalidArgument, fmt::format("--speed: expected > 0, found {}", config.speed));
+  if (hashes.size() != trace.requests.size()) return make_error(ErrorCode::kInvalidArgument, "one hash sequence per request expected");
+  long long capacity = config.cache_blocks;
+  if (capacity == 0) capacity = static_cast<long long>(time.kv_capacity_tokens() / config.block_tokens);
+  if (capacity == 0)
+    return make_error(ErrorCode::kInfeasible, fmt::format("model {} leaves no room for a KV cache on {} x{} (weights {:.0f} GB)",
+                                                          time.model().name, time.gpu().name, time.tp(), time.model().weight_bytes() / 1e9));
+  double block_bytes = time.model().kv_bytes_per_token() * config.block_tokens;
+  TOPOSCHED_TRY(all, transfer_table(cluster, workers, block_bytes));
+  std::vector<WorkerPlacement> prefill_side(workers.begin(), workers.begin() + (config.disaggregated ? static_cast<std::ptrdiff_t>(workers.size() / 2)
+                                                                                                   : static_cast<std::ptrdiff_t>(workers.size())));
+  TOPOSCHED_TRY(sub, transfer_table(cluster, prefill_side, block_bytes));
+  Engine engine(cluster, workers, time, trace, hashes, policy, config, std::move(all), std::move(sub), capacity);
+  return engine.run();
+}
+
+}  // namespace toposched::router

@@ -1,0 +1,76 @@
+// The request-level simulator: replays an LLM request trace on a set of workers under one
+// routing policy and reports what each request saw.
+//
+// Each worker runs continuous batching as vLLM's V1 scheduler does: every iteration decodes
+// one token for each running sequence and fills the rest of a token budget
+// (max_batched_tokens) with chunks of prompts being prefilled, first come first served;
+// the iteration lasts TimeModel::iteration_s. A request is admitted when its KV blocks fit
+// the worker's cache (LRU eviction of blocks no running request uses); its longest cached
+// prefix (plus any prefix the router had it pull from another worker, which delays its
+// admission by the transfer time) is not recomputed. Every block stored or evicted is
+// reported to the router's KvIndex as a Dynamo KV event at once.
+// With `disaggregated` (--pd) the first half of the workers prefill and the second half
+// decode: after its prefill a request's whole KV moves to a decode worker, chosen by the
+// transfer time from its prefill worker (kv-topo, kv-pull-blind) or by decode load (others).
+//
+// Deterministic: no clock, no randomness. Thread-safety: simulate_policy is reentrant.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "router/request_trace.h"
+#include "router/router.h"
+
+namespace toposched::router {
+
+struct SimConfig {
+  int block_tokens = kMooncakeBlockTokens;
+  long long cache_blocks = 0;     // per worker: 0 = from GPU memory (TimeModel), < 0 = unlimited
+  int max_batched_tokens = 8192;  // vLLM V1's default for its API server
+  int max_running = 256;          // vLLM's max_num_seqs
+  double speed = 1.0;             // arrivals at this many times the trace's rate
+  bool disaggregated = false;
+  std::size_t timeline_points = 120;
+};
+
+struct RequestOutcome {
+  int worker = -1;         // the worker that prefilled it
+  int decode_worker = -1;  // with --pd
+  double arrival_s = 0;
+  double ttft_s = 0;
+  double tpot_s = -1;      // -1 when the request produced one token
+  double finish_s = 0;
+  int blocks = 0;
+  int hit_blocks = 0;      // not recomputed: cached locally or pulled
+  int pulled_blocks = 0;
+  double input_tokens = 0;
+  double output_tokens = 0;
+  double hit_tokens = 0;
+};
+
+struct LoadSample {
+  double t_s = 0;
+  int worker = 0;
+  int active_requests = 0;
+};
+
+struct PolicyResult {
+  std::string policy;
+  std::vector<RequestOutcome> requests;  // in trace order
+  std::vector<LoadSample> timeline;
+  std::map<std::string, double> kv_bytes_by_level;  // path level name -> bytes moved between workers
+  double kv_bytes_moved = 0;
+  double busy_gpu_s = 0;
+  double energy_kwh = 0;                // busy GPU time at board power
+  long long cache_blocks_per_worker = 0;  // -1 unlimited
+};
+
+// `hashes[i]` are the sequence hashes of trace.requests[i]. Errors: kInvalidArgument for a
+// bad configuration (no workers, --pd with one worker, a cache smaller than one block).
+Result<PolicyResult> simulate_policy(const Cluster& cluster, const std::vector<WorkerPlacement>& workers, const TimeModel& time,
+                                     const RequestTrace& trace, const std::vector<std::vector<std::uint64_t>>& hashes,
+                                     const PolicyEntry& policy, const SimConfig& config);
+
+}  // namespace toposched::router

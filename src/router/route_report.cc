@@ -1,0 +1,328 @@
+// report.json, the terminal table and report.html of `toposched route` (route.h).
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "formats/html_page.h"
+#include "router/route.h"
+#include "topology/file_io.h"
+
+namespace toposched::router {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+double round_to(double v, int decimals) {
+  if (!std::isfinite(v)) return 0;
+  double f = std::pow(10.0, decimals);
+  double r = std::round(v * f) / f;
+  return r == 0 ? 0.0 : r;
+}
+
+// Nearest-rank percentile of sorted values.
+double percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  std::size_t k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::min(sorted.size(), std::max<std::size_t>(k, 1)) - 1];
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+struct Summary {
+  std::string policy;
+  std::size_t requests = 0;
+  std::vector<double> ttft, tpot;  // sorted
+  double ttft_mean = 0, ttft_p50 = 0, ttft_p90 = 0, ttft_p99 = 0, tpot_mean = 0, tpot_p50 = 0, tpot_p99 = 0;
+  double throughput = 0, input_throughput = 0, makespan = 0;
+  double block_hit = 0, token_hit = 0, local_token_hit = 0;
+  double pulled_blocks = 0;
+};
+
+Summary summarise(const PolicyResult& r) {
+  Summary s;
+  s.policy = r.policy;
+  double blocks = 0, hits = 0, input = 0, hit_tokens = 0, output = 0, first = 0, last = 0, pulled_tokens = 0;
+  bool any = false;
+  for (const RequestOutcome& o : r.requests) {
+    ++s.requests;
+    s.ttft.push_back(o.ttft_s);
+    if (o.tpot_s >= 0) s.tpot.push_back(o.tpot_s);
+    blocks += o.blocks;
+    hits += o.hit_blocks;
+    input += o.input_tokens;
+    hit_tokens += o.hit_tokens;
+    output += o.output_tokens;
+    s.pulled_blocks += o.pulled_blocks;
+    pulled_tokens += std::min(o.hit_tokens, static_cast<double>(o.pulled_blocks) * kMooncakeBlockTokens);
+    first = any ? std::min(first, o.arrival_s) : o.arrival_s;
+    last = any ? std::max(last, o.finish_s) : o.finish_s;
+    any = true;
+  }
+  std::sort(s.ttft.begin(), s.ttft.end());
+  std::sort(s.tpot.begin(), s.tpot.end());
+  s.ttft_mean = mean(s.ttft);
+  s.ttft_p50 = percentile(s.ttft, 0.5);
+  s.ttft_p90 = percentile(s.ttft, 0.9);
+  s.ttft_p99 = percentile(s.ttft, 0.99);
+  s.tpot_mean = mean(s.tpot);
+  s.tpot_p50 = percentile(s.tpot, 0.5);
+  s.tpot_p99 = percentile(s.tpot, 0.99);
+  s.makespan = last - first;
+  s.throughput = s.makespan > 0 ? output / s.makespan : 0;
+  s.input_throughput = s.makespan > 0 ? input / s.makespan : 0;
+  s.block_hit = blocks > 0 ? hits / blocks : 0;
+  s.token_hit = input > 0 ? hit_tokens / input : 0;
+  s.local_token_hit = input > 0 ? (hit_tokens - pulled_tokens) / input : 0;
+  return s;
+}
+
+Json policy_json(const Summary& s, const PolicyResult& r) {
+  Json p;
+  p["requests"] = s.requests;
+  p["ttft_mean_s"] = round_to(s.ttft_mean, 6);
+  p["ttft_p50_s"] = round_to(s.ttft_p50, 6);
+  p["ttft_p90_s"] = round_to(s.ttft_p90, 6);
+  p["ttft_p99_s"] = round_to(s.ttft_p99, 6);
+  p["tpot_mean_s"] = round_to(s.tpot_mean, 6);
+  p["tpot_p50_s"] = round_to(s.tpot_p50, 6);
+  p["tpot_p99_s"] = round_to(s.tpot_p99, 6);
+  p["throughput_tokens_per_s"] = round_to(s.throughput, 3);
+  p["input_tokens_per_s"] = round_to(s.input_throughput, 3);
+  p["makespan_s"] = round_to(s.makespan, 3);
+  p["block_hit_rate"] = round_to(s.block_hit, 6);
+  p["token_hit_rate"] = round_to(s.token_hit, 6);
+  p["local_token_hit_rate"] = round_to(s.local_token_hit, 6);
+  p["pulled_blocks"] = static_cast<long long>(s.pulled_blocks);
+  p["kv_bytes_moved"] = round_to(r.kv_bytes_moved, 0);
+  Json levels = Json::object();
+  for (const auto& [level, bytes] : r.kv_bytes_by_level) levels[level] = round_to(bytes, 0);
+  p["kv_bytes_moved_by_level"] = std::move(levels);
+  p["busy_gpu_hours"] = round_to(r.busy_gpu_s / 3600, 6);
+  p["energy_kwh"] = round_to(r.energy_kwh, 6);
+  return p;
+}
+
+Json run_json(const RouteRunInfo& i) {
+  Json r;
+  r["cluster"] = i.cluster;
+  r["cluster_nodes"] = i.cluster_nodes;
+  r["cluster_gpus"] = i.cluster_gpus;
+  r["model"] = i.model;
+  r["gpu"] = i.gpu;
+  r["workers"] = i.workers;
+  r["tp"] = i.tp;
+  r["worker_nodes"] = i.worker_nodes;
+  r["disaggregated"] = i.sim.disaggregated;
+  r["speed"] = round_to(i.sim.speed, 6);
+  r["block_tokens"] = i.sim.block_tokens;
+  r["max_batched_tokens"] = i.sim.max_batched_tokens;
+  r["max_running"] = i.sim.max_running;
+  r["cache_blocks_per_worker"] = i.cache_blocks_per_worker;  // -1: unlimited
+  r["trace"] = i.trace;
+  r["skipped_rows"] = i.skipped_rows;
+  return r;
+}
+
+std::string seconds(double s) { return s < 1 ? fmt::format("{:.1f} ms", s * 1e3) : fmt::format("{:.2f} s", s); }
+std::string gigabytes(double b) { return fmt::format("{:.1f} GB", b / 1e9); }
+
+struct Row {
+  std::string label;
+  std::function<std::string(const Summary&, const PolicyResult&)> cell;
+};
+
+std::vector<Row> rows() {
+  return {
+      {"requests", [](const Summary& s, const PolicyResult&) { return std::to_string(s.requests); }},
+      {"TTFT mean", [](const Summary& s, const PolicyResult&) { return seconds(s.ttft_mean); }},
+      {"TTFT p50", [](const Summary& s, const PolicyResult&) { return seconds(s.ttft_p50); }},
+      {"TTFT p99", [](const Summary& s, const PolicyResult&) { return seconds(s.ttft_p99); }},
+      {"TPOT mean", [](const Summary& s, const PolicyResult&) { return seconds(s.tpot_mean); }},
+      {"TPOT p99", [](const Summary& s, const PolicyResult&) { return seconds(s.tpot_p99); }},
+      {"output tokens/s", [](const Summary& s, const PolicyResult&) { return fmt::format("{:.0f}", s.throughput); }},
+      {"block hit rate", [](const Summary& s, const PolicyResult&) { return fmt::format("{:.2f} %", 100 * s.block_hit); }},
+      {"token hit rate", [](const Summary& s, const PolicyResult&) { return fmt::format("{:.2f} %", 100 * s.token_hit); }},
+      {"KV moved", [](const Summary&, const PolicyResult& r) { return gigabytes(r.kv_bytes_moved); }},
+      {"energy", [](const Summary&, const PolicyResult& r) { return fmt::format("{:.2f} kWh", r.energy_kwh); }},
+  };
+}
+
+std::string run_line(const RouteRun& run) {
+  const RouteRunInfo& i = run.info;
+  std::string cache = i.cache_blocks_per_worker < 0 ? "unlimited" : fmt::format("{} blocks", i.cache_blocks_per_worker);
+  return fmt::format("{} ({} nodes, {} GPUs): {} workers of {} (TP{} on {}){}, KV cache {} per worker; trace {} ({} requests, {}x its rate)",
+                     i.cluster, i.cluster_nodes, i.cluster_gpus, i.workers, i.model, i.tp, i.gpu,
+                     i.sim.disaggregated ? ", prefill/decode split" : "", cache, i.trace, run.stats.requests, i.sim.speed);
+}
+
+}  // namespace
+
+std::string route_report_json(const RouteRun& run) {
+  Json root;
+  Json t;
+  t["source"] = run.info.trace;
+  t["requests"] = run.stats.requests;
+  t["blocks"] = run.stats.blocks;
+  t["unique_blocks"] = run.stats.unique_blocks;
+  t["input_tokens"] = round_to(run.stats.input_tokens, 0);
+  t["output_tokens"] = round_to(run.stats.output_tokens, 0);
+  t["duration_s"] = round_to(run.stats.duration_s, 3);
+  t["block_reuse"] = round_to(run.stats.block_reuse, 6);
+  t["token_hit_upper_bound"] = round_to(run.stats.token_hit_upper_bound, 6);
+  root["trace"] = std::move(t);
+  Json policies = Json::object();
+  for (const PolicyResult& r : run.results) policies[r.policy] = policy_json(summarise(r), r);
+  root["policies"] = std::move(policies);
+  root["run"] = run_json(run.info);
+  return root.dump(2) + "\n";
+}
+
+std::string route_report_table(const RouteRun& run) {
+  std::vector<Summary> sums;
+  for (const PolicyResult& r : run.results) sums.push_back(summarise(r));
+  std::vector<Row> rs = rows();
+  std::size_t label_w = 0;
+  for (const Row& r : rs) label_w = std::max(label_w, r.label.size());
+  std::vector<std::size_t> col_w;
+  for (std::size_t p = 0; p < sums.size(); ++p) {
+    std::size_t w = sums[p].policy.size();
+    for (const Row& r : rs) w = std::max(w, r.cell(sums[p], run.results[p]).size());
+    col_w.push_back(w);
+  }
+  std::string out = run_line(run) + "\n";
+  out += fmt::format("trace: block reuse {:.2f} %, token hit upper bound {:.2f} %\n\n", 100 * run.stats.block_reuse,
+                     100 * run.stats.token_hit_upper_bound);
+  out += fmt::format("{:<{}}", "", label_w);
+  for (std::size_t p = 0; p < sums.size(); ++p) out += fmt::format("  {:>{}}", sums[p].policy, col_w[p]);
+  out += "\n";
+  for (const Row& r : rs) {
+    out += fmt::format("{:<{}}", r.label, label_w);
+    for (std::size_t p = 0; p < sums.size(); ++p) out += fmt::format("  {:>{}}", r.cell(sums[p], run.results[p]), col_w[p]);
+    out += "\n";
+  }
+  return out;
+}
+
+namespace {
+
+Json chart(std::string title, Json data, Json mark, Json encoding) {
+  return Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+              {"title", std::move(title)},
+              {"width", 520},
+              {"height", 260},
+              {"data", {{"values", std::move(data)}}},
+              {"mark", std::move(mark)},
+              {"encoding", std::move(encoding)}};
+}
+
+Json quant(std::string field, std::string title) { return {{"field", std::move(field)}, {"type", "quantitative"}, {"title", std::move(title)}}; }
+Json nominal(std::string field, Json title) { return {{"field", std::move(field)}, {"type", "nominal"}, {"title", std::move(title)}}; }
+
+Json ttft_cdf(const std::vector<Summary>& sums) {
+  Json cdf = Json::array();
+  for (const Summary& s : sums) {
+    std::size_t steps = std::min<std::size_t>(s.ttft.size(), 200);
+    for (std::size_t k = 1; k <= steps; ++k) {
+      std::size_t idx = (k * s.ttft.size() + steps - 1) / steps - 1;
+      cdf.push_back({{"policy", s.policy}, {"ttft_s", round_to(std::max(s.ttft[idx], 1e-4), 6)},
+                     {"fraction", round_to(static_cast<double>(idx + 1) / static_cast<double>(s.ttft.size()), 5)}});
+    }
+  }
+  Json x = quant("ttft_s", "TTFT (s, log scale)");
+  x["scale"] = {{"type", "log"}};
+  return chart("Time to first token, CDF per policy", std::move(cdf), {{"type", "line"}, {"interpolate", "step-after"}},
+               {{"x", x}, {"y", quant("fraction", "fraction of requests")}, {"color", nominal("policy", "policy")}});
+}
+
+Json hit_rates(const std::vector<Summary>& sums, const TraceStats& stats) {
+  Json data = Json::array();
+  for (const Summary& s : sums) {
+    data.push_back({{"policy", s.policy}, {"rate", "blocks"}, {"percent", round_to(100 * s.block_hit, 3)}});
+    data.push_back({{"policy", s.policy}, {"rate", "tokens"}, {"percent", round_to(100 * s.token_hit, 3)}});
+  }
+  data.push_back({{"policy", "trace upper bound"}, {"rate", "tokens"}, {"percent", round_to(100 * stats.token_hit_upper_bound, 3)}});
+  return chart("KV cache hit rate (not recomputed: cached or pulled)", std::move(data), "bar",
+               {{"y", nominal("policy", nullptr)}, {"yOffset", nominal("rate", nullptr)}, {"x", quant("percent", "hit rate (%)")},
+                {"color", nominal("rate", nullptr)}});
+}
+
+Json bytes_moved(const std::vector<PolicyResult>& results) {
+  Json data = Json::array();
+  for (const PolicyResult& r : results) {
+    data.push_back({{"policy", r.policy}, {"level", "(total)"}, {"gigabytes", round_to(r.kv_bytes_moved / 1e9, 3)}});
+    for (const auto& [level, bytes] : r.kv_bytes_by_level)
+      data.push_back({{"policy", r.policy}, {"level", level}, {"gigabytes", round_to(bytes / 1e9, 3)}});
+  }
+  return chart("KV bytes moved between workers, per link level", std::move(data), "bar",
+               {{"y", nominal("policy", nullptr)}, {"yOffset", nominal("level", nullptr)}, {"x", quant("gigabytes", "GB")},
+                {"color", nominal("level", "link level")}});
+}
+
+Json load_over_time(const PolicyResult& r, double t0) {
+  Json data = Json::array();
+  for (const LoadSample& s : r.timeline)
+    data.push_back({{"worker", fmt::format("w{:02}", s.worker)}, {"minutes", round_to((s.t_s - t0) / 60, 4)}, {"active", s.active_requests}});
+  return chart(fmt::format("Active requests per worker over time: {}", r.policy), std::move(data), {{"type", "line"}, {"interpolate", "step-after"}},
+               {{"x", quant("minutes", "time since first arrival (min)")}, {"y", quant("active", "waiting + running requests")},
+                {"color", nominal("worker", "worker")}});
+}
+
+std::string summary_table(const std::vector<Summary>& sums, const std::vector<PolicyResult>& results) {
+  std::string table = "<table><thead><tr><th></th>";
+  for (const Summary& s : sums) table += "<th>" + html::escape(s.policy) + "</th>";
+  table += "</tr></thead><tbody>";
+  for (const Row& r : rows()) {
+    table += "<tr><th>" + html::escape(r.label) + "</th>";
+    for (std::size_t p = 0; p < sums.size(); ++p) table += "<td>" + html::escape(r.cell(sums[p], results[p])) + "</td>";
+    table += "</tr>";
+  }
+  return table + "</tbody></table>";
+}
+
+}  // namespace
+
+std::string route_report_html(const RouteRun& run) {
+  std::vector<Summary> sums;
+  for (const PolicyResult& r : run.results) sums.push_back(summarise(r));
+  double t0 = 0;
+  bool any = false;
+  for (const PolicyResult& r : run.results)
+    for (const RequestOutcome& o : r.requests) {
+      t0 = any ? std::min(t0, o.arrival_s) : o.arrival_s;
+      any = true;
+    }
+  html::ChartPage page;
+  page.title = "toposched routing report";
+  page.intro_html = "<p>" + html::escape(run_line(run)) + fmt::format(". The trace's own block reuse is {:.2f} % and a single unlimited cache "
+                                                                      "would serve {:.2f} % of its input tokens.</p>\n",
+                                                                      100 * run.stats.block_reuse, 100 * run.stats.token_hit_upper_bound);
+  page.summary_html = summary_table(sums, run.results);
+  page.charts["chart-ttft-cdf"] = ttft_cdf(sums);
+  page.charts["chart-hit-rate"] = hit_rates(sums, run.stats);
+  page.charts["chart-kv-bytes"] = bytes_moved(run.results);
+  for (std::size_t p = 0; p < run.results.size(); ++p) page.charts[fmt::format("chart-load-{}", p + 1)] = load_over_time(run.results[p], t0);
+  return html::render_chart_page(page);
+}
+
+Result<void> write_route_report(const std::string& dir, const RouteRun& run) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
+  const std::string json = route_report_json(run), page = route_report_html(run);
+  const std::string html_path = (std::filesystem::path(dir) / "report.html").string();
+  if (auto h = write_file_atomically(html_path, page); !h) return h;
+  auto j = write_file_atomically((std::filesystem::path(dir) / "report.json").string(), json);
+  if (!j) std::filesystem::remove(html_path, ec);
+  return j;
+}
+
+}  // namespace toposched::router

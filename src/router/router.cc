@@ -1,0 +1,283 @@
+#include "router/router.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "cost/collective.h"
+
+namespace toposched::router {
+
+Result<std::vector<WorkerPlacement>> place_workers(const Cluster& cluster, int count, int tp) {
+  if (count < 1 || count > kMaxWorkers)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--workers: expected 1..{}, found {}", kMaxWorkers, count));
+  if (tp < 1) return make_error(ErrorCode::kInvalidArgument, fmt::format("--tp: expected >= 1, found {}", tp));
+  const std::size_t nodes = cluster.node_count();
+  std::vector<int> used(nodes, 0);
+  std::vector<WorkerPlacement> out;
+  std::size_t node = 0;
+  for (int w = 0; w < count; ++w) {
+    // The next node, in round-robin order, that still has tp free GPUs.
+    std::size_t tried = 0;
+    while (tried < nodes && used[node] + tp > cluster.node_gpu_count(NodeId(static_cast<std::uint32_t>(node)))) {
+      node = (node + 1) % nodes;
+      ++tried;
+    }
+    if (tried == nodes)
+      return make_error(ErrorCode::kInfeasible, fmt::format("cannot place {} workers of {} GPUs each in one node on cluster '{}' ({} nodes, {} GPUs)",
+                                                            count, tp, cluster.name(), nodes, cluster.gpu_count()));
+    NodeId n(static_cast<std::uint32_t>(node));
+    WorkerPlacement p{n, {}};
+    for (int r = 0; r < tp; ++r) p.gpus.push_back(cluster.node_gpu(n, used[node] + r));
+    used[node] += tp;
+    out.push_back(std::move(p));
+    node = (node + 1) % nodes;
+  }
+  return out;
+}
+
+Result<TransferTable> transfer_table(const Cluster& cluster, const std::vector<WorkerPlacement>& workers, double block_bytes) {
+  TransferTable t;
+  t.workers = static_cast<int>(workers.size());
+  t.cost.resize(workers.size() * workers.size());
+  t.level.resize(workers.size() * workers.size());
+  for (std::size_t a = 0; a < workers.size(); ++a)
+    for (std::size_t b = 0; b < workers.size(); ++b) {
+      std::size_t k = a * workers.size() + b;
+      if (a == b) {
+        t.level[k] = "same-worker";
+        continue;
+      }
+      const GpuId src = workers[a].gpus.front(), dst = workers[b].gpus.front();
+      const double shard = block_bytes / static_cast<double>(workers[a].gpus.size());
+      GpuId pair[2] = {src, dst};
+      TOPOSCHED_TRY(one, estimate_collective(cluster, pair, Collective::kSendRecv, shard));
+      TOPOSCHED_TRY(many, estimate_collective(cluster, pair, Collective::kSendRecv, 16 * shard));
+      double per_block_s = (many.time_us - one.time_us) / 15.0 * 1e-6;
+      if (per_block_s <= 0) per_block_s = one.time_us * 1e-6;
+      t.cost[k].blocks_per_s = 1.0 / per_block_s;
+      t.cost[k].latency_s = std::max(0.0, one.time_us * 1e-6 - per_block_s);
+      t.level[k] = cluster.level_name(cluster.path(src, dst));
+    }
+  return t;
+}
+
+namespace {
+
+double cached_tokens(int blocks, int block_tokens, int input_tokens) {
+  return std::min<double>(static_cast<double>(blocks) * block_tokens, input_tokens);
+}
+
+RouteDecision choose_round_robin(Router& r, const RouteQuery& q) {
+  RouteDecision d;
+  d.worker = static_cast<int>(r.next_round_robin() % static_cast<std::uint64_t>(r.workers()));
+  d.local_overlap = r.prefixes(q)[static_cast<std::size_t>(d.worker)];
+  return d;
+}
+
+RouteDecision choose_least_loaded(Router& r, const RouteQuery& q) {
+  const auto& overlap = r.prefixes(q);
+  RouteDecision d;
+  for (int w = 0; w < r.workers(); ++w) {
+    const Router::Load& l = r.load(w);
+    if (d.worker < 0 || l.active_requests < r.load(d.worker).active_requests ||
+        (l.active_requests == r.load(d.worker).active_requests && l.active_blocks < r.load(d.worker).active_blocks)) {
+      d.worker = w;
+      d.cost = l.active_requests;
+    }
+  }
+  d.local_overlap = overlap[static_cast<std::size_t>(d.worker)];
+  return d;
+}
+
+// Dynamo's DefaultWorkerSelector (lib/llm/src/kv_router/scheduler.rs): logit =
+// overlap_score_weight x potential prefill blocks + potential decode blocks, where potential
+// prefill tokens = the worker's active prefill tokens + (isl - overlap x block size) and
+// potential decode blocks = its active blocks + the request's blocks it does not have active.
+// Temperature 0: the smallest logit; ties to the smaller cached tree, then (instead of
+// Dynamo's random pick) the lower index.
+RouteDecision choose_kv(Router& r, const RouteQuery& q) {
+  const auto& overlap = r.prefixes(q);
+  const auto& fresh = r.new_blocks_all(q.sequence);
+  const double bs = r.config().block_tokens;
+  RouteDecision d;
+  std::size_t best_tree = 0;
+  for (int w = 0; w < r.workers(); ++w) {
+    const Router::Load& l = r.load(w);
+    double new_tokens = std::max(0.0, q.input_tokens - overlap[static_cast<std::size_t>(w)] * bs);
+    double prefill_blocks = (l.prefill_tokens + new_tokens) / bs;
+    double decode_blocks = static_cast<double>(l.active_blocks + fresh[static_cast<std::size_t>(w)]);
+    double logit = r.config().overlap_score_weight * prefill_blocks + decode_blocks;
+    std::size_t tree = r.index().blocks(w);
+    if (d.worker < 0 || logit < d.cost || (logit == d.cost && tree < best_tree)) {
+      d.worker = w;
+      d.cost = logit;
+      best_tree = tree;
+    }
+  }
+  d.local_overlap = overlap[static_cast<std::size_t>(d.worker)];
+  return d;
+}
+
+// kv-topo: for every worker, the earliest first token it could give: its queued prefill
+// seconds, then either the prefill of what it lacks, or (for each worker holding a longer
+// prefix) the transfer of the missing prefix blocks, overlapped with the queue, then the
+// prefill of the rest. `blind` prices every transfer as the fastest pair of the cluster.
+RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
+  const auto& overlap = r.prefixes(q);
+  const TimeModel& tm = r.time_model();
+  const int bs = r.config().block_tokens;
+  static thread_local std::vector<int> sources;
+  sources.clear();
+  for (int w = 0; w < r.workers(); ++w)
+    if (overlap[static_cast<std::size_t>(w)] > 0) sources.push_back(w);
+  TransferCost fastest;
+  if (blind)
+    for (const TransferCost& c : r.transfers().cost)
+      if (c.blocks_per_s > fastest.blocks_per_s) fastest = c;
+  auto prefill = [&](int blocks) {
+    double cached = cached_tokens(blocks, bs, q.input_tokens);
+    return tm.prefill_s(std::max(1.0, q.input_tokens - cached), std::min(cached, q.input_tokens - 1.0));
+  };
+  RouteDecision d;
+  double best = std::numeric_limits<double>::infinity();
+  for (int w = 0; w < r.workers(); ++w) {
+    const int own = overlap[static_cast<std::size_t>(w)];
+    const double queue = r.load(w).prefill_seconds;
+    double t = queue + prefill(own);
+    int from = -1;
+    for (int s : sources) {
+      const int theirs = overlap[static_cast<std::size_t>(s)];
+      if (theirs <= own) continue;
+      const TransferCost& c = blind ? fastest : r.transfers().at(s, w);
+      double ts = std::max(queue, c.seconds(theirs - own)) + prefill(theirs);
+      if (ts < t) {
+        t = ts;
+        from = s;
+      }
+    }
+    if (t < best || (t == best && r.load(w).active_blocks < r.load(d.worker).active_blocks)) {
+      best = t;
+      d.worker = w;
+      d.local_overlap = own;
+      d.pull_from = from;
+      d.pull_blocks = from >= 0 ? overlap[static_cast<std::size_t>(from)] - own : 0;
+    }
+  }
+  d.cost = best;
+  d.predicted_ttft_s = best;
+  return d;
+}
+
+RouteDecision choose_kv_topo(Router& r, const RouteQuery& q) { return choose_topo(r, q, false); }
+RouteDecision choose_kv_pull_blind(Router& r, const RouteQuery& q) { return choose_topo(r, q, true); }
+
+}  // namespace
+
+const std::vector<PolicyEntry>& policy_catalog() {
+  static const std::vector<PolicyEntry> entries = {
+      {"round-robin", "each request to the next worker in turn", choose_round_robin},
+      {"least-loaded", "the worker with the fewest active requests (then fewest active KV blocks)", choose_least_loaded},
+      {"kv", "Dynamo's KV router: min of prefill blocks not cached + active decode blocks (weight 1, temperature 0)", choose_kv},
+      {"kv-topo", "toposched: earliest first token, computing the uncached part or pulling the cached prefix over the actual path",
+       choose_kv_topo},
+      {"kv-pull-blind", "kv-topo's rule pricing every KV transfer as the cluster's fastest path (topology-blind variant)",
+       choose_kv_pull_blind},
+  };
+  return entries;
+}
+
+Result<const PolicyEntry*> find_policy(std::string_view name) {
+  for (const PolicyEntry& e : policy_catalog())
+    if (e.name == name) return &e;
+  std::string known;
+  for (const PolicyEntry& e : policy_catalog()) known += (known.empty() ? "" : ", ") + std::string(e.name);
+  return make_error(ErrorCode::kNotFound, fmt::format("unknown routing policy '{}'; known policies: {}", name, known));
+}
+
+Router::Router(const PolicyEntry& policy, int workers, TimeModel time, TransferTable transfers, RouterConfig config)
+    : policy_(&policy), workers_(workers), time_(std::move(time)), transfers_(std::move(transfers)), config_(config), index_(workers),
+      loads_(static_cast<std::size_t>(workers)) {}
+
+const std::vector<int>& Router::prefixes(const RouteQuery& q) {
+  index_.longest_prefixes(q.sequence, overlap_);
+  return overlap_;
+}
+
+const std::vector<std::size_t>& Router::new_blocks_all(std::span<const std::uint64_t> sequence) {
+  new_blocks_.assign(static_cast<std::size_t>(workers_), sequence.size());
+  for (std::uint64_t h : sequence) {
+    auto it = active_holders_.find(h);
+    if (it != active_holders_.end()) it->second.for_each([&](int w) { --new_blocks_[static_cast<std::size_t>(w)]; });
+  }
+  return new_blocks_;
+}
+
+std::size_t Router::new_blocks(int w, std::span<const std::uint64_t> sequence) const {
+  const auto& refs = loads_[static_cast<std::size_t>(w)].block_refs;
+  std::size_t n = 0;
+  for (std::uint64_t h : sequence) n += !refs.contains(h);
+  return n;
+}
+
+RouteDecision Router::route(std::uint64_t request_id, const RouteQuery& query) {
+  RouteDecision d = policy_->choose(*this, query);
+  Load& l = loads_[static_cast<std::size_t>(d.worker)];
+  Active a;
+  a.worker = d.worker;
+  double cached = cached_tokens(d.local_overlap + d.pull_blocks, config_.block_tokens, query.input_tokens);
+  a.prefill_tokens = std::max(0.0, query.input_tokens - cached);
+  a.prefill_seconds = time_.prefill_s(std::max(1.0, a.prefill_tokens), std::min(cached, query.input_tokens - 1.0));
+  a.blocks.assign(query.sequence.begin(), query.sequence.end());
+  l.prefill_tokens += a.prefill_tokens;
+  l.prefill_seconds += a.prefill_seconds;
+  ++l.active_requests;
+  for (std::uint64_t h : a.blocks)
+    if (l.block_refs[h]++ == 0) {
+      ++l.active_blocks;
+      active_holders_[h].set(d.worker);
+    }
+  active_[request_id] = std::move(a);
+  return d;
+}
+
+void Router::prefill_done(std::uint64_t request_id) {
+  auto it = active_.find(request_id);
+  if (it == active_.end() || !it->second.prefill_pending) return;
+  Load& l = loads_[static_cast<std::size_t>(it->second.worker)];
+  l.prefill_tokens = std::max(0.0, l.prefill_tokens - it->second.prefill_tokens);
+  l.prefill_seconds = std::max(0.0, l.prefill_seconds - it->second.prefill_seconds);
+  it->second.prefill_pending = false;
+}
+
+void Router::output_block(std::uint64_t request_id) {
+  auto it = active_.find(request_id);
+  if (it == active_.end()) return;
+  ++it->second.output_blocks;
+  ++loads_[static_cast<std::size_t>(it->second.worker)].active_blocks;
+}
+
+void Router::finished(std::uint64_t request_id) {
+  auto it = active_.find(request_id);
+  if (it == active_.end()) return;
+  prefill_done(request_id);
+  Load& l = loads_[static_cast<std::size_t>(it->second.worker)];
+  for (std::uint64_t h : it->second.blocks) {
+    auto ref = l.block_refs.find(h);
+    if (ref != l.block_refs.end() && --ref->second == 0) {
+      l.block_refs.erase(ref);
+      --l.active_blocks;
+      auto holders = active_holders_.find(h);
+      if (holders != active_holders_.end()) {
+        holders->second.reset(it->second.worker);
+        if (holders->second.empty()) active_holders_.erase(holders);
+      }
+    }
+  }
+  l.active_blocks -= std::min(l.active_blocks, it->second.output_blocks);
+  --l.active_requests;
+  active_.erase(it);
+}
+
+}  // namespace toposched::router

@@ -1,0 +1,156 @@
+// The request router: which worker should serve a prompt, given what each worker caches
+// (the KvIndex, fed by KV events) and how loaded it is, under a named policy.
+//
+// Workers are model replicas, each a tensor-parallel group of GPUs in one node
+// (place_workers). The router keeps, per worker, the bookkeeping Dynamo's KV router keeps
+// (lib/llm/src/kv_router/sequence.rs, ActiveSequences): prefill tokens routed there and not
+// yet computed, and the unique KV blocks of its active requests (prompt blocks plus one per
+// 512 generated tokens). For kv-topo it also keeps an estimate of the seconds of prefill
+// queued on each worker, and a worker x worker table of KV transfer times from the cost
+// model's point-to-point (send/recv) estimate on the GPUs of the two workers.
+//
+// Policies (registry table in router.cc, like formats/exporter.cc):
+//   round-robin, least-loaded, kv (Dynamo's DefaultWorkerSelector), kv-topo (toposched:
+//   compute here, or pull the cached prefix over the actual path first, whichever gives the
+//   earlier first token), kv-pull-blind (kv-topo's rule with every transfer priced as the
+//   cluster's fastest path: the topology-blind variant). See docs/router.md.
+//
+// Decisions are deterministic (ties go to the lower worker index). Thread-safety: none;
+// one thread at a time (the service holds a mutex around it).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "router/kv_index.h"
+#include "router/model.h"
+#include "topology/cluster.h"
+
+namespace toposched::router {
+
+struct WorkerPlacement {
+  NodeId node;
+  std::vector<GpuId> gpus;  // tensor-parallel ranks in order
+};
+
+// `count` workers of `tp` GPUs each, spread evenly over the nodes in node order (worker i on
+// the (i mod nodes)-th node, GPUs taken in index order), so that replicas share nodes as
+// little as the cluster allows. Errors: tp larger than a node, not enough GPUs, count out of
+// 1..kMaxWorkers.
+Result<std::vector<WorkerPlacement>> place_workers(const Cluster& cluster, int count, int tp);
+
+// Seconds to move `blocks` KV blocks between two workers: latency + blocks / blocks_per_s.
+struct TransferCost {
+  double latency_s = 0;
+  double blocks_per_s = 0;  // 0 on the diagonal (nothing to move)
+  double seconds(double blocks) const { return blocks <= 0 || blocks_per_s <= 0 ? 0 : latency_s + blocks / blocks_per_s; }
+};
+
+struct TransferTable {
+  int workers = 0;
+  std::vector<TransferCost> cost;          // [from * workers + to]
+  std::vector<std::string> level;          // path level name, same indexing
+  const TransferCost& at(int from, int to) const { return cost[static_cast<std::size_t>(from * workers + to)]; }
+  const std::string& level_at(int from, int to) const { return level[static_cast<std::size_t>(from * workers + to)]; }
+};
+
+// TP rank r of the source sends its KV shard to rank r of the destination, all ranks at
+// once; each pair is timed with estimate_collective(kSendRecv) at 1 and 16 blocks and the
+// two points give latency and rate.
+Result<TransferTable> transfer_table(const Cluster& cluster, const std::vector<WorkerPlacement>& workers, double block_bytes);
+
+struct RouteQuery {
+  std::span<const std::uint64_t> sequence;  // chained sequence hashes of the prompt's blocks
+  int input_tokens = 0;
+};
+
+struct RouteDecision {
+  int worker = -1;
+  int local_overlap = 0;   // blocks the chosen worker already holds
+  int pull_from = -1;      // worker to pull the prefix from first, or -1
+  int pull_blocks = 0;     // blocks pulled: local_overlap .. local_overlap + pull_blocks
+  double cost = 0;         // the policy's score of the chosen worker (lower is better)
+  double predicted_ttft_s = 0;  // kv-topo family: its estimate; else 0
+};
+
+struct RouterConfig {
+  int block_tokens = 512;
+  double overlap_score_weight = 1.0;  // Dynamo's default
+};
+
+class Router;
+using PolicyFn = RouteDecision (*)(Router&, const RouteQuery&);
+
+struct PolicyEntry {
+  std::string_view name;
+  std::string_view description;
+  PolicyFn choose;
+};
+const std::vector<PolicyEntry>& policy_catalog();
+Result<const PolicyEntry*> find_policy(std::string_view name);
+
+class Router {
+ public:
+  Router(const PolicyEntry& policy, int workers, TimeModel time, TransferTable transfers, RouterConfig config = {});
+
+  // Chooses a worker and records the request as active there (until finished()).
+  RouteDecision route(std::uint64_t request_id, const RouteQuery& query);
+  // The request's prompt is computed: its prefill tokens leave the worker's queue.
+  void prefill_done(std::uint64_t request_id);
+  // One more block of generated tokens on the request's worker.
+  void output_block(std::uint64_t request_id);
+  void finished(std::uint64_t request_id);
+
+  KvIndex& index() { return index_; }
+  const KvIndex& index() const { return index_; }
+  int workers() const { return workers_; }
+  const TimeModel& time_model() const { return time_; }
+  const TransferTable& transfers() const { return transfers_; }
+  const RouterConfig& config() const { return config_; }
+  std::string_view policy_name() const { return policy_->name; }
+
+  // Per-worker load, as the policies read it.
+  struct Load {
+    double prefill_tokens = 0;   // routed, not yet computed (Dynamo's active prefill tokens)
+    double prefill_seconds = 0;  // the same, timed by the time model
+    std::size_t active_blocks = 0;  // unique blocks of active requests
+    int active_requests = 0;
+    std::unordered_map<std::uint64_t, int> block_refs;  // sequence hash -> active requests using it
+  };
+  const Load& load(int w) const { return loads_[static_cast<std::size_t>(w)]; }
+  // Blocks of `sequence` not among worker w's active blocks (Dynamo's new_blocks).
+  std::size_t new_blocks(int w, std::span<const std::uint64_t> sequence) const;
+  // The same for every worker at once: one lookup per block, whatever the worker count.
+  const std::vector<std::size_t>& new_blocks_all(std::span<const std::uint64_t> sequence);
+  // overlap per worker of the last query (filled by prefixes()).
+  const std::vector<int>& prefixes(const RouteQuery& q);
+  std::uint64_t next_round_robin() { return round_robin_++; }
+
+ private:
+  struct Active {
+    int worker = -1;
+    double prefill_tokens = 0;
+    double prefill_seconds = 0;
+    bool prefill_pending = true;
+    std::vector<std::uint64_t> blocks;
+    std::size_t output_blocks = 0;
+  };
+  const PolicyEntry* policy_;
+  int workers_;
+  TimeModel time_;
+  TransferTable transfers_;
+  RouterConfig config_;
+  KvIndex index_;
+  std::vector<Load> loads_;
+  std::vector<int> overlap_;
+  std::vector<std::size_t> new_blocks_;
+  std::unordered_map<std::uint64_t, WorkerSet> active_holders_;  // block -> workers with it active
+  std::unordered_map<std::uint64_t, Active> active_;
+  std::uint64_t round_robin_ = 0;
+};
+
+}  // namespace toposched::router

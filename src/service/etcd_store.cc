@@ -1,0 +1,277 @@
+#include "service/etcd_store.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace toposched::service {
+namespace {
+
+using json = nlohmann::json;
+using Cmp = EtcdCompare;
+constexpr std::int64_t kPageSize = 500;
+
+std::string seq_key_suffix(std::int64_t seq) { return fmt::format("events/{:020d}", seq); }
+
+std::string job_to_json(const JobRecord& job, std::int64_t seq) {
+  return json{{"id", job.id},
+              {"gpus", job.gpus_by_rank},
+              {"request", job.request_json},
+              {"placement", job.placement_json},
+              {"created_unix_ms", job.created_unix_ms},
+              {"seq", seq}}
+      .dump();
+}
+
+Result<std::pair<JobRecord, std::int64_t>> job_from_json(const EtcdKeyValue& kv) {
+  json j = json::parse(kv.value, nullptr, false);
+  if (!j.is_object() || !j.contains("id") || !j.contains("gpus"))
+    return make_error(ErrorCode::kIo, fmt::format("etcd store: key {} does not hold a job record", kv.key));
+  JobRecord job;
+  job.id = j.value("id", "");
+  job.gpus_by_rank = j["gpus"].get<std::vector<std::string>>();
+  job.request_json = j.value("request", "");
+  job.placement_json = j.value("placement", "");
+  job.created_unix_ms = j.value("created_unix_ms", std::int64_t{0});
+  return std::pair{std::move(job), j.value("seq", std::int64_t{0})};
+}
+
+std::int64_t parse_seq(const std::vector<EtcdKeyValue>& kvs) {
+  if (kvs.empty()) return 0;
+  std::int64_t v = 0;
+  std::from_chars(kvs[0].value.data(), kvs[0].value.data() + kvs[0].value.size(), v);
+  return v;
+}
+
+std::int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What a batch does to each job id: whether the id must exist before, and its final record.
+struct NetEffect {
+  bool must_exist_before = false;
+  std::optional<JobRecord> after;  // nullopt: absent after the batch
+  std::int64_t place_seq = 0;
+};
+
+}  // namespace
+
+Result<EtcdStoreUrl> parse_etcd_store_url(std::string_view url) {
+  constexpr std::string_view kScheme = "etcd://";
+  if (!url.starts_with(kScheme))
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("store '{}': expected etcd://HOST:PORT[,HOST:PORT...][/PREFIX]", url));
+  url.remove_prefix(kScheme.size());
+  EtcdStoreUrl out;
+  std::size_t slash = url.find('/');
+  if (slash != std::string_view::npos) {
+    std::string_view prefix = url.substr(slash);
+    while (prefix.size() > 1 && prefix.ends_with('/')) prefix.remove_suffix(1);
+    if (prefix == "/")
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("store 'etcd://{}': the prefix is empty", url));
+    out.prefix = std::string(prefix);
+    url = url.substr(0, slash);
+  }
+  TOPOSCHED_TRY(endpoints, parse_etcd_endpoints(url));
+  out.endpoints = std::move(endpoints);
+  return out;
+}
+
+EtcdStore::EtcdStore(EtcdStoreUrl url, EtcdClient::Options options)
+    : url_(std::move(url)), options_(options), client_(url_.endpoints, options), reader_(url_.endpoints, options) {}
+
+EtcdStore::~EtcdStore() {
+  if (election_) election_->stop();
+}
+
+void EtcdStore::start_election(std::string identity, std::chrono::seconds ttl) {
+  if (election_) return;
+  LeaderElection::Options o;
+  o.key = key("leader");
+  o.identity = std::move(identity);
+  o.ttl = ttl;
+  election_ = std::make_unique<LeaderElection>(url_.endpoints, options_, std::move(o));
+  election_->start();
+}
+
+Result<void> EtcdStore::bind_cluster(std::string_view cluster_name, std::string_view spec_digest) {
+  const std::string k = key("cluster");
+  std::string value = json{{"name", cluster_name}, {"digest", spec_digest}}.dump();
+  TOPOSCHED_TRY(r, client_.txn({{k, Cmp::Target::kCreate, Cmp::Op::kEqual, 0, {}}}, {EtcdOp::put(k, value)},
+                               {EtcdOp::get(k)}));
+  if (r.succeeded) return {};
+  if (r.ranges.empty() || r.ranges[0].kvs.empty()) return bind_cluster(cluster_name, spec_digest);  // deleted meanwhile
+  json held = json::parse(r.ranges[0].kvs[0].value, nullptr, false);
+  std::string held_digest = held.is_object() ? held.value("digest", "") : "";
+  if (held_digest == spec_digest) return {};
+  return make_error(ErrorCode::kValidation,
+                    fmt::format("etcd store {} (prefix {}) belongs to cluster '{}' (digest {}), not to '{}' "
+                                "(digest {}); use another prefix or the matching cluster spec",
+                                client_.endpoints_text(), url_.prefix,
+                                held.is_object() ? held.value("name", "?") : "?", held_digest, cluster_name,
+                                spec_digest));
+}
+
+Result<std::vector<JobRecord>> EtcdStore::load(bool serializable) {
+  const std::string jobs = key("jobs/"), jobs_end = etcd_prefix_end(jobs), seq_key = key("seq");
+  EtcdClient& c = serializable ? reader_ : client_;
+  // The seq key and the first page at one revision; later pages read that same revision.
+  TOPOSCHED_TRY(seq, c.range(seq_key, {}, 0, 0, serializable));
+  TOPOSCHED_TRY(page, c.range(jobs, jobs_end, kPageSize, seq.revision, serializable));
+  std::vector<std::pair<JobRecord, std::int64_t>> found;
+  for (;;) {
+    for (const auto& kv : page.kvs) {
+      TOPOSCHED_TRY(job, job_from_json(kv));
+      found.push_back(std::move(job));
+    }
+    if (!page.more || page.kvs.empty()) break;
+    std::string next = page.kvs.back().key + std::string(1, '\0');
+    TOPOSCHED_TRY(more, c.range(next, jobs_end, kPageSize, seq.revision, serializable));
+    page = std::move(more);
+  }
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (!serializable) {
+    seq_ = parse_seq(seq.kvs);
+    seq_mod_revision_ = seq.kvs.empty() ? 0 : seq.kvs[0].mod_revision;
+    loaded_ = true;
+    auto term = election_ ? election_->term() : std::nullopt;
+    loaded_generation_ = term ? term->generation : 0;
+  }
+  std::vector<JobRecord> out;
+  out.reserve(found.size());
+  for (auto& [job, s] : found) out.push_back(std::move(job));
+  return out;
+}
+
+Result<std::vector<JobRecord>> EtcdStore::load_jobs() { return load(false); }
+Result<std::vector<JobRecord>> EtcdStore::load_jobs_local() { return load(true); }
+
+Result<std::int64_t> EtcdStore::data_revision() {
+  TOPOSCHED_TRY(r, reader_.range(key("seq"), {}, 0, 0, true));
+  return r.kvs.empty() ? 0 : r.kvs[0].mod_revision;
+}
+
+Result<std::vector<StoreEvent>> EtcdStore::events(std::int64_t after_seq, std::size_t limit) {
+  const std::string from = key(seq_key_suffix(after_seq + 1)), end = etcd_prefix_end(key("events/"));
+  TOPOSCHED_TRY(r, reader_.range(from, end, static_cast<std::int64_t>(limit)));
+  std::vector<StoreEvent> out;
+  for (const auto& kv : r.kvs) {
+    json j = json::parse(kv.value, nullptr, false);
+    if (!j.is_object()) return make_error(ErrorCode::kIo, fmt::format("etcd store: key {} is not an event", kv.key));
+    out.push_back({j.value("seq", std::int64_t{0}), j.value("kind", ""), j.value("job", ""), j.value("body", ""),
+                   j.value("unix_ms", std::int64_t{0})});
+  }
+  return out;
+}
+
+Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
+  if (batch.empty()) return {};
+  if (batch.size() > kMaxBatch)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("etcd store: {} mutations in one commit; at most {}", batch.size(), kMaxBatch));
+  auto term = election_ ? election_->term() : std::nullopt;
+  if (!term) {
+    std::string leader = election_ ? election_->leader() : "";
+    return make_error(ErrorCode::kUnavailable,
+                      leader.empty() ? "this replica is not the leader, and no leader is known now"
+                                     : fmt::format("this replica is not the leader; the leader is {}", leader));
+  }
+  if (!loaded_ || loaded_generation_ != term->generation)
+    return make_error(ErrorCode::kUnavailable, "this replica has not loaded the state in its current term");
+
+  // Net effect per id, checking the batch against itself.
+  std::map<std::string, NetEffect> effect;
+  std::vector<std::string> order;  // ids in first-touch order
+  std::vector<EtcdOp> ops;
+  const std::int64_t unix_ms = now_unix_ms();
+  std::int64_t seq = seq_;
+  for (const Mutation& m : batch) {
+    const bool place = m.kind == Mutation::Kind::kPlace;
+    auto [it, first] = effect.try_emplace(m.job.id);
+    if (first) {
+      order.push_back(m.job.id);
+      it->second.must_exist_before = !place;
+    } else if (place == it->second.after.has_value()) {
+      return make_error(ErrorCode::kConflict, fmt::format("job '{}' is {} twice in one commit", m.job.id,
+                                                          place ? "placed" : "released"));
+    }
+    ++seq;
+    if (place) {
+      it->second.after = m.job;
+      it->second.place_seq = seq;
+    } else {
+      it->second.after.reset();
+    }
+    json ev = {{"seq", seq}, {"kind", place ? "place" : "release"}, {"job", m.job.id},
+               {"body", place ? m.job.placement_json : std::string()}, {"unix_ms", unix_ms}};
+    ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), ev.dump()));
+  }
+  const std::string leader_key = key("leader"), seq_key = key("seq");
+  std::vector<EtcdCompare> compares{
+      {leader_key, Cmp::Target::kCreate, Cmp::Op::kEqual, term->key_revision, {}},
+      {seq_key, Cmp::Target::kMod, Cmp::Op::kEqual, seq_mod_revision_, {}},
+  };
+  std::vector<EtcdOp> diagnose{EtcdOp::get(leader_key), EtcdOp::get(seq_key)};
+  for (const auto& id : order) {
+    const NetEffect& e = effect[id];
+    const std::string k = key("jobs/" + id);
+    compares.push_back({k, Cmp::Target::kCreate, e.must_exist_before ? Cmp::Op::kNotEqual : Cmp::Op::kEqual, 0, {}});
+    if (e.after)
+      ops.push_back(EtcdOp::put(k, job_to_json(*e.after, e.place_seq)));
+    else if (e.must_exist_before)
+      ops.push_back(EtcdOp::erase(k));
+    diagnose.push_back(EtcdOp::get(k));
+  }
+  ops.push_back(EtcdOp::put(seq_key, std::to_string(seq)));
+  auto deadline = std::min(EtcdClient::Clock::now() + options_.request_timeout, term->valid_until);
+  auto txn = client_.txn(compares, ops, diagnose, deadline);
+  if (!txn) {
+    loaded_ = false;  // it may have been applied: reload before the next decision
+    return tl::unexpected(txn.error());
+  }
+  const EtcdTxnResult& r = *txn;
+  if (!r.succeeded) {
+    std::vector<std::pair<std::string, bool>> expected;
+    for (const auto& id : order) expected.emplace_back(id, effect[id].must_exist_before);
+    return diagnose_failed_commit(r, *term, expected);
+  }
+  seq_ = seq;
+  seq_mod_revision_ = r.revision;
+  return {};
+}
+
+Result<void> EtcdStore::diagnose_failed_commit(const EtcdTxnResult& r, const LeaderElection::Term& term,
+                                               const std::vector<std::pair<std::string, bool>>& ids) {
+  if (r.ranges.size() < 2 + ids.size()) return make_error(ErrorCode::kIo, "etcd store: a failed Txn's reply is short");
+  const auto& leader = r.ranges[0].kvs;
+  if (leader.empty() || leader[0].create_revision != term.key_revision) {
+    election_->resign();
+    return make_error(ErrorCode::kUnavailable,
+                      fmt::format("this replica lost leadership (the leader is now {})",
+                                  leader.empty() ? "nobody" : leader[0].value));
+  }
+  const auto& seq = r.ranges[1].kvs;
+  if ((seq.empty() ? 0 : seq[0].mod_revision) != seq_mod_revision_) {
+    loaded_ = false;
+    election_->resign();
+    return make_error(ErrorCode::kUnavailable, "the etcd store changed under this replica; it reloads and retries");
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    bool exists = !r.ranges[2 + i].kvs.empty();
+    if (exists != ids[i].second)
+      return make_error(ErrorCode::kConflict, exists ? fmt::format("job '{}' already exists", ids[i].first)
+                                                     : fmt::format("job '{}' does not exist", ids[i].first));
+  }
+  return make_error(ErrorCode::kIo, "etcd store: a commit failed for no reason the store can see");
+}
+
+Result<std::unique_ptr<Store>> open_etcd_store(std::string_view rest) {
+  TOPOSCHED_TRY(parsed, parse_etcd_store_url("etcd://" + std::string(rest)));
+  return std::make_unique<EtcdStore>(std::move(parsed), EtcdClient::Options{});
+}
+
+}  // namespace toposched::service

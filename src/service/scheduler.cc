@@ -1,0 +1,178 @@
+#include "service/scheduler.h"
+
+#include <chrono>
+#include <future>
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <spdlog/spdlog.h>
+
+#include "formats/native_spec.h"
+#include "topology/hostlist.h"
+
+namespace toposched::service {
+
+namespace {
+// "N on HOSTLIST" for the log line of a mutation.
+std::string gpu_summary(const Cluster& c, std::span<const GpuId> gpus) {
+  std::vector<std::string> nodes;
+  for (GpuId g : gpus) {
+    const std::string& n = c.node_name(c.gpu_node(g));
+    if (nodes.empty() || nodes.back() != n) nodes.push_back(n);
+  }
+  return fmt::format("{} nodes={}", gpus.size(), compress_hostlist(nodes));
+}
+}  // namespace
+
+struct Scheduler::Pending {
+  Command command;
+  std::promise<Result<Decision>> answer;
+};
+
+std::string cluster_digest(const Cluster& cluster) {
+  std::string spec = write_native_json(cluster);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(spec.data(), spec.size(), md, &len, EVP_sha256(), nullptr);
+  std::string hex = "sha256:";
+  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+
+Result<void> restore_jobs(Engine& engine, Store& store) {
+  TOPOSCHED_TRY(jobs, store.load_jobs());
+  const Cluster& c = engine.cluster();
+  std::vector<GpuId> gpus;
+  for (JobRecord& job : jobs) {
+    gpus.clear();
+    for (const std::string& name : job.gpus_by_rank) {
+      auto g = parse_gpu(c, name);
+      if (!g)
+        return make_error(ErrorCode::kValidation,
+                          fmt::format("store job '{}': {}", job.id, g.error().message));
+      gpus.push_back(*g);
+    }
+    if (auto ok = engine.restore(job.id, gpus, std::move(job.placement_json)); !ok)
+      return make_error(ErrorCode::kValidation, fmt::format("store job '{}': {}", job.id, ok.error().message));
+  }
+  return {};
+}
+
+Scheduler::Scheduler(const Cluster& cluster, std::unique_ptr<Store> store, Metrics& metrics, std::size_t max_batch)
+    : engine_(cluster, AllocationState(cluster)),
+      store_(std::move(store)),
+      metrics_(metrics),
+      max_batch_(max_batch == 0 ? 1 : max_batch) {}
+
+Result<std::unique_ptr<Scheduler>> Scheduler::open(const Cluster& cluster, std::unique_ptr<Store> store,
+                                                   Metrics& metrics, std::size_t max_batch) {
+  TOPOSCHED_CHECK(store->bind_cluster(cluster.name(), cluster_digest(cluster)));
+  std::unique_ptr<Scheduler> s(new Scheduler(cluster, std::move(store), metrics, max_batch));
+  TOPOSCHED_CHECK(restore_jobs(s->engine_, *s->store_));
+  s->writer_ = std::thread([p = s.get()] { p->writer_loop(); });
+  return s;
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+Result<Decision> Scheduler::submit(Command command) {
+  Pending pending{std::move(command), {}};
+  auto answer = pending.answer.get_future();
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return make_error(ErrorCode::kUnavailable, "the server is shutting down");
+    queue_.push_back(&pending);
+  }
+  wake_.notify_one();
+  return answer.get();
+}
+
+Result<Decision> Scheduler::dry_run(Command command) {
+  command.dry_run = true;
+  auto result = engine_.decide_one(command, nullptr);
+  count(result);
+  return result;
+}
+
+Result<void> Scheduler::commit(std::span<const Decision> decisions) {
+  std::vector<Mutation> batch;
+  batch.reserve(decisions.size());
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  const Cluster& c = engine_.cluster();
+  for (const Decision& d : decisions) {
+    Mutation m;
+    m.kind = d.kind == Command::Kind::kPlace ? Mutation::Kind::kPlace : Mutation::Kind::kRelease;
+    m.job.id = d.job_id;
+    if (m.kind == Mutation::Kind::kPlace) {
+      m.job.gpus_by_rank.reserve(d.gpus_by_rank.size());
+      for (GpuId g : d.gpus_by_rank) m.job.gpus_by_rank.push_back(gpu_name(c, g));
+      m.job.request_json = d.request_json;
+      m.job.placement_json = d.answer_json;
+      m.job.created_unix_ms = now;
+    }
+    batch.push_back(std::move(m));
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto ok = store_->commit(batch);
+  metrics_.observe_commit(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                          batch.size());
+  return ok;
+}
+
+void Scheduler::count(const Result<Decision>& r) {
+  if (r) {
+    metrics_.observe_decision(r->decide_us * 1e-6);
+    metrics_.count_attempt(r->dry_run ? "dry_run" : r->kind == Command::Kind::kPlace ? "placed" : "released");
+    return;
+  }
+  switch (r.error().code) {
+    case ErrorCode::kInfeasible: metrics_.count_attempt("infeasible"); break;
+    case ErrorCode::kConflict: metrics_.count_attempt("conflict"); break;
+    case ErrorCode::kNotFound: metrics_.count_attempt("not_found"); break;
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kValidation: metrics_.count_attempt("invalid"); break;
+    case ErrorCode::kUnavailable: metrics_.count_attempt("unavailable"); break;
+    default: metrics_.count_attempt("error"); break;
+  }
+}
+
+void Scheduler::writer_loop() {
+  std::vector<Pending*> batch;
+  std::vector<Command> commands;
+  while (true) {
+    batch.clear();
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left to answer
+      while (!queue_.empty() && batch.size() < max_batch_) {
+        batch.push_back(queue_.front());
+        queue_.pop_front();
+      }
+    }
+    commands.clear();
+    for (Pending* p : batch) commands.push_back(std::move(p->command));
+    auto results = engine_.decide(commands, [this](std::span<const Decision> d) { return commit(d); });
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      count(results[i]);
+      if (results[i] && !results[i]->dry_run)
+        spdlog::info("{} job={} decide_us={:.0f} gpus={} batch={}",
+                     results[i]->kind == Command::Kind::kPlace ? "place" : "release", results[i]->job_id,
+                     results[i]->decide_us, gpu_summary(engine_.cluster(), results[i]->gpus_by_rank), batch.size());
+      batch[i]->answer.set_value(std::move(results[i]));
+    }
+  }
+}
+
+}  // namespace toposched::service

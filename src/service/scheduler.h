@@ -1,0 +1,79 @@
+// Scheduler: the placement Engine made durable: every decision that changes the state is
+// committed to a Store before its caller gets an answer, and a restarted scheduler restores
+// exactly the committed jobs.
+//
+// Group commit: submit() queues a command and waits; one writer thread takes every command
+// queued so far (at most `max_batch`), decides them in order on the engine and commits the
+// changing ones in ONE store transaction, then wakes their callers. Under load one fsync
+// thus covers many decisions; no caller is answered before the commit that holds its
+// decision returned, and a failed commit undoes the whole batch (each caller gets the error).
+// Dry runs skip the queue: they decide on the engine directly and commit nothing.
+//
+// open() binds the store to the cluster (name + SHA-256 of its native JSON spec; another
+// cluster's store is refused) and restores its jobs with their GPUs in rank order and the
+// exact place JSON the clients received.
+//
+// Thread-safety: submit(), dry_run() and every const method may be called from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "placement/engine.h"
+#include "service/metrics.h"
+#include "service/store.h"
+
+namespace toposched::service {
+
+// "sha256:<hex>" of the cluster's native JSON spec: the same for the same cluster however
+// it was given (preset, YAML, JSON).
+std::string cluster_digest(const Cluster& cluster);
+
+// Restores the store's jobs into the engine (start-up); kValidation naming the job when a
+// record does not fit the cluster.
+Result<void> restore_jobs(Engine& engine, Store& store);
+
+class Scheduler {
+ public:
+  // `cluster` and `metrics` must outlive the scheduler.
+  static Result<std::unique_ptr<Scheduler>> open(const Cluster& cluster, std::unique_ptr<Store> store,
+                                                 Metrics& metrics, std::size_t max_batch = 256);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Decides the command and, when it changes the state, returns only after the decision
+  // is durable. Errors: those of the engine, or the store's (kUnavailable, kIo).
+  Result<Decision> submit(Command command);
+  // Decides without holding or committing anything (POST /v1/jobs?dry_run=1).
+  Result<Decision> dry_run(Command command);
+
+  const Engine& engine() const { return engine_; }
+  Store& store() { return *store_; }
+  // Stops the writer after the queued commands were answered.
+  void stop();
+
+ private:
+  struct Pending;
+  Scheduler(const Cluster& cluster, std::unique_ptr<Store> store, Metrics& metrics, std::size_t max_batch);
+  void writer_loop();
+  Result<void> commit(std::span<const Decision> decisions);
+  void count(const Result<Decision>& result);
+
+  Engine engine_;
+  std::unique_ptr<Store> store_;  // used by the writer thread only (and restore, before it starts)
+  Metrics& metrics_;
+  std::size_t max_batch_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Pending*> queue_;  // guarded by mutex_
+  bool stopping_ = false;       // guarded by mutex_
+  std::thread writer_;
+};
+
+}  // namespace toposched::service

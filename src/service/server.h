@@ -1,0 +1,133 @@
+// Server: `toposched serve`, the HTTP/JSON front of a Scheduler (cpp-httplib, TLS through
+// OpenSSL), and the extension point other front ends plug their endpoints into.
+//
+// Extension point: endpoints live in files under src/service/, one file per group (jobs,
+// cluster, topograph, ...). Each file defines a RouteInstaller and adds ONE row to the
+// table in routes.cc:
+//
+//     void install_k8s_extender_routes(httplib::Server& http, ServiceContext& ctx);   // k8s_routes.cc
+//     {"k8s-extender", "Kubernetes scheduler extender verbs", install_k8s_extender_routes},
+//
+// An installer registers its handlers with http.Get/Post/Delete (paths may use
+// ctx.options.url_prefix), reads its own options from ctx.options (ServeOptions below holds
+// the flags of every front end: --k8s-extender, --url-prefix, --k8s-api, --slurm, and the
+// --store URL for etcd), decides through ctx.scheduler and answers with the helpers of
+// service/http.h (send_json, send_error, authorize). An installer whose flag is off
+// registers nothing. Handlers only parse, call and serialise (DESIGN.md).
+//
+// Thread-safety: handlers run on the server's worker threads concurrently; everything in a
+// ServiceContext is safe to use from them (Scheduler, Metrics and Auth are thread-safe;
+// options and cluster are read-only while serving). A Server object itself is started and
+// stopped from one thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "service/metrics.h"
+#include "service/scheduler.h"
+#include "topology/cluster.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace toposched::service {
+
+struct ServeOptions {
+  std::string cluster_spec;
+  std::string store_url = "sqlite:./toposched-state.db";
+  std::string listen = "127.0.0.1:7070";  // ADDR:PORT; port 0 picks a free one
+  std::string token_file;                 // bearer token for mutating endpoints
+  std::string tls_cert, tls_key;          // both or neither
+  bool insecure = false;                  // allow a non-loopback address without a token
+  std::size_t max_body_bytes = 1 << 20;   // larger bodies get 413
+  int max_connections = 64;               // connections served at once (workers); more wait
+  int read_timeout_s = 10;                // per request header/body read
+  int write_timeout_s = 10;
+  int keep_alive_s = 5;                   // idle keep-alive connections are closed after this
+  std::size_t group_commit_max = 256;     // most mutations in one store commit
+  // Front ends built on the service (their installers read these).
+  bool k8s_extender = false;  // --k8s-extender
+  std::string url_prefix;     // --url-prefix, e.g. /scheduler
+  std::string k8s_api;        // --k8s-api URL
+  bool slurm = false;         // --slurm
+};
+
+// Bearer-token check for mutating endpoints (constant-time compare). Thread-safe.
+class Auth {
+ public:
+  Auth() = default;
+  explicit Auth(std::string token) : token_(std::move(token)) {}
+  bool required() const { return !token_.empty(); }
+  // True when no token is configured or `authorization_header` is "Bearer <token>".
+  bool allows(std::string_view authorization_header) const;
+
+ private:
+  std::string token_;
+};
+
+struct ServiceContext {
+  const ServeOptions& options;
+  const Cluster& cluster;
+  Scheduler& scheduler;
+  Metrics& metrics;
+  const Auth& auth;
+};
+
+using RouteInstaller = void (*)(httplib::Server& http, ServiceContext& ctx);
+struct RouteSet {
+  std::string_view name;
+  std::string_view summary;
+  RouteInstaller install;
+};
+// Every endpoint group, in installation order (routes.cc).
+const std::vector<RouteSet>& route_sets();
+
+// Installers of this folder's own groups (one file each).
+void install_health_routes(httplib::Server& http, ServiceContext& ctx);    // health_routes.cc
+void install_job_routes(httplib::Server& http, ServiceContext& ctx);       // job_routes.cc
+void install_cluster_routes(httplib::Server& http, ServiceContext& ctx);   // cluster_routes.cc
+void install_topograph_routes(httplib::Server& http, ServiceContext& ctx); // topograph_routes.cc
+
+// A running server: loads the cluster, opens the store, restores, listens.
+class Server {
+ public:
+  // Checks the options (TLS pair, token on non-loopback), loads everything and binds the
+  // listening socket; serving starts on a background thread. Errors: kInvalidArgument
+  // (options), kValidation (store of another cluster), kIo/kUnavailable (files, bind).
+  static Result<std::unique_ptr<Server>> start(ServeOptions options);
+  ~Server();
+
+  std::uint16_t port() const { return port_; }
+  std::string url() const;  // http(s)://ADDR:PORT
+  Scheduler& scheduler() { return *scheduler_; }
+  // Stops accepting, finishes the requests in flight and the queued decisions.
+  void stop();
+
+ private:
+  Server() = default;
+  ServeOptions options_;
+  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<Scheduler> scheduler_;
+  Auth auth_;
+  std::unique_ptr<ServiceContext> context_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread listener_;
+  std::uint16_t port_ = 0;
+  std::string host_;
+  std::atomic<bool> stopped_{false};
+};
+
+// Runs a server until SIGINT or SIGTERM (the `toposched serve` command); prints the URL it
+// listens on to stderr once it is ready.
+Result<void> serve_until_signal(ServeOptions options);
+
+}  // namespace toposched::service

@@ -1,0 +1,251 @@
+#include "service/sqlite_store.h"
+
+#include <chrono>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+namespace toposched::service {
+
+namespace {
+constexpr const char* kSchema =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS jobs(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+    " gpus TEXT NOT NULL, request_json TEXT NOT NULL, placement_json TEXT NOT NULL,"
+    " created_unix_ms INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS events(seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,"
+    " job_id TEXT NOT NULL, body_json TEXT NOT NULL, unix_ms INTEGER NOT NULL);";
+
+std::int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A prepared statement, finalised on destruction.
+class Statement {
+ public:
+  Statement() = default;
+  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr); }
+  Statement(Statement&& o) noexcept : stmt_(o.stmt_) { o.stmt_ = nullptr; }
+  Statement& operator=(Statement&& o) noexcept {
+    std::swap(stmt_, o.stmt_);
+    return *this;
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  sqlite3_stmt* get() const { return stmt_; }
+  explicit operator bool() const { return stmt_ != nullptr; }
+  void bind(int i, std::string_view text) { sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT); }
+  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  int step() { return sqlite3_step(stmt_); }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::string text(int col) const {
+    auto* p = sqlite3_column_text(stmt_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))) : std::string();
+  }
+  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  ~SqliteStore() override { close(); }
+
+  Result<void> init();
+  std::string_view kind() const override { return "sqlite"; }
+  Result<void> bind_cluster(std::string_view cluster_name, std::string_view spec_digest) override;
+  Result<std::vector<JobRecord>> load_jobs() override;
+  Result<void> commit(std::span<const Mutation> batch) override;
+  Result<std::vector<StoreEvent>> events(std::int64_t after_seq, std::size_t limit) override;
+
+ private:
+  void close() {
+    insert_job_ = {};
+    delete_job_ = {};
+    insert_event_ = {};
+    if (db_) sqlite3_close(db_);
+    db_ = nullptr;
+  }
+  Error sql_error(std::string_view what) const {
+    return Error{ErrorCode::kIo, fmt::format("{}: {}: {}", path_, what, sqlite3_errmsg(db_)), {}};
+  }
+  Result<void> exec(const char* sql) {
+    char* msg = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+      std::string m = msg ? msg : "unknown error";
+      sqlite3_free(msg);
+      return make_error(ErrorCode::kIo, fmt::format("{}: {}", path_, m));
+    }
+    return {};
+  }
+  Result<std::optional<std::string>> meta(std::string_view key);
+  Result<void> apply(const Mutation& m, std::int64_t now);
+
+  std::mutex mutex_;
+  sqlite3* db_;  // guarded by mutex_
+  std::string path_;
+  Statement insert_job_, delete_job_, insert_event_;  // guarded by mutex_
+};
+
+Result<void> SqliteStore::init() {
+  sqlite3_busy_timeout(db_, 5000);
+  TOPOSCHED_CHECK(exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"));
+  TOPOSCHED_CHECK(exec(kSchema));
+  insert_job_ = Statement(db_,
+                          "INSERT INTO jobs(id, gpus, request_json, placement_json, created_unix_ms) "
+                          "VALUES(?1, ?2, ?3, ?4, ?5)");
+  delete_job_ = Statement(db_, "DELETE FROM jobs WHERE id = ?1");
+  insert_event_ = Statement(db_, "INSERT INTO events(kind, job_id, body_json, unix_ms) VALUES(?1, ?2, ?3, ?4)");
+  if (!insert_job_ || !delete_job_ || !insert_event_) return tl::unexpected(sql_error("cannot prepare statements"));
+  return {};
+}
+
+Result<std::optional<std::string>> SqliteStore::meta(std::string_view key) {
+  Statement q(db_, "SELECT value FROM meta WHERE key = ?1");
+  if (!q) return tl::unexpected(sql_error("cannot read meta"));
+  q.bind(1, key);
+  int rc = q.step();
+  if (rc == SQLITE_ROW) return std::optional<std::string>(q.text(0));
+  if (rc == SQLITE_DONE) return std::optional<std::string>();
+  return tl::unexpected(sql_error("cannot read meta"));
+}
+
+Result<void> SqliteStore::bind_cluster(std::string_view cluster_name, std::string_view spec_digest) {
+  std::lock_guard lock(mutex_);
+  TOPOSCHED_TRY(digest, meta("cluster_digest"));
+  if (digest) {
+    if (*digest == spec_digest) return {};
+    TOPOSCHED_TRY(name, meta("cluster_name"));
+    return make_error(ErrorCode::kValidation,
+                      fmt::format("{}: the store belongs to cluster '{}' (spec digest {}), not to cluster '{}' "
+                                  "(digest {}); start with that cluster or use another --store",
+                                  path_, name.value_or("?"), *digest, cluster_name, spec_digest));
+  }
+  Statement put(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)");
+  if (!put) return tl::unexpected(sql_error("cannot write meta"));
+  TOPOSCHED_CHECK(exec("BEGIN IMMEDIATE"));
+  for (auto [k, v] : {std::pair<std::string_view, std::string_view>{"cluster_name", cluster_name},
+                      {"cluster_digest", spec_digest},
+                      {"schema_version", "1"}}) {
+    put.bind(1, k);
+    put.bind(2, v);
+    if (put.step() != SQLITE_DONE) {
+      Error e = sql_error("cannot write meta");
+      (void)exec("ROLLBACK");
+      return tl::unexpected(e);
+    }
+    put.reset();
+  }
+  return exec("COMMIT");
+}
+
+Result<std::vector<JobRecord>> SqliteStore::load_jobs() {
+  std::lock_guard lock(mutex_);
+  Statement q(db_, "SELECT id, gpus, request_json, placement_json, created_unix_ms FROM jobs ORDER BY seq");
+  if (!q) return tl::unexpected(sql_error("cannot read jobs"));
+  std::vector<JobRecord> jobs;
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW) {
+    JobRecord r;
+    r.id = q.text(0);
+    auto gpus = nlohmann::json::parse(q.text(1), nullptr, false);
+    if (!gpus.is_array())
+      return make_error(ErrorCode::kParse, fmt::format("{}: job '{}': GPU list is not a JSON array", path_, r.id));
+    for (const auto& g : gpus) {
+      if (!g.is_string())
+        return make_error(ErrorCode::kParse, fmt::format("{}: job '{}': GPU names must be strings", path_, r.id));
+      r.gpus_by_rank.push_back(g.get<std::string>());
+    }
+    r.request_json = q.text(2);
+    r.placement_json = q.text(3);
+    r.created_unix_ms = q.integer(4);
+    jobs.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return tl::unexpected(sql_error("cannot read jobs"));
+  return jobs;
+}
+
+Result<void> SqliteStore::apply(const Mutation& m, std::int64_t now) {
+  const bool place = m.kind == Mutation::Kind::kPlace;
+  if (place) {
+    insert_job_.reset();
+    insert_job_.bind(1, m.job.id);
+    insert_job_.bind(2, nlohmann::json(m.job.gpus_by_rank).dump());
+    insert_job_.bind(3, m.job.request_json);
+    insert_job_.bind(4, m.job.placement_json);
+    insert_job_.bind(5, m.job.created_unix_ms ? m.job.created_unix_ms : now);
+    int rc = insert_job_.step();
+    if (rc == SQLITE_CONSTRAINT)
+      return make_error(ErrorCode::kConflict, fmt::format("job '{}' is already in the store", m.job.id));
+    if (rc != SQLITE_DONE) return tl::unexpected(sql_error("cannot insert a job"));
+  } else {
+    delete_job_.reset();
+    delete_job_.bind(1, m.job.id);
+    if (delete_job_.step() != SQLITE_DONE) return tl::unexpected(sql_error("cannot delete a job"));
+    if (sqlite3_changes(db_) == 0)
+      return make_error(ErrorCode::kConflict, fmt::format("job '{}' is not in the store", m.job.id));
+  }
+  insert_event_.reset();
+  insert_event_.bind(1, place ? "place" : "release");
+  insert_event_.bind(2, m.job.id);
+  insert_event_.bind(3, place ? std::string_view(m.job.placement_json) : std::string_view("{}"));
+  insert_event_.bind(4, now);
+  if (insert_event_.step() != SQLITE_DONE) return tl::unexpected(sql_error("cannot append an event"));
+  return {};
+}
+
+Result<void> SqliteStore::commit(std::span<const Mutation> batch) {
+  std::lock_guard lock(mutex_);
+  if (batch.empty()) return {};
+  TOPOSCHED_CHECK(exec("BEGIN IMMEDIATE"));
+  std::int64_t now = now_unix_ms();
+  for (const Mutation& m : batch) {
+    if (auto ok = apply(m, now); !ok) {
+      (void)exec("ROLLBACK");
+      return ok;
+    }
+  }
+  if (auto ok = exec("COMMIT"); !ok) {
+    (void)exec("ROLLBACK");
+    return ok;
+  }
+  return {};
+}
+
+Result<std::vector<StoreEvent>> SqliteStore::events(std::int64_t after_seq, std::size_t limit) {
+  std::lock_guard lock(mutex_);
+  Statement q(db_, "SELECT seq, kind, job_id, body_json, unix_ms FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2");
+  if (!q) return tl::unexpected(sql_error("cannot read events"));
+  q.bind(1, after_seq);
+  q.bind(2, static_cast<std::int64_t>(limit));
+  std::vector<StoreEvent> out;
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW)
+    out.push_back(StoreEvent{q.integer(0), q.text(1), q.text(2), q.text(3), q.integer(4)});
+  if (rc != SQLITE_DONE) return tl::unexpected(sql_error("cannot read events"));
+  return out;
+}
+}  // namespace
+
+Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot open the store: {}", path, msg));
+  }
+  auto store = std::make_unique<SqliteStore>(db, path);
+  TOPOSCHED_CHECK(store->init());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace toposched::service

@@ -1,0 +1,153 @@
+// Topograph's API (github.com/NVIDIA/topograph, docs/api.md), so a Topograph client can use
+// toposched as its server: POST /v1/generate takes Topograph's request body and answers 202
+// with a request id as plain text; GET /v1/topology?uid=ID answers 200 with the topology
+// text, 202 "not completed yet" while it is computed, 404 for an unknown id.
+//
+// The topology comes from the server's cluster model (provider and nodes of the request are
+// not consulted): engine slurm + plugin topology/tree (default) -> `export --to slurm-tree`,
+// topology/block (+ blockSizes) -> slurm-block, engine k8s -> k8s-labels, graph -> the
+// native JSON spec. Requests are computed in order by one worker thread; the last 1024
+// results are kept.
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "formats/exporter.h"
+#include "service/http.h"
+
+namespace toposched::service {
+
+namespace {
+struct TopographJob {
+  std::string format;
+  ExportOptions options;
+};
+
+// Topograph's body -> an export format and options; kInvalidArgument when it asks for
+// something toposched cannot produce.
+Result<TopographJob> topograph_job(const nlohmann::json& body) {
+  auto bad = [](std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); };
+  if (!body.is_object()) return bad("expected Topograph's request object {\"provider\":...,\"engine\":...}");
+  TopographJob job{"slurm-tree", {}};
+  const nlohmann::json engine = body.value("engine", nlohmann::json::object());
+  if (!engine.is_object()) return bad("'engine' must be an object");
+  const std::string name = engine.value("name", std::string("slurm"));
+  const nlohmann::json params = engine.value("params", nlohmann::json::object());
+  if (!params.is_object()) return bad("'engine.params' must be an object");
+  if (name == "k8s") {
+    job.format = "k8s-labels";
+  } else if (name == "graph") {
+    job.format = "json";
+  } else if (name == "slurm") {
+    const std::string plugin = params.value("plugin", std::string("topology/tree"));
+    if (plugin == "topology/block") {
+      job.format = "slurm-block";
+    } else if (plugin != "topology/tree") {
+      return bad(fmt::format("engine.params.plugin must be topology/tree or topology/block, not '{}'", plugin));
+    }
+  } else {
+    return bad(fmt::format("engine.name must be slurm, k8s or graph, not '{}'", name));
+  }
+  if (params.contains("blockSizes")) {
+    const auto& sizes = params["blockSizes"];
+    if (!sizes.is_array()) return bad("engine.params.blockSizes must be an array of node counts");
+    for (const auto& s : sizes) {
+      if (!s.is_number_integer() || s.get<long>() <= 0)
+        return bad(fmt::format("engine.params.blockSizes: expected positive node counts, found {}", s.dump()));
+      job.options.block_sizes.push_back(s.get<long>());
+    }
+  }
+  return job;
+}
+
+// Request ids, their results, and the worker that computes them.
+class TopographRequests {
+ public:
+  explicit TopographRequests(const Cluster& cluster) : cluster_(cluster), worker_([this] { run(); }) {}
+  ~TopographRequests() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    worker_.join();
+  }
+
+  std::string submit(TopographJob job) {
+    std::lock_guard lock(mutex_);
+    std::string uid = fmt::format("{:016x}{:016x}", rng_(), rng_());
+    results_[uid] = Answer{202, "not completed yet\n"};
+    order_.push_back(uid);
+    if (order_.size() > 1024) {
+      results_.erase(order_.front());
+      order_.pop_front();
+    }
+    queue_.emplace_back(uid, std::move(job));
+    wake_.notify_one();
+    return uid;
+  }
+
+  struct Answer {
+    int status = 404;
+    std::string body;
+  };
+  Answer get(const std::string& uid) {
+    std::lock_guard lock(mutex_);
+    auto it = results_.find(uid);
+    return it == results_.end() ? Answer{404, fmt::format("request '{}' not found\n", uid)} : it->second;
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      auto [uid, job] = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      auto out = export_cluster(cluster_, job.format, job.options);
+      Answer r = out ? Answer{200, std::move(out->text)} : Answer{http_status(out.error().code), out.error().to_string() + "\n"};
+      lock.lock();
+      if (auto it = results_.find(uid); it != results_.end()) it->second = std::move(r);
+    }
+  }
+
+  const Cluster& cluster_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::map<std::string, Answer> results_;                      // guarded by mutex_
+  std::deque<std::string> order_;                              // guarded by mutex_
+  std::deque<std::pair<std::string, TopographJob>> queue_;     // guarded by mutex_
+  std::mt19937_64 rng_{std::random_device{}()};                // guarded by mutex_
+  bool stopping_ = false;                                      // guarded by mutex_
+  std::thread worker_;
+};
+}  // namespace
+
+void install_topograph_routes(httplib::Server& http, ServiceContext& ctx) {
+  // Lives as long as the process's last server (installers run once per server; the
+  // handlers hold a shared reference).
+  auto requests = std::make_shared<TopographRequests>(ctx.cluster);
+  http.Post("/v1/generate", [requests](const httplib::Request& req, httplib::Response& res) {
+    auto body = parse_json_body(req);
+    if (!body) return send_error(res, body.error());
+    auto job = topograph_job(*body);
+    if (!job) return send_error(res, job.error());
+    res.status = 202;
+    res.set_content(requests->submit(std::move(*job)), "text/plain");
+  });
+  http.Get("/v1/topology", [requests](const httplib::Request& req, httplib::Response& res) {
+    if (!req.has_param("uid")) return send_error(res, 400, "invalid_argument", "give the request id as ?uid=ID");
+    auto r = requests->get(req.get_param_value("uid"));
+    res.status = r.status;
+    res.set_content(std::move(r.body), "text/plain");
+  });
+}
+
+}  // namespace toposched::service

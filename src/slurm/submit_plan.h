@@ -1,0 +1,65 @@
+// The submit wrapper's plan: from the user's sbatch arguments, a parallel shape and a
+// policy, on the GPUs Slurm leaves free (LiveMapping), choose the job's GPUs and rank order
+// and write the sbatch command that makes Slurm run exactly that:
+//
+//   SLURM_HOSTFILE=<hostfile> sbatch --parsable --nodes=N --nodelist=<nodes> --ntasks=R
+//       --ntasks-per-node=K --gres=gpu[:TYPE]:K --distribution=arbitrary --gpu-bind=<bind>
+//       <the user's other arguments, unchanged>
+//
+// The hostfile names one node per rank in rank order, so the job's srun steps (which inherit
+// SLURM_HOSTFILE and SLURM_DISTRIBUTION=arbitrary) put rank r on the node toposched chose.
+// Three facts of Slurm 22.05 shape the plan (each measured on real slurmd daemons, see
+// docs/slurm.md): a job gets the same GPU count on every node (22.05 ignores a hostfile's
+// per-node task counts when it allocates), so the plan uses K GPUs on each of N nodes;
+// sbatch cannot name GPU indices and select/cons_tres gives a job the lowest free indices of
+// a node (gres.conf without Cores=/Links=), so the plan takes those, keeping the rank pattern
+// the policy chose; --gpu-bind=map_gpu takes node-wide indices and one list for every node,
+// so ranks get map_gpu when every node's list is the same, per_task:1 (task i of a node
+// takes its i-th lowest GPU) otherwise, with each node's ranks then in ascending GPU order.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "placement/placement.h"
+#include "slurm/live_state.h"
+#include "slurm/sbatch_args.h"
+
+namespace toposched::slurm {
+
+struct SubmitShape {
+  int tp = 1, pp = 1, dp = 0, ep = 1;
+  std::string policy = "topo";
+  std::string job_id = "slurm-submit";  // the placement's job id (Slurm assigns the real one)
+};
+
+struct SubmitPlan {
+  Placement placement;
+  int nodes = 0;
+  int gpus_per_node = 0;
+  std::vector<std::string> node_order;   // nodes in first-rank order
+  std::string hostfile;                  // one node name per rank, rank order, '\n'-terminated
+  std::string gpu_bind;                  // "map_gpu:0,1,2,3" or "per_task:1"
+  std::vector<std::string> sbatch_args;  // without the leading "sbatch"
+};
+
+// The JobRequest the sbatch size asks for (kInvalidArgument when it does not say how many
+// GPUs, or says it inconsistently).
+Result<JobRequest> request_from_sbatch(const SbatchSize& size, const SubmitShape& shape);
+
+// Places on `live` (which the caller built with apply_live_state) and builds the command.
+Result<SubmitPlan> plan_submit(const AllocationState& live, const ParsedSbatchArgs& args, const SubmitShape& shape);
+
+// The `place` JSON of a placement (keys of DESIGN.md's contract).
+nlohmann::ordered_json placement_json(const Cluster& cluster, const Placement& p);
+
+// The plan as JSON for --dry-run: {"sbatch": [...], "hostfile": "...", "gpu_bind", "plan"}.
+nlohmann::ordered_json dry_run_json(const Cluster& cluster, const SubmitPlan& plan, const std::string& hostfile_path);
+
+// A shell-quoted command line ("SLURM_HOSTFILE=... sbatch ...") a user can paste.
+std::string shell_command(const SubmitPlan& plan, const std::string& hostfile_path);
+
+}  // namespace toposched::slurm

@@ -1,0 +1,300 @@
+"""Replicas of `toposched serve` on a throw-away etcd cluster, and a load that records what
+was acknowledged, for the HA end-to-end tests (tests/e2e/test_ha_*.py).
+
+    with EtcdCluster(3) as etcd, Replicas(etcd, count=2, ttl=2) as reps:
+        leader = reps.wait_leader()
+        load = Load(reps); load.start() ... load.stop()
+        check_state(reps.get_jobs(leader), load)
+
+Every replica is a direct child started here and killed by its PID (SIGKILL for a crash,
+SIGTERM to stop), on success and on failure alike. Ports are picked free on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Dict, List, Optional, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from etcd_harness import EtcdCluster, free_ports  # noqa: E402
+
+TOPOSCHED = os.environ.get("TOPOSCHED", "toposched")
+CLUSTER = "preset:dgx-h100?nodes=16"  # 128 GPUs: small enough to fill, big enough to mix
+
+
+def request(port: int, method: str, path: str, body: Optional[dict] = None,
+            timeout: float = 5.0) -> Tuple[int, dict]:
+    """One HTTP call; (status, JSON body) or (0, {"error": ...}) when nothing came back."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, body=data,
+                     headers={"Content-Type": "application/json"} if data else {})
+        resp = conn.getresponse()
+        raw = resp.read()
+        try:
+            parsed = json.loads(raw) if raw else {}
+        except ValueError:
+            parsed = {"text": raw.decode(errors="replace")}
+        return resp.status, parsed
+    except (OSError, http.client.HTTPException) as e:
+        return 0, {"error": {"code": "transport", "message": str(e)}}
+    finally:
+        conn.close()
+
+
+def job_gpus(job: dict) -> List[str]:
+    """A job's GPUs as "node:index" in rank order, from the service's job JSON."""
+    gpus = sorted(job.get("gpus", []), key=lambda g: g.get("rank", 0) if isinstance(g, dict) else 0)
+    return [f"{g['node']}:{g['gpu']}" if isinstance(g, dict) else str(g) for g in gpus]
+
+
+class Replicas:
+    """`count` toposched serve processes sharing one etcd prefix."""
+
+    def __init__(self, etcd: EtcdCluster, count: int = 2, ttl: int = 2,
+                 endpoints: Optional[List[str]] = None, cluster: str = CLUSTER,
+                 autostart: Optional[List[int]] = None):
+        self.etcd = etcd
+        self.ttl = ttl
+        self.cluster = cluster
+        self.ports = free_ports(count)
+        # endpoints[i]: the etcd endpoints replica i is given (default: every member).
+        self.endpoints = endpoints or [etcd.endpoints()] * count
+        self.dir = tempfile.mkdtemp(prefix="toposched-ha-")
+        self.procs: List[Optional[subprocess.Popen]] = [None] * count
+        self.logs: List[Optional[object]] = [None] * count
+        self.autostart = list(range(count)) if autostart is None else autostart
+
+    def __enter__(self) -> "Replicas":
+        try:
+            for i in self.autostart:
+                self.start(i)
+            for i in self.autostart:
+                self.wait_up(i)
+        except BaseException:
+            self.stop_all()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop_all()
+
+    def url(self, i: int) -> str:
+        return f"http://127.0.0.1:{self.ports[i]}"
+
+    def start(self, i: int) -> None:
+        args = [TOPOSCHED, "serve", "--cluster", self.cluster,
+                "--store", f"etcd://{self.endpoints[i]}/ha-test",
+                "--listen", f"127.0.0.1:{self.ports[i]}", "--advertise", self.url(i),
+                "--lease-ttl", str(self.ttl)]
+        log = open(os.path.join(self.dir, f"replica{i}.log"), "ab")
+        self.logs[i] = log
+        self.procs[i] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+
+    def wait_up(self, i: int, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.procs[i].poll() is not None:
+                raise RuntimeError(f"replica {i} exited:\n{self.log_tail(i)}")
+            status, _ = request(self.ports[i], "GET", "/healthz", timeout=1)
+            if status == 200:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"replica {i} did not answer /healthz:\n{self.log_tail(i)}")
+
+    def kill(self, i: int) -> None:
+        p = self.procs[i]
+        if p is not None and p.poll() is None:
+            p.kill()
+        if p is not None:
+            p.wait(timeout=30)
+        self.procs[i] = None
+
+    def stop_all(self) -> None:
+        for p in self.procs:
+            if p is not None and p.poll() is None:
+                p.terminate()
+        for i, p in enumerate(self.procs):
+            if p is not None:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(timeout=10)
+            self.procs[i] = None
+            if self.logs[i] is not None:
+                self.logs[i].close()
+                self.logs[i] = None
+
+    def log_tail(self, i: int, lines: int = 30) -> str:
+        try:
+            with open(os.path.join(self.dir, f"replica{i}.log"), "rb") as f:
+                return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def role(self, i: int) -> Optional[str]:
+        if self.procs[i] is None:
+            return None
+        status, body = request(self.ports[i], "GET", "/readyz", timeout=1)
+        return body.get("role") if status in (200, 503) and isinstance(body, dict) else None
+
+    def leader(self) -> Optional[int]:
+        """The replica that says it leads, if exactly one does."""
+        leaders = [i for i in range(len(self.ports)) if self.role(i) == "leader"]
+        return leaders[0] if len(leaders) == 1 else None
+
+    def wait_leader(self, timeout_s: float = 20.0, exclude: Optional[int] = None) -> int:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            i = self.leader()
+            if i is not None and i != exclude:
+                return i
+            time.sleep(0.05)
+        raise RuntimeError("no leader after %.0f s:\n%s" % (
+            timeout_s, "\n".join(self.log_tail(i) for i in range(len(self.ports)))))
+
+    def get_jobs(self, i: int) -> Dict[str, List[str]]:
+        status, body = request(self.ports[i], "GET", "/v1/jobs", timeout=10)
+        if status != 200:
+            raise RuntimeError(f"GET /v1/jobs on replica {i}: {status} {body}")
+        jobs = body["jobs"] if isinstance(body, dict) else body
+        return {j["job"]: job_gpus(j) for j in jobs}
+
+
+class Load:
+    """Client threads placing and releasing jobs through the replicas, following a
+    `not_leader` 503 to the leader it names. Records, per job id: acknowledged placements
+    (with the GPUs answered), acknowledged releases, and ids whose outcome is unknown (no
+    answer, or a 5xx that may have followed a commit)."""
+
+    def __init__(self, reps: Replicas, threads: int = 2, prefix: str = "j", follow: bool = True,
+                 target: Optional[int] = None):
+        self.reps = reps
+        self.threads = threads
+        self.prefix = prefix
+        self.follow = follow
+        self.target = target  # send only to this replica (the partition test)
+        self.lock = threading.Lock()
+        self.placed: Dict[str, List[str]] = {}     # acknowledged and not (acknowledged) released
+        self.released: set = set()
+        self.unknown: set = set()                   # may or may not be in the store
+        self.acks: List[Tuple[int, float, float]] = []  # (replica, sent, received) per ack
+        self.errors: List[Tuple[int, int, dict]] = []  # (replica, status, body) of refusals
+        self._stop = threading.Event()
+        self._workers: List[threading.Thread] = []
+        self._counter = 0
+
+    def start(self) -> None:
+        for t in range(self.threads):
+            w = threading.Thread(target=self._run, args=(t,), daemon=True)
+            w.start()
+            self._workers.append(w)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for w in self._workers:
+            w.join(timeout=30)
+
+    def acked_count(self) -> int:
+        with self.lock:
+            return len(self.acks)
+
+    def _next_id(self) -> str:
+        with self.lock:
+            self._counter += 1
+            return f"{self.prefix}{self._counter}"
+
+    def _send(self, replica: int, method: str, path: str, body: Optional[dict]):
+        hops = 0
+        while True:
+            sent = time.monotonic()
+            status, reply = request(self.reps.ports[replica], method, path, body, timeout=5)
+            received = time.monotonic()
+            err = reply.get("error", {}) if isinstance(reply, dict) else {}
+            if status == 503 and self.follow and err.get("code") == "not_leader" and hops < 1:
+                leader = reply.get("leader", "")
+                port = int(leader.rsplit(":", 1)[1]) if leader.count(":") == 2 else None
+                if port in self.reps.ports:
+                    replica = self.reps.ports.index(port)
+                    hops += 1
+                    continue
+            return replica, status, reply, sent, received
+
+    def _run(self, worker: int) -> None:
+        mine: List[str] = []
+        n = len(self.reps.ports)
+        i = worker
+        while not self._stop.is_set():
+            i += 1
+            replica = self.target if self.target is not None else i % n
+            if self.reps.procs[replica] is None:
+                time.sleep(0.01)
+                continue
+            if len(mine) >= 4 or (mine and i % 3 == 0):
+                job = mine.pop(0)
+                r, status, reply, sent, received = self._send(replica, "DELETE", f"/v1/jobs/{job}", None)
+                with self.lock:
+                    if status in (200, 204):
+                        self.placed.pop(job, None)
+                        self.released.add(job)
+                        self.acks.append((r, sent, received))
+                    elif status in (0, 500, 502, 503, 504):
+                        if status == 503 and reply.get("error", {}).get("code") in ("not_leader", "unavailable") \
+                                and "unknown" not in reply.get("error", {}).get("message", ""):
+                            mine.append(job)  # refused before any commit: still held
+                        else:
+                            self.placed.pop(job, None)  # its release may have committed
+                            self.unknown.add(job)
+                        self.errors.append((r, status, reply))
+                    else:
+                        self.errors.append((r, status, reply))
+                continue
+            job = self._next_id()
+            body = {"job": job, "gpus": (1, 2, 4, 8)[i % 4], "policy": "topo"}
+            r, status, reply, sent, received = self._send(replica, "POST", "/v1/jobs", body)
+            with self.lock:
+                if status == 201:
+                    self.placed[job] = job_gpus(reply)
+                    self.acks.append((r, sent, received))
+                    mine.append(job)
+                elif status == 422:
+                    pass  # full: a release comes next
+                elif status in (0, 500, 502, 503, 504):
+                    self.unknown.add(job)
+                    self.errors.append((r, status, reply))
+                else:
+                    self.errors.append((r, status, reply))
+            if status != 201:
+                time.sleep(0.01)
+
+
+def check_state(jobs: Dict[str, List[str]], load: Load) -> List[str]:
+    """Problems with a replica's job list against what the load saw acknowledged."""
+    problems = []
+    with load.lock:
+        for job, gpus in load.placed.items():
+            if job not in jobs:
+                problems.append(f"acknowledged job {job} is missing")
+            elif jobs[job] != gpus:
+                problems.append(f"job {job} has {jobs[job]}, was acknowledged with {gpus}")
+        for job in jobs:
+            if job not in load.placed and job not in load.unknown:
+                problems.append(f"job {job} is present but was never acknowledged "
+                                f"(or its release was)")
+    owner: Dict[str, str] = {}
+    for job, gpus in jobs.items():
+        for g in gpus:
+            if g in owner:
+                problems.append(f"GPU {g} owned by {owner[g]} and {job}")
+            owner[g] = job
+    return problems

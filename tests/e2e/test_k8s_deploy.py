@@ -1,0 +1,59 @@
+"""deploy/kubernetes/ is consistent with the extender (no cluster can be reached from the test
+machines, so the manifests are checked, not applied): every file parses as YAML, the
+KubeSchedulerConfiguration points at the Service and prefix toposched serves, with
+percentageOfNodesToScore 100 and the four verbs toposched implements, and the toposched
+container's arguments are accepted by `toposched serve --help`."""
+
+import os
+import subprocess
+import unittest
+
+import yaml
+
+SOURCE = os.environ.get("TOPOSCHED_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+TOPOSCHED = os.environ.get("TOPOSCHED", "toposched")
+DEPLOY = os.path.join(SOURCE, "deploy", "kubernetes")
+
+
+def load(name):
+    with open(os.path.join(DEPLOY, name)) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+class DeployManifests(unittest.TestCase):
+    def test_every_manifest_parses_and_has_kind(self):
+        for name in sorted(os.listdir(DEPLOY)):
+            if name.endswith(".yaml"):
+                for doc in load(name):
+                    self.assertIn("kind", doc, name)
+                    self.assertIn("apiVersion", doc, name)
+
+    def test_scheduler_configuration_matches_the_service(self):
+        cm = load("scheduler-config.yaml")[0]
+        cfg = yaml.safe_load(cm["data"]["config.yaml"])
+        self.assertEqual(cfg["kind"], "KubeSchedulerConfiguration")
+        self.assertEqual(cfg["percentageOfNodesToScore"], 100)
+        ext = cfg["extenders"][0]
+        for verb in ("filter", "prioritize", "bind", "preempt"):
+            self.assertEqual(ext[f"{verb}Verb"], verb)
+        self.assertTrue(ext["nodeCacheCapable"])
+        self.assertEqual(ext["managedResources"][0]["name"], "nvidia.com/gpu")
+        deployment, _, service = load("toposched.yaml")
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        prefix = next(a.split("=", 1)[1] for a in args if a.startswith("--url-prefix="))
+        port = service["spec"]["ports"][0]["port"]
+        self.assertEqual(ext["urlPrefix"],
+                         f"http://{service['metadata']['name']}.{service['metadata']['namespace']}.svc:{port}{prefix}")
+        self.assertIn("--k8s-extender", args)
+        help_text = subprocess.run([TOPOSCHED, "serve", "--help"], capture_output=True, text=True).stdout
+        for a in args:
+            if a.startswith("--"):
+                self.assertIn(a.split("=", 1)[0], help_text)
+
+    def test_rbac_lets_toposched_create_bindings(self):
+        rules = [d for d in load("rbac.yaml") if d["kind"] == "ClusterRole"][0]["rules"]
+        self.assertTrue(any("pods/binding" in r["resources"] and "create" in r["verbs"] for r in rules))
+
+
+if __name__ == "__main__":
+    unittest.main()

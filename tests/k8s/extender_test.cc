@@ -1,0 +1,123 @@
+// The extender's verbs as the HTTP handlers call them (body in, status and body out), the
+// API server resolution, and the Binding client against an in-process HTTP server standing
+// in for the API server (loopback, a port it picks).
+#include <atomic>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "k8s/extender.h"
+#include "topology/presets.h"
+
+namespace toposched::k8s {
+namespace {
+
+struct ExtenderVerbsTest : ::testing::Test {
+  Cluster cluster = *build_preset("dgx-h100?nodes=4");
+  LocalLedger ledger{cluster};
+  std::int64_t now = 0;
+  GangPlanner planner{ledger, [this] { return now; }};
+
+  std::string node(int i) const { return cluster.node_name(NodeId(static_cast<std::uint32_t>(i))); }
+  std::string args_for(std::string_view pod_name, int gpus) const {
+    return fmt::format(R"({{"Pod":{{"metadata":{{"name":"{}","namespace":"ns","uid":"u-{}"}},"spec":{{"containers":[)"
+                       R"({{"name":"c","resources":{{"limits":{{"nvidia.com/gpu":"{}"}}}}}}]}}}},"NodeNames":["{}","{}"]}})",
+                       pod_name, pod_name, gpus, node(0), node(1));
+  }
+};
+
+TEST_F(ExtenderVerbsTest, VerbTableNamesTheFourVerbs) {
+  std::vector<std::string_view> names;
+  for (const auto& v : extender_verbs()) names.push_back(v.name);
+  EXPECT_EQ(names, (std::vector<std::string_view>{"filter", "prioritize", "bind", "preempt"}));
+}
+
+TEST_F(ExtenderVerbsTest, BadBodiesGetTheDocumentedAnswers) {
+  Extender ext(planner, std::nullopt);
+  auto f = ext.filter("{\"Pod\":");
+  EXPECT_EQ(f.status, 200);
+  EXPECT_NE(nlohmann::json::parse(f.body)["Error"].get<std::string>().find("request body"), std::string::npos);
+  auto b = ext.bind("[]");
+  EXPECT_EQ(b.status, 200);
+  EXPECT_FALSE(nlohmann::json::parse(b.body)["Error"].get<std::string>().empty());
+  EXPECT_EQ(ext.prioritize("nope").status, 400);
+  EXPECT_EQ(ext.preempt("{").status, 400);
+  EXPECT_TRUE(nlohmann::json::parse(ext.preempt("{").body)["error"].contains("message"));
+}
+
+TEST_F(ExtenderVerbsTest, FilterThenBindWithoutApiServerSaysSo) {
+  Extender ext(planner, std::nullopt);
+  auto f = nlohmann::json::parse(ext.filter(args_for("p", 2)).body);
+  ASSERT_EQ(f["NodeNames"].size(), 1u);
+  const std::string chosen = f["NodeNames"][0];
+  auto b = nlohmann::json::parse(
+      ext.bind(fmt::format(R"({{"PodName":"p","PodNamespace":"ns","PodUID":"u-p","Node":"{}"}})", chosen)).body);
+  EXPECT_NE(b["Error"].get<std::string>().find("no API server"), std::string::npos);
+}
+
+TEST(ApiServer, InClusterDefaultsAndFlagOverrides) {
+  auto env = [](const char* name) -> const char* {
+    std::string_view n(name);
+    if (n == "KUBERNETES_SERVICE_HOST") return "10.96.0.1";
+    if (n == "KUBERNETES_SERVICE_PORT") return "443";
+    return nullptr;
+  };
+  auto none = [](const char*) -> const char* { return nullptr; };
+  auto in_cluster = resolve_api_server("", "", "", env);
+  ASSERT_TRUE(in_cluster);
+  EXPECT_EQ(in_cluster->url, "https://10.96.0.1:443");
+  EXPECT_EQ(in_cluster->token_file, "/var/run/secrets/kubernetes.io/serviceaccount/token");
+  EXPECT_EQ(in_cluster->ca_file, "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt");
+  auto flags = resolve_api_server("http://127.0.0.1:8080", "/tmp/t", "/tmp/ca", env);
+  EXPECT_EQ(flags->url, "http://127.0.0.1:8080");
+  EXPECT_EQ(flags->token_file, "/tmp/t");
+  EXPECT_FALSE(resolve_api_server("", "", "", none));
+  auto v6 = resolve_api_server("", "", "", [](const char* n) -> const char* {
+    return std::string_view(n) == "KUBERNETES_SERVICE_HOST" ? "fd00::1" : nullptr;
+  });
+  EXPECT_EQ(v6->url, "https://[fd00::1]:443");
+}
+
+TEST(BindingClientTest, PostsTheBindingWithTokenAndAnnotations) {
+  httplib::Server api;
+  std::string seen_path, seen_auth, seen_body;
+  api.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)", [&](const httplib::Request& req, httplib::Response& res) {
+    seen_path = req.path;
+    seen_auth = req.get_header_value("Authorization");
+    seen_body = req.body;
+    res.status = req.matches[2] == "taken" ? 409 : 201;
+    res.set_content(R"({"kind":"Status","message":"pod taken is already assigned"})", "application/json");
+  });
+  const int port = api.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { api.listen_after_bind(); });
+  const std::string token_file = ::testing::TempDir() + "/k8s-token";
+  { std::FILE* f = std::fopen(token_file.c_str(), "w"); std::fputs("tok-1\n", f); std::fclose(f); }
+  BindingClient client(ApiServerConfig{fmt::format("http://127.0.0.1:{}", port), token_file, ""});
+  BindingPlan plan{"w-0", "ml", "uid-0", "node-a", "k8s:ml:g", {{"toposched.io/gpus", "0,1"}}};
+  auto ok = client.bind(plan);
+  EXPECT_TRUE(ok) << (ok ? "" : ok.error().message);
+  EXPECT_EQ(seen_path, "/api/v1/namespaces/ml/pods/w-0/binding");
+  EXPECT_EQ(seen_auth, "Bearer tok-1");
+  auto body = nlohmann::json::parse(seen_body);
+  EXPECT_EQ(body["kind"], "Binding");
+  EXPECT_EQ(body["target"]["name"], "node-a");
+  EXPECT_EQ(body["metadata"]["uid"], "uid-0");
+  EXPECT_EQ(body["metadata"]["annotations"]["toposched.io/gpus"], "0,1");
+  plan.pod_name = "taken";
+  auto refused = client.bind(plan);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kConflict);
+  EXPECT_NE(refused.error().message.find("already assigned"), std::string::npos);
+  api.stop();
+  t.join();
+  BindingClient down(ApiServerConfig{fmt::format("http://127.0.0.1:{}", port), "", ""});
+  auto unreachable = down.bind(plan);
+  ASSERT_FALSE(unreachable);
+  EXPECT_EQ(unreachable.error().code, ErrorCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace toposched::k8s

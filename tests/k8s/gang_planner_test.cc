@@ -1,0 +1,246 @@
+// The gang planner on a DGX H100 preset: whole-group planning at the first member's filter,
+// rank order, reservations held from filter time and released on expiry (injected clock),
+// no partial placement, pass-through and error answers, preemption, and the pod mapping.
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "k8s/extender.h"
+#include "k8s/gang_planner.h"
+#include "k8s/pod_request.h"
+#include "topology/presets.h"
+
+namespace toposched::k8s {
+namespace {
+
+Pod gpu_pod(std::string name, int gpus, std::string group = {}, int size = 0) {
+  Pod p;
+  p.name = std::move(name);
+  p.namespace_name = "ml";
+  p.uid = "uid-" + p.name;
+  Container c;
+  c.name = "main";
+  if (gpus > 0) c.limits["nvidia.com/gpu"] = std::to_string(gpus);
+  p.containers.push_back(c);
+  if (!group.empty()) {
+    p.labels["scheduling.x-k8s.io/pod-group"] = group;
+    p.annotations["scheduling.x-k8s.io/min-member"] = std::to_string(size);
+  }
+  return p;
+}
+
+std::vector<std::string> all_names(const Cluster& c) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < c.node_count(); ++i) out.push_back(c.node_name(NodeId(static_cast<std::uint32_t>(i))));
+  return out;
+}
+
+struct GangPlannerTest : ::testing::Test {
+  Cluster cluster = *build_preset("dgx-h100?nodes=8");
+  LocalLedger ledger{cluster};
+  std::int64_t now = 1000;
+  GangPlanner planner{ledger, [this] { return now; }, PlannerOptions{"topo", 300'000}};
+
+  std::string n(int i) const { return cluster.node_name(NodeId(static_cast<std::uint32_t>(i))); }
+
+  ExtenderFilterResult filter(const Pod& p, std::optional<std::vector<std::string>> names = std::nullopt) {
+    ExtenderArgs a;
+    a.pod = p;
+    a.node_names = names ? *names : all_names(cluster);
+    return planner.filter(a);
+  }
+};
+
+TEST_F(GangPlannerTest, GroupIsPlannedWholeAtTheFirstFilterAndEachMemberGetsItsNode) {
+  std::set<std::string> nodes;
+  for (int i = 3; i >= 0; --i) {  // arrive out of order: rank comes from the name ordinal
+    Pod p = gpu_pod("train-" + std::to_string(i), 8, "train", 4);
+    p.annotations["toposched.io/tp"] = "8";
+    p.annotations["toposched.io/pp"] = "2";
+    auto r = filter(p);
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    ASSERT_TRUE(r.node_names);
+    ASSERT_EQ(r.node_names->size(), 1u);
+    nodes.insert(r.node_names->front());
+    EXPECT_FALSE(r.failed_nodes);  // the other nodes are left out, not listed
+    // The whole group is held from the first filter on.
+    EXPECT_EQ(ledger.snapshot().job_gpus("k8s:ml:train").size(), 32u);
+  }
+  EXPECT_EQ(nodes.size(), 4u);
+  auto groups = planner.groups();
+  ASSERT_EQ(groups.size(), 1u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(groups[0].members[i].pod, "ml/train-" + std::to_string(i));
+    EXPECT_EQ(groups[0].members[i].ranks.front(), 8 * i);
+  }
+  // A retry of a member gets the same node.
+  auto again = filter(gpu_pod("train-2", 8, "train", 4));
+  EXPECT_EQ(again.node_names->front(), groups[0].members[2].node);
+}
+
+TEST_F(GangPlannerTest, TooLargeGroupGetsNoNodeAndHoldsNothing) {
+  auto r = filter(gpu_pod("big-0", 8, "big", 9));  // 72 GPUs on a 64-GPU cluster
+  EXPECT_TRUE(r.error.empty());
+  EXPECT_FALSE(r.node_names);
+  ASSERT_TRUE(r.failed_nodes);
+  EXPECT_EQ(r.failed_nodes->size(), 8u);
+  EXPECT_NE(r.failed_nodes->begin()->second.find("cannot be placed whole"), std::string::npos);
+  EXPECT_EQ(ledger.snapshot().total_free_gpus(), 64);
+  EXPECT_TRUE(planner.groups().empty());
+}
+
+TEST_F(GangPlannerTest, ReservationsExpireUnlessBound) {
+  filter(gpu_pod("a-0", 8, "a", 2));
+  filter(gpu_pod("b-0", 8, "b", 2));
+  auto bplan = planner.prepare_bind({"b-0", "ml", "uid-b-0", planner.groups()[1].members[0].node});
+  ASSERT_TRUE(bplan) << bplan.error().message;
+  EXPECT_EQ(bplan->annotations.at("toposched.io/gpus"), "0,1,2,3,4,5,6,7");
+  planner.finish_bind(*bplan, true);
+  EXPECT_EQ(ledger.snapshot().total_free_gpus(), 32);
+  now += 299'999;
+  EXPECT_TRUE(planner.expire().empty());
+  now += 1;
+  EXPECT_EQ(planner.expire(), std::vector<std::string>{"k8s:ml:a"});
+  EXPECT_EQ(ledger.snapshot().total_free_gpus(), 48);  // b keeps its GPUs: a member is bound
+}
+
+TEST_F(GangPlannerTest, BindToAnotherNodeIsRefused) {
+  filter(gpu_pod("solo", 2));
+  auto g = planner.groups();
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].job_id, "k8s:ml:pod:solo");
+  const std::string other = g[0].members[0].node == n(0) ? n(1) : n(0);
+  auto bad = planner.prepare_bind({"solo", "ml", "uid-solo", other});
+  EXPECT_FALSE(bad);
+}
+
+TEST_F(GangPlannerTest, PodsWithoutGpusPassThroughAndUnknownNodesAreUnresolvable) {
+  auto names = all_names(cluster);
+  names.push_back("cpu-node-1");
+  auto r = filter(gpu_pod("web", 0), names);
+  ASSERT_TRUE(r.node_names);
+  EXPECT_EQ(r.node_names->size(), 9u);
+  auto g = filter(gpu_pod("g", 1), names);
+  ASSERT_TRUE(g.node_names);
+  EXPECT_EQ(g.node_names->size(), 1u);
+  EXPECT_NE(g.node_names->front(), "cpu-node-1");
+  auto none = filter(gpu_pod("h-0", 8, "h", 9), names);  // cannot fit: every node says why
+  ASSERT_TRUE(none.failed_and_unresolvable_nodes);
+  EXPECT_EQ(none.failed_and_unresolvable_nodes->count("cpu-node-1"), 1u);
+  EXPECT_EQ(none.failed_nodes->size(), 8u);
+}
+
+TEST_F(GangPlannerTest, MalformedPodsGetTheErrorField) {
+  Pod p = gpu_pod("x", 0);
+  p.containers[0].limits["nvidia.com/gpu"] = "1.5";
+  EXPECT_NE(filter(p).error.find("not a whole number"), std::string::npos);
+  Pod q = gpu_pod("y", 8, "grp", 2);
+  q.annotations["toposched.io/tp"] = "zero";
+  EXPECT_NE(filter(q).error.find("toposched.io/tp"), std::string::npos);
+  Pod r = gpu_pod("z", 8);
+  r.labels["kueue.x-k8s.io/pod-group-name"] = "k";
+  EXPECT_NE(filter(r).error.find("pod-group-total-count"), std::string::npos);
+  ExtenderArgs none;
+  EXPECT_FALSE(planner.filter(none).error.empty());
+  EXPECT_EQ(ledger.snapshot().total_free_gpus(), 64);
+}
+
+TEST_F(GangPlannerTest, OnlyOfferedNodesAreUsed) {
+  std::vector<std::string> offered = {n(4), n(5)};
+  auto r = filter(gpu_pod("pair-0", 8, "pair", 2), offered);
+  ASSERT_TRUE(r.node_names);
+  EXPECT_TRUE(r.node_names->front() == n(4) || r.node_names->front() == n(5));
+  auto too_few = filter(gpu_pod("trio-0", 8, "trio", 3), std::vector<std::string>{n(0), n(1)});
+  EXPECT_FALSE(too_few.node_names);
+}
+
+TEST_F(GangPlannerTest, PrioritizeScoresThePlannedNode) {
+  filter(gpu_pod("p", 4));
+  ExtenderArgs a;
+  a.pod = gpu_pod("p", 4);
+  a.node_names = all_names(cluster);
+  auto scores = planner.prioritize(a);
+  ASSERT_TRUE(scores);
+  int tens = 0;
+  for (const auto& h : *scores) tens += h.score == 10;
+  EXPECT_EQ(tens, 1);
+  EXPECT_EQ(scores->size(), 8u);
+}
+
+TEST_F(GangPlannerTest, PreemptFreesAWholePlacementAtLeastCost) {
+  // Fill the cluster with eight single-node jobs, bound.
+  for (int i = 0; i < 8; ++i) {
+    auto r = filter(gpu_pod("filler-" + std::to_string(i), 8));
+    ASSERT_TRUE(r.node_names);
+    auto plan = planner.prepare_bind({"filler-" + std::to_string(i), "ml", "uid-filler-" + std::to_string(i),
+                                      r.node_names->front()});
+    planner.finish_bind(*plan, true);
+  }
+  Pod pre = gpu_pod("hi-0", 8, "hi", 2);
+  ExtenderPreemptionArgs args;
+  args.pod = pre;
+  args.node_name_to_meta_victims.emplace();
+  for (const auto& g : planner.groups()) {
+    const int pdb = g.members[0].node == n(0) ? 1 : 0;  // costlier
+    (*args.node_name_to_meta_victims)[g.members[0].node] =
+        MetaVictims{{MetaPod{"uid-" + g.members[0].pod.substr(3)}}, pdb};
+  }
+  auto out = planner.preempt(args);
+  ASSERT_TRUE(out.node_name_to_meta_victims);
+  EXPECT_EQ(out.node_name_to_meta_victims->size(), 2u);
+  EXPECT_EQ(out.node_name_to_meta_victims->count(n(0)), 0u);
+  // Nothing was changed for real.
+  EXPECT_EQ(ledger.snapshot().total_free_gpus(), 0);
+  // A group larger than the cluster gets no victims.
+  args.pod = gpu_pod("huge-0", 8, "huge", 9);
+  EXPECT_FALSE(planner.preempt(args).node_name_to_meta_victims);
+}
+
+TEST(PodRequest, GpusRanksAndGangs) {
+  Pod p;
+  p.name = "job-worker-12";
+  Container a, b, init;
+  a.requests["nvidia.com/gpu"] = "2";
+  a.limits["nvidia.com/gpu"] = "2";
+  b.limits["nvidia.com/gpu"] = "4000m";
+  init.limits["nvidia.com/gpu"] = "8";
+  p.containers = {a, b};
+  EXPECT_EQ(*pod_gpu_count(p), 6);
+  p.init_containers = {init};
+  EXPECT_EQ(*pod_gpu_count(p), 8);
+  EXPECT_EQ(pod_rank(p), 12);
+  p.labels["batch.kubernetes.io/job-completion-index"] = "3";
+  EXPECT_EQ(pod_rank(p), 3);
+  p.annotations["kueue.x-k8s.io/pod-group-name"] = "kg";
+  p.annotations["kueue.x-k8s.io/pod-group-total-count"] = "4";
+  auto g = pod_gang(p);
+  ASSERT_TRUE(g && *g);
+  EXPECT_EQ((*g)->source, "kueue");
+  EXPECT_EQ((*g)->size, 4);
+  Pod v;
+  v.annotations["scheduling.k8s.io/group-name"] = "vg";
+  EXPECT_FALSE(pod_gang(v));
+  v.annotations["toposched.io/group-size"] = "2";
+  EXPECT_EQ((*pod_gang(v))->source, "volcano");
+  auto r = job_request_for(p, "j", 4, 8);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->gpus, 32);
+  EXPECT_EQ(r->gpus_per_node, 8);
+}
+
+}  // namespace
+}  // namespace toposched::k8s
+
+namespace toposched::k8s {
+namespace {
+TEST_F(GangPlannerTest, AJobReleasedThroughTheApiIsPlannedAfresh) {
+  auto first = filter(gpu_pod("r-0", 8, "r", 2));
+  ASSERT_TRUE(first.node_names);
+  ASSERT_TRUE(ledger.release("k8s:ml:r"));
+  auto again = filter(gpu_pod("r-1", 8, "r", 2));
+  ASSERT_TRUE(again.node_names);
+  EXPECT_EQ(ledger.snapshot().job_gpus("k8s:ml:r").size(), 16u);
+  EXPECT_EQ(planner.groups()[0].members[1].pod, "ml/r-1");
+}
+}  // namespace
+}  // namespace toposched::k8s

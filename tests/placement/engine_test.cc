@@ -1,0 +1,185 @@
+// Engine: the place transaction (ids, duplicates, dry runs), request JSON parsing, batches
+// whose commit fails leave the state as it was, and concurrent readers see committed state.
+#include <atomic>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "placement/engine.h"
+#include "topology/presets.h"
+
+namespace toposched {
+namespace {
+
+Cluster preset(std::string_view spec) {
+  auto c = build_preset(spec);
+  EXPECT_TRUE(c) << (c ? "" : c.error().message);
+  return std::move(*c);
+}
+
+PlaceRequest request(const char* json) {
+  auto r = place_request_from_json(nlohmann::json::parse(json));
+  EXPECT_TRUE(r) << (r ? "" : r.error().message);
+  return r ? *r : PlaceRequest{};
+}
+
+Command place_command(const char* json) {
+  Command c;
+  c.kind = Command::Kind::kPlace;
+  c.place = request(json);
+  return c;
+}
+
+TEST(PlaceRequestJson, ReadsEveryKeyTheCliHas) {
+  PlaceRequest r = request(
+      R"({"job":"j","gpus":16,"tp":8,"pp":2,"ep":1,"cp":1,"policy":"slurm-tree","kind":"training",
+          "gpu_model":"H100","switches":1,"seed":7,"exclusive":false})");
+  EXPECT_EQ(r.job.job_id, "j");
+  EXPECT_EQ(r.job.gpus, 16);
+  EXPECT_EQ(r.job.tp, 8);
+  EXPECT_EQ(r.job.pp, 2);
+  EXPECT_EQ(r.policy, "slurm-tree");
+  EXPECT_EQ(r.job.max_switches, 1);
+  EXPECT_EQ(r.job.seed, 7u);
+  // Round trip through the stored form.
+  auto again = place_request_from_json(nlohmann::json::parse(place_request_to_json(r).dump()));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(place_request_to_json(*again), place_request_to_json(r));
+}
+
+TEST(PlaceRequestJson, RejectsUnknownKeysWrongTypesAndNonPositiveSizes) {
+  struct Case {
+    const char* body;
+    const char* message_part;
+  } cases[] = {
+      {R"({"gpus":8,"colour":"red"})", "unknown key 'colour'"},
+      {R"({"gpus":-4})", "'gpus' must be"},
+      {R"({"gpus":0})", "'gpus' must be"},
+      {R"({"gpus":"8"})", "'gpus' must be an integer"},
+      {R"({"gpus":8,"tp":0})", "'tp' must be"},
+      {R"({"gpus":8,"kind":"batch"})", "'kind' must be training"},
+      {R"({"tp":8})", "exactly one of 'gpus'"},
+      {R"({"gpus":8,"nodes":1})", "exactly one of 'gpus'"},
+      {R"([1,2])", "expected a JSON object"},
+  };
+  for (const Case& c : cases) {
+    auto r = place_request_from_json(nlohmann::json::parse(c.body));
+    ASSERT_FALSE(r) << c.body;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << c.body;
+    EXPECT_NE(r.error().message.find(c.message_part), std::string::npos) << c.body << ": " << r.error().message;
+  }
+}
+
+TEST(PlaceJob, NamesJobsRefusesDuplicatesAndHoldsOnlyWhenAsked) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  AllocationState s(c);
+  auto a = place_job(s, request(R"({"gpus":8})"), true);
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->job_id, "job-1");
+  auto b = place_job(s, request(R"({"gpus":8})"), false);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->job_id, "job-2");
+  EXPECT_FALSE(s.has_job("job-2"));  // not held
+  auto dup = place_job(s, request(R"({"job":"job-1","gpus":8})"), true);
+  ASSERT_FALSE(dup);
+  EXPECT_EQ(dup.error().code, ErrorCode::kConflict);
+  auto big = place_job(s, request(R"({"job":"huge","gpus":64})"), true);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().code, ErrorCode::kInfeasible);
+  EXPECT_NE(big.error().message.find("cannot place job 'huge' with policy topo"), std::string::npos);
+  auto policy = place_job(s, request(R"({"gpus":8,"policy":"nope"})"), true);
+  ASSERT_FALSE(policy);
+  EXPECT_EQ(policy.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.job_count(), 1u);
+  ASSERT_TRUE(s.check_invariants());
+}
+
+TEST(Engine, AFailedCommitUndoesTheWholeBatch) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  Engine e(c, AllocationState(c));
+  ASSERT_TRUE(e.decide_one(place_command(R"({"job":"keep","gpus":8})"), nullptr));
+  const std::string before = e.jobs_json();
+  std::vector<Command> batch = {place_command(R"({"job":"a","gpus":4})"), place_command(R"({"job":"b","gpus":4})")};
+  Command release;
+  release.kind = Command::Kind::kRelease;
+  release.job_id = "keep";
+  batch.push_back(release);
+  std::size_t seen = 0;
+  auto results = e.decide(batch, [&](std::span<const Decision> d) -> Result<void> {
+    seen = d.size();
+    return make_error(ErrorCode::kUnavailable, "store down");
+  });
+  EXPECT_EQ(seen, 3u);
+  for (const auto& r : results) {
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
+  }
+  EXPECT_EQ(e.jobs_json(), before);
+  EXPECT_EQ(e.free_gpus(), 24);
+  EXPECT_TRUE(e.read([](const AllocationState& s) { return s.check_invariants().has_value(); }));
+}
+
+TEST(Engine, DecisionsInABatchSeeEachOtherAndDryRunsHoldNothing) {
+  Cluster c = preset("dgx-h100?nodes=2");
+  Engine e(c, AllocationState(c));
+  Command dry = place_command(R"({"job":"d","gpus":16})");
+  dry.dry_run = true;
+  std::vector<Command> batch = {dry, place_command(R"({"job":"a","gpus":16})"),
+                                place_command(R"({"job":"b","gpus":1})")};
+  std::size_t committed = 0;
+  auto results = e.decide(batch, [&](std::span<const Decision> d) -> Result<void> {
+    committed = d.size();
+    return {};
+  });
+  ASSERT_TRUE(results[0]);
+  ASSERT_TRUE(results[1]);
+  ASSERT_FALSE(results[2]);  // a took every GPU
+  EXPECT_EQ(results[2].error().code, ErrorCode::kInfeasible);
+  EXPECT_EQ(committed, 1u);
+  EXPECT_FALSE(e.job_json("d"));
+  ASSERT_TRUE(e.job_json("a"));
+  EXPECT_EQ(*e.job_json("a"), results[1]->answer_json);
+}
+
+TEST(Engine, ReadersSeeConsistentStateWhileWritersDecide) {
+  Cluster c = preset("dgx-h100?nodes=16");
+  Engine e(c, AllocationState(c));
+  std::atomic<bool> done{false};
+  std::atomic<int> bad{0};
+  std::thread reader([&] {
+    while (!done) {
+      bool ok = e.read([](const AllocationState& s) { return s.check_invariants().has_value(); });
+      bad += !ok;
+      auto jobs = nlohmann::json::parse(e.jobs_json());
+      bad += !jobs["jobs"].is_array();
+    }
+  });
+  std::atomic<std::size_t> held{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t)
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        std::string id = fmt::format("w{}-{}", t, i);
+        Command p;
+        p.kind = Command::Kind::kPlace;
+        p.place.job.job_id = id;
+        p.place.job.gpus = 1 + (i % 8);
+        p.place.job.gpus = 1 + (i % 4);
+        if (!e.decide_one(p, nullptr)) continue;
+        Command r;
+        r.kind = Command::Kind::kRelease;
+        r.job_id = id;
+        if (i % 2 == 0 || !e.decide_one(r, nullptr)) ++held;
+      }
+    });
+  for (auto& w : writers) w.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(e.job_count(), held.load());
+  EXPECT_GT(held.load(), 0u);
+}
+
+}  // namespace
+}  // namespace toposched

@@ -1,0 +1,140 @@
+// The request simulator: exact cache accounting (acceptance 1), batching and caches on small
+// traces, determinism of report.json, and the report's contract keys.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/cluster_source.h"
+#include "router/route.h"
+
+namespace toposched::router {
+namespace {
+
+RequestTrace small_trace() {
+  auto t = parse_mooncake_trace(
+      "{\"timestamp\": 0, \"input_length\": 4096, \"output_length\": 20, \"hash_ids\": [1, 2, 3, 4, 5, 6, 7, 8]}\n"
+      "{\"timestamp\": 10, \"input_length\": 1000, \"output_length\": 1, \"hash_ids\": [9, 10]}\n"
+      "{\"timestamp\": 5000, \"input_length\": 4600, \"output_length\": 50, \"hash_ids\": [1, 2, 3, 4, 5, 6, 7, 8, 11]}\n"
+      "{\"timestamp\": 5000, \"input_length\": 512, \"output_length\": 3, \"hash_ids\": [1]}\n",
+      "small.jsonl");
+  EXPECT_TRUE(t) << t.error().to_string();
+  return *t;
+}
+
+TEST(RequestSim, OneWorkerUnlimitedCacheHitsWhatTheTraceAllows) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=1");
+  ASSERT_TRUE(cluster);
+  RouteOptions o;
+  o.workers = 1;
+  o.policies = {"kv"};
+  o.sim.cache_blocks = -1;
+  auto run = run_route(*cluster, "one", small_trace(), o);
+  ASSERT_TRUE(run) << run.error().to_string();
+  const PolicyResult& r = run->results[0];
+  ASSERT_EQ(r.requests.size(), 4u);
+  EXPECT_EQ(r.requests[0].hit_blocks, 0);
+  EXPECT_EQ(r.requests[2].hit_blocks, 8);
+  EXPECT_DOUBLE_EQ(r.requests[2].hit_tokens, 4096);
+  EXPECT_EQ(r.requests[3].hit_blocks, 1);
+  EXPECT_DOUBLE_EQ(r.requests[3].hit_tokens, 512);
+  // A cached prefix shortens the first token: request 3 recomputes 504 tokens, request 1
+  // computed 4096 with an empty worker.
+  EXPECT_LT(r.requests[2].ttft_s, r.requests[0].ttft_s);
+  // One-token outputs have no TPOT; the others decode at a few ms per token.
+  EXPECT_LT(r.requests[1].tpot_s, 0);
+  EXPECT_GT(r.requests[0].tpot_s, 0.001);
+  EXPECT_LT(r.requests[0].tpot_s, 0.05);
+  for (const RequestOutcome& o2 : r.requests) EXPECT_GE(o2.finish_s, o2.arrival_s + o2.ttft_s);
+}
+
+TEST(RequestSim, BoundedCacheEvictsAndReportsEvictionsToTheIndex) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=1");
+  ASSERT_TRUE(cluster);
+  RouteOptions o;
+  o.workers = 1;
+  o.policies = {"kv"};
+  // Request 1 takes all 9 blocks (8 prompt, 1 output); request 2 waits for it to finish,
+  // then needs 2 blocks with 1 free: the least recently used block, request 1's tail, goes.
+  // Request 3 (request 1's prompt plus one block) then finds 7 of its blocks.
+  o.sim.cache_blocks = 9;
+  auto run = run_route(*cluster, "one", small_trace(), o);
+  ASSERT_TRUE(run) << run.error().to_string();
+  const PolicyResult& r = run->results[0];
+  EXPECT_GE(r.requests[1].ttft_s + r.requests[1].arrival_s, r.requests[0].finish_s);
+  EXPECT_EQ(r.requests[2].hit_blocks, 7);
+  EXPECT_EQ(run->info.cache_blocks_per_worker, 9);
+}
+
+TEST(RequestSim, DisaggregatedMovesTheKvToADecodeWorker) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=2");
+  ASSERT_TRUE(cluster);
+  RouteOptions o;
+  o.workers = 4;
+  o.policies = {"kv-topo", "kv"};
+  o.sim.disaggregated = true;
+  auto run = run_route(*cluster, "two", small_trace(), o);
+  ASSERT_TRUE(run) << run.error().to_string();
+  for (const PolicyResult& r : run->results) {
+    EXPECT_GT(r.kv_bytes_moved, 0) << r.policy;
+    for (const RequestOutcome& q : r.requests) {
+      EXPECT_LT(q.worker, 2);
+      if (q.output_tokens > 1) {
+        EXPECT_GE(q.decode_worker, 2);
+      }
+    }
+  }
+  // kv-topo picks the decode worker on the prefill worker's node (workers alternate
+  // between the two nodes, so worker i is on node i mod 2), where the KV moves over NVLink.
+  const PolicyResult& topo = run->results[0];
+  for (const RequestOutcome& q : topo.requests)
+    if (q.decode_worker >= 0) {
+      EXPECT_EQ(q.decode_worker % 2, q.worker % 2);
+    }
+  EXPECT_GT(topo.kv_bytes_by_level.at("nvlink"), 0);
+  o.workers = 1;
+  EXPECT_FALSE(run_route(*cluster, "two", small_trace(), o));
+}
+
+TEST(RouteRun, BadOptionsAreRejected) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=1");
+  ASSERT_TRUE(cluster);
+  RouteOptions o;
+  o.policies = {"kv", "kv"};
+  EXPECT_EQ(run_route(*cluster, "c", small_trace(), o).error().code, ErrorCode::kInvalidArgument);
+  o.policies = {"nope"};
+  EXPECT_EQ(run_route(*cluster, "c", small_trace(), o).error().code, ErrorCode::kInvalidArgument);
+  o.policies = {"kv"};
+  o.model = "llama3-405b";
+  o.workers = 1;
+  EXPECT_FALSE(run_route(*cluster, "c", small_trace(), o));  // 810 GB of weights on one GPU
+  o.model = "llama3-70b";
+  o.tp = 4;
+  EXPECT_TRUE(run_route(*cluster, "c", small_trace(), o));
+}
+
+TEST(RouteReport, JsonCarriesTheContractAndIsByteStable) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=2");
+  ASSERT_TRUE(cluster);
+  RouteOptions o;
+  o.workers = 4;
+  o.policies = {"round-robin", "least-loaded", "kv", "kv-topo", "kv-pull-blind"};
+  auto a = run_route(*cluster, "c", small_trace(), o);
+  auto b = run_route(*cluster, "c", small_trace(), o);
+  ASSERT_TRUE(a && b);
+  std::string ja = route_report_json(*a);
+  EXPECT_EQ(ja, route_report_json(*b));
+  auto j = nlohmann::json::parse(ja);
+  for (const char* k : {"requests", "block_reuse", "token_hit_upper_bound"}) EXPECT_TRUE(j["trace"].contains(k)) << k;
+  for (const std::string& p : o.policies)
+    for (const char* k : {"requests", "ttft_mean_s", "ttft_p50_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "throughput_tokens_per_s",
+                          "block_hit_rate", "token_hit_rate", "kv_bytes_moved", "energy_kwh"})
+      EXPECT_TRUE(j["policies"][p].contains(k)) << p << " " << k;
+  EXPECT_EQ(j["policies"]["kv"]["requests"], 4);
+  std::string html = route_report_html(*a);
+  for (const char* id : {"chart-ttft-cdf", "chart-hit-rate", "chart-kv-bytes", "chart-load-1", "chart-load-5"})
+    EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+  EXPECT_NE(route_report_table(*a).find("TTFT p99"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace toposched::router

@@ -1,0 +1,167 @@
+// Routing policies on hand-made states: Dynamo's cost exactly, and kv-topo's compute-vs-pull
+// decision over the actual path.
+#include <gtest/gtest.h>
+
+#include "formats/cluster_source.h"
+#include "router/router.h"
+
+namespace toposched::router {
+namespace {
+
+struct Fixture {
+  Cluster cluster;
+  std::vector<WorkerPlacement> workers;
+  TimeModel time;
+  TransferTable transfers;
+};
+
+Fixture make(const std::string& spec, int workers) {
+  auto cluster = load_cluster(spec);
+  EXPECT_TRUE(cluster) << cluster.error().to_string();
+  auto placed = place_workers(*cluster, workers, 1);
+  EXPECT_TRUE(placed) << placed.error().to_string();
+  TimeModel time(*find_model("llama3-8b"), *find_gpu_spec("H100-SXM5"), 1);
+  auto table = transfer_table(*cluster, *placed, time.model().kv_bytes_per_token() * 512);
+  EXPECT_TRUE(table) << table.error().to_string();
+  return Fixture{std::move(*cluster), std::move(*placed), time, std::move(*table)};
+}
+
+std::vector<std::uint64_t> ids(std::uint64_t first, int n) {
+  std::vector<std::uint64_t> v;
+  for (int i = 0; i < n; ++i) v.push_back(first + static_cast<std::uint64_t>(i));
+  return v;
+}
+
+TEST(PlaceWorkers, SpreadsOverNodesAndChecksFit) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=2");
+  ASSERT_TRUE(cluster);
+  auto w = place_workers(*cluster, 8, 1);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(cluster->node_name((*w)[0].node), "dgx-h100-001");
+  EXPECT_EQ(cluster->node_name((*w)[1].node), "dgx-h100-002");
+  EXPECT_EQ((*w)[2].gpus[0], cluster->node_gpu((*w)[0].node, 1));
+  auto tp4 = place_workers(*cluster, 4, 4);
+  ASSERT_TRUE(tp4);
+  EXPECT_EQ((*tp4)[2].gpus.size(), 4u);
+  EXPECT_FALSE(place_workers(*cluster, 5, 4));
+  EXPECT_FALSE(place_workers(*cluster, 1, 16));
+  EXPECT_FALSE(place_workers(*cluster, 0, 1));
+}
+
+TEST(TransferTable, NvlinkIsFarFasterThan25GbE) {
+  Fixture f = make(std::string(TOPOSCHED_SOURCE_DIR) + "/examples/h100-2n-25gbe.yaml", 4);
+  // Workers 0 and 2 share node h100-01; 1 and 3 are on h100-02.
+  EXPECT_EQ(f.transfers.level_at(0, 2), "nvlink");
+  EXPECT_EQ(f.transfers.level_at(0, 1), "tier:tor");
+  EXPECT_GT(f.transfers.at(0, 2).blocks_per_s, 100 * f.transfers.at(0, 1).blocks_per_s);
+  EXPECT_EQ(f.transfers.at(1, 1).seconds(10), 0);
+  EXPECT_GT(f.transfers.at(0, 1).seconds(10), f.transfers.at(0, 1).seconds(1));
+}
+
+TEST(KvPolicy, IsDynamosCostExactly) {
+  Fixture f = make("preset:dgx-h100?nodes=1", 2);
+  Router router(**find_policy("kv"), 2, f.time, f.transfers);
+  auto q = sequence_hashes(ids(100, 4));  // 4 blocks, 2048 tokens
+  for (int b = 0; b < 3; ++b) router.index().store(0, q[static_cast<std::size_t>(b)]);
+  // Worker 0: (0 + 2048 - 3*512)/512 = 1 prefill block + 4 new decode blocks = 5.
+  // Worker 1: 2048/512 = 4 + 4 = 8.
+  RouteDecision d = router.route(1, {q, 2048});
+  EXPECT_EQ(d.worker, 0);
+  EXPECT_DOUBLE_EQ(d.cost, 5.0);
+  EXPECT_EQ(d.local_overlap, 3);
+  // Now worker 0 has 512 prefill tokens and 4 active blocks. A second copy of the request
+  // shares all 4 active blocks there: 2 prefill blocks + 4 active = 6 against 4 + 4 = 8.
+  RouteDecision again = router.route(2, {q, 2048});
+  EXPECT_EQ(again.worker, 0);
+  EXPECT_DOUBLE_EQ(again.cost, 6.0);
+  // A long new request: worker 1 is cheaper (16 + 16 = 32) than worker 0 (2 + 16 + 4 + 16).
+  auto big = sequence_hashes(ids(1000, 16));
+  RouteDecision other = router.route(3, {big, 16 * 512});
+  EXPECT_EQ(other.worker, 1);
+  EXPECT_DOUBLE_EQ(other.cost, 32.0);
+  // Completing prefills and finishing requests returns the load.
+  router.prefill_done(1);
+  router.finished(1);
+  router.finished(2);
+  EXPECT_EQ(router.load(0).active_requests, 0);
+  EXPECT_EQ(router.load(0).active_blocks, 0u);
+  EXPECT_DOUBLE_EQ(router.load(0).prefill_tokens, 0.0);
+}
+
+TEST(RoundRobinAndLeastLoaded, CycleAndBalance) {
+  Fixture f = make("preset:dgx-h100?nodes=1", 3);
+  Router rr(**find_policy("round-robin"), 3, f.time, f.transfers);
+  auto q = sequence_hashes(ids(1, 2));
+  EXPECT_EQ(rr.route(1, {q, 1000}).worker, 0);
+  EXPECT_EQ(rr.route(2, {q, 1000}).worker, 1);
+  EXPECT_EQ(rr.route(3, {q, 1000}).worker, 2);
+  EXPECT_EQ(rr.route(4, {q, 1000}).worker, 0);
+  Router ll(**find_policy("least-loaded"), 3, f.time, f.transfers);
+  EXPECT_EQ(ll.route(1, {q, 1000}).worker, 0);
+  EXPECT_EQ(ll.route(2, {q, 1000}).worker, 1);
+  ll.finished(1);
+  EXPECT_EQ(ll.route(3, {q, 1000}).worker, 0);
+  EXPECT_FALSE(find_policy("kv-magic"));
+}
+
+// Worker 0 holds a 20-block prefix but has a long prefill queued. kv-topo sends the request
+// to worker 2 on the same node and pulls the prefix over NVLink; the topology-blind variant
+// prices every pull as NVLink and picks worker 1 across 25 GbE.
+TEST(KvTopo, PullsOverNvlinkNotOverSlowEthernet) {
+  Fixture f = make(std::string(TOPOSCHED_SOURCE_DIR) + "/examples/h100-2n-25gbe.yaml", 4);
+  Router router(**find_policy("round-robin"), 4, f.time, f.transfers);
+  auto busy = sequence_hashes(ids(5000, 100));
+  router.route(1, {busy, 100 * 512});  // worker 0
+  for (std::uint64_t r = 2; r <= 4; ++r) {
+    auto small = sequence_hashes(ids(6000 + 10 * r, 1));
+    router.route(r, {small, 512});  // workers 1, 2, 3
+  }
+  auto q = sequence_hashes(ids(1, 21));
+  for (int b = 0; b < 20; ++b) router.index().store(0, q[static_cast<std::size_t>(b)]);
+  RouteQuery query{q, 21 * 512};
+
+  RouteDecision topo = (*find_policy("kv-topo"))->choose(router, query);
+  EXPECT_EQ(topo.worker, 2);
+  EXPECT_EQ(topo.pull_from, 0);
+  EXPECT_EQ(topo.pull_blocks, 20);
+  EXPECT_EQ(f.transfers.level_at(0, 2), "nvlink");
+  // Its estimate: worker 2's queue, then the pull (overlapped), then one block of prefill.
+  double queue = router.load(2).prefill_seconds;
+  double expect = std::max(queue, f.transfers.at(0, 2).seconds(20)) + f.time.prefill_s(512, 20 * 512);
+  EXPECT_NEAR(topo.predicted_ttft_s, expect, 1e-12);
+
+  RouteDecision blind = (*find_policy("kv-pull-blind"))->choose(router, query);
+  EXPECT_EQ(blind.worker, 1);
+  EXPECT_EQ(blind.pull_from, 0);
+  EXPECT_EQ(f.transfers.level_at(0, 1), "tier:tor");
+  // The real cost of blind's choice is far above kv-topo's estimate.
+  EXPECT_GT(f.transfers.at(0, 1).seconds(20), 10 * topo.predicted_ttft_s);
+
+  RouteDecision kv = (*find_policy("kv"))->choose(router, query);
+  EXPECT_EQ(kv.worker, 1);
+  EXPECT_EQ(kv.pull_from, -1);
+}
+
+TEST(TimeModel, RooflineFromDataSheets) {
+  TimeModel t(*find_model("llama3-8b"), *find_gpu_spec("NVIDIA H100 80GB HBM3"), 1);
+  // Llama 3 8B KV: 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 128 KiB per token.
+  EXPECT_DOUBLE_EQ(t.model().kv_bytes_per_token(), 131072.0);
+  // One decode step at batch 1 reads the 16 GB of weights at 60% of 3.35 TB/s: ~8 ms.
+  double step = t.iteration_s(0, 0, 0, 1, 1000);
+  EXPECT_NEAR(step, (16.06e9 + 131072.0 * 1001) / (3.35e12 * 0.6), 1e-6);
+  // A 4096-token prefill is compute bound: 2N per token plus attention, at 50% of 989 TF.
+  double attn = 2.0 * 32 * 32 * 128 * (4096.0 * 4095 / 2);
+  EXPECT_NEAR(t.prefill_s(4096, 0), (2 * 8.03e9 * 4096 + attn) / (989e12 * 0.5), 1e-9);
+  // H200 decodes faster (4.8 TB/s); TP 2 halves the per-GPU work.
+  TimeModel h200(*find_model("llama3-8b"), *find_gpu_spec("H200"), 1);
+  EXPECT_LT(h200.iteration_s(0, 0, 0, 1, 1000), step);
+  TimeModel tp2(*find_model("llama3-8b"), *find_gpu_spec("H100"), 2);
+  EXPECT_NEAR(tp2.iteration_s(0, 0, 0, 1, 1000), step / 2, 1e-12);
+  EXPECT_FALSE(find_gpu_spec("L40S"));
+  EXPECT_FALSE(find_model("gpt-5"));
+  // KV capacity: 90% of 80 GB less 16 GB weights, in tokens.
+  EXPECT_NEAR(t.kv_capacity_tokens(), (72e9 - 16.06e9) / 131072.0, 1);
+}
+
+}  // namespace
+}  // namespace toposched::router

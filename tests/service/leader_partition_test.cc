@@ -1,0 +1,82 @@
+// Fencing under a real partition: the leader talks to one etcd member only, and that member
+// is frozen (SIGSTOP); the follower talks to the two others. The old leader's term must end
+// before the follower's begins (never two leaders at once, as observed from one clock), the
+// old leader's commits must fail, and the new leader's must succeed.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "service/etcd_store.h"
+#include "service/etcd_test_cluster.h"
+
+namespace toposched::service {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+std::unique_ptr<EtcdStore> replica(const std::string& endpoints, const std::string& prefix, std::string identity) {
+  auto url = parse_etcd_store_url("etcd://" + endpoints + prefix);
+  EXPECT_TRUE(url) << url.error().message;
+  auto store = std::make_unique<EtcdStore>(*url, EtcdClient::Options{});
+  store->start_election(std::move(identity), 2s);
+  return store;
+}
+
+Mutation place(std::string id) {
+  Mutation m;
+  m.job.id = std::move(id);
+  m.job.gpus_by_rank = {"n:0"};
+  return m;
+}
+
+TEST(LeaderPartition, CutOffLeaderStopsBeforeTheFollowerLeads) {
+  testing::EtcdTestCluster etcd;  // private: this test freezes a member
+  if (etcd.endpoints.empty()) GTEST_SKIP() << etcd.why_not;
+  const std::string prefix = testing::unique_prefix();
+  auto a = replica(etcd.member_endpoints[0], prefix, "http://a");
+  for (int i = 0; i < 200 && !a->election()->term(); ++i) std::this_thread::sleep_for(25ms);
+  ASSERT_TRUE(a->election()->term());
+  ASSERT_TRUE(a->load_jobs());
+  auto b = replica(etcd.member_endpoints[1] + "," + etcd.member_endpoints[2], prefix, "http://b");
+  for (int i = 0; i < 200 && b->election()->leader() != "http://a"; ++i) std::this_thread::sleep_for(25ms);
+  ASSERT_EQ(b->election()->leader(), "http://a");
+  std::vector<Mutation> before{place("before")};
+  ASSERT_TRUE(a->commit(before));
+
+  etcd.pause(0);
+  // Watch both from one clock: the last instant `a` considered itself leader and the first
+  // instant `b` did. Bounded: 30 s.
+  Clock::time_point a_last = Clock::now(), b_first{};
+  for (auto end = Clock::now() + 30s; Clock::now() < end;) {
+    auto now = Clock::now();
+    if (a->election()->term()) a_last = now;
+    if (b->election()->term()) {
+      b_first = now;
+      break;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  ASSERT_NE(b_first, Clock::time_point{}) << "the follower never took over";
+  EXPECT_LT(a_last, b_first) << "two leaders at once";
+  std::vector<Mutation> late{place("late")};
+  auto refused = a->commit(late);
+  EXPECT_FALSE(refused) << "the cut-off leader committed";
+  ASSERT_TRUE(b->load_jobs());
+  std::vector<Mutation> after{place("after")};
+  ASSERT_TRUE(b->commit(after));
+  etcd.resume(0);
+  // Healed: `a` sees `b` lead and stays a follower; the store holds exactly what was acknowledged.
+  for (int i = 0; i < 200 && a->election()->leader() != "http://b"; ++i) std::this_thread::sleep_for(25ms);
+  EXPECT_EQ(a->election()->leader(), "http://b");
+  EXPECT_FALSE(a->election()->term());
+  auto jobs = b->load_jobs();
+  ASSERT_TRUE(jobs);
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].id, "before");
+  EXPECT_EQ((*jobs)[1].id, "after");
+}
+
+}  // namespace
+}  // namespace toposched::service

@@ -1,0 +1,136 @@
+// SqliteStore: durable commits in order, all-or-nothing batches, conflicts, the event log,
+// refusal of another cluster's store, and open_store's table of schemes.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "service/sqlite_store.h"
+#include "service/store.h"
+
+namespace toposched::service {
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "toposched-store-XXXXXX").string();
+    path = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+Mutation place(std::string id, std::vector<std::string> gpus) {
+  Mutation m;
+  m.kind = Mutation::Kind::kPlace;
+  m.job.id = std::move(id);
+  m.job.gpus_by_rank = std::move(gpus);
+  m.job.request_json = R"({"gpus":2})";
+  m.job.placement_json = R"({"job":")" + m.job.id + R"("})";
+  return m;
+}
+
+Mutation release(std::string id) {
+  Mutation m;
+  m.kind = Mutation::Kind::kRelease;
+  m.job.id = std::move(id);
+  return m;
+}
+
+std::unique_ptr<Store> open(const std::filesystem::path& file) {
+  auto s = open_store("sqlite:" + file.string());
+  EXPECT_TRUE(s) << (s ? "" : s.error().message);
+  return s ? std::move(*s) : nullptr;
+}
+
+TEST(SqliteStore, KeepsJobsInCommitOrderAcrossReopen) {
+  TempDir dir;
+  auto file = dir.path / "s.db";
+  {
+    auto s = open(file);
+    ASSERT_TRUE(s->bind_cluster("c", "sha256:1"));
+    std::vector<Mutation> batch = {place("b", {"n1:1", "n1:0"}), place("a", {"n2:0"})};
+    ASSERT_TRUE(s->commit(batch));
+    std::vector<Mutation> second = {release("b"), place("c", {"n1:0"})};
+    ASSERT_TRUE(s->commit(second));
+  }
+  auto s = open(file);
+  ASSERT_TRUE(s->bind_cluster("c", "sha256:1"));
+  auto jobs = s->load_jobs();
+  ASSERT_TRUE(jobs);
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].id, "a");
+  EXPECT_EQ((*jobs)[1].id, "c");
+  EXPECT_EQ((*jobs)[1].gpus_by_rank, std::vector<std::string>{"n1:0"});
+  EXPECT_EQ((*jobs)[0].placement_json, R"({"job":"a"})");
+  auto events = s->events(0, 100);
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), 4u);
+  EXPECT_EQ((*events)[2].kind, "release");
+  EXPECT_EQ((*events)[2].job_id, "b");
+  EXPECT_LT((*events)[0].seq, (*events)[3].seq);
+  auto tail = s->events((*events)[1].seq, 1);
+  ASSERT_TRUE(tail);
+  ASSERT_EQ(tail->size(), 1u);
+  EXPECT_EQ((*tail)[0].seq, (*events)[2].seq);
+}
+
+TEST(SqliteStore, ABatchWithAConflictChangesNothing) {
+  TempDir dir;
+  auto s = open(dir.path / "s.db");
+  ASSERT_TRUE(s->bind_cluster("c", "d"));
+  std::vector<Mutation> first = {place("a", {"n:0"})};
+  ASSERT_TRUE(s->commit(first));
+  std::vector<Mutation> dup = {place("b", {"n:1"}), place("a", {"n:2"})};
+  auto r = s->commit(dup);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kConflict);
+  std::vector<Mutation> missing = {release("a"), release("zzz")};
+  r = s->commit(missing);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kConflict);
+  auto jobs = s->load_jobs();
+  ASSERT_TRUE(jobs);
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].id, "a");
+  EXPECT_EQ(s->events(0, 10)->size(), 1u);
+}
+
+TEST(SqliteStore, RefusesTheStoreOfAnotherCluster) {
+  TempDir dir;
+  auto file = dir.path / "s.db";
+  ASSERT_TRUE(open(file)->bind_cluster("alpha", "sha256:aaa"));
+  auto r = open(file)->bind_cluster("beta", "sha256:bbb");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kValidation);
+  EXPECT_NE(r.error().message.find("belongs to cluster 'alpha'"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("'beta'"), std::string::npos);
+}
+
+TEST(SqliteStore, UsesWalAndFullSync) {
+  TempDir dir;
+  auto s = open(dir.path / "s.db");
+  ASSERT_TRUE(s->bind_cluster("c", "d"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path / "s.db-wal"));
+}
+
+TEST(SqliteStore, NotADatabaseIsAClearError) {
+  TempDir dir;
+  auto file = dir.path / "junk.db";
+  { std::ofstream(file) << "this is not sqlite, just some text that fills more than a header would\n" << std::string(200, 'x'); }
+  auto s = open_store("sqlite:" + file.string());
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kIo);
+  EXPECT_NE(s.error().message.find(file.string()), std::string::npos) << s.error().message;
+}
+
+TEST(OpenStore, UnknownSchemesListTheKnownOnes) {
+  auto s = open_store("redis://x");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.error().message.find("sqlite:PATH"), std::string::npos);
+  EXPECT_FALSE(open_store("sqlite:"));
+}
+
+}  // namespace
+}  // namespace toposched::service
