@@ -122,7 +122,7 @@ void register_export(CLI::App& app, int& exit_code) {
     names.emplace_back(f.name);
     list += fmt::format("  {:<12} {}\n", f.name, f.description);
   }
-  cmd->add_option("--to,-t", opts->to, "Target format (see below)")->required()->check(CLI::IsMember(names))->option_text("FORMAT");
+  cmd->add_option("--to", opts->to, "Target format (see below)")->required()->check(CLI::IsMember(names))->option_text("FORMAT");
   cmd->add_option("--output,-o", opts->output, "Write to FILE (atomically) instead of stdout")->option_text("FILE");
   CLI::Option* block_sizes = cmd->add_option("--block-sizes", opts->block_sizes,
                   "slurm-block, slurm-yaml: BlockSizes as N,2N,4N,...: domains are cut into blocks of N with empty placeholders, "

@@ -260,9 +260,9 @@ Result<void> write_report(const std::string& dir, const RunInfo& info, const Tra
   // Both are rendered before either is written, and report.json (what scripts read) goes
   // last: a failed write leaves no new report.html behind it.
   const std::string json = report_json(info, runs), html = report_html(info, trace, runs);
-  const std::string html_path = (std::filesystem::path(dir) / "report.html").string();
+  const std::string html_path = path_in_dir(dir, "report.html");
   if (auto h = write_file_atomically(html_path, html); !h) return h;
-  auto j = write_file_atomically((std::filesystem::path(dir) / "report.json").string(), json);
+  auto j = write_file_atomically(path_in_dir(dir, "report.json"), json);
   if (!j) std::filesystem::remove(html_path, ec);
   return j;
 }

@@ -37,4 +37,9 @@ Result<void> check_output_path(const std::string& path);
 // kIo error when `dir` is not a directory that exists (or can be created) and is writable.
 Result<void> check_output_dir(const std::string& dir);
 
+// `dir`/`name` with one separator whatever `dir` ends with ("out//" + "report.html" gives
+// "out/report.html"; "/" stays the root): the path of a file a command writes into a folder,
+// as it is written and as it is printed.
+std::string path_in_dir(const std::string& dir, std::string_view name);
+
 }  // namespace toposched
