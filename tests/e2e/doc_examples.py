@@ -167,21 +167,15 @@ def _line_matches(pattern, line):
 
 def output_matches(shown, actual):
     shown, actual = _normalise(shown), _normalise(actual)
-    memo = {}
-
-    def match(i, j):
-        if (i, j) in memo:
-            return memo[(i, j)]
-        if i == len(shown):
-            result = j == len(actual)
-        elif shown[i].strip() == ELLIPSIS:
-            result = any(match(i + 1, k) for k in range(j, len(actual) + 1))
+    reachable = {0}  # lines of `actual` the shown lines so far can end before
+    for pattern in shown:
+        if not reachable:
+            return False
+        if pattern.strip() == ELLIPSIS:
+            reachable = set(range(min(reachable), len(actual) + 1))
         else:
-            result = j < len(actual) and _line_matches(shown[i], actual[j]) and match(i + 1, j + 1)
-        memo[(i, j)] = result
-        return result
-
-    return match(0, 0)
+            reachable = {j + 1 for j in reachable if j < len(actual) and _line_matches(pattern, actual[j])}
+    return len(actual) in reachable
 
 
 def refreshed_output(shown, actual):
