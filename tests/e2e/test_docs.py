@@ -48,16 +48,17 @@ class ConventionIsEnforced(unittest.TestCase):
 
     def test_placeholders_and_update(self):
         path = self.write("```console\n$ toposched presets --format json\n[\n  {\n...\n]\n"
-                          "$ toposched path -c 'preset:dgx-h100?nodes=2' dgx-h100-001:0 dgx-h100-002:0\n"
-                          "dgx-h100-001:0 -> ...: tier:leaf, 1.0 GB/s per GPU, ... us\n```\n")
+                          "$ toposched show -c 'preset:dgx-h100?nodes=2'\ncluster      dgx-h100-2n\n"
+                          "nodes        2  dgx-h100-...\ngpus         99\n...\n```\n")
         failures, _ = doc_examples.run_file(path, BINARY)
         self.assertEqual(len(failures), 1, failures)
+        self.assertIn("-gpus         99", failures[0])
         failures, changed = doc_examples.run_file(path, BINARY, update=True)
         self.assertEqual((failures, changed), ([], 1))
         with open(path) as f:
             text = f.read()
-        self.assertIn("[\n  {\n...\n]\n", text)          # the elision is kept
-        self.assertRegex(text, r"-> \.\.\.: tier:leaf, [0-9.]+ GB/s per GPU, \.\.\. us")
+        self.assertIn("[\n  {\n...\n]\n", text)                       # a matching output is left alone
+        self.assertIn("nodes        2  dgx-h100-...\ngpus         16\n...\n", text)  # placeholders kept, the rest rewritten
         self.assertEqual(doc_examples.run_file(path, BINARY), ([], 0))
 
     def test_convention_problems(self):
