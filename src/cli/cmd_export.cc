@@ -160,7 +160,7 @@ void register_export(CLI::App& app, int& exit_code) {
               "{\"format\",\"cluster\",\"content\" (or \"output\" with -o),\"warnings\"}. Warnings (e.g. nodes under no switch)\n"
               "go to stderr. Details and examples of every format: docs/export.md.\n"
               "Example: toposched export -c 'preset:dgx-h100?nodes=64' --to slurm-tree -o topology.conf\n"
-              "Example: toposched export -c topograph-model.yaml --to slurm-block --block-sizes 18,36,72");
+              "Example: toposched export -c tests/data/topograph/models/nvl72.yaml --to slurm-block --block-sizes 18,36,72");
   cmd->callback([=, &exit_code] {
     const std::pair<CLI::Option*, std::vector<std::string>> specific[] = {
         {block_sizes, {"slurm-block", "slurm-yaml"}}, {style, {"k8s-labels"}}, {members, {"volcano"}},

@@ -104,7 +104,8 @@ void register_route(CLI::App& app, int& exit_code) {
       "is LRU by 512-token block and reported to the router as Dynamo KV events. Text output is a\n"
       "table, one column per policy; --format json prints report.json.\n"
       "Example:\n"
-      "  toposched route --cluster 'preset:dgx-h100?nodes=2' --trace conversation_trace.jsonl \\\n"
+      "  toposched route --cluster 'preset:dgx-h100?nodes=2' \\\n"
+      "      --trace tests/data/traces/mooncake/conversation_trace.jsonl \\\n"
       "      --model llama3-8b --workers 8 --policies round-robin,kv,kv-topo --report out/\n"
       "Docs: docs/router.md.");
   cmd->callback([o, &exit_code] { exit_code = run_route_command(*o); });
