@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/json_output.h"
 #include "formats/yaml_input.h"
 #include "topology/file_io.h"
 
@@ -21,7 +22,7 @@ namespace {
 constexpr std::string_view kFormat = "toposched-allocation-state";
 }
 
-std::string state_to_json(const AllocationState& s) {
+Result<std::string> state_to_json(const AllocationState& s) {
   const Cluster& c = s.cluster();
   nlohmann::ordered_json j;
   j["format"] = kFormat;
@@ -37,7 +38,8 @@ std::string state_to_json(const AllocationState& s) {
       gpus.push_back(fmt::format("{}:{}", c.node_name(c.gpu_node(g)), c.gpu_local_index(g)));
     j["jobs"].push_back(std::move(job));
   }
-  return j.dump(1) + "\n";
+  TOPOSCHED_TRY(text, dump_json(j, 1));
+  return text + "\n";
 }
 
 Result<AllocationState> state_from_json(const Cluster& c, std::string_view text, const std::string& file) {
@@ -108,7 +110,8 @@ Result<AllocationState> load_state_file(const Cluster& c, const std::string& pat
 }
 
 Result<void> save_state_file(const AllocationState& s, const std::string& path) {
-  return write_file_atomically(path, state_to_json(s));
+  TOPOSCHED_TRY(text, state_to_json(s));
+  return write_file_atomically(path, text);
 }
 
 Result<StateFileLock> StateFileLock::acquire(std::vector<std::string> paths) {

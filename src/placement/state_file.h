@@ -23,7 +23,8 @@
 
 namespace toposched {
 
-std::string state_to_json(const AllocationState& state);
+// Fails (kValidation) when a job id is not valid UTF-8 (formats/json_output.h).
+Result<std::string> state_to_json(const AllocationState& state);
 Result<AllocationState> state_from_json(const Cluster& cluster, std::string_view text, const std::string& file);
 
 Result<AllocationState> load_state_file(const Cluster& cluster, const std::string& path);
