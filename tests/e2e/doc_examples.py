@@ -70,7 +70,7 @@ class Block:
 def parse(path):
     """(blocks, problems): every fenced block that holds a toposched command, and the places
     that break the convention."""
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     blocks, problems = [], []
     i = 0
@@ -239,7 +239,7 @@ def run_command(command, scratch):
     env = dict(os.environ, PATH=os.path.join(scratch, ".bin") + os.pathsep + os.environ.get("PATH", ""),
                LC_ALL="C.UTF-8", TZ="UTC", HOME=scratch)
     r = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=scratch, env=env, capture_output=True,
-                       text=True, timeout=COMMAND_TIMEOUT_S)
+                       encoding="utf-8", errors="backslashreplace", timeout=COMMAND_TIMEOUT_S)
     return r.returncode, (r.stderr + r.stdout).split("\n")
 
 
@@ -282,11 +282,11 @@ def run_file(path, binary, update=False):
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if replacements:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             lines = f.read().split("\n")
         for command, new in sorted(replacements, key=lambda r: -r[0].output_start):
             indent = re.match(r"^\s*", lines[command.first_line]).group(0)
             lines[command.output_start:command.output_end] = [indent + l if l else l for l in new]
-        with open(path, "w") as f:
+        with open(path, "w", encoding="utf-8") as f:
             f.write("\n".join(lines))
     return failures, len(replacements)

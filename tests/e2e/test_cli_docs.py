@@ -71,7 +71,7 @@ def help_options(path):
 
 def synopses(path=CLI_MD):
     """{command words: [synopsis text]} from the ```text blocks of docs/cli.md."""
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     found, in_text, current = {}, False, None
     for line in lines:
@@ -106,7 +106,7 @@ class CliDocsMatchHelp(unittest.TestCase):
     def setUpClass(cls):
         cls.commands = all_commands()
         cls.found = synopses()
-        with open(CLI_MD) as f:
+        with open(CLI_MD, encoding="utf-8") as f:
             cls.cli_md = f.read()
 
     def test_commands_are_listed(self):

@@ -34,7 +34,7 @@ class ConventionIsEnforced(unittest.TestCase):
     def write(self, text):
         import tempfile
         fd, path = tempfile.mkstemp(suffix=".md")
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         self.addCleanup(os.remove, path)
         return path
@@ -55,7 +55,7 @@ class ConventionIsEnforced(unittest.TestCase):
         self.assertIn("-gpus         99", failures[0])
         failures, changed = doc_examples.run_file(path, BINARY, update=True)
         self.assertEqual((failures, changed), ([], 1))
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             text = f.read()
         self.assertIn("[\n  {\n...\n]\n", text)                       # a matching output is left alone
         self.assertIn("nodes        2  dgx-h100-...\ngpus         16\n...\n", text)  # placeholders kept, the rest rewritten
