@@ -100,8 +100,7 @@ struct JobShape {
 };
 JobShape job_shape(const SimJob& job, int gpus_per_node);
 // Estimated compute time of one step (µs) of the job's workload class on `gpu_model`
-// GPUs with that plan: dense training 6 x active parameters x tokens / (tp x pp) at 40% of
-// the GPU's peak, ResNet-50 256 images per GPU, inference one memory-bound decode step.
+// GPUs with that plan: the cost layer's compute_us_per_step (cost/compute.h).
 double compute_us_per_step(const JobShape& shape, std::string_view gpu_model);
 
 }  // namespace toposched::sim

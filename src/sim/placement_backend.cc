@@ -8,8 +8,10 @@
 
 #include <fmt/format.h>
 
+#include "cost/compute.h"
 #include "cost/job_comm.h"
 #include "placement/allocation_state.h"
+#include "placement/engine.h"
 #include "placement/fragmentation.h"
 #include "placement/job_request.h"
 #include "placement/placement.h"
@@ -28,20 +30,18 @@ std::string lower(std::string_view s) {
 class RegistryPlacer final : public Placer {
  public:
   RegistryPlacer(const Cluster& c, const PlacementPolicy& p, std::uint64_t seed)
-      : cluster_(c), state_(c), policy_(p), seed_(seed), sizes_(default_job_sizes()) {
+      : state_(c), policy_(p), seed_(seed), sizes_(default_job_sizes()) {
     int max_gpn = 1;
     for (std::size_t n = 0; n < c.node_count(); ++n) max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
     gpus_per_node_ = max_gpn;
     for (std::size_t n = 0; n < c.node_count(); ++n) models_.push_back(lower(c.node_type(NodeId(static_cast<std::uint32_t>(n))).gpu_model));
   }
 
+  // The CLI's place transaction (placement/engine.h's place_job): normalise, tier handling,
+  // the policy, check_placement, allocate.
   Result<std::vector<GpuId>> place(const SimJob& job, std::uint32_t index) override {
-    auto r = request(job, index);
-    if (!r) return tl::unexpected(r.error());
-    auto gpus = policy_.select(state_, *r, {});
-    if (!gpus) return tl::unexpected(gpus.error());
-    if (auto ok = state_.allocate(r->job_id, *gpus); !ok) return tl::unexpected(ok.error());
-    return gpus;
+    TOPOSCHED_TRY(p, place_job(state_, request(job, index), true, PlaceDetail::kGpusOnly));
+    return std::move(p.gpus_by_rank);
   }
 
   void release(std::uint32_t index) override { (void)state_.release(std::to_string(index)); }
@@ -54,8 +54,7 @@ class RegistryPlacer final : public Placer {
   // policy calls, assuming that more free GPUs never make a placement impossible.
   Result<Reservation> reserve(const SimJob& job, std::uint32_t index, std::span<const std::uint32_t> running_by_end,
                               std::size_t min_finished) override {
-    auto r = request(job, index);
-    if (!r) return tl::unexpected(r.error());
+    const PlaceRequest r = request(job, index);
     std::vector<std::pair<std::string, std::vector<GpuId>>> ended;
     auto end_first = [&](std::size_t k) {
       while (ended.size() < k) {
@@ -69,9 +68,10 @@ class RegistryPlacer final : public Placer {
         ended.pop_back();
       }
     };
-    auto probe = [&](std::size_t k) {
+    auto probe = [&](std::size_t k) -> Result<std::vector<GpuId>> {
       end_first(k);
-      return policy_.select(state_, *r, {});
+      TOPOSCHED_TRY(p, place_job(state_, r, false, PlaceDetail::kGpusOnly));
+      return std::move(p.gpus_by_rank);
     };
     const std::size_t n = running_by_end.size();
     std::size_t lo = std::min(min_finished, n);  // fails, unless it is the answer
@@ -122,8 +122,11 @@ class RegistryPlacer final : public Placer {
   double fragmentation() const override { return toposched::fragmentation(state_, sizes_).unusable_fraction; }
 
  private:
-  Result<JobRequest> request(const SimJob& job, std::uint32_t index) {
-    JobRequest r;
+  // The job as a front end would send it (`toposched place --job INDEX --gpus N --tp ...`).
+  PlaceRequest request(const SimJob& job, std::uint32_t index) {
+    PlaceRequest out;
+    out.policy = std::string(policy_.name());
+    JobRequest& r = out.job;
     r.job_id = std::to_string(index);
     r.gpus = job.gpus;
     JobShape shape = job_shape(job, gpus_per_node_);
@@ -138,7 +141,7 @@ class RegistryPlacer final : public Placer {
     }
     r.gpu_model = usable_model(job.gpu_model);
     r.seed = seed_ + index;
-    return normalize(std::move(r), cluster_);
+    return out;
   }
 
   // The placement engine matches a model by substring; a trace's "A|B" alternatives or a
@@ -154,7 +157,6 @@ class RegistryPlacer final : public Placer {
     return it->second ? model : std::string();
   }
 
-  const Cluster& cluster_;
   AllocationState state_;
   const PlacementPolicy& policy_;
   std::uint64_t seed_;
@@ -163,25 +165,6 @@ class RegistryPlacer final : public Placer {
   std::vector<std::string> models_;
   std::map<std::string, bool> model_ok_;
 };
-
-struct GpuSpeed {
-  double peak_flops;  // dense bf16/fp16 tensor, per GPU
-  double hbm_Bps;
-};
-
-GpuSpeed gpu_speed(std::string_view model) {
-  std::string m = lower(model);
-  auto has = [&](const char* s) { return m.find(s) != std::string::npos; };
-  if (has("gb200") || has("b200")) return {2250e12, 8.0e12};
-  if (has("h200")) return {989e12, 4.8e12};
-  if (has("h100") || has("h800")) return {989e12, 3.35e12};
-  if (has("a100") || has("a800")) return {312e12, 2.0e12};
-  if (has("l40")) return {362e12, 0.86e12};
-  if (has("v100")) return {125e12, 0.9e12};
-  if (has("t4")) return {65e12, 0.32e12};
-  if (has("p100")) return {21e12, 0.73e12};
-  return {312e12, 2.0e12};
-}
 
 class CostCommModel final : public CommModel {
  public:
@@ -284,18 +267,9 @@ JobShape job_shape(const SimJob& job, int gpus_per_node) {
 }
 
 double compute_us_per_step(const JobShape& shape, std::string_view gpu_model) {
-  GpuSpeed speed = gpu_speed(gpu_model);
-  double achieved = 0.4 * speed.peak_flops;
   auto model = workload_class(shape.workload_class);
   if (!model) return 0;
-  const WorkloadModel& m = *model;
-  double mp = static_cast<double>(shape.tp * shape.pp);
-  if (shape.workload_class == "dp-vision") return 3.0 * 4.1e9 * 256 / achieved * 1e6;  // ResNet-50, 256 images per GPU
-  if (!m.training) return m.parameters * m.bytes_per_element / mp / speed.hbm_Bps * 1e6;  // one decode step
-  double active = m.parameters;
-  if (m.experts > 0) active = m.parameters * (1 - m.expert_parameter_fraction) + m.parameters * m.expert_parameter_fraction * m.top_k / m.experts;
-  double tokens = static_cast<double>(m.sequence) * m.micro_batch * m.micro_batches;
-  return 6.0 * active * tokens / mp / achieved * 1e6;
+  return toposched::compute_us_per_step(*model, shape.workload_class, shape.tp, shape.pp, gpu_model);
 }
 
 std::vector<std::string> placer_names() {
