@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cost/compute.h"
+#include "cost/contention.h"
 #include "cost/job_comm.h"
 #include "placement/allocation_state.h"
 #include "placement/engine.h"
@@ -172,15 +173,10 @@ class CostCommModel final : public CommModel {
     int max_gpn = 1;
     for (std::size_t n = 0; n < c.node_count(); ++n) max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
     gpus_per_node_ = max_gpn;
-    // Uplink capacity in node units: nodes below / product of oversubscription up to it
-    // (contention.h's definition, with one node's worth of demand per crossing job).
+    // The cost layer's uplink model (cost/contention.h), in GB/s.
     capacity_.resize(c.switch_count());
-    for (std::size_t s = 0; s < c.switch_count(); ++s) {
-      SwitchId sw(static_cast<std::uint32_t>(s));
-      double over = 1;
-      for (int t = 0; t <= c.switch_tier(sw) && t < static_cast<int>(c.tiers().size()); ++t) over *= std::max(1.0, c.tiers()[static_cast<std::size_t>(t)].oversubscription);
-      capacity_[s] = static_cast<double>(c.switch_subtree_nodes(sw).size()) / over;
-    }
+    for (std::size_t s = 0; s < c.switch_count(); ++s)
+      capacity_[s] = uplink_capacity_GBps(c, SwitchId(static_cast<std::uint32_t>(s)));
     for (std::string_view name : workload_class_names()) {
       auto m = workload_class(name);
       if (m) models_.emplace(std::string(name), *m);
@@ -211,20 +207,20 @@ class CostCommModel final : public CommModel {
       double step = model.compute_us_per_step + est->exposed_comm_us;
       out.network_share = step > 0 ? std::clamp(est->exposed_comm_us / step, 0.0, 1.0) : 0.0;
     }
-    // Uplinks: a job crosses the uplink of every switch that holds some but not all of its nodes.
+    // Uplinks: a job crosses the uplink of every switch that holds some but not all of its
+    // nodes, with the cost layer's demand (zero inside one node or accelerator domain).
+    const double demand = job_uplink_demand_GBps(c_, gpus);
+    if (demand <= 0) return out;
     std::vector<std::uint32_t> nodes;
     nodes.reserve(gpus.size());
     for (GpuId g : gpus) nodes.push_back(c_.gpu_node(g).value);
     std::sort(nodes.begin(), nodes.end());
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    if (nodes.size() < 2) return out;
-    DomainId d0 = c_.node_domain(NodeId(nodes[0]));
-    if (d0.valid() && std::all_of(nodes.begin(), nodes.end(), [&](std::uint32_t n) { return c_.node_domain(NodeId(n)) == d0; })) return out;
     std::map<std::uint32_t, int> under;  // switch -> job nodes below it
     for (std::uint32_t n : nodes)
       for (SwitchId s = c_.node_switch(NodeId(n)); s.valid(); s = c_.switch_parent(s)) ++under[s.value];
     for (auto [s, count] : under)
-      if (static_cast<std::size_t>(count) < nodes.size()) out.uplinks.push_back({s, 1.0});
+      if (static_cast<std::size_t>(count) < nodes.size()) out.uplinks.push_back({s, demand});
     return out;
   }
 
