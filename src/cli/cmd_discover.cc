@@ -22,10 +22,10 @@ int run_discover(DiscoverOptions& o) {
   DiscoverRequest& r = o.request;
   if (!o.hca.empty()) r.hca_regex = o.hca;
   if (!o.compute_nics.empty()) r.topo.compute_nic_regex = o.compute_nics;
-  if (r.topo_m.empty() && r.fabric.empty() && r.ibnetdiscover.empty() && r.slurm_topology.empty() &&
+  if (r.topo_m.empty() && r.fabric.empty() && r.gpu_info.empty() && r.ibnetdiscover.empty() && r.slurm_topology.empty() &&
       r.topograph_models.empty() && r.k8s_nodes.empty() && r.aws_topology.empty())
     return usage_error(
-        "discover needs at least one input (--topo-m, --fabric, --ibnetdiscover, --slurm-topology, "
+        "discover needs at least one input (--topo-m, --fabric, --gpu-info, --ibnetdiscover, --slurm-topology, "
         "--topograph-model, --k8s-nodes or --aws-topology); see 'toposched discover --help'");
   int code = kExitOk;
   if (!output_usable_or_report(o.output, code)) return code;
@@ -60,6 +60,10 @@ void register_discover(CLI::App& app, int& exit_code) {
                   "NVLink fabric membership of one node (nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId "
                   "--format=csv,noheader, or nvidia-smi -q): a FILE named after the node, or a DIR. Repeatable")
       ->type_name("FILE|DIR");
+  cmd->add_option("--gpu-info", r.gpu_info,
+                  "GPU names of one node (nvidia-smi --query-gpu=name,pci.bus_id --format=csv): a FILE named after "
+                  "the node, or a DIR. Names the GPU model of that node's topo -m. Repeatable")
+      ->type_name("FILE|DIR");
   cmd->add_option("--ibnetdiscover", r.ibnetdiscover, "`ibnetdiscover` output of the InfiniBand fabric")
       ->type_name("FILE");
   cmd->add_option("--hca", opts->hca,
@@ -82,7 +86,8 @@ void register_discover(CLI::App& app, int& exit_code) {
       ->type_name("FILE");
   cmd->add_option("--gpu-model", r.topo.gpu_model,
                   "GPU product, since topo -m does not name it: sets memory, PCIe generation and NVLink speed; also "
-                  "the GPU of nodes without topo -m or hints (default H100)")
+                  "the GPU of nodes without topo -m or hints. Default: from --gpu-info, else inferred from the NVLinks "
+                  "per GPU in topo -m (18: H100, 12: A100, 6: V100) with a warning, else H100 with a warning")
       ->type_name("NAME");
   cmd->add_option("--nvlink-GBps", r.topo.nvlink_GBps_per_link,
                   "NVLink bandwidth per link and direction in GB/s (default: from --gpu-model, e.g. 25 for H100)")

@@ -29,6 +29,19 @@ Arch arch_of(std::string_view gpu_model) {
   return Arch::kAmpere;
 }
 
+double ll_nvswitch_step_extra_us(Arch arch) { return arch == Arch::kAmpere ? 0.53 : 0.0; }
+
+double nvls_efficiency(Arch arch) {
+  switch (arch) {
+    case Arch::kHopper:
+      return 0.85;
+    case Arch::kBlackwell:
+      return 0.74;
+    default:
+      return 0;
+  }
+}
+
 double nvlink_efficiency(Arch arch) {
   // NCCL's usable per-link figures (topo.h) over the nominal rate per link (hardware.h).
   switch (arch) {
@@ -142,6 +155,7 @@ bool ll128_enabled(const Graph& g) { return g.intra_nvlink; }
 double intra_hop_latency(const Graph& g, int algo, int proto) {
   int hw = g.intra_nvlink ? kHwNvlink : kHwPci;
   double lat = nccl::kHopLatencyUs[hw][algo][proto];
+  if (proto == 0 && g.intra_nvlink && g.nvswitch) lat += nccl::ll_nvswitch_step_extra_us(g.arch);
   if (g.islands > 1 && proto == 0) lat *= nccl::kLLIntraLatencyFactorMultiNode;
   return lat + g.intra_lat;
 }
@@ -207,9 +221,11 @@ bool nvls_candidate(const Graph& g, Collective c, Candidate& out) {
   // Two steps through the switch (multimem reduce, then multicast store), each paying the
   // NVLink hop latency on top of NCCL's NVLS latency.
   const double intra_lat = nccl::kHopLatencyUs[kHwNvlink][kNvlsIdx][2] + 2 * g.intra_lat;
+  const double k = g.max_local;
+  const double nvls_bw = g.intra_bw * nccl::nvls_efficiency(g.arch) * k / (k + 1);
   if (g.islands == 1) {
     if (c == Collective::kAllReduce) {
-      out = {Algorithm::kNvls, Protocol::kSimple, intra_lat, g.intra_bw * nccl::kNvlsAlgbwRatio};
+      out = {Algorithm::kNvls, Protocol::kSimple, intra_lat, nvls_bw};
     } else {
       out = {Algorithm::kNvls, Protocol::kSimple, intra_lat, g.intra_bw / bus_factor(c, g.ranks)};
     }
@@ -217,7 +233,7 @@ bool nvls_candidate(const Graph& g, Collective c, Candidate& out) {
   }
   if (c != Collective::kAllReduce) return false;
   double inter = g.islands <= 2 ? g.cross_bw : g.cross_bw / 2;
-  double bw = std::min(g.intra_bw, inter) * nccl::kNvlsAlgbwRatio;
+  double bw = std::min(nvls_bw, inter);
   double lat = intra_lat + 2 * log2i(g.islands) * (nccl::kHopLatencyUs[kHwNet][kNvlsIdx][2] + g.cross_lat);
   out = {Algorithm::kNvls, Protocol::kSimple, lat, bw};
   return true;

@@ -143,6 +143,21 @@ std::vector<double> max_min_rates(std::span<const double> demand, std::span<cons
   return rate;
 }
 
+double uplink_capacity_GBps(const Cluster& cluster, SwitchId s) { return uplink_capacity(cluster, s); }
+
+double job_uplink_demand_GBps(const Cluster& cluster, std::span<const GpuId> gpus) {
+  std::unordered_map<std::uint32_t, double> node_share;
+  for (GpuId g : gpus) node_share[cluster.gpu_node(g).value] += cluster.gpu_network_GBps(g) * nccl::kNetEncodingEfficiency;
+  if (node_share.size() < 2) return 0;
+  const DomainId d0 = cluster.node_domain(NodeId(node_share.begin()->first));
+  if (d0.valid() && std::all_of(node_share.begin(), node_share.end(),
+                                [&](const auto& e) { return cluster.node_domain(NodeId(e.first)) == d0; }))
+    return 0;
+  double busiest = 0;
+  for (const auto& e : node_share) busiest = std::max(busiest, e.second);
+  return busiest;
+}
+
 Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const JobTraffic> jobs) {
   ContentionResult result;
   result.share.assign(jobs.size(), 1.0);

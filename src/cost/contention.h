@@ -72,6 +72,15 @@ void max_min_rates(std::span<const double> demand, std::span<const double> capac
                    std::span<const std::uint32_t> link_begin, std::span<const std::uint32_t> link_jobs,
                    MaxMinWorkspace& ws, std::vector<double>& rate);
 
+// The two halves of the uplink model, for callers that keep their own loads (the
+// simulator): the capacity of the uplink above switch `s` in GB/s (what the nodes below can
+// inject, each capped by every tier's per-node bandwidth up to `s`, divided by the
+// oversubscription of every tier up to and including `s`'s), and what a job puts on each
+// uplink it crosses (the NIC share of its GPUs on its busiest node, GB/s; 0 for a job
+// inside one node or one accelerator domain). GPU ids must be valid.
+double uplink_capacity_GBps(const Cluster& cluster, SwitchId s);
+double job_uplink_demand_GBps(const Cluster& cluster, std::span<const GpuId> gpus);
+
 // Errors: an invalid GPU id, a job without GPUs, a negative or non-finite demand.
 Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const JobTraffic> jobs);
 

@@ -28,6 +28,13 @@ inline constexpr double kHopLatencyUs[3][3][3] = {
 };
 // tuning.cc: intra-node LL latency is 1.8x when the collective also crosses the network.
 inline constexpr double kLLIntraLatencyFactorMultiNode = 1.8;
+// Per-step latency the LL protocol pays on an NVSwitch baseboard beyond NCCL's hwLat and
+// the NVLink hop (µs), by generation: a least-squares fit to published nccl-tests
+// small-message allreduce times (docs/cost-model.md "Small messages"): on DGX A100, 8 B
+// over 8 GPUs takes 33.7 µs and over 2 GPUs 10.0-10.1 µs (NVIDIA/nccl-tests issue 123,
+// NVIDIA/nccl issue 583), 1.93 µs per ring step where NCCL's table and the hop give 1.4.
+// No published figure was used for the other generations: 0 there.
+double ll_nvswitch_step_extra_us(Arch arch);
 // tuning.cc: a network proxy posts each step; Simple needs 3 posts (µs per post, x86).
 inline constexpr double kNetOverheadUs = 1.0;
 
@@ -42,8 +49,12 @@ inline constexpr double kTreeLLFactor = 1.0 / 3.8;
 inline constexpr double kTreeLL128FactorSingleNode = 7.0 / 9.0;
 inline constexpr double kTreeLL128FactorMultiNode = 120.0 / 128.0;
 inline constexpr double kTreeAlgbwRatio = 0.5;
-// NVLS allreduce (tuning.cc): algbw = 5/6 of the graph bandwidth.
-inline constexpr double kNvlsAlgbwRatio = 5.0 / 6.0;
+// NVLS allreduce: the share of NVLink bandwidth NVLink SHARP sustains (tuning.cc
+// nvlsEfficiency: Hopper 0.85, Blackwell 0.74; 0 where there is no NVLS). With k GPUs on
+// the switch, each GPU's link carries (k + 1)/k of the message each way (its whole buffer
+// read by the switch's multimem reduction plus its reduced 1/k share written back, then the
+// multicast of every share), so algbw = link bandwidth x efficiency x k / (k + 1).
+double nvls_efficiency(Arch arch);
 // Maximum LL bandwidth (GB/s) by [arch][node-count index] (1 node, 2 nodes, more);
 // tuning.cc llMaxBws. Multi-node columns are those of Intel hosts (tuning.cc keys them by
 // CPU vendor, which the topology does not record). NCCL has no Blackwell row in the

@@ -10,6 +10,7 @@
 #include "formats/ibnetdiscover.h"
 #include "formats/k8s_nodes.h"
 #include "formats/nvidia_fabric.h"
+#include "formats/nvidia_gpu_query.h"
 #include "formats/slurm_topology.h"
 #include "formats/topograph_model.h"
 #include "topology/file_io.h"
@@ -39,6 +40,39 @@ Result<std::vector<std::string>> per_node_files(const std::string& arg, std::str
   return files;
 }
 
+// --gpu-info files: node name -> what nvidia-smi named its GPUs.
+Result<std::map<std::string, NodeGpuQuery>> read_gpu_info(const std::vector<std::string>& args) {
+  std::map<std::string, NodeGpuQuery> out;
+  for (const auto& arg : args) {
+    TOPOSCHED_TRY(files, per_node_files(arg, "--gpu-info"));
+    for (const auto& f : files) {
+      TOPOSCHED_TRY(text, read_text_file(f));
+      TOPOSCHED_TRY(q, read_nvidia_gpu_query(text, f));
+      if (!out.emplace(fs::path(f).stem().string(), std::move(q)).second)
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("--gpu-info: two files are named after node '{}'", fs::path(f).stem().string()),
+                          SourceLocation{f, 0, 0});
+    }
+  }
+  return out;
+}
+
+// Nodes that --gpu-info describes but no topo -m does: their GPU model and count as hints.
+DiscoveredTopology gpu_info_hints(std::map<std::string, NodeGpuQuery>& info, const std::vector<std::string>& used) {
+  DiscoveredTopology t;
+  t.source = "--gpu-info";
+  for (auto& [node, q] : info) {
+    for (auto& w : q.warnings) t.warnings.push_back(std::move(w));
+    if (std::find(used.begin(), used.end(), node) != used.end()) continue;
+    DiscoveredNode n;
+    n.name = node;
+    n.gpu_model = q.product;
+    n.gpu_count = q.gpus;
+    t.nodes.push_back(std::move(n));
+  }
+  return t;
+}
+
 }  // namespace
 
 std::string node_name_from_path(const std::string& path) { return fs::path(path).stem().string(); }
@@ -47,6 +81,8 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
   std::vector<DiscoveredTopology> sources;
   std::unordered_map<std::string, int> topo_gpus;
 
+  TOPOSCHED_TRY(gpu_info, read_gpu_info(r.gpu_info));
+  std::vector<std::string> gpu_info_used;
   DiscoveredTopology hw;
   hw.source = "topo -m";
   for (const auto& arg : r.topo_m) {
@@ -55,10 +91,19 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
     for (const auto& f : *files) {
       auto text = read_text_file(f);
       if (!text) return tl::unexpected(text.error());
-      auto m = read_nvidia_topo(*text, f, r.topo);
-      if (!m) return tl::unexpected(m.error());
       DiscoveredNode n;
       n.name = node_name_from_path(f);
+      TopoMatrixOptions topo = r.topo;
+      auto info = gpu_info.find(n.name);
+      if (topo.gpu_model.empty() && info != gpu_info.end()) {
+        topo.gpu_model = info->second.product;
+        gpu_info_used.push_back(n.name);
+      }
+      auto m = read_nvidia_topo(*text, f, topo);
+      if (!m) return tl::unexpected(m.error());
+      if (info != gpu_info.end() && info->second.gpus != m->type.gpu_count)
+        hw.warnings.push_back(fmt::format("{}: node '{}': --gpu-info lists {} GPUs but its topo -m has {}", f, n.name,
+                                          info->second.gpus, m->type.gpu_count));
       if (std::any_of(hw.nodes.begin(), hw.nodes.end(), [&](const DiscoveredNode& x) { return x.name == n.name; }))
         return make_error(ErrorCode::kInvalidArgument,
                           fmt::format("--topo-m: two files are named after node '{}'", n.name),
@@ -68,6 +113,10 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
       n.hardware = std::move(m->type);
       hw.nodes.push_back(std::move(n));
     }
+  }
+  if (!gpu_info.empty()) {
+    DiscoveredTopology hints = gpu_info_hints(gpu_info, gpu_info_used);
+    if (!hints.nodes.empty() || !hints.warnings.empty()) sources.push_back(std::move(hints));
   }
   if (!hw.nodes.empty() || !hw.warnings.empty()) {
     // Warnings already carry their file; merge_discovered prefixes the source name.
@@ -136,7 +185,7 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
 
   DiscoveryOptions merge = r.merge;
   merge.default_nic_gbit = r.topo.nic_gbit;
-  merge.default_gpu_model = r.topo.gpu_model;
+  if (!r.topo.gpu_model.empty()) merge.default_gpu_model = r.topo.gpu_model;
   return merge_discovered(sources, merge);
 }
 

@@ -18,6 +18,9 @@ namespace toposched {
 struct DiscoverRequest {
   std::vector<std::string> topo_m;          // files or directories, one file per node
   std::vector<std::string> fabric;          // files or directories, one file per node
+  // nvidia-smi --query-gpu=name,pci.bus_id --format=csv: files or directories, one per node.
+  // Names the GPU of that node's topo -m (unless topo.gpu_model is given), or of the node.
+  std::vector<std::string> gpu_info;
   std::vector<std::string> ibnetdiscover;   // whole-fabric dumps
   std::vector<std::string> slurm_topology;  // topology.conf files
   std::vector<std::string> topograph_models;
@@ -25,7 +28,9 @@ struct DiscoverRequest {
   std::vector<std::string> aws_topology;  // describe-instance-topology JSON
   std::optional<std::string> hca_regex;   // ibnetdiscover: the compute HCAs' device names
   std::vector<std::string> label_map;     // KEY=ROLE for Kubernetes labels
-  TopoMatrixOptions topo;                 // GPU model, NVLink speed, NIC speed, compute NICs
+  // GPU model (empty: from gpu_info, else inferred per node from its topo -m, with a
+  // warning; H100 for nodes nothing describes), NVLink speed, NIC speed, compute NICs.
+  TopoMatrixOptions topo;
   DiscoveryOptions merge;
 };
 

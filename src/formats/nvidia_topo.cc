@@ -68,6 +68,87 @@ std::optional<GpuLink> parse_cell(std::string_view token) {
   return parse_link_cell(token);
 }
 
+
+// Matrix column of each GPU index.
+std::vector<std::size_t> gpu_columns(const std::vector<Column>& cols, std::size_t devices, int gpus) {
+  std::vector<std::size_t> gpu_col(static_cast<std::size_t>(gpus));
+  for (std::size_t c = 0; c < devices; ++c)
+    if (cols[c].kind == ColumnKind::kGpu) gpu_col[static_cast<std::size_t>(cols[c].gpu)] = c;
+  return gpu_col;
+}
+
+// The model to use when none was given: the inferred one, else H100; a warning either way.
+std::string assumed_gpu_model(const std::vector<std::vector<GpuLink>>& cells, const std::vector<std::size_t>& gpu_col,
+                              std::vector<std::string>& warnings) {
+  const std::size_t n = gpu_col.size();
+  std::vector<int> nvlinks(n * n, 0);
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b) nvlinks[a * n + b] = cells[gpu_col[a]][gpu_col[b]].nvlinks;
+  GpuModelGuess guess = infer_gpu_model(nvlinks, static_cast<int>(n));
+  if (!guess.model.empty()) {
+    warnings.push_back(fmt::format("GPU model not given: inferred {} from {}; give --gpu-model or --gpu-info if it "
+                                   "is another product",
+                                   guess.model, guess.reason));
+    return guess.model;
+  }
+  warnings.push_back(fmt::format("GPU model not given and {}: assumed H100 (memory, PCIe Gen5, NVLink speed); give "
+                                 "--gpu-model or --gpu-info",
+                                 guess.reason));
+  return "H100";
+}
+
+}  // namespace
+
+GpuModelGuess infer_gpu_model(const std::vector<int>& nvlinks, int gpus) {
+  GpuModelGuess g;
+  const auto n = static_cast<std::size_t>(std::max(gpus, 0));
+  if (n < 2 || nvlinks.size() != n * n) {
+    g.reason = "the node has fewer than two GPUs";
+    return g;
+  }
+  int max_pair = 0, max_sum = 0, min_sum = 1 << 30;
+  bool every_pair_same = true;
+  for (std::size_t a = 0; a < n; ++a) {
+    int sum = 0;
+    for (std::size_t b = 0; b < n; ++b) {
+      if (a == b) continue;
+      const int k = nvlinks[a * n + b];
+      sum += k;
+      max_pair = std::max(max_pair, k);
+      every_pair_same = every_pair_same && k == nvlinks[1];
+    }
+    max_sum = std::max(max_sum, sum);
+    min_sum = std::min(min_sum, sum);
+  }
+  if (max_pair == 0) {
+    g.reason = "the matrix has no NVLink";
+    return g;
+  }
+  auto model_of = [](int links) -> std::string_view {
+    switch (links) {
+      case 18: return "H100";
+      case 12: return "A100";
+      case 6: return "V100";
+      default: return "";
+    }
+  };
+  // NVSwitch board: every pair shows the GPU's whole link count; direct mesh: links add up.
+  const bool switched = every_pair_same && n > 2 && !model_of(max_pair).empty();
+  const int links = switched ? max_pair : (min_sum == max_sum ? max_sum : 0);
+  g.links_per_gpu = links;
+  g.model = std::string(model_of(links));
+  if (switched)
+    g.reason = fmt::format("{} NVLinks per GPU (NV{} to every peer, through NVSwitch)", links, max_pair);
+  else if (links > 0)
+    g.reason = fmt::format("{} NVLinks per GPU (a direct mesh, NV{} at most between two GPUs)", links, max_pair);
+  else
+    g.reason = fmt::format("the GPUs have between {} and {} NVLinks each", min_sum, max_sum);
+  if (g.model.empty() && links > 0) g.reason = fmt::format("{} NVLinks per GPU match no known product", links);
+  if (g.model == "H100") g.reason += "; H200 and B200 look the same";
+  return g;
+}
+
+namespace {
 }  // namespace
 
 bool looks_like_nvidia_topo(std::string_view text) {
@@ -216,8 +297,10 @@ Result<TopoMatrix> read_nvidia_topo(std::string_view text, const std::string& fi
 
   TopoMatrix out;
   NodeType& t = out.type;
-  auto product = find_gpu_product(options.gpu_model);
-  t.gpu_model = product ? std::string(product->canonical) : options.gpu_model;
+  std::string model = options.gpu_model;
+  if (model.empty()) model = assumed_gpu_model(cells, gpu_columns(cols, devices, gpus), out.warnings);
+  auto product = find_gpu_product(model);
+  t.gpu_model = product ? std::string(product->canonical) : model;
   t.gpu_memory_gb = product ? product->memory_gb : 0;
   t.gpu_count = gpus;
   t.pcie_GBps = pcie_GBps(product ? product->pcie_gen : 4, 16);
@@ -225,9 +308,7 @@ Result<TopoMatrix> read_nvidia_topo(std::string_view text, const std::string& fi
                            : product                        ? product->nvlink_GBps_per_link
                                                             : 0;
   const auto n = static_cast<std::size_t>(gpus);
-  std::vector<std::size_t> gpu_col(n);
-  for (std::size_t c = 0; c < devices; ++c)
-    if (cols[c].kind == ColumnKind::kGpu) gpu_col[static_cast<std::size_t>(cols[c].gpu)] = c;
+  const std::vector<std::size_t> gpu_col = gpu_columns(cols, devices, gpus);
   t.gpu_links.resize(n * n);
   int max_links = 0;
   for (std::size_t a = 0; a < n; ++a)
@@ -248,7 +329,7 @@ Result<TopoMatrix> read_nvidia_topo(std::string_view text, const std::string& fi
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("the matrix has NVLinks but GPU model '{}' is unknown, so their speed is too; give a "
                                   "known model (e.g. H100, A100, V100, B200) or the per-link bandwidth",
-                                  options.gpu_model),
+                                  model),
                       at(file, header_line));
   if (n > 1 && max_links > 0) {
     int links = t.link(0, 1).nvlinks;

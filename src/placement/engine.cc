@@ -224,7 +224,7 @@ Result<GpuId> parse_gpu(const Cluster& cluster, std::string_view text) {
   return cluster.node_gpu(*node, index);
 }
 
-Result<Placement> place_job(AllocationState& state, const PlaceRequest& request, bool hold) {
+Result<Placement> place_job(AllocationState& state, const PlaceRequest& request, bool hold, PlaceDetail detail) {
   TOPOSCHED_TRY(policy, find_policy(request.policy));
   JobRequest r = request.job;
   if (r.job_id.empty()) {
@@ -234,7 +234,7 @@ Result<Placement> place_job(AllocationState& state, const PlaceRequest& request,
                       fmt::format("job '{}' is already placed; release it first or pick another job id", r.job_id));
   }
   TOPOSCHED_TRY(norm, normalize(r, state.cluster()));
-  auto p = place_within(state, norm, *policy, request.allowed);
+  auto p = place_within(state, norm, *policy, request.allowed, detail);
   if (!p) {
     Error e = p.error();
     e.message = fmt::format("cannot place job '{}' with policy {}: {}", r.job_id, request.policy, e.message);

@@ -71,8 +71,10 @@ Result<GpuId> parse_gpu(const Cluster& cluster, std::string_view text);
 // The place transaction on `state`: fills an empty job id with the first free job-N,
 // refuses an id in use (kConflict), normalises, places; with `hold` it also allocates.
 // Errors: kInvalidArgument (bad request, unknown policy), kConflict, kInfeasible (the
-// message names the job and the policy and says why).
-Result<Placement> place_job(AllocationState& state, const PlaceRequest& request, bool hold);
+// message names the job and the policy and says why). The simulator's placer calls it with
+// PlaceDetail::kGpusOnly: the same decision as the CLI's, without the description.
+Result<Placement> place_job(AllocationState& state, const PlaceRequest& request, bool hold,
+                            PlaceDetail detail = PlaceDetail::kFull);
 
 // One change asked of the engine.
 struct Command {

@@ -8,7 +8,7 @@ constexpr std::string_view kMaskedJob = "toposched:masked-out-nodes";
 }  // namespace
 
 Result<Placement> place_within(const AllocationState& state, const JobRequest& request,
-                               const PlacementPolicy& policy, const NodeMask& allowed) {
+                               const PlacementPolicy& policy, const NodeMask& allowed, PlaceDetail detail) {
   const Cluster& c = state.cluster();
   std::vector<GpuId> blocked;
   if (!allowed.empty()) {
@@ -19,10 +19,10 @@ Result<Placement> place_within(const AllocationState& state, const JobRequest& r
         if (GpuId g = c.node_gpu(n, local); state.gpu_free(g)) blocked.push_back(g);
     }
   }
-  if (blocked.empty()) return place(state, request, policy);
+  if (blocked.empty()) return place(state, request, policy, detail);
   AllocationState masked = state.snapshot();
   TOPOSCHED_CHECK(masked.allocate(kMaskedJob, blocked));
-  return place(masked, request, policy);
+  return place(masked, request, policy, detail);
 }
 
 }  // namespace toposched

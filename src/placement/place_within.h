@@ -10,6 +10,7 @@
 namespace toposched {
 
 Result<Placement> place_within(const AllocationState& state, const JobRequest& request,
-                               const PlacementPolicy& policy, const NodeMask& allowed);
+                               const PlacementPolicy& policy, const NodeMask& allowed,
+                               PlaceDetail detail = PlaceDetail::kFull);
 
 }  // namespace toposched

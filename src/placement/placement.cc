@@ -228,10 +228,8 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
 
 }  // namespace
 
-Result<Placement> place(const AllocationState& state, const JobRequest& raw, const PlacementPolicy& policy) {
-  auto norm = raw.total_gpus > 0 ? Result<JobRequest>(raw) : normalize(raw, state.cluster());
-  if (!norm) return tl::unexpected(norm.error());
-  const JobRequest& r = *norm;
+Result<std::vector<GpuId>> choose_gpus(const AllocationState& state, const JobRequest& r,
+                                       const PlacementPolicy& policy) {
   if (r.segment > 0 && !policy.supports_segments())
     return make_error(ErrorCode::kUnsupported,
                       fmt::format("policy {} does not implement --segment (slurm-block does)", policy.name()));
@@ -257,10 +255,20 @@ Result<Placement> place(const AllocationState& state, const JobRequest& raw, con
   if (!gpus) return tl::unexpected(gpus.error());
   if (auto ok = check_placement(state, r, *gpus); !ok)
     return make_error(ErrorCode::kInfeasible, fmt::format("policy {}: {}", policy.name(), ok.error().message));
+  return gpus;
+}
+
+Result<Placement> place(const AllocationState& state, const JobRequest& raw, const PlacementPolicy& policy,
+                        PlaceDetail detail) {
+  auto norm = raw.total_gpus > 0 ? Result<JobRequest>(raw) : normalize(raw, state.cluster());
+  if (!norm) return tl::unexpected(norm.error());
+  const JobRequest& r = *norm;
+  TOPOSCHED_TRY(gpus, choose_gpus(state, r, policy));
   Placement p;
   p.job_id = r.job_id;
   p.policy = std::string(policy.name());
-  p.gpus_by_rank = std::move(*gpus);
+  p.gpus_by_rank = std::move(gpus);
+  if (detail == PlaceDetail::kGpusOnly) return p;
   if (auto pred = predict_comm(state.cluster(), p.gpus_by_rank, r)) {
     p.predicted_comm_us = pred->step_comm_us;
     p.ideal_comm_us = pred->ideal_step_comm_us;

@@ -72,8 +72,21 @@ const std::vector<const PlacementPolicy*>& placement_policies();
 // kInvalidArgument listing the known names when `name` is unknown.
 Result<const PlacementPolicy*> find_policy(std::string_view name);
 
-// Chooses GPUs for `request` (normalized or not) without changing `state`.
-Result<Placement> place(const AllocationState& state, const JobRequest& request, const PlacementPolicy& policy);
+// How much of a Placement place() fills in: everything (the `place` JSON's fields, the
+// predicted communication and the explanation), or only job, policy and GPUs (the
+// simulator, which places thousands of jobs and wants the same decision, not its story).
+enum class PlaceDetail { kFull, kGpusOnly };
+
+// Chooses GPUs for `request` (normalized or not) without changing `state`: choose_gpus(),
+// then the description.
+Result<Placement> place(const AllocationState& state, const JobRequest& request, const PlacementPolicy& policy,
+                        PlaceDetail detail = PlaceDetail::kFull);
+
+// The decision itself, on a normalized request: the policy's support for segments and
+// slices, enough free GPUs, the required/preferred tier (one switch of that tier at a time
+// unless the policy handles tiers), the policy's select(), then check_placement().
+Result<std::vector<GpuId>> choose_gpus(const AllocationState& state, const JobRequest& request,
+                                       const PlacementPolicy& policy);
 
 // Checks that `gpus` satisfy the (normalized) request on `state`: the constraints every
 // policy must honour. Used by place() and by the tests.

@@ -60,8 +60,9 @@ class Placer {
   }
 };
 
-// One shared uplink a running job loads: `demand` in units of node uplinks it drives
-// through switch `uplink` (the switch below the link), against that link's `capacity`.
+// One shared uplink a running job loads: `demand` (GB/s in make_comm_model's model; any
+// unit shared with uplink_capacity) it drives through switch `uplink` (the switch below the
+// link), against that link's `capacity`.
 // Overloaded links are shared max-min fairly; a job's share applies to all its links (its
 // demand is taken as the largest of its uses).
 struct UplinkUse {
@@ -87,8 +88,9 @@ class CommModel {
 // The policies make_placer accepts (the placement engine's registry), in its order.
 std::vector<std::string> placer_names();
 Result<std::unique_ptr<Placer>> make_placer(const Cluster& cluster, const std::string& policy, std::uint64_t seed);
-// The cost model (estimate_job_comm) with a compute time per step from the job's FLOPs,
-// and the uplink demand / capacity of the cost layer's contention model (contention.h).
+// The cost model (estimate_job_comm) with a compute time per step from the job's FLOPs
+// (cost/compute.h), and the uplink demand / capacity of the cost layer's contention model
+// (cost/contention.h: uplink_capacity_GBps, job_uplink_demand_GBps).
 std::unique_ptr<CommModel> make_comm_model(const Cluster& cluster);
 
 // How a trace job communicates: its workload class (the trace's kind, else llm-dense when
@@ -100,8 +102,7 @@ struct JobShape {
 };
 JobShape job_shape(const SimJob& job, int gpus_per_node);
 // Estimated compute time of one step (µs) of the job's workload class on `gpu_model`
-// GPUs with that plan: dense training 6 x active parameters x tokens / (tp x pp) at 40% of
-// the GPU's peak, ResNet-50 256 images per GPU, inference one memory-bound decode step.
+// GPUs with that plan: the cost layer's compute_us_per_step (cost/compute.h).
 double compute_us_per_step(const JobShape& shape, std::string_view gpu_model);
 
 }  // namespace toposched::sim

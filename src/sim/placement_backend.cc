@@ -8,8 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "cost/compute.h"
+#include "cost/contention.h"
 #include "cost/job_comm.h"
 #include "placement/allocation_state.h"
+#include "placement/engine.h"
 #include "placement/fragmentation.h"
 #include "placement/job_request.h"
 #include "placement/placement.h"
@@ -28,20 +31,18 @@ std::string lower(std::string_view s) {
 class RegistryPlacer final : public Placer {
  public:
   RegistryPlacer(const Cluster& c, const PlacementPolicy& p, std::uint64_t seed)
-      : cluster_(c), state_(c), policy_(p), seed_(seed), sizes_(default_job_sizes()) {
+      : state_(c), policy_(p), seed_(seed), sizes_(default_job_sizes()) {
     int max_gpn = 1;
     for (std::size_t n = 0; n < c.node_count(); ++n) max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
     gpus_per_node_ = max_gpn;
     for (std::size_t n = 0; n < c.node_count(); ++n) models_.push_back(lower(c.node_type(NodeId(static_cast<std::uint32_t>(n))).gpu_model));
   }
 
+  // The CLI's place transaction (placement/engine.h's place_job): normalise, tier handling,
+  // the policy, check_placement, allocate.
   Result<std::vector<GpuId>> place(const SimJob& job, std::uint32_t index) override {
-    auto r = request(job, index);
-    if (!r) return tl::unexpected(r.error());
-    auto gpus = policy_.select(state_, *r, {});
-    if (!gpus) return tl::unexpected(gpus.error());
-    if (auto ok = state_.allocate(r->job_id, *gpus); !ok) return tl::unexpected(ok.error());
-    return gpus;
+    TOPOSCHED_TRY(p, place_job(state_, request(job, index), true, PlaceDetail::kGpusOnly));
+    return std::move(p.gpus_by_rank);
   }
 
   void release(std::uint32_t index) override { (void)state_.release(std::to_string(index)); }
@@ -54,8 +55,7 @@ class RegistryPlacer final : public Placer {
   // policy calls, assuming that more free GPUs never make a placement impossible.
   Result<Reservation> reserve(const SimJob& job, std::uint32_t index, std::span<const std::uint32_t> running_by_end,
                               std::size_t min_finished) override {
-    auto r = request(job, index);
-    if (!r) return tl::unexpected(r.error());
+    const PlaceRequest r = request(job, index);
     std::vector<std::pair<std::string, std::vector<GpuId>>> ended;
     auto end_first = [&](std::size_t k) {
       while (ended.size() < k) {
@@ -69,9 +69,10 @@ class RegistryPlacer final : public Placer {
         ended.pop_back();
       }
     };
-    auto probe = [&](std::size_t k) {
+    auto probe = [&](std::size_t k) -> Result<std::vector<GpuId>> {
       end_first(k);
-      return policy_.select(state_, *r, {});
+      TOPOSCHED_TRY(p, place_job(state_, r, false, PlaceDetail::kGpusOnly));
+      return std::move(p.gpus_by_rank);
     };
     const std::size_t n = running_by_end.size();
     std::size_t lo = std::min(min_finished, n);  // fails, unless it is the answer
@@ -122,8 +123,11 @@ class RegistryPlacer final : public Placer {
   double fragmentation() const override { return toposched::fragmentation(state_, sizes_).unusable_fraction; }
 
  private:
-  Result<JobRequest> request(const SimJob& job, std::uint32_t index) {
-    JobRequest r;
+  // The job as a front end would send it (`toposched place --job INDEX --gpus N --tp ...`).
+  PlaceRequest request(const SimJob& job, std::uint32_t index) {
+    PlaceRequest out;
+    out.policy = std::string(policy_.name());
+    JobRequest& r = out.job;
     r.job_id = std::to_string(index);
     r.gpus = job.gpus;
     JobShape shape = job_shape(job, gpus_per_node_);
@@ -138,7 +142,7 @@ class RegistryPlacer final : public Placer {
     }
     r.gpu_model = usable_model(job.gpu_model);
     r.seed = seed_ + index;
-    return normalize(std::move(r), cluster_);
+    return out;
   }
 
   // The placement engine matches a model by substring; a trace's "A|B" alternatives or a
@@ -154,7 +158,6 @@ class RegistryPlacer final : public Placer {
     return it->second ? model : std::string();
   }
 
-  const Cluster& cluster_;
   AllocationState state_;
   const PlacementPolicy& policy_;
   std::uint64_t seed_;
@@ -164,40 +167,16 @@ class RegistryPlacer final : public Placer {
   std::map<std::string, bool> model_ok_;
 };
 
-struct GpuSpeed {
-  double peak_flops;  // dense bf16/fp16 tensor, per GPU
-  double hbm_Bps;
-};
-
-GpuSpeed gpu_speed(std::string_view model) {
-  std::string m = lower(model);
-  auto has = [&](const char* s) { return m.find(s) != std::string::npos; };
-  if (has("gb200") || has("b200")) return {2250e12, 8.0e12};
-  if (has("h200")) return {989e12, 4.8e12};
-  if (has("h100") || has("h800")) return {989e12, 3.35e12};
-  if (has("a100") || has("a800")) return {312e12, 2.0e12};
-  if (has("l40")) return {362e12, 0.86e12};
-  if (has("v100")) return {125e12, 0.9e12};
-  if (has("t4")) return {65e12, 0.32e12};
-  if (has("p100")) return {21e12, 0.73e12};
-  return {312e12, 2.0e12};
-}
-
 class CostCommModel final : public CommModel {
  public:
   explicit CostCommModel(const Cluster& c) : c_(c) {
     int max_gpn = 1;
     for (std::size_t n = 0; n < c.node_count(); ++n) max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
     gpus_per_node_ = max_gpn;
-    // Uplink capacity in node units: nodes below / product of oversubscription up to it
-    // (contention.h's definition, with one node's worth of demand per crossing job).
+    // The cost layer's uplink model (cost/contention.h), in GB/s.
     capacity_.resize(c.switch_count());
-    for (std::size_t s = 0; s < c.switch_count(); ++s) {
-      SwitchId sw(static_cast<std::uint32_t>(s));
-      double over = 1;
-      for (int t = 0; t <= c.switch_tier(sw) && t < static_cast<int>(c.tiers().size()); ++t) over *= std::max(1.0, c.tiers()[static_cast<std::size_t>(t)].oversubscription);
-      capacity_[s] = static_cast<double>(c.switch_subtree_nodes(sw).size()) / over;
-    }
+    for (std::size_t s = 0; s < c.switch_count(); ++s)
+      capacity_[s] = uplink_capacity_GBps(c, SwitchId(static_cast<std::uint32_t>(s)));
     for (std::string_view name : workload_class_names()) {
       auto m = workload_class(name);
       if (m) models_.emplace(std::string(name), *m);
@@ -228,20 +207,20 @@ class CostCommModel final : public CommModel {
       double step = model.compute_us_per_step + est->exposed_comm_us;
       out.network_share = step > 0 ? std::clamp(est->exposed_comm_us / step, 0.0, 1.0) : 0.0;
     }
-    // Uplinks: a job crosses the uplink of every switch that holds some but not all of its nodes.
+    // Uplinks: a job crosses the uplink of every switch that holds some but not all of its
+    // nodes, with the cost layer's demand (zero inside one node or accelerator domain).
+    const double demand = job_uplink_demand_GBps(c_, gpus);
+    if (demand <= 0) return out;
     std::vector<std::uint32_t> nodes;
     nodes.reserve(gpus.size());
     for (GpuId g : gpus) nodes.push_back(c_.gpu_node(g).value);
     std::sort(nodes.begin(), nodes.end());
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    if (nodes.size() < 2) return out;
-    DomainId d0 = c_.node_domain(NodeId(nodes[0]));
-    if (d0.valid() && std::all_of(nodes.begin(), nodes.end(), [&](std::uint32_t n) { return c_.node_domain(NodeId(n)) == d0; })) return out;
     std::map<std::uint32_t, int> under;  // switch -> job nodes below it
     for (std::uint32_t n : nodes)
       for (SwitchId s = c_.node_switch(NodeId(n)); s.valid(); s = c_.switch_parent(s)) ++under[s.value];
     for (auto [s, count] : under)
-      if (static_cast<std::size_t>(count) < nodes.size()) out.uplinks.push_back({s, 1.0});
+      if (static_cast<std::size_t>(count) < nodes.size()) out.uplinks.push_back({s, demand});
     return out;
   }
 
@@ -284,18 +263,9 @@ JobShape job_shape(const SimJob& job, int gpus_per_node) {
 }
 
 double compute_us_per_step(const JobShape& shape, std::string_view gpu_model) {
-  GpuSpeed speed = gpu_speed(gpu_model);
-  double achieved = 0.4 * speed.peak_flops;
   auto model = workload_class(shape.workload_class);
   if (!model) return 0;
-  const WorkloadModel& m = *model;
-  double mp = static_cast<double>(shape.tp * shape.pp);
-  if (shape.workload_class == "dp-vision") return 3.0 * 4.1e9 * 256 / achieved * 1e6;  // ResNet-50, 256 images per GPU
-  if (!m.training) return m.parameters * m.bytes_per_element / mp / speed.hbm_Bps * 1e6;  // one decode step
-  double active = m.parameters;
-  if (m.experts > 0) active = m.parameters * (1 - m.expert_parameter_fraction) + m.parameters * m.expert_parameter_fraction * m.top_k / m.experts;
-  double tokens = static_cast<double>(m.sequence) * m.micro_batch * m.micro_batches;
-  return 6.0 * active * tokens / mp / achieved * 1e6;
+  return toposched::compute_us_per_step(*model, shape.workload_class, shape.tp, shape.pp, gpu_model);
 }
 
 std::vector<std::string> placer_names() {

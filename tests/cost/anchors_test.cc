@@ -1,8 +1,10 @@
 // Every published NCCL measurement in tests/data/nccl_busbw.csv must be reproduced within
 // the row's tolerance by the general model (no per-row table). Also prints the predicted vs
 // published table that docs/cost-model.md shows.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -33,6 +35,22 @@ TEST(Anchors, EveryRowWithinTolerance) {
     EXPECT_LE(std::abs(err), r.tolerance) << r.id << ": predicted " << p->predicted << " " << r.unit << ", published "
                                           << r.value << " (" << r.source << ")";
   }
+}
+
+// The rows together: no systematic bias hides inside the per-row tolerance.
+TEST(Anchors, MedianAbsoluteErrorAtMostFivePercent) {
+  auto rows = read_anchor_rows(TOPOSCHED_TEST_DATA "/nccl_busbw.csv");
+  ASSERT_FALSE(rows.empty());
+  std::vector<double> errors;
+  for (const auto& r : rows) {
+    auto p = predict_anchor(r);
+    ASSERT_TRUE(p.has_value()) << r.id << ": " << p.error().message;
+    errors.push_back(std::abs(p->predicted - r.value) / r.value);
+  }
+  std::sort(errors.begin(), errors.end());
+  const std::size_t n = errors.size();
+  const double median = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
+  EXPECT_LE(median, 0.05) << "median absolute error over " << n << " rows";
 }
 
 }  // namespace

@@ -145,6 +145,63 @@ class DiscoverHybridCubeMesh(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+class DiscoverInfersGpuGeneration(unittest.TestCase):
+    """Without --gpu-model, the NVLinks per GPU in topo -m name the generation (with a warning)."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="toposched-discover-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def discover_one(self, fixture, node, *extra):
+        topo = os.path.join(self.tmp, node + ".topo")
+        shutil.copy(os.path.join(DATA, fixture), topo)
+        spec = os.path.join(self.tmp, node + ".json")
+        proc = run("discover", "--topo-m", topo, "--format", "json", "-o", spec, *extra)
+        with open(spec) as f:
+            return proc, spec, json.load(f)["node_types"][0]
+
+    def test_dgx1v_is_v100_with_pcie_gen3_so_nvlink_beats_pcie(self):
+        proc, spec, node_type = self.discover_one("dgx1v-dlperf.topo", "dgx1v-01")
+        self.assertIn("inferred V100 from 6 NVLinks per GPU", proc.stderr)
+        self.assertEqual(node_type["gpu"]["model"], "V100-SXM2")
+        self.assertAlmostEqual(node_type["pcie"]["GBps"], 8 * 128 / 130 * 16 / 8, places=3)  # Gen3 x16
+
+        def path(a, b):
+            return json.loads(run("path", "--cluster", spec, f"dgx1v-01:{a}", f"dgx1v-01:{b}",
+                                  "--format", "json").stdout)
+        nvlink, cross_socket = path(0, 1), path(0, 5)
+        self.assertEqual(nvlink["level"], "nvlink")
+        self.assertEqual(cross_socket["level"], "pcie-sys")
+        self.assertGreater(nvlink["bandwidth_GBps"], cross_socket["bandwidth_GBps"])
+
+    def test_a100_and_h100(self):
+        proc, _, node_type = self.discover_one("dgx-a100.topo", "dgx-a100-01")
+        self.assertIn("inferred A100 from 12 NVLinks per GPU", proc.stderr)
+        self.assertEqual(node_type["gpu"]["model"], "A100-SXM4")
+        proc, _, node_type = self.discover_one("h100-hgx-13nic.topo", "hgx-h100-01")
+        self.assertIn("inferred H100 from 18 NVLinks per GPU", proc.stderr)
+        self.assertEqual(node_type["gpu"]["model"], "H100-SXM5")
+
+    def test_gpu_info_names_the_model(self):
+        info = os.path.join(self.tmp, "info")
+        os.makedirs(info)
+        shutil.copy(os.path.join(DATA, "dgx-a100.gpus.csv"), os.path.join(info, "dgx-a100-01.csv"))
+        proc, _, node_type = self.discover_one("dgx-a100.topo", "dgx-a100-01", "--gpu-info", info)
+        self.assertNotIn("inferred", proc.stderr)
+        self.assertEqual(node_type["gpu"]["model"], "A100-SXM4")
+
+    def test_bad_gpu_info_names_the_position(self):
+        bad = os.path.join(self.tmp, "n1.csv")
+        with open(bad, "w") as f:
+            f.write("name, pci.bus_id\nNVIDIA A100-SXM4-40GB, not-a-bus-id\n")
+        proc = run("discover", "--gpu-info", bad, check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("n1.csv:2:24", proc.stderr)
+        self.assertIn("PCI bus id", proc.stderr)
+
+
 class DiscoverClusterWideSources(unittest.TestCase):
     def spec_of(self, *args):
         return json.loads(run("discover", *args, "--format", "json").stdout)

@@ -5,6 +5,7 @@
 #include "formats/nvidia_fabric.h"
 #include "formats/nvidia_topo.h"
 #include "topology/file_io.h"
+#include "topology/hardware.h"
 
 namespace toposched {
 namespace {
@@ -24,7 +25,9 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 // ---------------------------------------------------------------- topo -m
 
 TEST(NvidiaTopo, H100NodeIsFullyNVLinkedWithOneIbNicPixPerGpu) {
-  auto m = read_nvidia_topo(data("h100-hgx-13nic.topo"), "h100.topo");
+  TopoMatrixOptions o;
+  o.gpu_model = "H100";
+  auto m = read_nvidia_topo(data("h100-hgx-13nic.topo"), "h100.topo", o);
   ASSERT_TRUE(m) << m.error().to_string();
   const NodeType& t = m->type;
   EXPECT_EQ(t.gpu_count, 8);
@@ -107,6 +110,73 @@ TEST(NvidiaTopo, HybridCubeMeshKeepsOnlyLinkedPairs) {
   EXPECT_TRUE(t.gpu_numa.empty());  // no NUMA Affinity column
 }
 
+// Without a model the NVLink count per GPU names the generation, and a warning says so.
+bool warns(const TopoMatrix& m, const std::string& text) {
+  for (const auto& w : m.warnings)
+    if (w.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(NvidiaTopoInference, HybridCubeMeshIsV100WithPcieGen3) {
+  auto m = read_nvidia_topo(data("dgx1v-dlperf.topo"), "dgx1v.topo");
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_EQ(m->type.gpu_model, "V100-SXM2");
+  EXPECT_DOUBLE_EQ(m->type.pcie_GBps, pcie_GBps(3, 16));
+  EXPECT_DOUBLE_EQ(m->type.gpu_memory_gb, 32);
+  EXPECT_FALSE(m->type.nvswitch);
+  EXPECT_TRUE(warns(*m, "inferred V100 from 6 NVLinks per GPU")) << (m->warnings.empty() ? "" : m->warnings[0]);
+  // The project's own DGX-1V file (four NICs) reads the same way.
+  auto own = read_nvidia_topo(data("dgx1-v100.topo"), "dgx1.topo");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->type.gpu_model, "V100-SXM2");
+}
+
+TEST(NvidiaTopoInference, Nv12IsA100AndNv18IsH100) {
+  auto a100 = read_nvidia_topo(data("dgx-a100.topo"), "dgx-a100.topo");
+  ASSERT_TRUE(a100) << a100.error().to_string();
+  EXPECT_EQ(a100->type.gpu_model, "A100-SXM4");
+  EXPECT_DOUBLE_EQ(a100->type.pcie_GBps, pcie_GBps(4, 16));
+  EXPECT_TRUE(a100->type.nvswitch);
+  EXPECT_TRUE(warns(*a100, "inferred A100 from 12 NVLinks per GPU"));
+  auto h100 = read_nvidia_topo(data("h100-hgx-13nic.topo"), "h100.topo");
+  ASSERT_TRUE(h100);
+  EXPECT_EQ(h100->type.gpu_model, "H100-SXM5");
+  EXPECT_DOUBLE_EQ(h100->type.pcie_GBps, pcie_GBps(5, 16));
+  EXPECT_TRUE(warns(*h100, "inferred H100 from 18 NVLinks per GPU"));
+  EXPECT_TRUE(warns(*h100, "H200 and B200 look the same"));
+}
+
+TEST(NvidiaTopoInference, GivenModelWinsAndNoNvlinkIsAnAssumption) {
+  TopoMatrixOptions o;
+  o.gpu_model = "A100";
+  auto given = read_nvidia_topo(data("dgx1v-dlperf.topo"), "dgx1v.topo", o);
+  ASSERT_TRUE(given);
+  EXPECT_EQ(given->type.gpu_model, "A100-SXM4");
+  EXPECT_TRUE(given->warnings.empty());
+  const std::string pcie_only =
+      "        GPU0    GPU1    mlx5_0\n"
+      "GPU0     X      SYS     PIX\n"
+      "GPU1    SYS      X      SYS\n"
+      "mlx5_0  PIX     SYS      X \n";
+  auto m = read_nvidia_topo(pcie_only, "pcie.topo");
+  ASSERT_TRUE(m) << m.error().to_string();
+  EXPECT_EQ(m->type.gpu_model, "H100-SXM5");
+  EXPECT_TRUE(warns(*m, "no NVLink: assumed H100"));
+}
+
+TEST(NvidiaTopoInference, LinkCountsPerGeneration) {
+  auto full = [](int n, int k) {
+    std::vector<int> v(static_cast<std::size_t>(n * n), k);
+    for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i * n + i)] = 0;
+    return v;
+  };
+  EXPECT_EQ(infer_gpu_model(full(16, 6), 16).model, "V100");  // DGX-2: NV6 through NVSwitch
+  EXPECT_EQ(infer_gpu_model(full(4, 4), 4).model, "A100");    // HGX A100 4-GPU: 3 x NV4 direct
+  EXPECT_EQ(infer_gpu_model(full(4, 18), 4).model, "H100");   // GB200 tray looks like Hopper
+  EXPECT_EQ(infer_gpu_model(full(8, 8), 8).model, "");        // H800/A800: cannot tell
+  EXPECT_EQ(infer_gpu_model(full(8, 0), 8).model, "");
+}
+
 TEST(NvidiaTopo, PerLinkSpeedCanBeOverridden) {
   TopoMatrixOptions o;
   o.gpu_model = "V100";
@@ -179,7 +249,9 @@ TEST(NvidiaTopo, OldLayoutWithSocAndNoAffinityColumns) {
 TEST(NvidiaTopo, NicColumnWithoutLegendEntryIsKeptWithAWarning) {
   std::string text = data("h100-hgx-13nic.topo");
   text = text.substr(0, text.find("  NIC12: mlx5_eth4"));
-  auto m = read_nvidia_topo(text, "h100.topo");
+  TopoMatrixOptions o;
+  o.gpu_model = "H100";
+  auto m = read_nvidia_topo(text, "h100.topo", o);
   ASSERT_TRUE(m);
   EXPECT_EQ(m->type.nics[12].name, "NIC12");
   ASSERT_EQ(m->warnings.size(), 1u);
