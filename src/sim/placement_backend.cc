@@ -284,19 +284,28 @@ JobShape job_shape(const SimJob& job, int gpus_per_node) {
 }
 
 double compute_us_per_step(const JobShape& shape, std::string_view gpu_model) {
-  GpuSpeed speed = gpu_speed(gpu_model);
-  double achieved = 0.4 * speed.peak_flops;
   auto model = workload_class(shape.workload_class);
   if (!model) return 0;
   const WorkloadModel& m = *model;
-  double mp = static_cast<double>(shape.tp * shape.pp);
-  if (shape.workload_class == "dp-vision") return 3.0 * 4.1e9 * 256 / achieved * 1e6;  // ResNet-50, 256 images per GPU
+  if (shape.workload_class == "dp-vision") return 3.0 * 4.1e9 * 256 / (0.4 * gpu_speed(gpu_model).peak_flops) * 1e6;  // ResNet-50, 256 images per GPU
+  ParallelPlan plan;
+  plan.tp = shape.tp;
+  plan.pp = shape.pp;
+  return model_compute_us_per_step(m, plan, gpu_model);
+}
+
+double model_compute_us_per_step(const WorkloadModel& m, const ParallelPlan& plan, std::string_view gpu_model) {
+  GpuSpeed speed = gpu_speed(gpu_model);
+  double achieved = 0.4 * speed.peak_flops;
+  double mp = static_cast<double>(std::max(plan.tp, 1) * std::max(plan.pp, 1));
   if (!m.training) return m.parameters * m.bytes_per_element / mp / speed.hbm_Bps * 1e6;  // one decode step
   double active = m.parameters;
   if (m.experts > 0) active = m.parameters * (1 - m.expert_parameter_fraction) + m.parameters * m.expert_parameter_fraction * m.top_k / m.experts;
   double tokens = static_cast<double>(m.sequence) * m.micro_batch * m.micro_batches;
-  return 6.0 * active * tokens / mp / achieved * 1e6;
+  return 6.0 * active * tokens / (mp * std::max(plan.cp, 1)) / achieved * 1e6;
 }
+
+double gpu_peak_flops(std::string_view gpu_model) { return gpu_speed(gpu_model).peak_flops; }
 
 std::vector<std::string> placer_names() {
   std::vector<std::string> out;
