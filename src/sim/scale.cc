@@ -45,7 +45,8 @@ JobRequest request_for(const JobSpec& spec) {
   return r;
 }
 
-// The farthest level joining the GPUs of any group of `kind`, and of the whole job.
+// The farthest level joining the GPUs of any group of `kind` (from each group's first rank to
+// the others: in a tree that is the level of the group's common ancestor).
 std::string farthest_level(const Cluster& c, std::span<const GpuId> gpus, const ParallelPlan& plan, std::string_view kind) {
   Path worst;
   int worst_distance = -1;
@@ -63,6 +64,7 @@ std::string farthest_level(const Cluster& c, std::span<const GpuId> gpus, const 
   return worst_distance < 0 ? std::string("gpu") : c.level_name(worst);
 }
 
+// The farthest level joining any of the job's GPUs.
 std::string job_widest_level(const Cluster& c, std::span<const GpuId> gpus) {
   Path worst;
   int worst_distance = -1;
