@@ -127,5 +127,24 @@ class ScaleInputsTest(unittest.TestCase):
                 self.assertEqual(f.read(), "keep")
 
 
+class ScaleReportFolderTest(unittest.TestCase):
+    """--report DIR follows docs/cli.md "Output files": a link inside the folder is written
+    through (the link stays), and nothing is half-written."""
+
+    def test_report_folder_keeps_links_inside(self):
+        with temp_dir() as tmp:
+            report = os.path.join(tmp, "report")
+            os.mkdir(report)
+            os.mkdir(os.path.join(tmp, "kept"))
+            os.symlink(os.path.join("..", "kept", "r.json"), os.path.join(report, "report.json"))
+            proc = run("scale", "--cluster", "preset:dgx-h100?nodes=16", "--job", JOB, "--gpus", "64,128", "--policies", "topo",
+                       "--report", report + "/")
+            self.assertIn(f"report: {report}/report.html", proc.stdout)
+            self.assertTrue(os.path.islink(os.path.join(report, "report.json")))
+            with open(os.path.join(tmp, "kept", "r.json")) as f:
+                self.assertIn('"policies"', f.read())
+            self.assertEqual([n for n in os.listdir(report) if ".tmp-" in n], [])
+
+
 if __name__ == "__main__":
     unittest.main()
