@@ -1,8 +1,10 @@
 # toposched front door. `make demo` and `make test` work on a fresh Debian 12 machine:
 # both install what they need through scripts/install-deps first.
-.PHONY: all deps build debug test demo bench clean format
+.PHONY: all deps build debug test demo bench fuzz mutations clean format
 
 JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+MUTATIONS ?= 10000
 
 all: build
 
@@ -20,6 +22,17 @@ debug: deps
 # Sanitizer build (ASan + UBSan), then every unit and end-to-end test, real Slurm included.
 test: debug
 	@ctest --preset debug -j $(JOBS)
+
+# libFuzzer targets (clang 14, ASan + UBSan), every reader for FUZZ_SECONDS each; crashes
+# are kept in tests/data/fuzz-regressions/ (docs/robustness.md).
+fuzz: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(JOBS) scripts/fuzz
+
+# MUTATIONS random mutations of the fixtures through the sanitizer build of the CLI.
+mutations: debug
+	@TOPOSCHED=build/debug/toposched python3 tests/e2e/cli_mutations.py --count $(MUTATIONS) --jobs $(JOBS)
 
 demo: build
 	@scripts/demo build/release/toposched

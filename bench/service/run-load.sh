@@ -2,6 +2,8 @@
 # Load figures of `toposched serve` (docs/performance.md): 100,000 GPUs at ~90% occupancy,
 # a place+release mix with wrk, then read-only endpoints. Release build, loopback.
 #   bench/service/run-load.sh [BINARY] [STORE_DIR] [DURATION_S] [CONNECTIONS]
+# STORE=etcd://H:P,H:P,H:P/prefix runs it against etcd instead of SQLite in STORE_DIR
+# (bench/service/run-load-etcd.sh starts a 3-member etcd cluster on loopback for that).
 set -euo pipefail
 bin=${1:-build/release/toposched}
 dir=${2:-$(mktemp -d /var/tmp/toposched-load-XXXXXX)}
@@ -9,7 +11,8 @@ duration=${3:-20}
 conns=${4:-16}
 here=$(cd "$(dirname "$0")" && pwd)
 rm -f "$dir/state.db" "$dir/state.db-wal" "$dir/state.db-shm"
-"$bin" serve --cluster 'preset:dgx-h100?nodes=12500' --store "sqlite:$dir/state.db" --listen 127.0.0.1:0 \
+store=${STORE:-sqlite:$dir/state.db}
+"$bin" serve --cluster 'preset:dgx-h100?nodes=12500' --store "$store" --listen 127.0.0.1:0 \
     2> "$dir/serve.log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
@@ -20,7 +23,7 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 [ -n "$port" ] || { echo "serve did not start"; cat "$dir/serve.log"; exit 1; }
-echo "store: $dir/state.db ($(df --output=fstype "$dir" | tail -1)); port $port"
+echo "store: $store ($(df --output=fstype "$dir" | tail -1) under $dir); port $port"
 python3 "$here/prefill.py" "$port" 0.9
 echo "== place+release mix: wrk -t2 -c$conns -d${duration}s"
 wrk -t2 -c"$conns" -d"${duration}s" --latency -s "$here/place_release.lua" "http://127.0.0.1:$port"

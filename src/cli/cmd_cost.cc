@@ -68,8 +68,7 @@ int run_job(const CostOptionsCli& o, const Cluster& c) {
                         {"time_us", g.time_us},
                         {"ideal_time_us", g.ideal_time_us}});
     j["groups"] = groups;
-    print_json(j);
-    return kExitOk;
+    return print_json(j);
   }
   fmt::print("job {} on {} GPUs (tp={} pp={} dp={} ep={} cp={}, order {})\n", job->name, gpus->size(), job->plan.tp,
              job->plan.pp, job->plan.dp, job->plan.ep, job->plan.cp, job->plan.order);
@@ -141,7 +140,7 @@ int run_cost(const CostOptionsCli& o) {
       return kExitError;
     }
     if (o.format == OutputFormat::kJson) {
-      print_json(estimate_to_json(*e, lo));
+      if (int rc = print_json(estimate_to_json(*e, lo)); rc != kExitOk) return rc;
     } else {
       fmt::print("{} of {} on {} GPUs ({} NVLink islands): {}/{}, {:.2f} us, algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
                  collective_name(*coll), format_size(lo), e->ranks, e->islands, algorithm_name(e->algorithm),
@@ -171,7 +170,7 @@ int run_cost(const CostOptionsCli& o) {
     if (size * o.step_factor == size) break;
   }
   if (o.format == OutputFormat::kJson)
-    print_json(Json{{"collective", collective_name(*coll)}, {"ranks", gpus->size()}, {"rows", rows}});
+    return print_json(Json{{"collective", collective_name(*coll)}, {"ranks", gpus->size()}, {"rows", rows}});
   return kExitOk;
 }
 

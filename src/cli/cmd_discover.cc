@@ -32,9 +32,10 @@ int run_discover(DiscoverOptions& o) {
   auto result = discover(r);
   if (!result) return report(result.error());
   for (const auto& w : result->warnings) std::cerr << "toposched: warning: " << w << "\n";
-  const std::string text =
-      o.format == OutputFormat::kJson ? write_native_json(result->cluster) : write_native_yaml(result->cluster);
-  if (auto ok = write_file_atomically(o.output, text); !ok) return report(ok.error());
+  const Result<std::string> text = o.format == OutputFormat::kJson ? write_native_json(result->cluster)
+                                                                   : Result<std::string>(write_native_yaml(result->cluster));
+  if (!text) return report(text.error());
+  if (auto ok = write_file_atomically(o.output, *text); !ok) return report(ok.error());
   if (o.output != "-")
     std::cerr << fmt::format(
         "toposched: wrote {}: {} nodes, {} GPUs, {} switches, {} accelerator domains, {} warnings\n", o.output,
@@ -85,11 +86,11 @@ void register_discover(CLI::App& app, int& exit_code) {
       ->type_name("NAME");
   cmd->add_option("--nvlink-GBps", r.topo.nvlink_GBps_per_link,
                   "NVLink bandwidth per link and direction in GB/s (default: from --gpu-model, e.g. 25 for H100)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveNumber);
   cmd->add_option("--nic-gbit", r.topo.nic_gbit,
                   "Line rate of compute NICs in Gbit/s (topo -m does not show it; default: the HCAs' link rate in "
                   "--ibnetdiscover, e.g. 4xNDR = 400, else 400)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveNumber);
   cmd->add_option("--gpus-per-node", r.merge.default_gpu_count,
                   "GPUs of nodes no topo -m or label describes (default 8; 4 for GB200/GB300)")
       ->check(CLI::Range(1, 64));

@@ -103,8 +103,7 @@ int run_export(const ExportCliOptions& o) {
       j["content"] = out->text;
     }
     j["warnings"] = out->warnings;
-    print_json(j);
-    return kExitOk;
+    return print_json(j);
   }
   auto written = write_file_atomically(o.output, out->text);
   if (!written) return report(written.error());

@@ -30,8 +30,7 @@ int run_frag(const FragOptions& o) {
   AllocationState& state = *loaded_state;
   FragmentationReport f = fragmentation(state, sizes);
   if (o.format == OutputFormat::kJson) {
-    print_json(fragmentation_to_json(f, sizes));
-    return kExitOk;
+    return print_json(fragmentation_to_json(f, sizes));
   }
   fmt::print("free GPUs: {} of {}\n", f.free_gpus, f.total_gpus);
   fmt::print("whole free nodes: {} of {} ({} partly used)\n", f.free_whole_nodes, f.total_nodes,

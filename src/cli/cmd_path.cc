@@ -27,7 +27,7 @@ int run_path(const PathOptions& o) {
   Path p = c->path(*a, *b);
   std::string level = c->level_name(p);
   if (o.format == OutputFormat::kJson) {
-    print_json(path_json(*c, *a, *b, o.gpus[0], o.gpus[1]));
+    if (int rc = print_json(path_json(*c, *a, *b, o.gpus[0], o.gpus[1])); rc != kExitOk) return rc;
   } else if (std::isfinite(p.bandwidth_GBps)) {
     fmt::print("{} -> {}: {}, {:.1f} GB/s per GPU, {:.2f} us\n", o.gpus[0], o.gpus[1], level, p.bandwidth_GBps, p.latency_us);
   } else {

@@ -28,7 +28,7 @@ struct PlaceOptions {
   int segment = 0;
   std::uint64_t seed = 1;
   std::string policy = "topo";
-  std::string job;
+  std::optional<std::string> job;  // nullopt: the first free job-N
   std::string state;
   std::string save_state;
   bool explain = false;
@@ -54,7 +54,8 @@ int run_place(const PlaceOptions& o) {
   PlaceRequest request;
   request.policy = o.policy;
   JobRequest& r = request.job;
-  r.job_id = o.job;
+  if (o.job && o.job->empty()) return usage_error("--job needs a non-empty job id (omit it for the first free job-N)");
+  r.job_id = o.job.value_or("");
   r.gpus = o.gpus;
   r.nodes = o.nodes;
   r.gpus_per_node = o.gpus_per_node;
@@ -88,8 +89,7 @@ int run_place(const PlaceOptions& o) {
     }
   }
   if (o.format == OutputFormat::kJson) {
-    print_json(placement_to_json(*c, *p));
-    return kExitOk;
+    return print_json(placement_to_json(*c, *p));
   }
   fmt::print("job {}: {} GPUs on {} node(s) {} (policy {})\n", p->job_id, p->gpus_by_rank.size(), p->node_count,
              p->nodes_hostlist, p->policy);
@@ -108,27 +108,27 @@ void register_place(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<PlaceOptions>();
   CLI::App* cmd = app.add_subcommand("place", "Choose GPUs and rank order for a job with a placement policy");
   cmd->add_option("--cluster,-c", o->cluster, "Cluster SPEC: a spec file or preset:NAME[?k=v&...]")->required();
-  auto* gpus = cmd->add_option("--gpus,-G", o->gpus, "Number of GPUs the job needs")->check(CLI::PositiveNumber);
+  auto* gpus = cmd->add_option("--gpus,-G", o->gpus, "Number of GPUs the job needs")->check(kPositiveCount);
   auto* nodes = cmd->add_option("--nodes,-N", o->nodes, "Number of whole nodes, exclusive (instead of --gpus)")
-                    ->check(CLI::PositiveNumber);
+                    ->check(kPositiveCount);
   gpus->excludes(nodes);
   cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs on every node the job uses (Slurm --gpus-per-node)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveCount);
   cmd->add_flag("--exclusive", o->exclusive, "Do not share nodes with other jobs (implied by --nodes)");
   cmd->add_option("--tp", o->tp, "Tensor-parallel degree: GPUs per TP group, kept inside a node (default 1)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--pp", o->pp, "Pipeline-parallel stages (default 1)")->check(CLI::PositiveNumber);
+      ->check(kPositiveCount);
+  cmd->add_option("--pp", o->pp, "Pipeline-parallel stages (default 1)")->check(kPositiveCount);
   cmd->add_option("--dp", o->dp, "Data-parallel degree (default: what is left of the GPUs)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--ep", o->ep, "Expert-parallel degree (default 1)")->check(CLI::PositiveNumber);
-  cmd->add_option("--cp", o->cp, "Context-parallel degree (default 1)")->check(CLI::PositiveNumber);
+      ->check(kPositiveCount);
+  cmd->add_option("--ep", o->ep, "Expert-parallel degree (default 1)")->check(kPositiveCount);
+  cmd->add_option("--cp", o->cp, "Context-parallel degree (default 1)")->check(kPositiveCount);
   cmd->add_option(
       "--workload", o->workload,
       "training (one gang, default), inference (independent replicas) or inference-pd (prefill + decode pools)");
   cmd->add_option("--model", o->model,
                   "Cost-model workload class for the prediction (llm-dense, llm-moe, dp-vision, inference)");
   cmd->add_option("--replica-gpus", o->replica_gpus, "Inference: GPUs per replica (default tp x pp)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveCount);
   cmd->add_option("--gpu-model", o->gpu_model,
                   "Only nodes whose GPU model contains this text (case-insensitive), e.g. H100");
   cmd->add_option("--required-tier", o->required_tier,
@@ -145,10 +145,10 @@ void register_place(CLI::App& app, int& exit_code) {
                 "No tier constraint, said explicitly (Kueue podset-unconstrained-topology): kueue-bestfit fills "
                 "the nodes with the least free capacity first");
   cmd->add_option("--switches", o->switches, "At most this many leaf switches (Slurm --switches)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveCount);
   cmd->add_option("--segment", o->segment,
                   "Nodes per segment, each inside one base block (Slurm --segment; slurm-block only)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositiveCount);
   cmd->add_option("--seed", o->seed, "Seed of the random policy (default 1)");
   cmd->add_option("--policy,-p", o->policy,
                   "first-fit, random, slurm-tree, slurm-block, kueue-bestfit or topo (default)");

@@ -22,8 +22,7 @@ int run_presets(const PresetsOptions& o) {
       out.push_back({{"name", p.name}, {"description", p.description}, {"nodes", c->node_count()},
                      {"gpus", c->gpu_count()}, {"parameters", params}});
     }
-    print_json(out);
-    return kExitOk;
+    return print_json(out);
   }
   for (const auto& p : preset_catalog()) {
     auto c = build_preset(p.name);

@@ -47,7 +47,7 @@ int run_release(const ReleaseOptions& o) {
     out["nodes"] = compress_hostlist(nodes);
     out["free_gpus"] = state->total_free_gpus();
     out["state"] = out_path;
-    print_json(out);
+    if (int rc = print_json(out); rc != kExitOk) return rc;
   } else {
     fmt::print("released job {}: {} GPUs on {}; {} of {} GPUs free\n", o.job, gpus->size(), compress_hostlist(nodes),
                state->total_free_gpus(), c->gpu_count());

@@ -65,7 +65,12 @@ int run_scale(const ScaleOptionsCli& o) {
     }
   }
   if (o.format == OutputFormat::kJson) {
-    std::fputs(sim::scale_json(*result).c_str(), stdout);
+    auto json = sim::scale_json(*result);
+    if (!json) {
+      report(json.error());
+      return kExitError;
+    }
+    std::fputs(json->c_str(), stdout);
   } else {
     std::fputs(sim::scale_table(*result).c_str(), stdout);
     if (!o.report.empty()) fmt::print("\nreport: {} (and report.json)\n", (std::filesystem::path(o.report) / "report.html").string());

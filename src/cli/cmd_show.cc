@@ -25,14 +25,16 @@ int run_show(const ShowOptions& o) {
   auto c = load_cluster_or_report(o.cluster, code);
   if (!c) return code;
   if (o.spec) {
-    auto written = write_file_atomically(o.output, o.format == OutputFormat::kJson ? write_native_json(*c) : write_native_yaml(*c));
+    const Result<std::string> text =
+        o.format == OutputFormat::kJson ? write_native_json(*c) : Result<std::string>(write_native_yaml(*c));
+    if (!text) return report(text.error());
+    auto written = write_file_atomically(o.output, *text);
     return written ? kExitOk : report(written.error());
   }
   if (o.output != "-") return usage_error("--output is only used with --spec");
   Json s = cluster_summary_json(*c);
   if (o.format == OutputFormat::kJson) {
-    print_json(s);
-    return kExitOk;
+    return print_json(s);
   }
   fmt::print("cluster      {}\n", c->name());
   fmt::print("nodes        {}  {}\n", c->node_count(), s["hostlist"].get<std::string>());

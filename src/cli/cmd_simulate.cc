@@ -75,7 +75,8 @@ int run_simulate(const SimulateOptions& o) {
       report(params.error());
       return kExitError;
     }
-    trace = sim::generate_trace(*params);
+    // Only the jobs simulated are drawn: --max-jobs bounds the memory of a huge `jobs:`.
+    trace = sim::generate_trace(*params, o.max_jobs > 0 ? static_cast<std::size_t>(o.max_jobs) : 0);
     trace.source = o.generate;
   } else {
     sim::TraceReadOptions ro;
@@ -151,7 +152,9 @@ int run_simulate(const SimulateOptions& o) {
     }
   }
   if (o.format == OutputFormat::kJson) {
-    std::fputs(sim::report_json(info, runs).c_str(), stdout);
+    auto json = sim::report_json(info, runs);
+    if (!json) return report(json.error());
+    std::fputs(json->c_str(), stdout);
   } else {
     std::fputs(sim::report_table(info, runs).c_str(), stdout);
     if (!o.report.empty()) fmt::print("\nreport: {} (and report.json)\n", (std::filesystem::path(o.report) / "report.html").string());

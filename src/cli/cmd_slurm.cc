@@ -53,8 +53,7 @@ int run_submit(SubmitCliOptions o) {
                          : Json{{"job_id", outcome->job_id}, {"hostfile", o.hostfile},
                                 {"plan", placement_to_json(*c, plan.placement)}};
     out["warnings"] = outcome->warnings;
-    print_json(out);
-    return kExitOk;
+    return print_json(out);
   }
   if (o.dry_run) {
     fmt::print("{}\n", slurm::shell_command(plan, o.hostfile));

@@ -1,10 +1,12 @@
 #include "cli/common.h"
 
 #include <charconv>
+#include <cmath>
 
 #include <fmt/format.h>
 
 #include "formats/cluster_source.h"
+#include "formats/json_output.h"
 #include "placement/state_file.h"
 #include "topology/file_io.h"
 
@@ -64,7 +66,33 @@ bool output_dir_usable_or_report(const std::string& dir, int& exit_code) {
   return bool(ok);
 }
 
-void print_json(const Json& j) { std::cout << j.dump(2) << "\n"; }
+
+int print_json(const Json& j) {
+  auto text = dump_json(j, 2);
+  if (!text) return report(text.error());
+  std::cout << *text << "\n";
+  return kExitOk;
+}
+
+const CLI::Validator kPositiveCount(
+    [](const std::string& value) -> std::string {
+      long long n = 0;
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || ptr != value.data() + value.size() || n < 1)
+        return fmt::format("expected a positive whole number, found '{}'", value);
+      return std::string();
+    },
+    "POSITIVE");
+
+const CLI::Validator kPositiveNumber(
+    [](const std::string& value) -> std::string {
+      double x = 0;
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
+      if (ec != std::errc() || ptr != value.data() + value.size() || !std::isfinite(x) || x <= 0)
+        return fmt::format("expected a number above 0, found '{}'", value);
+      return std::string();
+    },
+    "POSITIVE");
 
 std::optional<StateFileLock> lock_state_files_or_report(std::vector<std::string> paths, int& exit_code) {
   auto lock = StateFileLock::acquire(std::move(paths));

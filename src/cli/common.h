@@ -51,8 +51,15 @@ std::optional<StateFileLock> lock_state_files_or_report(std::vector<std::string>
 bool output_usable_or_report(const std::string& path, int& exit_code);
 bool output_dir_usable_or_report(const std::string& dir, int& exit_code);
 
-// Prints JSON to stdout followed by a newline.
-void print_json(const Json& j);
+// Prints JSON to stdout followed by a newline and returns kExitOk; a string that is not
+// valid UTF-8 prints nothing and reports the error instead (exit 1, formats/json_output.h).
+[[nodiscard]] int print_json(const Json& j);
+
+// Validator for counts given on the command line: a whole number of at least 1, with a
+// message a newcomer can act on ("expected a positive whole number, found '0'").
+extern const CLI::Validator kPositiveCount;
+// The same for quantities: a finite number above 0 ("expected a number above 0, found '-1'").
+extern const CLI::Validator kPositiveNumber;
 
 // Each subcommand file defines one of these; main() calls them all.
 // The callback stores the command's exit code in `exit_code`.

@@ -9,6 +9,7 @@
 
 #include "cost/selection.h"
 #include "topology/file_io.h"
+#include "topology/yaml_document.h"
 
 namespace toposched {
 
@@ -19,14 +20,7 @@ class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
 
-  Result<YAML::Node> parse(std::string_view text) const {
-    try {
-      return YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-      return make_error(ErrorCode::kParse, fmt::format("invalid YAML/JSON: {}", e.msg),
-                        SourceLocation{file_, e.mark.line + 1, e.mark.column + 1});
-    }
-  }
+  Result<YAML::Node> parse(std::string_view text) const { return load_yaml_document(text, file_); }
 
   SourceLocation where(const YAML::Node& n) const {
     YAML::Mark m = n.Mark();

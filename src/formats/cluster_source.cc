@@ -10,6 +10,7 @@
 #include "formats/topograph_model.h"
 #include "topology/file_io.h"
 #include "topology/presets.h"
+#include "topology/yaml_document.h"
 
 namespace toposched {
 
@@ -32,11 +33,12 @@ Result<Cluster> from_discovered(Result<DiscoveredTopology> t, const std::string&
 }  // namespace
 
 Result<Cluster> load_cluster_text(std::string_view text, const std::string& file) {
-  if (looks_like_native_spec(text)) return read_native_spec(text, file);
   if (looks_like_slurm_topology(text)) return from_discovered(read_slurm_topology(text, file), file);
-  if (looks_like_topograph_model(text)) return from_discovered(read_topograph_model(text, file), file);
-  // Not recognisably anything: let the native reader explain what it expected.
-  return read_native_spec(text, file);
+  // Everything else is YAML or JSON: parse it once (large models are costly to parse).
+  TOPOSCHED_TRY(root, load_yaml_document(text, file));
+  if (looks_like_topograph_model(root)) return from_discovered(read_topograph_model(root, file), file);
+  // A native spec, or not recognisably anything: the native reader explains what it expected.
+  return read_native_spec(root, file);
 }
 
 Result<Cluster> load_cluster(const std::string& spec) {

@@ -30,6 +30,7 @@ struct DiscoveredNode {
   std::optional<NodeType> hardware;  // GPUs and NICs, from `nvidia-smi topo -m`
   int gpu_count = 0;                 // hint from labels or the instance type; 0 = unknown
   std::string gpu_model;             // hint, e.g. "NVIDIA H100 80GB HBM3"; empty = unknown
+  SourceLocation gpu_model_at;       // where the hint was read, for errors; may be empty
   double nic_gbit = 0;               // hint: line rate of its compute NICs (from the fabric); 0 = unknown
 };
 

@@ -192,7 +192,7 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
       }
       if (m.node.nic_gbit == 0) m.node.nic_gbit = n.nic_gbit;
       if (m.node.gpu_count == 0) m.node.gpu_count = n.gpu_count;
-      if (m.node.gpu_model.empty()) m.node.gpu_model = n.gpu_model;
+      if (m.node.gpu_model.empty()) m.node.gpu_model = n.gpu_model, m.node.gpu_model_at = n.gpu_model_at;
     }
   if (nodes.empty())
     return make_error(ErrorCode::kValidation,
@@ -264,6 +264,9 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
       if (!generic) {
         Error e = generic.error();
         e.message = fmt::format("node '{}': {}", m.node.name, e.message);
+        // A model named by an input file is bad input (exit 1, at its position); only the
+        // command line's default model is a usage error.
+        if (!m.node.gpu_model.empty()) e.code = ErrorCode::kValidation, e.where = m.node.gpu_model_at;
         return tl::unexpected(e);
       }
       hw = *generic;

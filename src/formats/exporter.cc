@@ -16,7 +16,10 @@
 namespace toposched {
 namespace {
 
-Result<ExportOutput> write_json(const Cluster& c, const ExportOptions&) { return ExportOutput{write_native_json(c), {}}; }
+Result<ExportOutput> write_json(const Cluster& c, const ExportOptions&) {
+  TOPOSCHED_TRY(text, write_native_json(c));
+  return ExportOutput{std::move(text), {}};
+}
 Result<ExportOutput> write_yaml(const Cluster& c, const ExportOptions&) { return ExportOutput{write_native_yaml(c), {}}; }
 
 }  // namespace

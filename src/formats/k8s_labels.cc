@@ -1,5 +1,7 @@
 #include "formats/k8s_labels.h"
 
+#include "formats/json_output.h"
+
 #include <set>
 
 #include <fmt/format.h>
@@ -70,7 +72,8 @@ Result<ExportOutput> write_k8s_labels(const Cluster& c, const ExportOptions& opt
       for (const auto& [k, v] : kv) l[k] = v;
       doc[node] = {{"metadata", {{"labels", l}}}};
     }
-    out.text = doc.dump(2) + "\n";
+    TOPOSCHED_TRY(text, dump_json(doc, 2));
+    out.text = std::move(text) + "\n";
     return out;
   }
   std::string& t = out.text;

@@ -150,6 +150,7 @@ Result<DiscoveredTopology> read_k8s_nodes(std::string_view text, const std::stri
             node.gpu_count = n;
           } else if (role == kGpuProduct) {
             node.gpu_model = *value;
+            node.gpu_model_at = in.where(v);
           }
         }
       }

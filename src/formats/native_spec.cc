@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/json_output.h"
 #include "formats/yaml_input.h"
 #include "formats/yaml_output.h"
 #include "topology/hardware.h"
@@ -25,6 +26,10 @@ class SpecReader {
 
   Result<Cluster> read(std::string_view text) {
     TOPOSCHED_TRY(root, in_.parse(text));
+    return read(root);
+  }
+
+  Result<Cluster> read(const YAML::Node& root) {
     TOPOSCHED_CHECK(in_.expect_map(root, "the cluster spec",
                          {"version", "name", "node_types", "nodes", "fabric", "accelerator_domains"}));
     TOPOSCHED_TRY(version, in_.opt_integer(root, "version"));
@@ -92,6 +97,8 @@ class SpecReader {
     t.gpu_model = model;
     auto product = find_gpu_product(model);
     TOPOSCHED_TRY(mem, in_.opt_number(gpu, "memory_gb"));
+    if (mem && !(*mem > 0 && *mem <= 1e6))
+      return in_.error_at(gpu["memory_gb"], fmt::format("expected GPU memory in GB above 0 (at most 1e6), found {}", *mem));
     t.gpu_memory_gb = mem ? *mem : product ? product->memory_gb : 0;
     if (!gpu["count"]) return in_.error_at(gpu, "missing required key 'count'");
     TOPOSCHED_TRY(count, in_.integer(gpu["count"], "count"));
@@ -530,26 +537,39 @@ Json to_json(const Cluster& c) {
 
 }  // namespace
 
-Result<Cluster> read_native_spec(std::string_view text, const std::string& file) {
+namespace {
+template <class Input>
+Result<Cluster> read_spec(const Input& input, const std::string& file) {
   try {
     SpecReader reader(file);
-    return reader.read(text);
+    return reader.read(input);
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
                       SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
   }
 }
+}  // namespace
 
-std::string write_native_json(const Cluster& cluster) { return to_json(cluster).dump(2) + "\n"; }
+Result<Cluster> read_native_spec(std::string_view text, const std::string& file) { return read_spec(text, file); }
+
+Result<Cluster> read_native_spec(const YAML::Node& root, const std::string& file) { return read_spec(root, file); }
+
+Result<std::string> write_native_json(const Cluster& cluster) {
+  TOPOSCHED_TRY(text, dump_json(to_json(cluster), 2));
+  return text + "\n";
+}
 
 std::string write_native_yaml(const Cluster& cluster) {
   return "# toposched cluster spec (docs/cluster-spec.md)\n" + json_to_yaml(to_json(cluster), YamlStyle::kCompact);
 }
 
+bool looks_like_native_spec(const YAML::Node& root) {
+  return root.IsMap() && (root["node_types"] || root["nodes"]);
+}
+
 bool looks_like_native_spec(std::string_view text) {
   try {
-    YAML::Node root = YAML::Load(std::string(text));
-    return root.IsMap() && (root["node_types"] || root["nodes"]);
+    return looks_like_native_spec(YAML::Load(std::string(text)));
   } catch (const YAML::Exception&) {
     return false;
   }

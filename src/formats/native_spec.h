@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include <yaml-cpp/yaml.h>
+
 #include "topology/cluster.h"
 #include "topology/error.h"
 
@@ -15,11 +17,15 @@ namespace toposched {
 
 // `file` is used in error positions only.
 Result<Cluster> read_native_spec(std::string_view text, const std::string& file);
+// The same, from a document already parsed with load_yaml_document (one parse per input).
+Result<Cluster> read_native_spec(const YAML::Node& root, const std::string& file);
 
 std::string write_native_yaml(const Cluster& cluster);
-std::string write_native_json(const Cluster& cluster);
+// Fails (kValidation) when a name is not valid UTF-8 (formats/json_output.h).
+Result<std::string> write_native_json(const Cluster& cluster);
 
 // True when the text looks like a native spec (a mapping with `node_types` or `nodes`).
 bool looks_like_native_spec(std::string_view text);
+bool looks_like_native_spec(const YAML::Node& root);
 
 }  // namespace toposched

@@ -13,10 +13,28 @@ namespace toposched {
 namespace {
 
 // One statement after comments are removed and continuations joined; every character
-// remembers where it came from.
+// can say where it came from. Positions are kept per source line piece (not per
+// character), so memory stays proportional to the text.
 struct Statement {
+  struct Piece {
+    std::size_t offset = 0;  // first character of the piece in `text`
+    int line = 0;
+    int column = 0;  // 1-based column of that character in its line
+  };
   std::string text;
-  std::vector<SourceLocation> pos;  // per character (file left empty)
+  std::vector<Piece> pieces;  // in increasing offset; the first has offset 0
+
+  void append(std::string_view s, int line, int column) {
+    pieces.push_back({text.size(), line, column});
+    text += s;
+  }
+  SourceLocation at(std::size_t i) const {
+    auto next = std::upper_bound(pieces.begin(), pieces.end(), i,
+                                 [](std::size_t x, const Piece& p) { return x < p.offset; });
+    if (next == pieces.begin()) return {"", 0, 0};
+    const Piece& p = *std::prev(next);
+    return {"", p.line, p.column + static_cast<int>(i - p.offset)};
+  }
 };
 
 std::vector<Statement> statements(std::string_view text) {
@@ -30,13 +48,9 @@ std::vector<Statement> statements(std::string_view text) {
     while (end > 0 && std::isspace(static_cast<unsigned char>(s[end - 1]))) --end;
     const bool continued = end > 0 && s[end - 1] == '\\';
     if (continued) --end;
-    for (std::size_t i = 0; i < end; ++i) {
-      cur.text += s[i];
-      cur.pos.push_back({"", line.number, static_cast<int>(i) + 1});
-    }
+    if (end > 0) cur.append(s.substr(0, end), line.number, 1);
     if (continued) {
-      cur.text += ' ';
-      cur.pos.push_back({"", line.number, static_cast<int>(end) + 1});
+      cur.append(" ", line.number, static_cast<int>(end) + 1);
       continue;
     }
     if (!trim(cur.text).empty()) out.push_back(std::move(cur));
@@ -120,12 +134,12 @@ Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std:
                           fmt::format("expected KEY=VALUE (SwitchName=, Switches=, Nodes=, LinkSpeed=, BlockName=, "
                                       "BlockSizes=), found '{}'",
                                       printable(t.text)),
-                          where(st.pos[start]));
+                          where(st.at(start)));
       Field f;
       f.key = lower(t.text.substr(0, eq));
       f.value = std::string(t.text.substr(eq + 1));
-      f.key_at = st.pos[start];
-      f.value_at = st.pos[std::min(start + eq + 1, st.pos.size() - 1)];
+      f.key_at = st.at(start);
+      f.value_at = st.at(std::min(start + eq + 1, st.text.size() - 1));
       if (f.value.size() >= 2 && f.value.front() == '"' && f.value.back() == '"')
         f.value = f.value.substr(1, f.value.size() - 2);
       fields.push_back(std::move(f));

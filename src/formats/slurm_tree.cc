@@ -73,9 +73,13 @@ SlurmTree slurm_tree(const Cluster& c) {
   if (!unattached.empty())
     tree.warnings.push_back(fmt::format("{} node(s) hang under no switch; Slurm will log that its switches lack access to them: {}",
                                         unattached.size(), compress_hostlist(unattached)));
-  for (const auto& [from, to] : names.renamed())
+  for (const auto& rename : names.renamed()) {
+    // Named members, not a structured binding: clang 14 (the fuzz build) cannot capture those.
+    const auto& from = rename.first;
+    const auto& to = rename.second;
     if (from != to && std::any_of(tree.switches.begin(), tree.switches.end(), [&](const SlurmSwitch& s) { return s.name == to && s.model_name == from; }))
       tree.renamed.emplace_back(from, to);
+  }
   return tree;
 }
 

@@ -41,6 +41,10 @@ class ModelReader {
 
   Result<DiscoveredTopology> read(std::string_view text) {
     TOPOSCHED_TRY(root, in_.parse(text));
+    return read(root);
+  }
+
+  Result<DiscoveredTopology> read(const YAML::Node& root) {
     TOPOSCHED_CHECK(in_.expect_map(root, "a Topograph model", {"switches", "blocks", "capacity_blocks"}));
     if (const YAML::Node sw = root["switches"]) {
       if (sw.IsMap()) {
@@ -270,24 +274,38 @@ class ModelReader {
 
 }  // namespace
 
+bool looks_like_topograph_model(const YAML::Node& root) {
+  if (!root.IsMap() || root["node_types"] || root["nodes"]) return false;
+  return root["blocks"] || root["capacity_blocks"] || root["switches"];
+}
+
 bool looks_like_topograph_model(std::string_view text) {
   try {
-    YAML::Node root = YAML::Load(std::string(text));
-    if (!root.IsMap() || root["node_types"] || root["nodes"]) return false;
-    return root["blocks"] || root["capacity_blocks"] || root["switches"];
+    return looks_like_topograph_model(YAML::Load(std::string(text)));
   } catch (const std::exception&) {
     return false;
   }
 }
 
-Result<DiscoveredTopology> read_topograph_model(std::string_view text, const std::string& file) {
+namespace {
+template <class Input>
+Result<DiscoveredTopology> read_model(const Input& input, const std::string& file) {
   try {
     ModelReader reader(file);
-    return reader.read(text);
+    return reader.read(input);
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
                       SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
   }
+}
+}  // namespace
+
+Result<DiscoveredTopology> read_topograph_model(std::string_view text, const std::string& file) {
+  return read_model(text, file);
+}
+
+Result<DiscoveredTopology> read_topograph_model(const YAML::Node& root, const std::string& file) {
+  return read_model(root, file);
 }
 
 }  // namespace toposched

@@ -17,14 +17,19 @@
 #include <string>
 #include <string_view>
 
+#include <yaml-cpp/yaml.h>
+
 #include "formats/discovered.h"
 #include "topology/error.h"
 
 namespace toposched {
 
 Result<DiscoveredTopology> read_topograph_model(std::string_view text, const std::string& file);
+// The same, from a document already parsed with load_yaml_document (one parse per input).
+Result<DiscoveredTopology> read_topograph_model(const YAML::Node& root, const std::string& file);
 
 // A YAML mapping with `blocks` or `capacity_blocks`, or `switches` without `node_types`.
 bool looks_like_topograph_model(std::string_view text);
+bool looks_like_topograph_model(const YAML::Node& root);
 
 }  // namespace toposched

@@ -6,19 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "topology/yaml_document.h"
+
 namespace toposched {
 
-Result<YAML::Node> YamlInput::parse(std::string_view text) const {
-  try {
-    return YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return make_error(ErrorCode::kParse, fmt::format("invalid YAML/JSON: {}", e.msg),
-                      SourceLocation{file_, e.mark.line + 1, e.mark.column + 1});
-  } catch (const std::exception& e) {
-    return make_error(ErrorCode::kParse, fmt::format("invalid YAML/JSON: {}", e.what()),
-                      SourceLocation{file_, 0, 0});
-  }
-}
+Result<YAML::Node> YamlInput::parse(std::string_view text) const { return load_yaml_document(text, file_); }
 
 SourceLocation YamlInput::where(const YAML::Node& node) const {
   YAML::Mark m = node.Mark();

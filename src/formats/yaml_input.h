@@ -20,7 +20,8 @@ class YamlInput {
  public:
   explicit YamlInput(std::string file) : file_(std::move(file)) {}
 
-  // Parses the whole text; a syntax error carries its position.
+  // Parses the whole text as one document (load_yaml_document: repeated keys and a second
+  // document are errors); a syntax error carries its position.
   Result<YAML::Node> parse(std::string_view text) const;
 
   SourceLocation where(const YAML::Node& node) const;

@@ -68,6 +68,7 @@ Result<void> BindingClient::bind(const BindingPlan& plan) const {
   if (!client.is_valid())
     return make_error(ErrorCode::kInvalidArgument, fmt::format("API server URL '{}' is not usable", config_.url));
   client.set_connection_timeout(5);
+  client.set_tcp_nodelay(true);
   client.set_read_timeout(10);
   client.set_write_timeout(10);
   if (!config_.ca_file.empty()) client.set_ca_cert_path(config_.ca_file.c_str());

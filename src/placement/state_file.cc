@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/json_output.h"
 #include "formats/yaml_input.h"
 #include "topology/file_io.h"
 
@@ -21,7 +23,7 @@ namespace {
 constexpr std::string_view kFormat = "toposched-allocation-state";
 }
 
-std::string state_to_json(const AllocationState& s) {
+Result<std::string> state_to_json(const AllocationState& s) {
   const Cluster& c = s.cluster();
   nlohmann::ordered_json j;
   j["format"] = kFormat;
@@ -37,7 +39,8 @@ std::string state_to_json(const AllocationState& s) {
       gpus.push_back(fmt::format("{}:{}", c.node_name(c.gpu_node(g)), c.gpu_local_index(g)));
     j["jobs"].push_back(std::move(job));
   }
-  return j.dump(1) + "\n";
+  TOPOSCHED_TRY(text, dump_json(j, 1));
+  return text + "\n";
 }
 
 Result<AllocationState> state_from_json(const Cluster& c, std::string_view text, const std::string& file) {
@@ -108,25 +111,39 @@ Result<AllocationState> load_state_file(const Cluster& c, const std::string& pat
 }
 
 Result<void> save_state_file(const AllocationState& s, const std::string& path) {
-  return write_file_atomically(path, state_to_json(s));
+  TOPOSCHED_TRY(text, state_to_json(s));
+  return write_file_atomically(path, text);
 }
+
+namespace {
+
+// The directory a file lives in, its symbolic links (the file's too) resolved, so that two
+// processes naming one file by different paths lock the same directory.
+std::string lock_directory(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  if (ec) p = std::filesystem::absolute(path);
+  return p.parent_path().string();
+}
+
+}  // namespace
 
 Result<StateFileLock> StateFileLock::acquire(std::vector<std::string> paths) {
   std::erase(paths, std::string());
-  std::sort(paths.begin(), paths.end());
-  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  std::vector<std::string> dirs;
+  for (const std::string& path : paths) dirs.push_back(lock_directory(path));
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
   StateFileLock lock;
-  for (const std::string& path : paths) {
-    std::string lock_path = path + ".lock";
-    int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  for (const std::string& dir : dirs) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-      return make_error(ErrorCode::kIo, fmt::format("{}: cannot create the lock file: {}", lock_path, std::strerror(errno)));
+      return make_error(ErrorCode::kIo, fmt::format("{}: cannot open the directory to lock it: {}", dir, std::strerror(errno)));
     lock.fds_.push_back(fd);
     int rc;
     while ((rc = ::flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
     }
-    if (rc != 0)
-      return make_error(ErrorCode::kIo, fmt::format("{}: cannot lock: {}", lock_path, std::strerror(errno)));
+    if (rc != 0) return make_error(ErrorCode::kIo, fmt::format("{}: cannot lock: {}", dir, std::strerror(errno)));
   }
   return lock;
 }

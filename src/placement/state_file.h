@@ -10,8 +10,9 @@
 // the same file. Pure functions; thread-safe on distinct files.
 //
 // StateFileLock serialises read-decide-write cycles of several processes on one file: an
-// exclusive flock(2) on "FILE.lock" beside it (created if missing, never removed, so every
-// process locks the same inode), held until the lock object is destroyed.
+// exclusive flock(2) on the directory that holds it (symbolic links resolved), held until
+// the lock object is destroyed. The directory, not the file: saving replaces the file's
+// inode (rename), and a "FILE.lock" beside it would be a file left behind on every run.
 #pragma once
 
 #include <string>
@@ -23,7 +24,8 @@
 
 namespace toposched {
 
-std::string state_to_json(const AllocationState& state);
+// Fails (kValidation) when a job id is not valid UTF-8 (formats/json_output.h).
+Result<std::string> state_to_json(const AllocationState& state);
 Result<AllocationState> state_from_json(const Cluster& cluster, std::string_view text, const std::string& file);
 
 Result<AllocationState> load_state_file(const Cluster& cluster, const std::string& path);
@@ -31,9 +33,9 @@ Result<void> save_state_file(const AllocationState& state, const std::string& pa
 
 class StateFileLock {
  public:
-  // Locks every non-empty path's lock file, in sorted order (no deadlock between two
-  // processes naming the same files); blocks until all are held. kIo when a lock file
-  // cannot be created.
+  // Locks the directory of every non-empty path, in sorted order (no deadlock between two
+  // processes naming the same files); blocks until all are held. kIo when a directory
+  // cannot be opened or locked.
   static Result<StateFileLock> acquire(std::vector<std::string> paths);
   StateFileLock(StateFileLock&& other) noexcept : fds_(std::move(other.fds_)) { other.fds_.clear(); }
   StateFileLock& operator=(StateFileLock&&) = delete;

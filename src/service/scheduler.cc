@@ -30,7 +30,10 @@ struct Scheduler::Pending {
 };
 
 std::string cluster_digest(const Cluster& cluster) {
-  std::string spec = write_native_json(cluster);
+  // A name that is not UTF-8 has no JSON form (formats/json_output.h); the YAML text
+  // identifies the cluster just as well then.
+  auto json = write_native_json(cluster);
+  std::string spec = json ? std::move(*json) : write_native_yaml(cluster);
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(spec.data(), spec.size(), md, &len, EVP_sha256(), nullptr);

@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "topology/file_io.h"
+#include "topology/yaml_document.h"
 
 namespace toposched::sim {
 
@@ -67,12 +68,7 @@ Result<void> read_num(const YAML::Node& map, const char* key, T& out, double lo,
 }  // namespace
 
 Result<GeneratorParams> parse_generator_yaml(std::string_view text, const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return make_error(ErrorCode::kParse, e.msg, {file, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0});
-  }
+  TOPOSCHED_TRY(root, load_yaml_document(text, file));
   GeneratorParams p;
   if (!root || root.IsNull()) return p;
   if (!root.IsMap()) return make_error(ErrorCode::kParse, "expected a mapping of generator parameters", loc(root, file));
@@ -159,58 +155,67 @@ double draw_duration(Rng& rng, const GeneratorParams& p) {
 
 }  // namespace
 
-Trace generate_trace(const GeneratorParams& p) {
+JobGenerator::JobGenerator(const GeneratorParams& params)
+    : p_(params), rng_(params.seed), width_(static_cast<int>(std::to_string(params.jobs).size())) {
+  for (const auto& [k, w] : p_.mix) total_weight_ += w;
+}
+
+SimJob JobGenerator::next() {
+  const GeneratorParams& p = p_;
+  Rng& rng = rng_;
+  const int i = made_++;
+  now_ += rng.exponential(3600.0 / p.arrival_rate_per_hour);
+  SimJob j;
+  j.id = fmt::format("job-{:0{}d}", i + 1, width_);
+  j.submit_s = std::round(now_ * 1000) / 1000;
+  double u = rng.uniform() * total_weight_;
+  std::string kind = p.mix.rbegin()->first;
+  for (const auto& [k, w] : p.mix) {
+    if (u < w) {
+      kind = k;
+      break;
+    }
+    u -= w;
+  }
+  j.kind = kind;
+  int size = draw_size(rng, p.max_gpus, p.size_alpha);
+  if (kind == "inference") size = std::min(size, p.inference_max_gpus);
+  if (kind == "dp-vision") size = std::min(size, p.vision_max_gpus);
+  j.gpus = size;
+  if (kind == "dp-vision") {
+    j.tp = 1, j.pp = 1, j.dp = size;
+  } else if (kind == "inference") {
+    j.tp = std::min(8, size);
+    j.pp = 1;
+    j.dp = size / j.tp;
+    j.priority = 2;
+  } else {
+    j.tp = std::min(8, size);
+    int rest = size / j.tp;
+    int pp = 1;
+    // Larger models use deeper pipelines: PP 2 from 64 GPUs, 4 from 256, 8 from 1024.
+    if (size >= 1024) pp = 8;
+    else if (size >= 256) pp = 4;
+    else if (size >= 64) pp = 2;
+    j.pp = std::min(pp, rest);
+    j.dp = rest / j.pp;
+    if (kind == "llm-moe") j.ep = std::min(8, j.dp);
+    j.priority = size >= 256 ? 1 : 0;
+  }
+  j.duration_s = std::round(draw_duration(rng, p) * 1000) / 1000;
+  j.estimate_s = std::round(j.duration_s * (1 + (p.estimate_max_factor - 1) * rng.uniform()) * 1000) / 1000;
+  return j;
+}
+
+Trace generate_trace(const GeneratorParams& p, std::size_t max_jobs) {
   Trace t;
   t.source = "generator";
   t.format = "generator";
-  Rng rng(p.seed);
-  double total_w = 0;
-  for (const auto& [k, w] : p.mix) total_w += w;
-  double now = 0;
-  int width = static_cast<int>(std::to_string(p.jobs).size());
-  for (int i = 0; i < p.jobs; ++i) {
-    now += rng.exponential(3600.0 / p.arrival_rate_per_hour);
-    SimJob j;
-    j.id = fmt::format("job-{:0{}d}", i + 1, width);
-    j.submit_s = std::round(now * 1000) / 1000;
-    double u = rng.uniform() * total_w;
-    std::string kind = p.mix.rbegin()->first;
-    for (const auto& [k, w] : p.mix) {
-      if (u < w) {
-        kind = k;
-        break;
-      }
-      u -= w;
-    }
-    j.kind = kind;
-    int size = draw_size(rng, p.max_gpus, p.size_alpha);
-    if (kind == "inference") size = std::min(size, p.inference_max_gpus);
-    if (kind == "dp-vision") size = std::min(size, p.vision_max_gpus);
-    j.gpus = size;
-    if (kind == "dp-vision") {
-      j.tp = 1, j.pp = 1, j.dp = size;
-    } else if (kind == "inference") {
-      j.tp = std::min(8, size);
-      j.pp = 1;
-      j.dp = size / j.tp;
-      j.priority = 2;
-    } else {
-      j.tp = std::min(8, size);
-      int rest = size / j.tp;
-      int pp = 1;
-      // Larger models use deeper pipelines: PP 2 from 64 GPUs, 4 from 256, 8 from 1024.
-      if (size >= 1024) pp = 8;
-      else if (size >= 256) pp = 4;
-      else if (size >= 64) pp = 2;
-      j.pp = std::min(pp, rest);
-      j.dp = rest / j.pp;
-      if (kind == "llm-moe") j.ep = std::min(8, j.dp);
-      j.priority = size >= 256 ? 1 : 0;
-    }
-    j.duration_s = std::round(draw_duration(rng, p) * 1000) / 1000;
-    j.estimate_s = std::round(j.duration_s * (1 + (p.estimate_max_factor - 1) * rng.uniform()) * 1000) / 1000;
-    t.jobs.push_back(std::move(j));
-  }
+  JobGenerator gen(p);
+  std::size_t count = static_cast<std::size_t>(p.jobs);
+  if (max_jobs > 0) count = std::min(count, max_jobs);
+  t.jobs.reserve(count);
+  while (t.jobs.size() < count) t.jobs.push_back(gen.next());
   (void)finalize_trace(t);
   return t;
 }

@@ -46,7 +46,9 @@ struct GeneratorParams {
 Result<GeneratorParams> parse_generator_yaml(std::string_view text, const std::string& file);
 Result<GeneratorParams> load_generator_yaml(const std::string& path);
 
-Trace generate_trace(const GeneratorParams& params);
+// The jobs of `params`, in submit order; with max_jobs > 0 only the first max_jobs of them
+// (the same ones, drawn without making the rest).
+Trace generate_trace(const GeneratorParams& params, std::size_t max_jobs = 0);
 
 // For traces without times (Trace::has_times false): Poisson arrivals at a rate that offers
 // `target_load` of `cluster_gpus` on average, log-normal durations (median 1 h, sigma 1).
@@ -63,6 +65,26 @@ class Rng {
   double normal();
  private:
   std::uint64_t s_[4];
+};
+
+// The generator as a stream: next() draws one job at a time in submit order, holding
+// nothing but the random state, so drawing any number of jobs costs constant memory; what
+// a consumer keeps is its own business (generate_trace collects them, up to max_jobs).
+// Not thread-safe (one per thread).
+class JobGenerator {
+ public:
+  explicit JobGenerator(const GeneratorParams& params);
+  bool done() const { return made_ >= p_.jobs; }
+  int made() const { return made_; }
+  SimJob next();  // the next job; call only while !done()
+
+ private:
+  GeneratorParams p_;
+  Rng rng_;
+  double total_weight_ = 0;
+  double now_ = 0;
+  int made_ = 0;
+  int width_;
 };
 
 }  // namespace toposched::sim

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/html_page.h"
+#include "formats/json_output.h"
 #include "topology/file_io.h"
 
 namespace toposched::sim {
@@ -79,13 +80,14 @@ std::string human_seconds(double s) {
 
 }  // namespace
 
-std::string report_json(const RunInfo& info, const std::vector<PolicyRun>& runs) {
+Result<std::string> report_json(const RunInfo& info, const std::vector<PolicyRun>& runs) {
   Json root;
   Json policies = Json::object();
   for (const PolicyRun& r : runs) policies[r.summary.policy] = summary_json(r.summary);
   root["policies"] = std::move(policies);
   root["run"] = run_json(info);
-  return root.dump(2) + "\n";
+  TOPOSCHED_TRY(text, dump_json(root, 2));
+  return text + "\n";
 }
 
 std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs) {
@@ -139,7 +141,7 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
   return out;
 }
 
-std::string report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
+Result<std::string> report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
   Json cdf = Json::array(), timeline = Json::array(), slow = Json::array(), summary = Json::array(), hours = Json::array(),
        energy = Json::array();
   for (const PolicyRun& run : runs) {
@@ -279,12 +281,13 @@ std::string report_html(const RunInfo& info, const Trace& trace, const std::vect
 }
 
 Result<void> write_report(const std::string& dir, const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
+  // Both are rendered before anything is created, and report.json (what scripts read) goes
+  // last: a failed render leaves no directory, a failed write no new report.html.
+  TOPOSCHED_TRY(json, report_json(info, runs));
+  TOPOSCHED_TRY(html, report_html(info, trace, runs));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
-  // Both are rendered before either is written, and report.json (what scripts read) goes
-  // last: a failed write leaves no new report.html behind it.
-  const std::string json = report_json(info, runs), html = report_html(info, trace, runs);
   const std::string html_path = (std::filesystem::path(dir) / "report.html").string();
   if (auto h = write_file_atomically(html_path, html); !h) return h;
   auto j = write_file_atomically((std::filesystem::path(dir) / "report.json").string(), json);

@@ -37,9 +37,10 @@ struct PolicyRun {
   const SimulationResult* result = nullptr;  // for the HTML series; may be null
 };
 
-std::string report_json(const RunInfo& info, const std::vector<PolicyRun>& runs);
+// Fails (kValidation) when a name is not valid UTF-8 (formats/json_output.h).
+Result<std::string> report_json(const RunInfo& info, const std::vector<PolicyRun>& runs);
 std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs);
-std::string report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs);
+Result<std::string> report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs);
 
 Result<void> write_report(const std::string& dir, const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs);
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/html_page.h"
+#include "formats/json_output.h"
 #include "placement/engine.h"
 #include "sim/backend.h"
 #include "topology/file_io.h"
@@ -241,7 +242,7 @@ Result<ScaleResult> scale_job(const Cluster& cluster, const AllocationState& sta
   return out;
 }
 
-std::string scale_json(const ScaleResult& r) {
+Result<std::string> scale_json(const ScaleResult& r) {
   Json root;
   root["job"] = r.job;
   root["cluster"] = r.cluster;
@@ -277,7 +278,8 @@ std::string scale_json(const ScaleResult& r) {
   }
   root["policies"] = std::move(policies);
   root["breaks"] = std::move(breaks);
-  return root.dump(2) + "\n";
+  TOPOSCHED_TRY(text, dump_json(root, 2));
+  return text + "\n";
 }
 
 std::string scale_table(const ScaleResult& r) {
@@ -340,10 +342,12 @@ std::string scale_html(const ScaleResult& r) {
 }
 
 Result<void> write_scale_report(const std::string& dir, const ScaleResult& result) {
+  // Both are rendered before anything is created, and report.json goes last (as simulate's).
+  TOPOSCHED_TRY(json, scale_json(result));
+  const std::string page = scale_html(result);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
-  const std::string json = scale_json(result), page = scale_html(result);
   const std::string html_path = (std::filesystem::path(dir) / "report.html").string();
   TOPOSCHED_CHECK(write_file_atomically(html_path, page));
   auto j = write_file_atomically((std::filesystem::path(dir) / "report.json").string(), json);

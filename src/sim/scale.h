@@ -86,8 +86,8 @@ Result<ScaleResult> scale_job(const Cluster& cluster, const AllocationState& sta
 // {"job","cluster","plan":{...},"virtual_stages","policies":{NAME:[{"gpus","step_time_s",
 // "speedup","efficiency","efficiency_vs_ideal","dp","placed","throughput_samples_per_s","compute_s",
 // "exposed_comm_s","widest_level"}]},"breaks":{NAME:"..."}}; numbers rounded to fixed
-// decimals, so the text is byte-stable.
-std::string scale_json(const ScaleResult& result);
+// decimals, so the text is byte-stable. Fails (kValidation) on a name that is not UTF-8.
+Result<std::string> scale_json(const ScaleResult& result);
 // The terminal table: one block per policy, then where each curve breaks.
 std::string scale_table(const ScaleResult& result);
 // One self-contained page (formats/html_page.h): efficiency and step time against GPUs per

@@ -12,8 +12,8 @@ Result<void> finalize_trace(Trace& trace) {
   ids.reserve(trace.jobs.size());
   for (const SimJob& j : trace.jobs) {
     if (j.gpus < 1) return make_error(ErrorCode::kValidation, fmt::format("job '{}' asks for {} GPUs", j.id, j.gpus));
-    if (!(j.duration_s > 0)) return make_error(ErrorCode::kValidation, fmt::format("job '{}' has duration {} s", j.id, j.duration_s));
-    if (!(j.submit_s >= 0)) return make_error(ErrorCode::kValidation, fmt::format("job '{}' is submitted at {} s", j.id, j.submit_s));
+    if (!(j.duration_s > 0 && j.duration_s <= kMaxTraceSeconds)) return make_error(ErrorCode::kValidation, fmt::format("job '{}' has duration {} s", j.id, j.duration_s));
+    if (!(j.submit_s >= 0 && j.submit_s <= kMaxTraceSeconds)) return make_error(ErrorCode::kValidation, fmt::format("job '{}' is submitted at {} s", j.id, j.submit_s));
     if (!ids.insert(j.id).second)
       return make_error(ErrorCode::kValidation, fmt::format("job id '{}' appears twice in {}", j.id, trace.source));
   }

@@ -47,6 +47,11 @@ struct TraceReadOptions {
 // Sorts by submit time (stable) and checks the invariants above; readers call it last.
 Result<void> finalize_trace(Trace& trace);
 
+// Largest time a trace may give (submit, duration, estimate), about 317 years. Beyond it a
+// double cannot add a second to it (1e23 + 3600 == 1e23), so the simulation would be wrong
+// without a word; readers reject such values with their position.
+inline constexpr double kMaxTraceSeconds = 1e10;
+
 // A reader found a malformed row: with skip_bad_rows, counts it (keeping the first reason)
 // and returns success so the reader goes on; otherwise returns the error.
 Result<void> reject_row(Trace& trace, const TraceReadOptions& options, Error error);

@@ -1,5 +1,6 @@
 #include "topology/file_io.h"
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -11,6 +12,8 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -23,6 +26,44 @@ namespace toposched {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Registry of live temporary files. A slot goes free -> claimed (path being copied in) ->
+// live (the handler may unlink it) -> free. Only atomics and fixed arrays: the signal
+// handler reads them without locks or allocation.
+constexpr int kTempSlots = 64;
+constexpr std::size_t kTempPathMax = 4096;
+enum : int { kSlotFree = 0, kSlotClaimed = 1, kSlotLive = 2 };
+std::atomic<int> g_slot_state[kTempSlots];
+char g_slot_path[kTempSlots][kTempPathMax];
+
+extern "C" void remove_temporary_files_and_reraise(int sig) {
+  int saved_errno = errno;
+  for (int i = 0; i < kTempSlots; ++i)
+    if (g_slot_state[i].load(std::memory_order_acquire) == kSlotLive) ::unlink(g_slot_path[i]);
+  errno = saved_errno;
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// Blocks SIGINT/SIGTERM for its lifetime: between creating a temporary file and tracking
+// it (and between renaming it and untracking it) a signal must not slip in.
+class TerminationSignalsBlocked {
+ public:
+  TerminationSignalsBlocked() {
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    ::pthread_sigmask(SIG_BLOCK, &block, &previous_);
+  }
+  ~TerminationSignalsBlocked() { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  TerminationSignalsBlocked(const TerminationSignalsBlocked&) = delete;
+  TerminationSignalsBlocked& operator=(const TerminationSignalsBlocked&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
 
 tl::unexpected<Error> io_error(const std::string& path, std::string_view what, int err) {
   return make_error(ErrorCode::kIo, fmt::format("{}: {}: {}", path, what, std::strerror(err)));
@@ -125,7 +166,13 @@ Result<int> create_temporary(const std::string& target, bool keep_mode, mode_t m
 Result<void> replace_regular_file(const std::string& user_path, const std::string& target,
                                   const struct stat* existing, std::string_view content) {
   std::string tmp;
-  auto fd = create_temporary(target, existing != nullptr, existing ? existing->st_mode : 0, tmp);
+  Result<int> fd = make_error(ErrorCode::kIo, "");
+  int slot = -1;
+  {
+    TerminationSignalsBlocked blocked;
+    fd = create_temporary(target, existing != nullptr, existing ? existing->st_mode : 0, tmp);
+    if (fd) slot = track_temporary_file(tmp);
+  }
   if (!fd) return tl::unexpected(fd.error());
   if (existing && ::fchown(*fd, existing->st_uid, existing->st_gid) != 0) {
     // Not permitted (not root, not the owner's group): keep our own owner, as cp does.
@@ -137,6 +184,7 @@ Result<void> replace_regular_file(const std::string& user_path, const std::strin
   if (written && std::rename(tmp.c_str(), target.c_str()) != 0)
     written = io_error(user_path, "cannot replace the file", errno);
   if (!written) ::unlink(tmp.c_str());
+  untrack_temporary_file(slot);
   return written;
 }
 
@@ -166,6 +214,36 @@ Result<OutputTarget> classify(const std::string& path) {
 }
 
 }  // namespace
+
+int track_temporary_file(const std::string& path) {
+  if (path.size() >= kTempPathMax) return -1;
+  for (int i = 0; i < kTempSlots; ++i) {
+    int expected = kSlotFree;
+    if (g_slot_state[i].compare_exchange_strong(expected, kSlotClaimed, std::memory_order_acq_rel)) {
+      std::memcpy(g_slot_path[i], path.c_str(), path.size() + 1);
+      g_slot_state[i].store(kSlotLive, std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void untrack_temporary_file(int slot) {
+  if (slot >= 0 && slot < kTempSlots) g_slot_state[slot].store(kSlotFree, std::memory_order_release);
+}
+
+void install_temporary_file_cleanup() {
+  struct sigaction action {};
+  action.sa_handler = remove_temporary_files_and_reraise;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction previous {};
+    // A signal the parent shell set to "ignore" (nohup, background jobs) stays ignored.
+    if (::sigaction(sig, nullptr, &previous) == 0 && previous.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &action, nullptr);
+  }
+}
 
 Result<std::string> read_text_file(const std::string& path) {
   std::error_code ec;

@@ -17,6 +17,10 @@
 //
 // No process-wide state is touched (no umask changes): every function is safe to call from
 // several threads at once on distinct paths.
+//
+// While a temporary file exists its path is in a process-wide registry (fixed slots,
+// lock-free), so the SIGINT/SIGTERM handler that install_temporary_file_cleanup installs
+// can remove it before the process dies.
 #pragma once
 
 #include <string>
@@ -36,5 +40,16 @@ Result<void> check_output_path(const std::string& path);
 
 // kIo error when `dir` is not a directory that exists (or can be created) and is writable.
 Result<void> check_output_dir(const std::string& dir);
+
+// Installs handlers for SIGINT and SIGTERM that unlink every registered temporary file and
+// then re-raise the signal with its default action (so the exit status still says which
+// signal ended the process). Call once, early in main. The handler is async-signal-safe.
+void install_temporary_file_cleanup();
+
+// The registry behind it, for code that creates its own temporary files: track() returns a
+// slot (or -1 when the path is too long or all slots are busy: the file is then simply not
+// cleaned up on a signal) and untrack(slot) forgets it once renamed or removed.
+int track_temporary_file(const std::string& path);
+void untrack_temporary_file(int slot);
 
 }  // namespace toposched

@@ -24,6 +24,14 @@ class Failover(unittest.TestCase):
         with EtcdCluster(3) as etcd, Replicas(etcd, count=2, ttl=TTL) as reps:
             leader = reps.wait_leader()
             follower = 1 - leader
+            # The follower learns who leads from etcd's election key a moment after the leader
+            # wins; until then it answers "unavailable" rather than redirecting.
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                status, ready = request(reps.ports[follower], "GET", "/readyz")
+                if ready.get("leader") == reps.url(leader):
+                    break
+                time.sleep(0.05)
             status, body = request(reps.ports[leader], "POST", "/v1/jobs", {"job": "a", "gpus": 8})
             self.assertEqual(status, 201, body)
             status, body = request(reps.ports[follower], "POST", "/v1/jobs", {"job": "b", "gpus": 8})

@@ -52,12 +52,12 @@ TEST(NativeSpec, RoundTripsEveryPresetThroughYamlAndJson) {
     auto c = build_preset(s);
     ASSERT_TRUE(c) << s;
     for (bool json : {false, true}) {
-      std::string text = json ? write_native_json(*c) : write_native_yaml(*c);
+      std::string text = json ? write_native_json(*c).value() : write_native_yaml(*c);
       auto back = read_native_spec(text, "roundtrip");
       ASSERT_TRUE(back) << s << ": " << back.error().to_string();
       EXPECT_EQ(testing::cluster_difference(*c, *back), "") << s << (json ? " json" : " yaml");
       // And the writer is a fixed point.
-      EXPECT_EQ(json ? write_native_json(*back) : write_native_yaml(*back), text);
+      EXPECT_EQ(json ? write_native_json(*back).value() : write_native_yaml(*back), text);
     }
   }
   Cluster ex = load_example();

@@ -105,7 +105,7 @@ TEST(StateFile, RoundTripsJobsInRankOrder) {
   std::vector<GpuId> a = {c.node_gpu(NodeId(1), 3), c.node_gpu(NodeId(0), 7), c.node_gpu(NodeId(1), 0)};
   ASSERT_TRUE(s.allocate("train-1", a));
   ASSERT_TRUE(s.allocate("infer", node_gpus(c, 2, 0, 2)));
-  std::string text = state_to_json(s);
+  std::string text = state_to_json(s).value();
   auto back = state_from_json(c, text, "s.json");
   ASSERT_TRUE(back) << back.error().to_string();
   EXPECT_TRUE(back->same_counters(s));
@@ -146,7 +146,7 @@ TEST(StateFile, TruncatedCopiesNeverCrash) {
   AllocationState s(c);
   ASSERT_TRUE(s.allocate("a", node_gpus(c, 0, 0, 8)));
   ASSERT_TRUE(s.allocate("b", node_gpus(c, 1, 2, 5)));
-  std::string text = state_to_json(s);
+  std::string text = state_to_json(s).value();
   for (std::size_t cut = 0; cut < text.size(); cut += 7) {
     auto r = state_from_json(c, text.substr(0, cut), "t.json");
     if (r) {

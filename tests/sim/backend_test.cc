@@ -159,8 +159,8 @@ TEST(Backend, PoliciesSideBySideAreDeterministic) {
   std::vector<PolicyRun> ra, rb;
   for (const auto& r : *a) ra.push_back({r.summary, &r.result});
   for (const auto& r : *b) rb.push_back({r.summary, &r.result});
-  std::string ja = report_json(info, ra);
-  EXPECT_EQ(ja, report_json(info, rb));
+  std::string ja = report_json(info, ra).value();
+  EXPECT_EQ(ja, report_json(info, rb).value());
   auto j = nlohmann::json::parse(ja);
   for (const auto& p : policies) {
     ASSERT_TRUE(j["policies"].contains(p)) << p;
@@ -173,7 +173,7 @@ TEST(Backend, PoliciesSideBySideAreDeterministic) {
     EXPECT_LE(s["utilization"].get<double>(), 1.0);
   }
   // The HTML holds one chart container per chart and the inlined libraries.
-  std::string html = report_html(info, t, ra);
+  std::string html = report_html(info, t, ra).value();
   for (const char* id : {"chart-jct-cdf", "chart-utilisation", "chart-queue", "chart-slowdown", "chart-summary", "chart-fragmentation"})
     EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
   EXPECT_NE(html.find("vegaEmbed"), std::string::npos);

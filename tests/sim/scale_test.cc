@@ -135,7 +135,7 @@ TEST(Scale, AGivenStateLeavesLessRoomAndASizeThatNoLongerFitsIsReported) {
   EXPECT_FALSE(curve.points[1].why_not.empty());
   EXPECT_DOUBLE_EQ(curve.points[0].efficiency, 1.0);
   EXPECT_TRUE(busy.has_job("other"));  // the state given is not changed
-  auto j = nlohmann::json::parse(scale_json(*r));
+  auto j = nlohmann::json::parse(*scale_json(*r));
   EXPECT_TRUE(j["policies"]["first-fit"][1]["efficiency"].is_null());
   EXPECT_FALSE(j["policies"]["first-fit"][1]["placed"].get<bool>());
 }
@@ -148,14 +148,14 @@ TEST(Scale, JsonHasTheContractKeysAndTheHtmlItsCharts) {
   o.gpu_counts = {64, 128};
   auto r = scale_job(c, empty, gpt3_plan(), o);
   ASSERT_TRUE(r) << r.error().to_string();
-  auto j = nlohmann::json::parse(scale_json(*r));
+  auto j = nlohmann::json::parse(*scale_json(*r));
   for (const char* policy : {"first-fit", "topo"}) {
     ASSERT_TRUE(j["policies"].contains(policy));
     for (const auto& p : j["policies"][policy])
       for (const char* key : {"gpus", "step_time_s", "speedup", "efficiency"}) EXPECT_TRUE(p.contains(key)) << key;
     EXPECT_TRUE(j["breaks"][policy].is_string());
   }
-  EXPECT_EQ(scale_json(*r), scale_json(*r));
+  EXPECT_EQ(*scale_json(*r), *scale_json(*r));
   std::string page = scale_html(*r);
   EXPECT_NE(page.find("chart-efficiency"), std::string::npos);
   EXPECT_NE(page.find("chart-step-time"), std::string::npos);

@@ -51,7 +51,8 @@ Result<Trace> read_native_csv(std::string_view text, const std::string& file, co
     if (j.id.empty()) return csv::field_error(file, r, col[0], "expected a job id, found an empty field");
     auto submit = csv::to_double(file, r, col[1], "submit_s");
     if (!submit) return tl::unexpected(submit.error());
-    if (*submit < 0) return csv::field_error(file, r, col[1], fmt::format("submit_s must be >= 0, found {}", *submit));
+    if (*submit < 0 || *submit > kMaxTraceSeconds)
+      return csv::field_error(file, r, col[1], fmt::format("submit_s must be in 0..{:g}, found {}", kMaxTraceSeconds, *submit));
     j.submit_s = *submit;
     auto gpus = csv::to_int(file, r, col[2], "gpus");
     if (!gpus) return tl::unexpected(gpus.error());
@@ -59,7 +60,8 @@ Result<Trace> read_native_csv(std::string_view text, const std::string& file, co
     j.gpus = static_cast<int>(*gpus);
     auto dur = csv::to_double(file, r, col[3], "duration_s");
     if (!dur) return tl::unexpected(dur.error());
-    if (*dur <= 0) return csv::field_error(file, r, col[3], fmt::format("duration_s must be > 0, found {}", *dur));
+    if (*dur <= 0 || *dur > kMaxTraceSeconds)
+      return csv::field_error(file, r, col[3], fmt::format("duration_s must be > 0 and <= {:g}, found {}", kMaxTraceSeconds, *dur));
     j.duration_s = *dur;
     int* dims[4] = {&j.tp, &j.pp, &j.dp, &j.ep};
     for (std::size_t k = 4; k < 8; ++k) {
@@ -90,7 +92,8 @@ Result<Trace> read_native_csv(std::string_view text, const std::string& file, co
     if (col[11] >= 0 && !csv::trim(r.fields[static_cast<std::size_t>(col[11])]).empty()) {
       auto v = csv::to_double(file, r, col[11], "estimate_s");
       if (!v) return tl::unexpected(v.error());
-      if (*v <= 0) return csv::field_error(file, r, col[11], fmt::format("estimate_s must be > 0, found {}", *v));
+      if (*v <= 0 || *v > kMaxTraceSeconds)
+        return csv::field_error(file, r, col[11], fmt::format("estimate_s must be > 0 and <= {:g}, found {}", kMaxTraceSeconds, *v));
       j.estimate_s = *v;
     }
     return j;

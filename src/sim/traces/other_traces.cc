@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/json_input.h"
 #include "sim/traces/csv.h"
 
 namespace toposched::sim {
@@ -31,16 +32,6 @@ Result<Trace> finish(Trace trace, const std::string& file) {
   return trace;
 }
 
-// 1-based line and column of a byte offset.
-SourceLocation locate(std::string_view text, std::size_t offset, const std::string& file) {
-  offset = std::min(offset, text.size());
-  int line = 1, col = 1;
-  for (std::size_t i = 0; i < offset; ++i) {
-    if (text[i] == '\n') ++line, col = 1;
-    else ++col;
-  }
-  return {file, line, col};
-}
 
 std::string_view field(const csv::Record& r, int i) {
   return i >= 0 && static_cast<std::size_t>(i) < r.fields.size() ? csv::trim(r.fields[static_cast<std::size_t>(i)]) : std::string_view();
@@ -159,20 +150,11 @@ Result<Trace> read_philly(std::string_view text, const std::string& file, const 
   Trace trace;
   trace.source = file;
   trace.format = "philly";
-  nlohmann::json doc = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
-  if (doc.is_discarded()) {
-    // Parse again with exceptions off but a callback-free error position: nlohmann reports it
-    // only through the exception, caught here and never let out.
-    try {
-      auto again = nlohmann::json::parse(text.begin(), text.end());
-      (void)again;
-    } catch (const nlohmann::json::parse_error& e) {
-      return make_error(ErrorCode::kParse, fmt::format("not valid JSON: {}", e.what()), locate(text, e.byte > 0 ? e.byte - 1 : 0, file));
-    }
-    return make_error(ErrorCode::kParse, "not valid JSON", {file, 1, 1});
-  }
+  // Strict: syntax errors, trailing content and repeated keys are errors with positions.
+  TOPOSCHED_TRY(doc, parse_json_document(text, file));
   if (!doc.is_array()) return make_error(ErrorCode::kParse, "a Philly cluster_job_log is a JSON array of jobs, found another value", {file, 1, 1});
   std::size_t search_from = 0;
+  OffsetLocator locator(text, file);
   for (std::size_t i = 0; i < doc.size(); ++i) {
     const auto& job = doc[i];
     std::string id = job.is_object() && job.contains("jobid") && job["jobid"].is_string() ? job["jobid"].get<std::string>() : std::string();
@@ -180,7 +162,7 @@ Result<Trace> read_philly(std::string_view text, const std::string& file, const 
     if (!id.empty()) {
       std::size_t pos = text.find("\"" + id + "\"", search_from);
       if (pos != std::string_view::npos) {
-        loc = locate(text, pos, file);
+        loc = locator.at(pos);
         search_from = pos;
       }
     }

@@ -1,0 +1,192 @@
+// Reading large inputs (issue 18: a 50 MB input of any format in <= 5 s and <= 1 GB).
+// For each format a child process generates about TARGET_MB of valid input in memory,
+// reads it with the format's reader and reports the read time and the child's peak
+// resident memory (which includes the input text itself, as the CLI holds the whole file).
+// A fork per format keeps one reader's peak from hiding another's.
+//
+//   build/release/bench/large_inputs [TARGET_MB=50]
+//
+// Results: docs/performance.md ("Large inputs").
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "formats/cluster_source.h"
+#include "formats/ibnetdiscover.h"
+#include "formats/k8s_nodes.h"
+#include "placement/state_file.h"
+#include "sim/generator.h"
+#include "sim/traces/native_csv.h"
+#include "sim/traces/other_traces.h"
+#include "../tests/support/ibnet_generator.h"
+#include "topology/presets.h"
+
+using namespace toposched;
+
+namespace {
+
+std::size_t g_target = 50u << 20;
+
+// Appends `piece(i)` for i = 0, 1, ... until the text reaches the target size.
+std::string grow(std::string text, const std::function<std::string(std::size_t)>& piece, const std::string& tail = "") {
+  text.reserve(g_target + (1u << 20));
+  for (std::size_t i = 0; text.size() + tail.size() < g_target; ++i) text += piece(i);
+  return text + tail;
+}
+
+// Slurm topology.conf: leaves of 32 individually named nodes under spines.
+std::string slurm_conf() {
+  std::string spines;
+  return grow("", [](std::size_t i) {
+    std::string line = fmt::format("SwitchName=leaf{:06d} Nodes=", i);
+    for (int k = 0; k < 32; ++k) line += fmt::format("{}n{:06d}x{:02d}", k ? "," : "", i, k);
+    line += fmt::format("\nSwitchName=spine{:06d} Switches=leaf{:06d}\n", i, i);
+    return line;
+  });
+}
+
+// Topograph model: a switch per block, each block listing 32 nodes one by one.
+std::string topograph_model() {
+  std::string switches = "switches:\n  core: {}\n", blocks = "blocks:\n";
+  std::size_t i = 0;
+  while (switches.size() + blocks.size() < g_target) {
+    switches += fmt::format("  leaf{:06d}: {{}}\n", i);
+    blocks += fmt::format("- switch: leaf{:06d}\n  nodes:\n", i);
+    for (int k = 0; k < 32; ++k) blocks += fmt::format("  - n{:06d}x{:02d}\n", i, k);
+    ++i;
+  }
+  return switches + blocks;
+}
+
+// Native spec: 1-GPU node type, nodes listed one by one under leaves.
+std::string native_spec() {
+  std::string head =
+      "version: 1\nname: big\nnode_types:\n- name: t\n  gpu: {model: H100, count: 1}\nfabric:\n  tiers: [{name: leaf}]\n"
+      "  switches:\n";
+  std::string nodes = "nodes:\n";
+  std::size_t i = 0;
+  while (head.size() + nodes.size() < g_target) {
+    head += fmt::format("  - {{name: leaf{:06d}, tier: leaf, nodes: \"n{:06d}x[00-31]\"}}\n", i, i);
+    for (int k = 0; k < 32; ++k) nodes += fmt::format("- {{names: n{:06d}x{:02d}, type: t}}\n", i, k);
+    ++i;
+  }
+  return head + nodes;
+}
+
+std::string k8s_nodes() {
+  return grow("{\"kind\": \"NodeList\", \"items\": [\n", [](std::size_t i) {
+    return fmt::format(
+        "{}{{\"metadata\": {{\"name\": \"n{:07d}\", \"labels\": {{\"network.topology.nvidia.com/leaf\": \"leaf{:05d}\", "
+        "\"network.topology.nvidia.com/spine\": \"spine{:03d}\", \"nvidia.com/gpu.count\": \"8\", "
+        "\"nvidia.com/gpu.product\": \"NVIDIA-H100-80GB-HBM3\"}}}}}}\n",
+        i ? "," : "", i, i / 32, i / 1024);
+  }, "]}\n");
+}
+
+std::string native_trace() {
+  return grow("id,submit_s,gpus,duration_s,tp,pp,dp\n", [](std::size_t i) {
+    return fmt::format("job-{:08d},{}.5,8,3600,8,1,1\n", i, i * 10);
+  });
+}
+
+std::string philly_trace() {
+  return grow("[\n", [](std::size_t i) {
+    return fmt::format(
+        "{}{{\"status\": \"Pass\", \"vc\": \"vc-a\", \"jobid\": \"application_{:010d}\", \"attempts\": [{{\"start_time\": "
+        "\"2017-10-03 02:58:08\", \"end_time\": \"2017-10-03 04:58:08\", \"detail\": [{{\"ip\": \"m1\", \"gpus\": "
+        "[\"gpu0\", \"gpu1\"]}}]}}], \"submitted_time\": \"2017-10-03 02:58:00\", \"user\": \"u\"}}\n",
+        i ? "," : "", i);
+  }, "]\n");
+}
+
+struct Case {
+  const char* name;
+  std::function<std::string()> make;
+  std::function<bool(const std::string&, std::string&)> read;  // false + message on failure
+};
+
+template <class R>
+bool ok(const R& r, std::string& why) {
+  if (r) return true;
+  why = r.error().to_string();
+  return false;
+}
+
+std::vector<Case> cases() {
+  static const Cluster state_cluster = *build_preset("dgx-h100?nodes=4096");
+  return {
+      {"slurm topology.conf", slurm_conf, [](const std::string& t, std::string& w) { return ok(load_cluster_text(t, "big.conf"), w); }},
+      {"Topograph model", topograph_model, [](const std::string& t, std::string& w) { return ok(load_cluster_text(t, "big.yaml"), w); }},
+      {"native spec (YAML)", native_spec, [](const std::string& t, std::string& w) { return ok(load_cluster_text(t, "big.yaml"), w); }},
+      {"k8s NodeList (JSON)", k8s_nodes, [](const std::string& t, std::string& w) { return ok(read_k8s_nodes(t, "big.json", {}), w); }},
+      {"ibnetdiscover",
+       [] {
+         IbnetGeneratorSpec s;
+         s.scalable_units = 1, s.nodes_per_su = 32;
+         std::string out;
+         while (out.size() < g_target) {
+           s.scalable_units *= 2;
+           out = generate_ibnetdiscover(s);
+         }
+         return out;
+       },
+       [](const std::string& t, std::string& w) { return ok(read_ibnetdiscover(t, "big.ibnet"), w); }},
+      {"native trace (CSV)", native_trace, [](const std::string& t, std::string& w) { return ok(sim::read_native_csv(t, "big.csv"), w); }},
+      {"Philly trace (JSON)", philly_trace, [](const std::string& t, std::string& w) { return ok(sim::read_philly(t, "big.json"), w); }},
+      {"allocation state (JSON)",
+       [] {
+         // One job per GPU pair, repeated over the cluster's GPUs under distinct ids until 50 MB:
+         // a file that large cannot be valid for one cluster, so the reader stops at the first
+         // GPU given twice. Measured: parsing and checking the whole document before that.
+         return grow("{\"format\": \"toposched-allocation-state\", \"version\": 1, \"cluster\": \"dgx-h100-4096n\", "
+                     "\"gpus\": 32768, \"jobs\": [\n",
+                     [](std::size_t i) {
+                       return fmt::format("{}{{\"id\": \"job-{:08d}\", \"gpus\": [\"dgx-h100-{:04d}:{}\"]}}\n", i ? "," : "", i,
+                                          1 + (i / 8) % 4096, i % 8);
+                     },
+                     "]}\n");
+       },
+       [](const std::string& t, std::string& w) {
+         auto r = state_from_json(state_cluster, t, "big-state.json");
+         if (!r) w = r.error().to_string();
+         return true;  // an error is expected (see above); time and memory are what count
+       }},
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) g_target = static_cast<std::size_t>(std::atof(argv[1]) * (1u << 20));
+  fmt::print("| input | size | read time | peak memory | result |\n|---|---|---|---|---|\n");
+  std::fflush(stdout);
+  for (const Case& c : cases()) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      std::string text = c.make();
+      auto start = std::chrono::steady_clock::now();
+      std::string why;
+      bool good = c.read(text, why);
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      rusage usage{};
+      getrusage(RUSAGE_SELF, &usage);
+      if (why.size() > 80) why = why.substr(0, 77) + "...";
+      fmt::print("| {} | {:.1f} MB | {:.2f} s | {:.0f} MB | {} |\n", c.name, text.size() / 1048576.0, seconds,
+                 usage.ru_maxrss / 1024.0, good && why.empty() ? "read" : good ? "refused as expected: " + why : "ERROR: " + why);
+      std::fflush(stdout);
+      std::_Exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status)) fmt::print("| {} | | | | child died (status {}) |\n", c.name, status);
+  }
+  return 0;
+}

@@ -1,0 +1,102 @@
+#include "formats/json_output.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace toposched {
+
+std::optional<std::size_t> first_invalid_utf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  std::size_t i = 0;
+  while (i < n) {
+    unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) len = 3, lo = 0xA0;
+    else if (c >= 0xE1 && c <= 0xEC) len = 3;
+    else if (c == 0xED) len = 3, hi = 0x9F;  // no UTF-16 surrogates
+    else if (c >= 0xEE && c <= 0xEF) len = 3;
+    else if (c == 0xF0) len = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else if (c == 0xF4) len = 4, hi = 0x8F;  // nothing above U+10FFFF
+    else return i;
+    if (i + len > n) return i;
+    if (s[i + 1] < lo || s[i + 1] > hi) return i;
+    for (std::size_t k = 2; k < len; ++k)
+      if (s[i + k] < 0x80 || s[i + k] > 0xBF) return i;
+    i += len;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// A JSON pointer token (RFC 6901), shown with invalid bytes as \xNN.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7F) out += static_cast<char>(c);
+    else out += fmt::format("\\x{:02x}", c);
+  }
+  return out;
+}
+
+template <class Json>
+Result<void> check_utf8(const Json& root) {
+  // Iterative walk (outputs are built by us, but stay safe on any depth).
+  std::vector<std::pair<const Json*, std::string>> pending{{&root, ""}};
+  auto fail = [](const std::string& path, std::string_view text, std::size_t at, bool key) {
+    return make_error(ErrorCode::kValidation,
+                      fmt::format("cannot write JSON: the {} at '{}' is not valid UTF-8 (byte 0x{:02x} at offset {} "
+                                  "of '{}'); JSON output requires UTF-8 text, so names written to JSON must be UTF-8",
+                                  key ? "key" : "string", path.empty() ? "/" : path,
+                                  static_cast<unsigned char>(text[at]), at, printable(text)));
+  };
+  while (!pending.empty()) {
+    auto [node, path] = std::move(pending.back());
+    pending.pop_back();
+    if (node->is_string()) {
+      const auto& s = node->template get_ref<const std::string&>();
+      if (auto bad = first_invalid_utf8(s)) return fail(path, s, *bad, false);
+    } else if (node->is_object()) {
+      const std::size_t first_child = pending.size();
+      for (auto it = node->begin(); it != node->end(); ++it) {
+        std::string child = path + "/" + printable(it.key());
+        if (auto bad = first_invalid_utf8(it.key())) return fail(child, it.key(), *bad, true);
+        if (it->is_structured() || it->is_string()) pending.emplace_back(&*it, std::move(child));
+      }
+      // Visit children in document order, so the error names the first bad string.
+      std::reverse(pending.begin() + static_cast<std::ptrdiff_t>(first_child), pending.end());
+    } else if (node->is_array()) {
+      for (std::size_t i = node->size(); i-- > 0;) {
+        const Json& item = (*node)[i];
+        if (item.is_structured() || item.is_string()) pending.emplace_back(&item, path + "/" + std::to_string(i));
+      }
+    }
+  }
+  return {};
+}
+
+template <class Json>
+Result<std::string> dump_checked(const Json& j, int indent) {
+  TOPOSCHED_CHECK(check_utf8(j));
+  return j.dump(indent);
+}
+
+}  // namespace
+
+Result<void> check_json_utf8(const nlohmann::json& j) { return check_utf8(j); }
+Result<void> check_json_utf8(const nlohmann::ordered_json& j) { return check_utf8(j); }
+Result<std::string> dump_json(const nlohmann::json& j, int indent) { return dump_checked(j, indent); }
+Result<std::string> dump_json(const nlohmann::ordered_json& j, int indent) { return dump_checked(j, indent); }
+
+}  // namespace toposched

@@ -1,0 +1,32 @@
+// Serialising JSON output with one rule for invalid UTF-8, used by every JSON output of
+// toposched (CLI --format json, state files, reports, exported objects): JSON text must be
+// UTF-8, so a string (value or key) that is not valid UTF-8 makes the output fail with a
+// clear error naming where it is (a JSON pointer such as /gpus/0/node) and the first bad
+// byte. Nothing is replaced or dropped silently, and nlohmann's type_error 316 can no
+// longer escape. Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "topology/error.h"
+
+namespace toposched {
+
+// Offset of the first byte of `text` that does not belong to a well-formed UTF-8 sequence
+// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF); nullopt if valid.
+std::optional<std::size_t> first_invalid_utf8(std::string_view text);
+
+// Checks every string and key of `j`; an invalid one gives kValidation (exit 1) with its path.
+Result<void> check_json_utf8(const nlohmann::json& j);
+Result<void> check_json_utf8(const nlohmann::ordered_json& j);
+
+// j.dump(indent) after check_json_utf8.
+Result<std::string> dump_json(const nlohmann::json& j, int indent = -1);
+Result<std::string> dump_json(const nlohmann::ordered_json& j, int indent = -1);
+
+}  // namespace toposched

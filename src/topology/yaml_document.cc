@@ -1,0 +1,86 @@
+#include "topology/yaml_document.h"
+
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
+
+namespace toposched {
+namespace {
+
+SourceLocation location_of(const YAML::Mark& m, const std::string& file) {
+  if (m.is_null() || m.line < 0) return SourceLocation{file, 0, 0};
+  return SourceLocation{file, m.line + 1, m.column + 1};
+}
+
+// A key as it reads in a message: long keys are cut short.
+std::string shown_key(const std::string& key) {
+  return key.size() > 60 ? key.substr(0, 57) + "..." : key;
+}
+
+Result<void> check_map_keys(const YAML::Node& map, const std::string& file,
+                            std::unordered_map<std::string_view, YAML::Mark>& seen) {
+  seen.clear();
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    // A copy of the handle: it->first belongs to a proxy that dies with the expression.
+    const YAML::Node key = it->first;
+    if (!key.IsScalar()) continue;  // the readers reject complex keys with their own message
+    auto [at, inserted] = seen.emplace(key.Scalar(), key.Mark());
+    if (!inserted)
+      return make_error(ErrorCode::kParse,
+                        fmt::format("key '{}' repeated, first at line {}", shown_key(key.Scalar()),
+                                    at->second.line + 1),
+                        location_of(key.Mark(), file));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> check_unique_yaml_keys(const YAML::Node& root, const std::string& file) {
+  std::vector<YAML::Node> pending{root};
+  std::unordered_map<std::string_view, YAML::Mark> seen;
+  while (!pending.empty()) {
+    YAML::Node node = pending.back();
+    pending.pop_back();
+    if (node.IsMap()) {
+      TOPOSCHED_CHECK(check_map_keys(node, file, seen));
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        if (it->first.IsMap() || it->first.IsSequence()) pending.push_back(it->first);
+        if (it->second.IsMap() || it->second.IsSequence()) pending.push_back(it->second);
+      }
+    } else if (node.IsSequence()) {
+      for (const auto& item : node)
+        if (item.IsMap() || item.IsSequence()) pending.push_back(item);
+    }
+  }
+  return {};
+}
+
+Result<YAML::Node> load_yaml_document(std::string_view text, const std::string& file) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(text));
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's guard against stack exhaustion; its own message says "bad file".
+    return make_error(ErrorCode::kParse,
+                      fmt::format("invalid YAML/JSON: nesting deeper than {} levels of lists and mappings", e.depth() - 1),
+                      location_of(e.mark, file));
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("invalid YAML/JSON: {}", e.msg), location_of(e.mark, file));
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("invalid YAML/JSON: {}", e.what()), SourceLocation{file, 0, 0});
+  }
+  if (documents.empty()) return YAML::Node();
+  if (documents.size() > 1)
+    return make_error(ErrorCode::kParse,
+                      "expected the end of the input after the first document, found a second document "
+                      "(a '---' line or further text); one file holds one document",
+                      location_of(documents[1].Mark(), file));
+  TOPOSCHED_CHECK(check_unique_yaml_keys(documents.front(), file));
+  return documents.front();
+}
+
+}  // namespace toposched

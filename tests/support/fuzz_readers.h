@@ -1,0 +1,156 @@
+// Every reader of toposched input, by name, as a function of raw bytes: the libFuzzer
+// targets (fuzz/fuzz_target.cc, one binary per entry) and the regression replay
+// (tests/robustness/fuzz_regressions_test.cc, every entry on every kept input) share this
+// table. A reader that accepts its input also runs the writers that follow it in the CLI
+// (JSON and YAML of the cluster, every export format, the state file), so an input that
+// reads cleanly but cannot be written is found too. Each entry must return without
+// crashing, throwing or hanging whatever the bytes. Constant data; the functions keep
+// function-local statics (a small cluster), initialised thread-safely.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cost/job_file.h"
+#include "cost/selection.h"
+#include "formats/aws_topology.h"
+#include "formats/cluster_source.h"
+#include "formats/discovery.h"
+#include "formats/exporter.h"
+#include "formats/ibnetdiscover.h"
+#include "formats/json_output.h"
+#include "formats/k8s_nodes.h"
+#include "formats/native_spec.h"
+#include "formats/nvidia_fabric.h"
+#include "formats/nvidia_topo.h"
+#include "formats/slurm_topology.h"
+#include "formats/topograph_model.h"
+#include "placement/allocation_state.h"
+#include "placement/fragmentation.h"
+#include "placement/state_file.h"
+#include "sim/generator.h"
+#include "sim/traces/alibaba_v2023.h"
+#include "sim/traces/native_csv.h"
+#include "sim/traces/other_traces.h"
+#include "topology/hostlist.h"
+#include "topology/presets.h"
+
+namespace toposched::fuzz {
+
+struct FuzzReader {
+  std::string_view name;  // the fuzz target is fuzz_<name>; seeds: scripts/fuzz
+  void (*read)(std::string_view bytes);
+};
+
+// The writers a loaded cluster goes through in the CLI (show --spec, export --to F).
+inline void write_cluster(const Cluster& c) {
+  // A few bytes can name a huge preset (nodes=12500); writing it in every format is a
+  // performance question (bench/), not a robustness one, and would only time the fuzzer out.
+  if (c.gpu_count() > 4096) return;
+  (void)write_native_json(c);
+  (void)write_native_yaml(c);
+  for (const ExportFormat& f : export_formats()) (void)f.write(c, ExportOptions{});
+}
+
+// A small cluster for the readers that need one (state files, placements).
+inline const Cluster& small_cluster() {
+  static const Cluster c = *build_preset("dgx-h100?nodes=4");
+  return c;
+}
+
+inline void discovered_to_cluster(const Result<DiscoveredTopology>& t) {
+  if (!t) return;
+  DiscoveryOptions o;
+  auto merged = merge_discovered({*t}, o);
+  if (merged) write_cluster(merged->cluster);
+}
+
+inline void read_cluster_spec(std::string_view b) {
+  if (auto c = load_cluster_text(b, "fuzz")) write_cluster(*c);
+}
+inline void read_native(std::string_view b) {
+  if (auto c = read_native_spec(b, "fuzz")) write_cluster(*c);
+}
+inline void read_slurm_conf(std::string_view b) { discovered_to_cluster(read_slurm_topology(b, "fuzz")); }
+inline void read_topograph(std::string_view b) { discovered_to_cluster(read_topograph_model(b, "fuzz")); }
+inline void read_k8s(std::string_view b) { discovered_to_cluster(read_k8s_nodes(b, "fuzz", {})); }
+inline void read_aws(std::string_view b) { discovered_to_cluster(read_aws_topology(b, "fuzz")); }
+inline void read_ibnet(std::string_view b) {
+  if (auto f = read_ibnetdiscover(b, "fuzz")) discovered_to_cluster(f->topology);
+}
+inline void read_topo_m(std::string_view b) { (void)read_nvidia_topo(b, "fuzz"); }
+inline void read_fabric(std::string_view b) { (void)read_nvidia_fabric(b, "fuzz"); }
+inline void read_state(std::string_view b) {
+  if (auto s = state_from_json(small_cluster(), b, "fuzz")) (void)state_to_json(*s);
+}
+inline void read_job(std::string_view b) { (void)parse_job_text(b, "fuzz"); }
+inline void read_placement(std::string_view b) { (void)parse_placement_text(small_cluster(), b, "fuzz"); }
+inline void read_generator(std::string_view b) { (void)sim::parse_generator_yaml(b, "fuzz"); }
+inline void read_native_trace(std::string_view b) {
+  if (auto t = sim::read_native_csv(b, "fuzz")) (void)sim::write_native_csv(*t);
+}
+inline void read_alibaba_pods(std::string_view b) { (void)sim::read_alibaba_v2023_pods(b, "fuzz"); }
+inline void read_alibaba_nodes(std::string_view b) {
+  if (auto c = sim::read_alibaba_v2023_nodes(b, "fuzz")) write_cluster(*c);
+}
+// The task table, then (after a line "--- job table ---") an optional job table.
+inline void read_pai(std::string_view b) {
+  constexpr std::string_view kSplit = "\n--- job table ---\n";
+  auto at = b.find(kSplit);
+  sim::TextFile tasks{b.substr(0, at), "tasks"};
+  std::optional<sim::TextFile> jobs;
+  if (at != std::string_view::npos) jobs = sim::TextFile{b.substr(at + kSplit.size()), "jobs"};
+  (void)sim::read_pai_v2020(tasks, jobs);
+}
+inline void read_philly(std::string_view b) { (void)sim::read_philly(b, "fuzz"); }
+inline void read_helios(std::string_view b) { (void)sim::read_helios(b, "fuzz"); }
+inline void read_hostlist(std::string_view b) {
+  if (auto names = expand_hostlist(b)) (void)compress_hostlist(*names);
+}
+inline void read_gpu_selection(std::string_view b) {
+  (void)parse_gpu_selection(small_cluster(), b);
+  (void)parse_size(b);
+}
+inline void read_job_sizes(std::string_view b) { (void)parse_job_sizes(b); }
+inline void read_preset(std::string_view b) {
+  if (auto c = build_preset(b)) write_cluster(*c);
+}
+
+inline const std::vector<FuzzReader>& fuzz_readers() {
+  static const std::vector<FuzzReader> kReaders = {
+      {"cluster_spec", read_cluster_spec},
+      {"native_spec", read_native},
+      {"slurm_topology", read_slurm_conf},
+      {"topograph_model", read_topograph},
+      {"k8s_nodes", read_k8s},
+      {"aws_topology", read_aws},
+      {"ibnetdiscover", read_ibnet},
+      {"nvidia_topo", read_topo_m},
+      {"nvidia_fabric", read_fabric},
+      {"state_file", read_state},
+      {"job_file", read_job},
+      {"placement_file", read_placement},
+      {"generator", read_generator},
+      {"native_trace", read_native_trace},
+      {"alibaba_pods", read_alibaba_pods},
+      {"alibaba_nodes", read_alibaba_nodes},
+      {"pai_trace", read_pai},
+      {"philly_trace", read_philly},
+      {"helios_trace", read_helios},
+      {"hostlist", read_hostlist},
+      {"gpu_selection", read_gpu_selection},
+      {"job_sizes", read_job_sizes},
+      {"preset", read_preset},
+  };
+  return kReaders;
+}
+
+inline const FuzzReader* find_fuzz_reader(std::string_view name) {
+  for (const FuzzReader& r : fuzz_readers())
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+}  // namespace toposched::fuzz

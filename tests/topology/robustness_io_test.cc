@@ -1,0 +1,135 @@
+// load_yaml_document (one document, no repeated key) and the temporary-file registry that
+// the SIGINT/SIGTERM handler of topology/file_io cleans up.
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "topology/file_io.h"
+#include "topology/yaml_document.h"
+
+namespace toposched {
+namespace {
+
+TEST(YamlDocument, RepeatedTopLevelKeyNamesBothLines) {
+  auto r = load_yaml_document("name: a\nnodes: [x]\nversion: 1\nnodes: [y]\n", "c.yaml");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().to_string(), "c.yaml:4:1: key 'nodes' repeated, first at line 2");
+}
+
+TEST(YamlDocument, RepeatedKeyDeepInsideSequencesAndFlowMappings) {
+  auto r = load_yaml_document("a:\n  - b: 1\n  - {c: 1, d: 2, c: 3}\n", "f.yaml");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().where.line, 3);
+  EXPECT_NE(r.error().message.find("key 'c' repeated, first at line 3"), std::string::npos);
+}
+
+TEST(YamlDocument, RepeatedKeyInJson) {
+  auto r = load_yaml_document("{\"jobs\": [],\n \"jobs\": [1]}", "s.json");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().where.line, 2);
+  EXPECT_NE(r.error().message.find("'jobs' repeated, first at line 1"), std::string::npos);
+}
+
+TEST(YamlDocument, EqualKeysInDifferentMappingsAreFine) {
+  auto r = load_yaml_document("a: {name: x}\nb: {name: y}\nlist: [{name: 1}, {name: 2}]\n", "ok.yaml");
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ((*r)["b"]["name"].Scalar(), "y");
+}
+
+TEST(YamlDocument, SecondDocumentOrTrailingJsonIsAnError) {
+  auto two = load_yaml_document("a: 1\n---\nb: 2\n", "two.yaml");
+  ASSERT_FALSE(two);
+  EXPECT_EQ(two.error().where.line, 3);
+  EXPECT_NE(two.error().message.find("second document"), std::string::npos);
+  auto trailing = load_yaml_document("{\"a\": 1}\ngarbage\n", "t.json");
+  ASSERT_FALSE(trailing);
+  EXPECT_EQ(trailing.error().where.line, 2);
+  EXPECT_TRUE(load_yaml_document("a: 1\n...\n", "end.yaml")) << "an explicit document end is fine";
+}
+
+TEST(YamlDocument, EmptyInputIsANullDocument) {
+  auto r = load_yaml_document("", "e.yaml");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->IsNull() || !r->IsDefined());
+}
+
+TEST(YamlDocument, SyntaxErrorKeepsItsPosition) {
+  auto r = load_yaml_document("a: [1, 2\nb: 3\n", "bad.yaml");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().where.file, "bad.yaml");
+  EXPECT_GT(r.error().where.line, 0);
+}
+
+TEST(TemporaryFiles, RegistryHandsOutAndReusesSlots) {
+  int a = track_temporary_file("/tmp/toposched-a");
+  int b = track_temporary_file("/tmp/toposched-b");
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  EXPECT_NE(a, b);
+  untrack_temporary_file(a);
+  EXPECT_EQ(track_temporary_file("/tmp/toposched-c"), a);
+  untrack_temporary_file(a);
+  untrack_temporary_file(b);
+  EXPECT_EQ(track_temporary_file(std::string(5000, 'x')), -1) << "paths too long are not tracked";
+}
+
+// A process killed by SIGTERM while a temporary file is registered: the handler unlinks it
+// and the process still dies of SIGTERM.
+TEST(TemporaryFilesDeathTest, SigtermRemovesRegisteredFiles) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("toposched-sigterm-" + std::to_string(::getpid()) + ".tmp")).string();
+  EXPECT_EXIT(
+      {
+        install_temporary_file_cleanup();
+        std::ofstream(path) << "partial";
+        track_temporary_file(path);
+        std::raise(SIGTERM);
+      },
+      testing::KilledBySignal(SIGTERM), "");
+  EXPECT_FALSE(std::filesystem::exists(path));
+  std::filesystem::remove(path);
+}
+
+TEST(TemporaryFilesDeathTest, SigintRemovesRegisteredFilesButNotOthers) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string tracked = (dir / ("toposched-sigint-" + std::to_string(::getpid()) + ".tmp")).string();
+  const std::string kept = (dir / ("toposched-sigint-" + std::to_string(::getpid()) + ".keep")).string();
+  std::ofstream(kept) << "keep";
+  EXPECT_EXIT(
+      {
+        install_temporary_file_cleanup();
+        std::ofstream(tracked) << "partial";
+        track_temporary_file(tracked);
+        std::raise(SIGINT);
+      },
+      testing::KilledBySignal(SIGINT), "");
+  EXPECT_FALSE(std::filesystem::exists(tracked));
+  EXPECT_TRUE(std::filesystem::exists(kept));
+  std::filesystem::remove(kept);
+}
+
+TEST(TemporaryFiles, AtomicWriteLeavesOnlyTheTarget) {
+  const auto dir = std::filesystem::temp_directory_path() / ("toposched-atomic-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(write_file_atomically((dir / "out.txt").string(), "hello\n"));
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    EXPECT_EQ(e.path().filename(), "out.txt");
+  }
+  EXPECT_EQ(files, 1);
+  // The slot is free again: nothing of this write is left for a signal to unlink.
+  int slot = track_temporary_file("/tmp/probe");
+  EXPECT_GE(slot, 0);
+  untrack_temporary_file(slot);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace toposched
