@@ -174,7 +174,9 @@ TEST(NativeSpec, GpuPowerOverridesReadAndRoundTrip) {
   EXPECT_DOUBLE_EQ(t.power.comm_w, 0);  // left to the product's default
   EXPECT_DOUBLE_EQ(t.power.idle_w, 60);
   for (bool json : {false, true}) {
-    auto back = read_native_spec(json ? write_native_json(*c) : write_native_yaml(*c), "roundtrip");
+    auto text = json ? write_native_json(*c) : write_native_yaml(*c);
+    ASSERT_TRUE(text) << text.error().to_string();
+    auto back = read_native_spec(*text, "roundtrip");
     ASSERT_TRUE(back) << back.error().to_string();
     EXPECT_EQ(testing::cluster_difference(*c, *back), "");
   }
