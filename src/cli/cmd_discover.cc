@@ -106,8 +106,9 @@ void register_discover(CLI::App& app, int& exit_code) {
       "Nodes the switch tree misses go under a switch named 'no-topology' and are reported. Warnings go to\n"
       "stderr. Inputs are documented in docs/formats.md.\n\n"
       "Example:\n"
-      "  toposched discover --topo-m topo/ --fabric fabric/ --ibnetdiscover fabric.ibnet \\\n"
-      "      --hca 'mlx5_[0-7]' --gpu-model H100 -o cluster.yaml");
+      "  toposched discover --topo-m examples/topo/ --fabric examples/fabric/ \\\n"
+      "      --ibnetdiscover examples/fabric.ibnet --hca 'mlx5_[01]' --gpu-model H100 -o cluster.yaml\n"
+      "(the sample inputs of examples/; a FILE option takes several files and may be repeated)");
   cmd->callback([opts, cmd, &exit_code] {
     opts->request.merge.nic_gbit_from_fabric = cmd->count("--nic-gbit") == 0;
     exit_code = run_discover(*opts);

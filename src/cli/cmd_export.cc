@@ -121,7 +121,7 @@ void register_export(CLI::App& app, int& exit_code) {
     names.emplace_back(f.name);
     list += fmt::format("  {:<12} {}\n", f.name, f.description);
   }
-  cmd->add_option("--to,-t", opts->to, "Target format (see below)")->required()->check(CLI::IsMember(names))->option_text("FORMAT");
+  cmd->add_option("--to", opts->to, "Target format (see below)")->required()->check(CLI::IsMember(names))->option_text("FORMAT");
   cmd->add_option("--output,-o", opts->output, "Write to FILE (atomically) instead of stdout")->option_text("FILE");
   CLI::Option* block_sizes = cmd->add_option("--block-sizes", opts->block_sizes,
                   "slurm-block, slurm-yaml: BlockSizes as N,2N,4N,...: domains are cut into blocks of N with empty placeholders, "
@@ -159,7 +159,7 @@ void register_export(CLI::App& app, int& exit_code) {
               "{\"format\",\"cluster\",\"content\" (or \"output\" with -o),\"warnings\"}. Warnings (e.g. nodes under no switch)\n"
               "go to stderr. Details and examples of every format: docs/export.md.\n"
               "Example: toposched export -c 'preset:dgx-h100?nodes=64' --to slurm-tree -o topology.conf\n"
-              "Example: toposched export -c topograph-model.yaml --to slurm-block --block-sizes 18,36,72");
+              "Example: toposched export -c tests/data/topograph/models/nvl72.yaml --to slurm-block --block-sizes 18,36,72");
   cmd->callback([=, &exit_code] {
     const std::pair<CLI::Option*, std::vector<std::string>> specific[] = {
         {block_sizes, {"slurm-block", "slurm-yaml"}}, {style, {"k8s-labels"}}, {members, {"volcano"}},

@@ -2,7 +2,6 @@
 // on a cluster under several routing policies; print the comparison, write report.json and
 // report.html. All logic lives in src/router/.
 #include <cstdio>
-#include <filesystem>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 #include "cli/common.h"
 #include "router/model.h"
 #include "router/route.h"
+#include "topology/file_io.h"
 
 namespace toposched::cli {
 
@@ -61,7 +61,7 @@ int run_route_command(RouteCliOptions& o) {
     std::fputs(router::route_report_json(*run).c_str(), stdout);
   } else {
     std::fputs(router::route_report_table(*run).c_str(), stdout);
-    if (!o.report_dir.empty()) fmt::print("\nreport: {} (and report.json)\n", (std::filesystem::path(o.report_dir) / "report.html").string());
+    if (!o.report_dir.empty()) fmt::print("\nreport: {} (and report.json)\n", path_in_dir(o.report_dir, "report.html"));
   }
   return kExitOk;
 }
@@ -97,14 +97,15 @@ void register_route(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-batched-tokens", o->route.sim.max_batched_tokens, "Token budget of one batching iteration (default 8192)");
   cmd->add_flag("--skip-bad-rows", o->route.skip_bad_rows, "Skip malformed trace lines (counted on stderr) instead of failing");
   cmd->add_option("--report,-r", o->report_dir, "Write DIR/report.json and DIR/report.html");
-  cmd->add_flag("--quiet", o->quiet, "No notes on stderr");
+  cmd->add_flag("--quiet,-q", o->quiet, "No notes on stderr");
   add_format_option(*cmd, o->format);
   cmd->footer(
       "Each worker runs continuous batching with a roofline time model (docs/router.md); its KV cache\n"
       "is LRU by 512-token block and reported to the router as Dynamo KV events. Text output is a\n"
       "table, one column per policy; --format json prints report.json.\n"
       "Example:\n"
-      "  toposched route --cluster 'preset:dgx-h100?nodes=2' --trace conversation_trace.jsonl \\\n"
+      "  toposched route --cluster 'preset:dgx-h100?nodes=2' \\\n"
+      "      --trace tests/data/traces/mooncake/conversation_trace.jsonl \\\n"
       "      --model llama3-8b --workers 8 --policies round-robin,kv,kv-topo --report out/\n"
       "Docs: docs/router.md.");
   cmd->callback([o, &exit_code] { exit_code = run_route_command(*o); });

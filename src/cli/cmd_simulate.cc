@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -157,7 +156,7 @@ int run_simulate(const SimulateOptions& o) {
     std::fputs(json->c_str(), stdout);
   } else {
     std::fputs(sim::report_table(info, runs).c_str(), stdout);
-    if (!o.report.empty()) fmt::print("\nreport: {} (and report.json)\n", (std::filesystem::path(o.report) / "report.html").string());
+    if (!o.report.empty()) fmt::print("\nreport: {} (and report.json)\n", path_in_dir(o.report, "report.html"));
   }
   return kExitOk;
 }
@@ -171,7 +170,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
                   "Cluster SPEC: a spec file, preset:NAME[?k=v&...], or an Alibaba v2023 node list (openb_node_list_*.csv)")
       ->required();
   cmd->add_option("--trace,-t", o->trace, "Job trace file (formats: docs/traces.md); a folder for a PAI v2020 trace");
-  cmd->add_option("--generate,-g", o->generate, "Generate an LLM-era job mix from this YAML instead (see examples/llm-mix.yaml)");
+  cmd->add_option("--generate", o->generate, "Generate an LLM-era job mix from this YAML instead (see examples/llm-mix.yaml)");
   cmd->add_option("--trace-format", o->trace_format, "auto (default), native, alibaba-v2023, pai-v2020, philly, helios")
       ->check(CLI::IsMember(sim::trace_formats()));
   cmd->add_flag("--skip-bad-rows", o->skip_bad_rows, "Drop malformed trace rows (counted on stderr) instead of failing");
@@ -180,7 +179,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
     for (const auto& n : sim::placer_names()) s += (s.empty() ? "" : ",") + n;
     return s;
   }());
-  cmd->add_option("--discipline,-q", o->discipline, "Queue discipline: fifo (default), easy-backfill, priority");
+  cmd->add_option("--discipline", o->discipline, "Queue discipline: fifo (default), easy-backfill, priority");
   cmd->add_option("--estimate-factor", o->estimate_factor,
                   "easy-backfill: runtime estimate = duration x this, for jobs whose trace gives none (default 1)");
   cmd->add_option("--seed", o->seed, "Seed for the random policy and synthetic times (default 1)");
@@ -188,7 +187,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-jobs", o->max_jobs, "Simulate only the first N jobs of the trace");
   cmd->add_option("--report,-r", o->report, "Write DIR/report.json and DIR/report.html");
   cmd->add_option("--write-trace", o->write_trace, "Also write the trace simulated (e.g. the generated one) as native CSV");
-  cmd->add_flag("--quiet", o->quiet, "No progress bar and no notes on stderr");
+  cmd->add_flag("--quiet,-q", o->quiet, "No progress bar and no notes on stderr");
   add_format_option(*cmd, o->format);
   cmd->footer(
       "Each policy runs in its own thread on identical inputs. A job's runtime is its trace duration\n"

@@ -318,9 +318,9 @@ Result<void> write_route_report(const std::string& dir, const RouteRun& run) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
   const std::string json = route_report_json(run), page = route_report_html(run);
-  const std::string html_path = (std::filesystem::path(dir) / "report.html").string();
+  const std::string html_path = path_in_dir(dir, "report.html");
   if (auto h = write_file_atomically(html_path, page); !h) return h;
-  auto j = write_file_atomically((std::filesystem::path(dir) / "report.json").string(), json);
+  auto j = write_file_atomically(path_in_dir(dir, "report.json"), json);
   if (!j) std::filesystem::remove(html_path, ec);
   return j;
 }

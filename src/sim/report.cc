@@ -288,9 +288,9 @@ Result<void> write_report(const std::string& dir, const RunInfo& info, const Tra
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
-  const std::string html_path = (std::filesystem::path(dir) / "report.html").string();
+  const std::string html_path = path_in_dir(dir, "report.html");
   if (auto h = write_file_atomically(html_path, html); !h) return h;
-  auto j = write_file_atomically((std::filesystem::path(dir) / "report.json").string(), json);
+  auto j = write_file_atomically(path_in_dir(dir, "report.json"), json);
   if (!j) std::filesystem::remove(html_path, ec);
   return j;
 }

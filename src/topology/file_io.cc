@@ -284,6 +284,13 @@ Result<void> check_output_dir(const std::string& dir) {
   return check_writable_folder(dir, parent);
 }
 
+std::string path_in_dir(const std::string& dir, std::string_view name) {
+  std::string joined = dir;
+  while (joined.size() > 1 && joined.back() == '/') joined.pop_back();
+  if (!joined.empty() && joined.back() != '/') joined += '/';
+  return joined + std::string(name);
+}
+
 Result<void> write_file_atomically(const std::string& path, std::string_view content) {
   if (path == "-") {
     std::cout << content;

@@ -41,6 +41,11 @@ Result<void> check_output_path(const std::string& path);
 // kIo error when `dir` is not a directory that exists (or can be created) and is writable.
 Result<void> check_output_dir(const std::string& dir);
 
+// `dir`/`name` with one separator whatever `dir` ends with ("out//" + "report.html" gives
+// "out/report.html"; "/" stays the root): the path of a file a command writes into a folder,
+// as it is written and as it is printed.
+std::string path_in_dir(const std::string& dir, std::string_view name);
+
 // Installs handlers for SIGINT and SIGTERM that unlink every registered temporary file and
 // then re-raise the signal with its default action (so the exit status still says which
 // signal ended the process). Call once, early in main. The handler is async-signal-safe.

@@ -1,11 +1,13 @@
 #include "topology/yaml_document.h"
 
+#include <sstream>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 
 namespace toposched {
 namespace {
@@ -59,10 +61,50 @@ Result<void> check_unique_yaml_keys(const YAML::Node& root, const std::string& f
   return {};
 }
 
+namespace {
+
+// Parser events of the first document are ignored; the first event of a second document
+// stops the parse by throwing its position. yaml-cpp 0.7's LoadAll never returns on some
+// trailing text (a flow document followed by a line of commas builds nodes forever), so the
+// second document is only ever looked at, never built.
+struct SecondDocument {
+  YAML::Mark mark;
+};
+
+class SecondDocumentProbe : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (documents_++ > 0) throw SecondDocument{mark};
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  int documents_ = 0;
+};
+
+}  // namespace
+
 Result<YAML::Node> load_yaml_document(std::string_view text, const std::string& file) {
-  std::vector<YAML::Node> documents;
+  YAML::Node document;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    document = YAML::Load(std::string(text));
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    SecondDocumentProbe probe;
+    while (parser.HandleNextDocument(probe)) {
+    }
+  } catch (const SecondDocument& second) {
+    return make_error(ErrorCode::kParse,
+                      "expected the end of the input after the first document, found a second document "
+                      "(a '---' line or further text); one file holds one document",
+                      location_of(second.mark, file));
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's guard against stack exhaustion; its own message says "bad file".
     return make_error(ErrorCode::kParse,
@@ -73,14 +115,8 @@ Result<YAML::Node> load_yaml_document(std::string_view text, const std::string& 
   } catch (const std::exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("invalid YAML/JSON: {}", e.what()), SourceLocation{file, 0, 0});
   }
-  if (documents.empty()) return YAML::Node();
-  if (documents.size() > 1)
-    return make_error(ErrorCode::kParse,
-                      "expected the end of the input after the first document, found a second document "
-                      "(a '---' line or further text); one file holds one document",
-                      location_of(documents[1].Mark(), file));
-  TOPOSCHED_CHECK(check_unique_yaml_keys(documents.front(), file));
-  return documents.front();
+  TOPOSCHED_CHECK(check_unique_yaml_keys(document, file));
+  return document;
 }
 
 }  // namespace toposched

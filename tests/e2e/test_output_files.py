@@ -176,6 +176,27 @@ class OutputFiles(unittest.TestCase):
         with open(os.path.join(self.tmp, "kept", "r.json")) as f:
             self.assertIn('"policies"', f.read())
 
+    def test_report_path_printed_with_one_separator(self):
+        # Issue 23: `--report out/` (or `out//`) printed `out//report.html`.
+        mooncake = os.path.join(self.tmp, "mooncake-head.jsonl")
+        with open(os.path.join(SOURCE_DIR, "tests", "data", "traces", "mooncake", "conversation_trace.jsonl")) as f:
+            head = [next(f) for _ in range(50)]
+        with open(mooncake, "w") as f:
+            f.writelines(head)
+        commands = {
+            "simulate": ["simulate", "--cluster", "preset:dgx-h100?nodes=16", "--trace", TRACE, "--policies", "topo"],
+            "route": ["route", "--cluster", CLUSTER, "--trace", mooncake, "--policies", "kv"],
+        }
+        for name, args in commands.items():
+            for suffix in ("/", "//"):
+                with self.subTest(command=name, suffix=suffix):
+                    report = os.path.join(self.tmp, f"{name}-report{len(suffix)}")
+                    r = run([*args, "--report", report + suffix])
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn(f"report: {report}/report.html (and report.json)", r.stdout)
+                    self.assertNotIn("//", r.stdout.split("report: ")[1])
+                    self.assertTrue(os.path.isfile(os.path.join(report, "report.json")))
+
     @unittest.skipUnless(os.geteuid() == 0, "switching to an unprivileged user needs root")
     def test_read_only_folder_as_unprivileged_user(self):
         nobody = pwd.getpwnam("nobody")
