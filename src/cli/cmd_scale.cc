@@ -11,6 +11,7 @@
 #include "cost/job_file.h"
 #include "sim/backend.h"
 #include "sim/scale.h"
+#include "topology/file_io.h"
 
 namespace toposched::cli {
 
@@ -73,7 +74,7 @@ int run_scale(const ScaleOptionsCli& o) {
     std::fputs(json->c_str(), stdout);
   } else {
     std::fputs(sim::scale_table(*result).c_str(), stdout);
-    if (!o.report.empty()) fmt::print("\nreport: {} (and report.json)\n", (std::filesystem::path(o.report) / "report.html").string());
+    if (!o.report.empty()) fmt::print("\nreport: {} (and report.json)\n", path_in_dir(o.report, "report.html"));
   }
   return kExitOk;
 }

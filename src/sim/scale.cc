@@ -348,9 +348,9 @@ Result<void> write_scale_report(const std::string& dir, const ScaleResult& resul
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
-  const std::string html_path = (std::filesystem::path(dir) / "report.html").string();
+  const std::string html_path = path_in_dir(dir, "report.html");
   TOPOSCHED_CHECK(write_file_atomically(html_path, page));
-  auto j = write_file_atomically((std::filesystem::path(dir) / "report.json").string(), json);
+  auto j = write_file_atomically(path_in_dir(dir, "report.json"), json);
   if (!j) std::filesystem::remove(html_path, ec);
   return j;
 }
