@@ -78,5 +78,6 @@ void register_serve(CLI::App& app, int& exit_code);
 void register_state(CLI::App& app, int& exit_code);
 void register_route(CLI::App& app, int& exit_code);
 void register_slurm(CLI::App& app, int& exit_code);
+void register_scale(CLI::App& app, int& exit_code);
 
 }  // namespace toposched::cli

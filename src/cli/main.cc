@@ -48,7 +48,7 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", "toposched 0.1.0");
   app.footer("Exit status: 0 success, 1 error (bad input, infeasible request), 2 usage error, 70 internal error (a bug).");
   int exit_code = kExitOk;
-  for (Registrar r : {register_presets, register_show, register_path, register_discover, register_export, register_cost, register_place, register_release, register_frag, register_simulate, register_serve, register_state, register_route, register_slurm}) r(app, exit_code);
+  for (Registrar r : {register_presets, register_show, register_path, register_discover, register_export, register_cost, register_place, register_release, register_frag, register_simulate, register_serve, register_state, register_route, register_slurm, register_scale}) r(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -69,6 +69,21 @@ class SpecReader {
     return out;
   }
 
+  // `gpu.power: {busy_w, comm_w, idle_w}`, each optional, watts per GPU, >= 0; a state
+  // left out keeps the product's default (0).
+  Result<GpuPowerSpec> read_gpu_power(const YAML::Node& power) {
+    TOPOSCHED_CHECK(in_.expect_map(power, "'gpu.power'", {"busy_w", "comm_w", "idle_w"}));
+    GpuPowerSpec p;
+    const std::pair<const char*, double*> fields[] = {{"busy_w", &p.busy_w}, {"comm_w", &p.comm_w}, {"idle_w", &p.idle_w}};
+    for (auto [key, out] : fields) {
+      TOPOSCHED_TRY(w, in_.opt_number(power, key));
+      if (!w) continue;
+      if (!(*w >= 0 && *w <= 10000)) return in_.error_at(power[key], fmt::format("expected a power in watts, 0..10000, found {}", *w));
+      *out = *w;
+    }
+    return p;
+  }
+
   Result<void> read_node_type(const YAML::Node& n) {
     TOPOSCHED_CHECK(in_.expect_map(n, "a node type", {"name", "gpu", "nvlink", "links", "pcie", "numa", "cpu_affinity", "nics"}));
     NodeType t;
@@ -77,7 +92,7 @@ class SpecReader {
     marks_[name] = in_.where(n["name"]);
     if (!n["gpu"]) return in_.error_at(n, fmt::format("node type '{}': missing required key 'gpu'", name));
     const YAML::Node gpu = n["gpu"];
-    TOPOSCHED_CHECK(in_.expect_map(gpu, "'gpu'", {"model", "memory_gb", "count"}));
+    TOPOSCHED_CHECK(in_.expect_map(gpu, "'gpu'", {"model", "memory_gb", "count", "power"}));
     TOPOSCHED_TRY(model, in_.req_string(gpu, "model"));
     t.gpu_model = model;
     auto product = find_gpu_product(model);
@@ -90,6 +105,10 @@ class SpecReader {
     if (count < 0 || count > 64) return in_.error_at(gpu["count"], fmt::format("expected a GPU count in 0..64, found {}", count));
     t.gpu_count = static_cast<int>(count);
     const auto nu = static_cast<std::size_t>(count);
+    if (const YAML::Node power = gpu["power"]) {
+      TOPOSCHED_TRY(p, read_gpu_power(power));
+      t.power = p;
+    }
 
     int mesh_links = 0;
     t.nvlink_GBps_per_link = product ? product->nvlink_GBps_per_link : 0;
@@ -399,6 +418,13 @@ Json to_json(const Cluster& c) {
     Json jt;
     jt["name"] = t.name;
     jt["gpu"] = {{"model", t.gpu_model}, {"memory_gb", t.gpu_memory_gb}, {"count", t.gpu_count}};
+    if (t.power != GpuPowerSpec{}) {
+      Json p = Json::object();
+      if (t.power.busy_w > 0) p["busy_w"] = t.power.busy_w;
+      if (t.power.comm_w > 0) p["comm_w"] = t.power.comm_w;
+      if (t.power.idle_w > 0) p["idle_w"] = t.power.idle_w;
+      jt["gpu"]["power"] = p;
+    }
     int links = 0;
     bool mesh = is_full_mesh(t, links);
     Json nv;

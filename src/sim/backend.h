@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/job_comm.h"
 #include "sim/trace.h"
 #include "topology/cluster.h"
 #include "topology/error.h"
@@ -104,5 +105,10 @@ JobShape job_shape(const SimJob& job, int gpus_per_node);
 // Estimated compute time of one step (µs) of the job's workload class on `gpu_model`
 // GPUs with that plan: the cost layer's compute_us_per_step (cost/compute.h).
 double compute_us_per_step(const JobShape& shape, std::string_view gpu_model);
+// The same for a job's own model and plan (a job file's): training 6 x active parameters x
+// tokens per replica / (tp x pp x cp) at 40% of peak; inference one memory-bound decode step.
+double model_compute_us_per_step(const WorkloadModel& model, const ParallelPlan& plan, std::string_view gpu_model);
+// Dense BF16/FP16 tensor peak of one GPU (FLOP/s) as the compute-time model assumes it.
+double gpu_peak_flops(std::string_view gpu_model);
 
 }  // namespace toposched::sim

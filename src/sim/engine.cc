@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cost/contention.h"
+#include "sim/power.h"
 
 namespace toposched::sim {
 
@@ -105,6 +106,13 @@ class Engine {
     job_local_.assign(n, 0);
     free_ = cluster.gpu_count();
     res_.cluster_gpus = cluster.gpu_count();
+    job_idle_w_.assign(n, 0);
+    node_power_.reserve(cluster.node_count());
+    for (std::size_t i = 0; i < cluster.node_count(); ++i) {
+      NodeId node(static_cast<std::uint32_t>(i));
+      node_power_.push_back(gpu_power(cluster.node_type(node)));
+      free_idle_w_ += node_power_.back().idle_w * cluster.node_gpu_count(node);
+    }
     frag_every_ = std::max<std::size_t>(1, 2 * n / std::max<std::size_t>(o.timeline_points, 1));
   }
 
@@ -167,6 +175,7 @@ class Engine {
       res_.busy_gpu_seconds = busy_gpu_seconds_;
       // queue_ holds the jobs that waited during [now_, t): arrivals at t join after this.
       if (!queue_.empty()) res_.idle_gpu_seconds_queued += dt * static_cast<double>(free_);
+      (queue_.empty() ? res_.idle_energy_j_no_demand : res_.idle_energy_j_queued) += dt * std::max(0.0, free_idle_w_);
     }
     now_ = t;
   }
@@ -214,7 +223,15 @@ class Engine {
     free_ -= static_cast<std::size_t>(job.gpus);
     std::vector<std::uint32_t> nodes;
     nodes.reserve(gpus->size());
-    for (GpuId g : *gpus) nodes.push_back(cluster_.gpu_node(g).value);
+    job_idle_w_[j] = 0;
+    for (GpuId g : *gpus) {
+      nodes.push_back(cluster_.gpu_node(g).value);
+      const GpuPower& p = node_power_[nodes.back()];
+      out.busy_w += p.busy_w;
+      out.comm_w += p.comm_w;
+      job_idle_w_[j] += p.idle_w;
+    }
+    free_idle_w_ -= job_idle_w_[j];
     std::sort(nodes.begin(), nodes.end());
     out.nodes = static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
     CommEstimate ce = comm_.estimate(job, *gpus);
@@ -245,6 +262,7 @@ class Engine {
     --running_count_;
     ++release_epoch_;
     free_ += static_cast<std::size_t>(job.gpus);
+    free_idle_w_ += job_idle_w_[j];
     ++version_[j];
     for (const UplinkUse& u : uses_[j]) {
       double before = uplink_load_[u.uplink];
@@ -526,6 +544,9 @@ class Engine {
   double now_ = 0;
   std::size_t free_ = 0;
   double busy_gpu_seconds_ = 0;
+  std::vector<GpuPower> node_power_;  // per node: its GPUs' power figures
+  double free_idle_w_ = 0;            // idle power of the free GPUs
+  std::vector<double> job_idle_w_;    // per running job: idle power of its GPUs
   std::uint64_t seq_ = 0;
   // Finish events, a min-heap on (time, seq); stale entries (older versions) are skipped
   // when popped and purged when they outnumber the live ones.

@@ -53,6 +53,8 @@ struct JobOutcome {
   double slowdown = 1;     // runtime / ideal duration (placement and contention)
   double placement_slowdown = 1;  // from the placement alone
   int nodes = 0;           // distinct nodes it ran on
+  // Power of its GPUs, summed (sim/power.h): computing, and stalled on communication.
+  double busy_w = 0, comm_w = 0;
 };
 
 struct TimelinePoint {
@@ -72,6 +74,9 @@ struct SimulationResult {
   // scheduler left unused while there was work (EASY reservations, jobs that fit by count
   // but not by shape, head-of-line blocking).
   double idle_gpu_seconds_queued = 0;
+  // Energy (J) of the idle GPUs at their idle power, split like the idle GPU-seconds:
+  // while some job waited, and with an empty queue.
+  double idle_energy_j_queued = 0, idle_energy_j_no_demand = 0;
   std::size_t cluster_gpus = 0;
   std::size_t events = 0;
   double fragmentation_mean = 0;  // over the samples

@@ -25,7 +25,7 @@ PolicySummary summarize(const Trace& trace, const SimulationResult& r) {
   PolicySummary s;
   s.policy = r.policy;
   std::vector<double> jct, wait, slow;
-  double lost = 0, ideal_gpu_s = 0;
+  double lost = 0, ideal_gpu_s = 0, useful_j = 0, lost_j = 0;
   std::size_t multi = 0;
   for (std::size_t i = 0; i < r.jobs.size(); ++i) {
     const JobOutcome& o = r.jobs[i];
@@ -37,8 +37,11 @@ PolicySummary summarize(const Trace& trace, const SimulationResult& r) {
     jct.push_back(o.end_s - j.submit_s);
     wait.push_back(o.start_s - j.submit_s);
     slow.push_back(o.slowdown);
-    lost += j.gpus * std::max(0.0, (o.end_s - o.start_s) - j.duration_s);
+    const double added_s = std::max(0.0, (o.end_s - o.start_s) - j.duration_s);
+    lost += j.gpus * added_s;
     ideal_gpu_s += j.gpus * j.duration_s;
+    useful_j += o.busy_w * j.duration_s;
+    lost_j += o.comm_w * added_s;
     if (o.nodes > 1) ++multi;
   }
   s.jobs = jct.size();
@@ -60,6 +63,13 @@ PolicySummary summarize(const Trace& trace, const SimulationResult& r) {
   s.gpu_hours_idle_queued = r.idle_gpu_seconds_queued / 3600.0;
   const double capacity_s = static_cast<double>(r.cluster_gpus) * s.makespan_s;
   s.gpu_hours_idle_no_demand = std::max(0.0, capacity_s - r.busy_gpu_seconds - r.idle_gpu_seconds_queued) / 3600.0;
+  constexpr double kJoulesPerKwh = 3.6e6;
+  s.energy_kwh_useful = useful_j / kJoulesPerKwh;
+  s.energy_kwh_lost_comm = lost_j / kJoulesPerKwh;
+  s.energy_kwh_idle_queued = r.idle_energy_j_queued / kJoulesPerKwh;
+  s.energy_kwh_idle_no_demand = r.idle_energy_j_no_demand / kJoulesPerKwh;
+  s.energy_kwh = s.energy_kwh_useful + s.energy_kwh_lost_comm + s.energy_kwh_idle_queued + s.energy_kwh_idle_no_demand;
+  s.useful_gpu_hours_per_mwh = s.energy_kwh > 0 ? s.gpu_hours_useful / (s.energy_kwh / 1000.0) : 0;
   s.fragmentation_mean = r.fragmentation_mean;
   s.multi_node_jobs = s.jobs ? static_cast<double>(multi) / static_cast<double>(s.jobs) : 0;
   return s;

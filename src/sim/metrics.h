@@ -6,6 +6,9 @@
 // communication (sum of GPUs x (runtime - ideal)), mean fragmentation, jobs never placed,
 // and where the cluster's GPU-hours went over the makespan: useful (ideal work) + lost to
 // communication + idle while jobs waited + idle with nothing waiting = GPUs x makespan.
+// Energy (kWh) splits the same way, each part at its state's GPU power (sim/power.h): the
+// jobs' ideal work at busy power, the time communication added at communication-bound
+// power, idle GPUs at idle power; the parts sum to energy_kwh.
 // Percentiles are nearest-rank on sorted values, so the figures are exact functions of the
 // result. Pure functions; thread-safe.
 #pragma once
@@ -35,6 +38,12 @@ struct PolicySummary {
   double gpu_hours_useful = 0;        // the jobs' ideal GPU time: the same for every policy
   double gpu_hours_idle_queued = 0;   // idle while at least one job waited (scheduling loss)
   double gpu_hours_idle_no_demand = 0;  // idle with an empty queue
+  double energy_kwh = 0;                 // GPU energy over the makespan, the sum of the four below
+  double energy_kwh_useful = 0;          // the jobs' ideal work at busy power
+  double energy_kwh_lost_comm = 0;       // time added by communication, at comm-bound power
+  double energy_kwh_idle_queued = 0;     // idle GPUs while jobs waited
+  double energy_kwh_idle_no_demand = 0;  // idle GPUs with an empty queue
+  double useful_gpu_hours_per_mwh = 0;   // gpu_hours_useful / (energy_kwh / 1000); 0 without energy
   double fragmentation_mean = 0;
   double multi_node_jobs = 0;    // fraction of jobs that spanned more than one node
 };

@@ -268,6 +268,14 @@ double compute_us_per_step(const JobShape& shape, std::string_view gpu_model) {
   return toposched::compute_us_per_step(*model, shape.workload_class, shape.tp, shape.pp, gpu_model);
 }
 
+double model_compute_us_per_step(const WorkloadModel& m, const ParallelPlan& plan, std::string_view gpu_model) {
+  // The cost layer's step model; context parallelism splits a training step's tokens.
+  const double us = toposched::compute_us_per_step(m, "", plan.tp, plan.pp, gpu_model);
+  return m.training ? us / std::max(plan.cp, 1) : us;
+}
+
+double gpu_peak_flops(std::string_view gpu_model) { return gpu_compute(gpu_model).peak_flops; }
+
 std::vector<std::string> placer_names() {
   std::vector<std::string> out;
   for (const PlacementPolicy* p : placement_policies()) out.emplace_back(p->name());

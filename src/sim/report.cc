@@ -46,6 +46,12 @@ Json summary_json(const PolicySummary& s) {
   p["gpu_hours_idle_queued"] = round_to(s.gpu_hours_idle_queued, 3);
   p["gpu_hours_idle_no_demand"] = round_to(s.gpu_hours_idle_no_demand, 3);
   p["makespan_s"] = round_to(s.makespan_s, 3);
+  p["energy_kwh"] = round_to(s.energy_kwh, 3);
+  p["energy_kwh_useful"] = round_to(s.energy_kwh_useful, 3);
+  p["energy_kwh_lost_comm"] = round_to(s.energy_kwh_lost_comm, 3);
+  p["energy_kwh_idle_queued"] = round_to(s.energy_kwh_idle_queued, 3);
+  p["energy_kwh_idle_no_demand"] = round_to(s.energy_kwh_idle_no_demand, 3);
+  p["useful_gpu_hours_per_mwh"] = round_to(s.useful_gpu_hours_per_mwh, 3);
   p["fragmentation_mean"] = round_to(s.fragmentation_mean, 6);
   p["multi_node_jobs"] = round_to(s.multi_node_jobs, 6);
   p["never_placed"] = s.never_placed;
@@ -107,6 +113,10 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
       {"comm slowdown p95", [](const PolicySummary& s) { return fmt::format("{:.3f}x", s.comm_slowdown_p95); }},
       {"GPU-hours lost to comm", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.gpu_hours_lost_comm); }},
       {"GPU-hours idle, jobs waiting", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.gpu_hours_idle_queued); }},
+      {"GPU energy (MWh)", [](const PolicySummary& s) { return fmt::format("{:.2f}", s.energy_kwh / 1000); }},
+      {"energy lost to comm (MWh)", [](const PolicySummary& s) { return fmt::format("{:.2f}", s.energy_kwh_lost_comm / 1000); }},
+      {"energy idle, jobs waiting (MWh)", [](const PolicySummary& s) { return fmt::format("{:.2f}", s.energy_kwh_idle_queued / 1000); }},
+      {"useful GPU-hours per MWh", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.useful_gpu_hours_per_mwh); }},
       {"fragmentation mean", [](const PolicySummary& s) { return fmt::format("{:.3f}", s.fragmentation_mean); }},
       {"multi-node jobs", [](const PolicySummary& s) { return fmt::format("{:.1f} %", 100 * s.multi_node_jobs); }},
   };
@@ -132,7 +142,8 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
 }
 
 Result<std::string> report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
-  Json cdf = Json::array(), timeline = Json::array(), slow = Json::array(), summary = Json::array(), hours = Json::array();
+  Json cdf = Json::array(), timeline = Json::array(), slow = Json::array(), summary = Json::array(), hours = Json::array(),
+       energy = Json::array();
   for (const PolicyRun& run : runs) {
     const std::string& name = run.summary.policy;
     const PolicySummary& s = run.summary;
@@ -141,6 +152,12 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
                                                     {"3 idle while jobs waited", s.gpu_hours_idle_queued},
                                                     {"4 idle, nothing waiting", s.gpu_hours_idle_no_demand}};
     for (auto [part, value] : parts) hours.push_back({{"policy", name}, {"part", part}, {"gpu_hours", round_to(value, 2)}});
+    const std::pair<const char*, double> energy_parts[] = {{"1 useful (ideal work)", s.energy_kwh_useful},
+                                                           {"2 lost to communication", s.energy_kwh_lost_comm},
+                                                           {"3 idle while jobs waited", s.energy_kwh_idle_queued},
+                                                           {"4 idle, nothing waiting", s.energy_kwh_idle_no_demand}};
+    for (auto [part, value] : energy_parts) energy.push_back({{"policy", name}, {"part", part}, {"mwh", round_to(value / 1000, 4)}});
+    summary.push_back({{"policy", name}, {"metric", "useful GPU-hours per MWh"}, {"value", round_to(s.useful_gpu_hours_per_mwh, 2)}});
     summary.push_back({{"policy", name}, {"metric", "mean JCT (h)"}, {"value", round_to(s.jct_mean_s / 3600, 4)}});
     summary.push_back({{"policy", name}, {"metric", "mean wait (h)"}, {"value", round_to(s.wait_mean_s / 3600, 4)}});
     summary.push_back({{"policy", name}, {"metric", "GPU utilisation (%)"}, {"value", round_to(100 * s.utilization, 3)}});
@@ -200,17 +217,20 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
                                  {"encoding", {{"x", {{"field", "policy"}, {"type", "nominal"}, {"title", "policy"}}},
                                                {"y", {{"field", "slowdown"}, {"type", "quantitative"}, {"title", "slowdown (x)"}, {"scale", {{"zero", false}}}}},
                                                {"color", {{"field", "policy"}, {"type", "nominal"}}}}}};
-  specs["chart-gpu-hours"] =
-      Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
-           {"title", "Where the cluster's GPU-hours went (first submit to last end)"},
-           {"width", 520},
-           {"height", 260},
-           {"data", {{"values", hours}}},
-           {"mark", "bar"},
-           {"encoding", {{"y", {{"field", "policy"}, {"type", "nominal"}, {"title", nullptr}}},
-                         {"x", {{"field", "gpu_hours"}, {"type", "quantitative"}, {"stack", "zero"}, {"title", "GPU-hours"}}},
-                         {"color", {{"field", "part"}, {"type", "nominal"}, {"title", nullptr}}},
-                         {"order", {{"field", "part"}, {"type", "nominal"}}}}}};
+  auto stacked = [](std::string title, Json data, std::string x, std::string xtitle) {
+    return Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+                {"title", title},
+                {"width", 520},
+                {"height", 260},
+                {"data", {{"values", std::move(data)}}},
+                {"mark", "bar"},
+                {"encoding", {{"y", {{"field", "policy"}, {"type", "nominal"}, {"title", nullptr}}},
+                              {"x", {{"field", x}, {"type", "quantitative"}, {"stack", "zero"}, {"title", xtitle}}},
+                              {"color", {{"field", "part"}, {"type", "nominal"}, {"title", nullptr}}},
+                              {"order", {{"field", "part"}, {"type", "nominal"}}}}}};
+  };
+  specs["chart-gpu-hours"] = stacked("Where the cluster's GPU-hours went (first submit to last end)", hours, "gpu_hours", "GPU-hours");
+  specs["chart-energy"] = stacked("GPU energy per policy, split like the GPU-hours", energy, "mwh", "MWh");
   specs["chart-summary"] = Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
                                 {"title", "Per-policy summary"},
                                 {"data", {{"values", summary}}},
@@ -242,6 +262,11 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
     return fmt::format("{:.0f} / {:.0f} / {:.0f} / {:.0f}", s.gpu_hours_useful, s.gpu_hours_lost_comm, s.gpu_hours_idle_queued,
                        s.gpu_hours_idle_no_demand);
   });
+  row("GPU energy MWh: total / useful / lost to comm / idle while jobs waited / idle, nothing waiting", [](const PolicySummary& s) {
+    return fmt::format("{:.2f} / {:.2f} / {:.2f} / {:.2f} / {:.2f}", s.energy_kwh / 1000, s.energy_kwh_useful / 1000,
+                       s.energy_kwh_lost_comm / 1000, s.energy_kwh_idle_queued / 1000, s.energy_kwh_idle_no_demand / 1000);
+  });
+  row("useful GPU-hours per MWh", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.useful_gpu_hours_per_mwh); });
   row("fragmentation mean", [](const PolicySummary& s) { return fmt::format("{:.3f}", s.fragmentation_mean); });
   table += "</tbody></table>";
 

@@ -61,6 +61,16 @@ struct Nic {
   friend bool operator==(const Nic&, const Nic&) = default;
 };
 
+// What one GPU of a node type draws (W) in the simulator's three states: computing,
+// waiting on communication, idle. 0 = the GPU product's default (sim/power.h); set from
+// the spec's `gpu.power` to describe a site's own measurements or power caps.
+struct GpuPowerSpec {
+  double busy_w = 0;
+  double comm_w = 0;
+  double idle_w = 0;
+  friend bool operator==(const GpuPowerSpec&, const GpuPowerSpec&) = default;
+};
+
 struct NodeType {
   std::string name;
   std::string gpu_model;
@@ -73,6 +83,7 @@ struct NodeType {
   std::vector<int> gpu_numa;         // per GPU; empty or -1 = unknown
   std::vector<std::string> gpu_cpu_affinity;  // per GPU, e.g. "0-55,112-167"; may be empty
   std::vector<Nic> nics;
+  GpuPowerSpec power;                // per GPU; zeros = product defaults
 
   const GpuLink& link(int a, int b) const {
     return gpu_links[static_cast<std::size_t>(a * gpu_count + b)];

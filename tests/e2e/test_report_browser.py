@@ -11,7 +11,7 @@ import unittest
 
 from toposched_cli import BINARY, run, temp_dir
 
-CHARTS = ["chart-jct-cdf", "chart-utilisation", "chart-queue", "chart-fragmentation", "chart-slowdown", "chart-gpu-hours", "chart-summary"]
+CHARTS = ["chart-jct-cdf", "chart-utilisation", "chart-queue", "chart-fragmentation", "chart-slowdown", "chart-gpu-hours", "chart-energy", "chart-summary"]
 
 
 def chromium(*args, timeout=240):

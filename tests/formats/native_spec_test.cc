@@ -155,5 +155,46 @@ TEST(ClusterSource, LoadsPresetsAndFilesAndExplainsMistakes) {
   EXPECT_NE(dir.error().message.find("is a directory"), std::string::npos);
 }
 
+// `gpu.power` overrides a node type's per-GPU power figures (sim/power.h); it round-trips,
+// and a bad value is reported where it is.
+constexpr const char* kPowerSpec = R"(name: powered
+node_types:
+  - name: capped
+    gpu: {model: H100-SXM5, count: 8, power: {busy_w: 500, idle_w: 60}}
+    nvlink: {links: 18}
+nodes:
+  - {names: "n[1-2]", type: capped}
+)";
+
+TEST(NativeSpec, GpuPowerOverridesReadAndRoundTrip) {
+  auto c = read_native_spec(kPowerSpec, "power.yaml");
+  ASSERT_TRUE(c) << c.error().to_string();
+  const NodeType& t = c->node_type_at(NodeTypeId(0));
+  EXPECT_DOUBLE_EQ(t.power.busy_w, 500);
+  EXPECT_DOUBLE_EQ(t.power.comm_w, 0);  // left to the product's default
+  EXPECT_DOUBLE_EQ(t.power.idle_w, 60);
+  for (bool json : {false, true}) {
+    auto text = json ? write_native_json(*c) : write_native_yaml(*c);
+    ASSERT_TRUE(text) << text.error().to_string();
+    auto back = read_native_spec(*text, "roundtrip");
+    ASSERT_TRUE(back) << back.error().to_string();
+    EXPECT_EQ(testing::cluster_difference(*c, *back), "");
+  }
+}
+
+TEST(NativeSpec, GpuPowerErrorsSayWhereAndWhat) {
+  std::string bad = kPowerSpec;
+  bad.replace(bad.find("idle_w: 60"), 10, "idle_w: -5");
+  auto c = read_native_spec(bad, "power.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().to_string().find("power.yaml:4:"), std::string::npos) << c.error().to_string();
+  EXPECT_NE(c.error().message.find("expected a power in watts"), std::string::npos) << c.error().message;
+  std::string typo = kPowerSpec;
+  typo.replace(typo.find("busy_w"), 6, "peak_w");
+  auto t = read_native_spec(typo, "power.yaml");
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().message.find("peak_w"), std::string::npos) << t.error().message;
+}
+
 }  // namespace
 }  // namespace toposched

@@ -7,6 +7,8 @@
 
 #include "sim/engine.h"
 #include "sim/metrics.h"
+#include "sim/power.h"
+#include "formats/native_spec.h"
 #include "topology/presets.h"
 
 namespace toposched::sim {
@@ -396,6 +398,66 @@ TEST(Engine, TimelineNeverExceedsTheCluster) {
       integral += p.busy_gpus * width;
     }
     EXPECT_NEAR(integral, r.busy_gpu_seconds, 1e-6 * r.busy_gpu_seconds);
+  }
+}
+
+// Energy splits like the GPU-hours, each part at its state's power (H100 defaults: busy
+// 700 W, comm-bound 70 + (700 - 70) / 4 = 227.5 W, idle 70 W), and the parts add up.
+TEST(Engine, EnergySplitsLikeTheGpuHoursAtEachStatesPower) {
+  Cluster c = cluster(2);  // 16 H100s
+  Trace t;
+  t.jobs = {job("a", 0, 12, 100), job("b", 10, 8, 100)};  // as in GpuHoursSplit... above
+  auto s = summarize(t, run(c, t, Discipline::kFifo));
+  const GpuPower h100 = default_gpu_power("H100-SXM5");
+  EXPECT_DOUBLE_EQ(h100.busy_w, 700);
+  EXPECT_DOUBLE_EQ(h100.comm_w, 227.5);
+  EXPECT_DOUBLE_EQ(h100.idle_w, 70);
+  EXPECT_NEAR(s.energy_kwh_useful * 3.6e6, (12 * 100 + 8 * 100) * 700.0, 1e-3);
+  EXPECT_NEAR(s.energy_kwh_lost_comm * 3.6e6, 12 * 50 * 227.5, 1e-3);
+  EXPECT_NEAR(s.energy_kwh_idle_queued * 3.6e6, 4 * 140 * 70.0, 1e-3);
+  EXPECT_NEAR(s.energy_kwh_idle_no_demand * 3.6e6, (4 * 10 + 8 * 100) * 70.0, 1e-3);
+  EXPECT_NEAR(s.energy_kwh, s.energy_kwh_useful + s.energy_kwh_lost_comm + s.energy_kwh_idle_queued + s.energy_kwh_idle_no_demand, 1e-12);
+  EXPECT_NEAR(s.useful_gpu_hours_per_mwh, s.gpu_hours_useful / (s.energy_kwh / 1000), 1e-9);
+}
+
+// Each GPU counts at its own node type's figures: a spec's `gpu.power` override on one
+// type, product defaults (A100) on the other.
+TEST(Engine, EnergyUsesEachNodeTypesPower) {
+  auto c = read_native_spec(R"(name: mixed
+node_types:
+  - name: capped-h100
+    gpu: {model: H100-SXM5, count: 8, power: {busy_w: 500, comm_w: 200, idle_w: 50}}
+    nvlink: {links: 18}
+  - name: a100
+    gpu: {model: A100-SXM4, count: 8}
+    nvlink: {links: 12}
+nodes:
+  - {names: h1, type: capped-h100}
+  - {names: a1, type: a100}
+)", "mixed.yaml");
+  ASSERT_TRUE(c) << c.error().to_string();
+  Trace t;
+  // a takes the H100 node (lowest ids) for 100 s; b the A100 node from 20 to 120 s.
+  t.jobs = {job("a", 0, 8, 100), job("b", 20, 8, 100)};
+  auto s = summarize(t, run(*c, t, Discipline::kFifo));
+  const GpuPower a100 = default_gpu_power("A100-SXM4");
+  EXPECT_NEAR(s.energy_kwh_useful * 3.6e6, 8 * 100 * 500.0 + 8 * 100 * a100.busy_w, 1e-3);
+  EXPECT_DOUBLE_EQ(s.energy_kwh_lost_comm, 0);
+  // Idle, queue empty: the A100s 0..20, the H100s 100..120.
+  EXPECT_NEAR(s.energy_kwh_idle_no_demand * 3.6e6, 8 * 20 * a100.idle_w + 8 * 20 * 50.0, 1e-3);
+}
+
+TEST(Power, DefaultsMatchTheMoreSpecificProductFirst) {
+  EXPECT_DOUBLE_EQ(default_gpu_power("NVIDIA GB200").busy_w, 1200);
+  EXPECT_DOUBLE_EQ(default_gpu_power("B200").busy_w, 1000);
+  EXPECT_DOUBLE_EQ(default_gpu_power("NVIDIA H100 80GB HBM3").busy_w, 700);
+  EXPECT_DOUBLE_EQ(default_gpu_power("NVIDIA H100 PCIe").busy_w, 350);
+  EXPECT_DOUBLE_EQ(default_gpu_power("Tesla V100-SXM2-32GB").busy_w, 300);
+  EXPECT_DOUBLE_EQ(default_gpu_power("unknown-accelerator").busy_w, default_gpu_power("A100-SXM4").busy_w);
+  for (const GpuPowerRow& r : gpu_power_table()) {
+    EXPECT_LE(r.power.idle_w, r.power.comm_w) << r.product;
+    EXPECT_LE(r.power.comm_w, r.power.busy_w) << r.product;
+    EXPECT_FALSE(r.source.empty()) << r.product;
   }
 }
 
