@@ -97,8 +97,9 @@ class SpecReader {
     t.gpu_model = model;
     auto product = find_gpu_product(model);
     TOPOSCHED_TRY(mem, in_.opt_number(gpu, "memory_gb"));
-    if (mem && !(*mem > 0 && *mem <= 1e6))
-      return in_.error_at(gpu["memory_gb"], fmt::format("expected GPU memory in GB above 0 (at most 1e6), found {}", *mem));
+    // 0 is how the model (and so `export --to native`) says "not known".
+    if (mem && !(*mem >= 0 && *mem <= 1e6))
+      return in_.error_at(gpu["memory_gb"], fmt::format("expected GPU memory in GB, 0 (not known) to 1e6, found {}", *mem));
     t.gpu_memory_gb = mem ? *mem : product ? product->memory_gb : 0;
     if (!gpu["count"]) return in_.error_at(gpu, "missing required key 'count'");
     TOPOSCHED_TRY(count, in_.integer(gpu["count"], "count"));
