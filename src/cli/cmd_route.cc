@@ -2,10 +2,10 @@
 // on a cluster under several routing policies; print the comparison, write report.json and
 // report.html. All logic lives in src/router/.
 #include <cstdio>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "cli/comma_list.h"
 #include "cli/common.h"
 #include "router/model.h"
 #include "router/route.h"
@@ -24,18 +24,9 @@ struct RouteCliOptions {
   OutputFormat format = OutputFormat::kText;
 };
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 int run_route_command(RouteCliOptions& o) {
   if (int code = kExitOk; !output_dir_usable_or_report(o.report_dir, code)) return code;
-  o.route.policies = o.policies == "all" ? std::vector<std::string>{} : split_list(o.policies);
+  o.route.policies = o.policies == "all" ? std::vector<std::string>{} : split_comma_list(o.policies);
   if (o.policies == "all")
     for (const auto& p : router::policy_catalog()) o.route.policies.emplace_back(p.name);
   if (o.cache_blocks == "auto") o.route.sim.cache_blocks = 0;

@@ -3,10 +3,10 @@
 // efficiency breaks. All logic lives in src/sim/scale.h; this file parses and prints.
 #include <cstdio>
 #include <filesystem>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "cli/comma_list.h"
 #include "cli/common.h"
 #include "cost/job_file.h"
 #include "sim/backend.h"
@@ -29,18 +29,9 @@ struct ScaleOptionsCli {
   OutputFormat format = OutputFormat::kText;
 };
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 int run_scale(const ScaleOptionsCli& o) {
   sim::ScaleOptions so;
-  so.policies = o.policies.empty() || o.policies == "all" ? sim::placer_names() : split_list(o.policies);
+  so.policies = o.policies.empty() || o.policies == "all" ? sim::placer_names() : split_comma_list(o.policies);
   if (so.policies.empty()) return usage_error("--policies lists no policy");
   so.gpu_counts = o.gpus;
   so.virtual_stages = o.virtual_stages;

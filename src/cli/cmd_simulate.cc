@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "cli/comma_list.h"
 #include "cli/common.h"
 #include "sim/backend.h"
 #include "sim/generator.h"
@@ -39,22 +39,13 @@ struct SimulateOptions {
   OutputFormat format = OutputFormat::kText;
 };
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 int run_simulate(const SimulateOptions& o) {
   if (o.trace.empty() == o.generate.empty()) return usage_error("simulate needs exactly one of --trace FILE or --generate YAML");
   auto discipline = sim::parse_discipline(o.discipline);
   if (!discipline) return report(discipline.error());
   if (!(o.estimate_factor > 0)) return usage_error("--estimate-factor must be > 0");
   if (!(o.load > 0 && o.load <= 10)) return usage_error("--load must be in (0, 10]");
-  std::vector<std::string> policies = o.policies.empty() || o.policies == "all" ? sim::placer_names() : split_list(o.policies);
+  std::vector<std::string> policies = o.policies.empty() || o.policies == "all" ? sim::placer_names() : split_comma_list(o.policies);
   if (policies.empty()) return usage_error("--policies lists no policy");
   for (std::size_t i = 0; i < policies.size(); ++i)
     for (std::size_t k = 0; k < i; ++k)
