@@ -67,7 +67,9 @@ std::optional<LeaderElection::Term> LeaderElection::term() const {
 
 std::string LeaderElection::leader() const {
   std::lock_guard lock(mutex_);
-  return leader_;
+  const auto now = Clock::now();
+  if (leader_ == options_.identity) return term_ && now < term_->valid_until ? leader_ : std::string();
+  return now - leader_seen_at_ <= options_.ttl ? leader_ : std::string();
 }
 
 std::string LeaderElection::last_error() const {
@@ -182,6 +184,7 @@ void LeaderElection::campaign_or_watch(Clock::time_point now) {
   if (r.succeeded) {
     term_ = Term{lease, r.revision, ++generation_, lease_expiry_lb_ - guard()};
     leader_ = options_.identity;
+    leader_seen_at_ = Clock::now();
     spdlog::info("leader election: {} leads (term {}, lease {}, revision {})", options_.identity,
                  generation_, lease, r.revision);
     return;
@@ -189,6 +192,7 @@ void LeaderElection::campaign_or_watch(Clock::time_point now) {
   const EtcdKeyValue* holder = r.ranges.empty() || r.ranges[0].kvs.empty() ? nullptr : &r.ranges[0].kvs[0];
   if (holder == nullptr) return;  // released between compare and read: next step campaigns
   leader_ = holder->value;
+  leader_seen_at_ = Clock::now();
   if (term_ && holder->create_revision != term_->key_revision) drop_lease_locked();
 }
 

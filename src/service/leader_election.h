@@ -62,8 +62,10 @@ class LeaderElection {
 
   // The current term, if this replica leads and its term has not run out.
   std::optional<Term> term() const;
-  // The leader as last seen: its identity, or empty when there is none or etcd could not be
-  // read at the last poll (a follower cut off from etcd does not point at a stale leader).
+  // The leader as last seen: its identity, or empty when there is none, when etcd could not
+  // be read at the last poll, or when the leader key was last read more than a TTL ago (a
+  // replica cut off from etcd, whose loop may be stuck in a call, does not point at a leader
+  // whose lease may have ended; this replica itself only while its term runs).
   std::string leader() const;
   // The last error talking to etcd, empty after a success (for /readyz and logs).
   std::string last_error() const;
@@ -93,6 +95,7 @@ class LeaderElection {
   std::optional<Term> term_;            // GUARDED_BY(mutex_): set while leader
   std::uint64_t generation_ = 0;        // GUARDED_BY(mutex_)
   std::string leader_;                  // GUARDED_BY(mutex_)
+  Clock::time_point leader_seen_at_{};  // GUARDED_BY(mutex_): when leader_ was last read from etcd
   std::string last_error_;              // GUARDED_BY(mutex_)
   std::thread thread_;
 };

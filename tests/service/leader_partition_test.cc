@@ -78,5 +78,33 @@ TEST(LeaderPartition, CutOffLeaderStopsBeforeTheFollowerLeads) {
   EXPECT_EQ((*jobs)[1].id, "after");
 }
 
+// A follower cut off from etcd must not keep naming the leader it saw last: that leader's
+// lease may have ended meanwhile, and clients it redirects there would get no answer. The
+// refusal it gives instead says etcd is unreachable (the HA quorum test's 503 message).
+TEST(LeaderPartition, CutOffFollowerStopsNamingTheLeaderWithinATtl) {
+  testing::EtcdTestCluster etcd;  // private: this test freezes a member
+  if (etcd.endpoints.empty()) GTEST_SKIP() << etcd.why_not;
+  const std::string prefix = testing::unique_prefix();
+  auto a = replica(etcd.member_endpoints[1] + "," + etcd.member_endpoints[2], prefix, "http://a");
+  for (int i = 0; i < 200 && !a->election()->term(); ++i) std::this_thread::sleep_for(25ms);
+  ASSERT_TRUE(a->election()->term());
+  auto b = replica(etcd.member_endpoints[0], prefix, "http://b");
+  for (int i = 0; i < 200 && b->election()->leader() != "http://a"; ++i) std::this_thread::sleep_for(25ms);
+  ASSERT_EQ(b->election()->leader(), "http://a");
+
+  etcd.pause(0);
+  const auto paused = Clock::now();
+  while (!b->election()->leader().empty() && Clock::now() < paused + 10s) std::this_thread::sleep_for(10ms);
+  const auto forgot = Clock::now();
+  EXPECT_TRUE(b->election()->leader().empty()) << "the cut-off follower still names " << b->election()->leader();
+  // The leader key was last read at most a poll before the pause; a TTL (2 s) after that
+  // read the follower forgets it. One second of slack for the loop and a loaded machine.
+  EXPECT_LT(forgot - paused, 3s);
+  EXPECT_TRUE(a->election()->term()) << "the leader, with two members of three, should still lead";
+  etcd.resume(0);
+  for (int i = 0; i < 400 && b->election()->leader() != "http://a"; ++i) std::this_thread::sleep_for(25ms);
+  EXPECT_EQ(b->election()->leader(), "http://a");
+}
+
 }  // namespace
 }  // namespace toposched::service
