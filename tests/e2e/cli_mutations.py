@@ -11,7 +11,11 @@ directory. A case fails when the run
   - leaves a partial output: on failure any output file or report directory, on success an
     output that is empty or does not parse (JSON) or lacks its final newline, or a hidden
     temporary file either way.
-Usage: cli_mutations.py [--count N] [--seed S] [--jobs J] [--timeout T] [--binary PATH]
+Usage: cli_mutations.py [--count N] [--seed S] [--start I] [--jobs J] [--timeout T]
+                        [--binary PATH] [--keep DIR] [--progress N]
+Case I of seed S is the same mutation on every run, so `--start I` resumes an interrupted
+run. Failures are printed as they are found, a progress line (cases done, failures, elapsed
+seconds) every --progress cases on stderr, and at the end the failures counted by kind.
 The seeded sample in `make test` is tests/e2e/test_cli_mutations.py; the full run is
 `tests/e2e/cli_mutations.py --count 10000`.
 """
@@ -26,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("TOPOSCHED_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
@@ -181,18 +186,31 @@ def run_case(binary: str, index: int, seed: int, timeout: float, keep_dir: str):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run_all(binary, count, seed, jobs, timeout, keep_dir=None):
-    """Returns (failures, counts by outcome)."""
+FAILURE_KINDS = [("hang", "hang:"), ("crash", "killed by signal"), ("exit code", "exit "),
+                 ("internal error or sanitizer", "internal error or sanitizer"),
+                 ("no error message", "non-zero exit without"), ("partial output", "")]
+
+
+def failure_kind(problem: str) -> str:
+    """The class of a failure for the summary: hang, crash, ..., partial output (the rest)."""
+    return next(kind for kind, prefix in FAILURE_KINDS if problem.startswith(prefix))
+
+
+def run_all(binary, count, seed, jobs, timeout, keep_dir=None, start=0, on_result=None):
+    """Runs cases start .. start+count-1; returns the failures as (index, fixture, argv,
+    problem). on_result(index, problem) is called after each case, in order."""
     failures = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         for index, fixture, argv, data, problem in pool.map(
-                lambda i: run_case(binary, i, seed, timeout, keep_dir), range(count)):
+                lambda i: run_case(binary, i, seed, timeout, keep_dir), range(start, start + count)):
             if problem:
                 failures.append((index, fixture, argv, problem))
                 if keep_dir:
                     os.makedirs(keep_dir, exist_ok=True)
                     with open(os.path.join(keep_dir, f"case-{seed}-{index}{os.path.splitext(fixture)[1]}"), "wb") as f:
                         f.write(data)
+            if on_result:
+                on_result(index, fixture, argv, problem)
     return failures
 
 
@@ -200,15 +218,32 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--start", type=int, default=0, help="first case index (to resume a run)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--binary", default=os.environ.get("TOPOSCHED", os.path.join(SOURCE_DIR, "build/debug/toposched")))
     ap.add_argument("--keep", default=None, help="folder to keep failing inputs in")
+    ap.add_argument("--progress", type=int, default=500, help="print a progress line every N cases")
     a = ap.parse_args()
-    failures = run_all(os.path.abspath(a.binary), a.count, a.seed, a.jobs, a.timeout, a.keep)
-    for index, fixture, argv, problem in failures:
-        print(f"case {index} ({fixture}): {' '.join(argv)}\n  {problem}\n")
-    print(f"{a.count} mutated inputs (seed {a.seed}): {len(failures)} failures")
+    began = time.monotonic()
+    done = [0, 0]  # cases, failures
+
+    def on_result(index, fixture, argv, problem):
+        done[0] += 1
+        if problem:
+            done[1] += 1
+            print(f"case {index} ({fixture}): {' '.join(argv)}\n  {problem}\n", flush=True)
+        if done[0] % a.progress == 0:
+            print(f"progress: {done[0]}/{a.count} cases (last index {index}), {done[1]} failures, "
+                  f"{time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
+
+    failures = run_all(os.path.abspath(a.binary), a.count, a.seed, a.jobs, a.timeout, a.keep, a.start, on_result)
+    kinds = {kind: 0 for kind, _ in FAILURE_KINDS}
+    for _, _, _, problem in failures:
+        kinds[failure_kind(problem)] += 1
+    print(f"{a.count} mutated inputs (seed {a.seed}, cases {a.start}..{a.start + a.count - 1}): "
+          f"{len(failures)} failures ({', '.join(f'{k}: {n}' for k, n in kinds.items())}); "
+          f"{time.monotonic() - began:.0f} s")
     return 1 if failures else 0
 
 
