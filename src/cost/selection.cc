@@ -108,10 +108,13 @@ Result<std::vector<GpuId>> parse_gpu_selection(const Cluster& cluster, std::stri
       if (!r) return tl::unexpected(r.error());
       range = *r;
     }
-    auto names = expand_hostlist(nodes_part);
+    // Each name must be a distinct node of the cluster, so an expression naming more names
+    // than the cluster has nodes is refused before millions of names are built.
+    auto names = expand_hostlist(nodes_part, cluster.node_count());
     if (!names)
       return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("in GPU selection item '{}': {}", item, names.error().message));
+                        fmt::format("in GPU selection item '{}' (cluster '{}' has {} nodes): {}", item,
+                                    cluster.name(), cluster.node_count(), names.error().message));
     for (const std::string& name : *names) {
       auto node = cluster.find_node(name);
       if (!node)

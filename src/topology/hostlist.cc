@@ -39,7 +39,8 @@ Result<std::uint64_t> parse_bound(std::string_view s, std::size_t pos) {
 }
 
 // Parses the inside of "[...]" starting at `base` (the position after '[').
-Result<std::vector<std::string>> parse_group(std::string_view body, std::size_t base) {
+Result<std::vector<std::string>> parse_group(std::string_view body, std::size_t base,
+                                             std::size_t max_names) {
   std::vector<std::string> out;
   if (body.empty()) return hostlist_error(base, "empty bracket group '[]'");
   std::size_t start = 0;
@@ -58,8 +59,8 @@ Result<std::vector<std::string>> parse_group(std::string_view body, std::size_t 
     if (!hi) return tl::unexpected(hi.error());
     if (*hi < *lo)
       return hostlist_error(part_pos, fmt::format("range '{}' runs backwards", part));
-    if (*hi - *lo >= kMaxHostlistNames || out.size() + (*hi - *lo) >= kMaxHostlistNames)
-      return hostlist_error(part_pos, fmt::format("range '{}' is too large", part));
+    if (*hi - *lo >= max_names || out.size() + (*hi - *lo) >= max_names)
+      return hostlist_error(part_pos, fmt::format("range '{}' is too large (more than {} names)", part, max_names));
     // Slurm pads to the width of the first bound when it has a leading zero.
     std::size_t width = (lo_s.size() > 1 && lo_s[0] == '0') ? lo_s.size() : 0;
     for (std::uint64_t v = *lo; v <= *hi; ++v) out.push_back(fmt::format("{:0{}}", v, width));
@@ -70,7 +71,7 @@ Result<std::vector<std::string>> parse_group(std::string_view body, std::size_t 
 }
 
 Result<std::vector<Piece>> parse_item(std::string_view expr, std::size_t begin,
-                                      std::size_t end) {
+                                      std::size_t end, std::size_t max_names) {
   std::vector<Piece> pieces;
   std::size_t i = begin;
   while (i < end) {
@@ -81,7 +82,7 @@ Result<std::vector<Piece>> parse_item(std::string_view expr, std::size_t begin,
       std::string_view body = expr.substr(i + 1, close - i - 1);
       if (body.find('[') != std::string_view::npos)
         return hostlist_error(i + 1 + body.find('['), "nested '[' in bracket group");
-      auto values = parse_group(body, i + 1);
+      auto values = parse_group(body, i + 1, max_names);
       if (!values) return tl::unexpected(values.error());
       pieces.push_back(Piece{true, {}, std::move(*values)});
       i = close + 1;
@@ -105,7 +106,7 @@ Result<std::vector<Piece>> parse_item(std::string_view expr, std::size_t begin,
 
 }  // namespace
 
-Result<std::vector<std::string>> expand_hostlist(std::string_view expr) {
+Result<std::vector<std::string>> expand_hostlist(std::string_view expr, std::size_t max_names) {
   std::vector<std::string> names;
   std::size_t item_start = 0;
   int depth = 0;
@@ -120,7 +121,7 @@ Result<std::vector<std::string>> expand_hostlist(std::string_view expr) {
       if (expr.empty()) return hostlist_error(0, "empty hostlist");
       return hostlist_error(i, "empty name in hostlist (two commas or a trailing comma)");
     }
-    auto pieces = parse_item(expr, item_start, i);
+    auto pieces = parse_item(expr, item_start, i, max_names);
     if (!pieces) return tl::unexpected(pieces.error());
     std::vector<std::string> acc{""};
     for (const Piece& p : *pieces) {
@@ -128,8 +129,8 @@ Result<std::vector<std::string>> expand_hostlist(std::string_view expr) {
         for (auto& a : acc) a += p.literal;
         continue;
       }
-      if (acc.size() * p.values.size() + names.size() > kMaxHostlistNames)
-        return hostlist_error(item_start, "hostlist expands to too many names");
+      if (acc.size() * p.values.size() + names.size() > max_names)
+        return hostlist_error(item_start, fmt::format("hostlist expands to too many names (more than {})", max_names));
       std::vector<std::string> next;
       next.reserve(acc.size() * p.values.size());
       for (const auto& a : acc)

@@ -18,7 +18,11 @@ namespace toposched {
 inline constexpr std::size_t kMaxHostlistNames = 10'000'000;
 
 // Errors carry the 1-based column of the offending character in `where.column`.
-Result<std::vector<std::string>> expand_hostlist(std::string_view expression);
+// `max_names` bounds the expansion (a caller that can use at most N names, e.g. one that
+// looks each name up among a cluster's N nodes, passes N): an expression naming more is
+// refused before the names are built, so a few bytes cannot cost seconds and gigabytes.
+Result<std::vector<std::string>> expand_hostlist(std::string_view expression,
+                                                 std::size_t max_names = kMaxHostlistNames);
 
 std::string compress_hostlist(const std::vector<std::string>& names);
 

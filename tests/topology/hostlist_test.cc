@@ -54,6 +54,16 @@ TEST(Hostlist, RefusesHugeExpansions) {
   EXPECT_NE(r2.error().message.find("too many"), std::string::npos);
 }
 
+TEST(Hostlist, HonoursTheCallersBound) {
+  EXPECT_EQ(expand_hostlist("n[1-4]", 4)->size(), 4u);
+  EXPECT_EQ(expand_hostlist("a[1-2]b[1-2]", 4)->size(), 4u);
+  for (const char* text : {"n[1-5]", "n[1-3,7-8]", "a[1-2]b[1-3]", "n[1-2],m[1-3]"}) {
+    auto r = expand_hostlist(text, 4);
+    ASSERT_FALSE(r.has_value()) << text;
+    EXPECT_NE(r.error().message.find("more than 4"), std::string::npos) << text << ": " << r.error().message;
+  }
+}
+
 TEST(Hostlist, CompressesConsecutiveRunsInOrder) {
   EXPECT_EQ(compress_hostlist({"dgx001", "dgx002", "dgx003"}), "dgx[001-003]");
   EXPECT_EQ(compress_hostlist({"n1", "n2", "n3", "n5", "n9", "n10"}), "n[1-3,5,9-10]");
