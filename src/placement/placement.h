@@ -65,6 +65,9 @@ class PlacementPolicy {
   // eligible GPUs are free, wherever they are: counting free GPUs then predicts exactly
   // when a job can start (the simulator's backfill uses this to skip placement probes).
   virtual bool fits_any_free_gpus() const { return false; }
+  // True when the choice depends on JobRequest::seed (a draw, not a model of a scheduler):
+  // two sizes of one job are then unrelated draws, so a curve across sizes means nothing.
+  virtual bool randomized() const { return false; }
 };
 
 // Every policy, in a stable order.
