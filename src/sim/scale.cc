@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <optional>
 
 #include <fmt/format.h>
@@ -20,13 +19,6 @@ namespace toposched::sim {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-double round_to(double v, int decimals) {
-  if (!std::isfinite(v)) return 0;
-  double f = std::pow(10.0, decimals);
-  double r = std::round(v * f) / f;
-  return r == 0 ? 0.0 : r;
-}
 
 int model_parallel(const ParallelPlan& p) { return p.tp * p.pp * p.cp * p.ep; }
 
@@ -283,13 +275,13 @@ Result<std::string> scale_json(const ScaleResult& r) {
         j["efficiency"] = nullptr;
         j["error"] = p.why_not;
       } else {
-        j["step_time_s"] = round_to(p.step_time_s, 6);
-        j["speedup"] = round_to(p.speedup, 6);
-        j["efficiency"] = round_to(p.efficiency, 6);
-        j["efficiency_vs_ideal"] = round_to(p.efficiency_vs_ideal, 6);
-        j["throughput_samples_per_s"] = round_to(p.samples_per_s, 4);
-        j["compute_s"] = round_to(p.compute_s, 6);
-        j["exposed_comm_s"] = round_to(p.exposed_comm_s, 6);
+        j["step_time_s"] = round_decimals(p.step_time_s, 6);
+        j["speedup"] = round_decimals(p.speedup, 6);
+        j["efficiency"] = round_decimals(p.efficiency, 6);
+        j["efficiency_vs_ideal"] = round_decimals(p.efficiency_vs_ideal, 6);
+        j["throughput_samples_per_s"] = round_decimals(p.samples_per_s, 4);
+        j["compute_s"] = round_decimals(p.compute_s, 6);
+        j["exposed_comm_s"] = round_decimals(p.exposed_comm_s, 6);
         j["widest_level"] = p.widest_level;
       }
       points.push_back(std::move(j));
@@ -331,8 +323,8 @@ std::string scale_html(const ScaleResult& r) {
   for (const ScaleCurve& c : r.curves)
     for (const ScalePoint& p : c.points)
       if (p.placed)
-        points.push_back({{"policy", c.policy}, {"gpus", p.gpus}, {"efficiency", round_to(p.efficiency, 5)},
-                          {"step_time_s", round_to(p.step_time_s, 6)}, {"speedup", round_to(p.speedup, 4)}});
+        points.push_back({{"policy", c.policy}, {"gpus", p.gpus}, {"efficiency", round_decimals(p.efficiency, 5)},
+                          {"step_time_s", round_decimals(p.step_time_s, 6)}, {"speedup", round_decimals(p.speedup, 4)}});
   auto line = [&](std::string title, std::string y, std::string ytitle) {
     return Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
                 {"title", title},
@@ -368,17 +360,9 @@ std::string scale_html(const ScaleResult& r) {
 }
 
 Result<void> write_scale_report(const std::string& dir, const ScaleResult& result) {
-  // Both are rendered before anything is created, and report.json goes last (as simulate's).
+  // Both are rendered before anything is created (write_report_dir writes report.json last).
   TOPOSCHED_TRY(json, scale_json(result));
-  const std::string page = scale_html(result);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
-  const std::string html_path = path_in_dir(dir, "report.html");
-  TOPOSCHED_CHECK(write_file_atomically(html_path, page));
-  auto j = write_file_atomically(path_in_dir(dir, "report.json"), json);
-  if (!j) std::filesystem::remove(html_path, ec);
-  return j;
+  return write_report_dir(dir, json, scale_html(result));
 }
 
 }  // namespace toposched::sim
