@@ -100,6 +100,7 @@ Result<void> check_placement(const AllocationState& state, const JobRequest& req
 struct CommPrediction {
   double step_comm_us = 0;
   double ideal_step_comm_us = 0;
+  double step_compute_us = 0;  // the step's compute on the first rank's GPU model (0: not known)
 };
 std::optional<CommPrediction> predict_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
                                            const JobRequest& request);

@@ -108,7 +108,7 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
       {"energy lost to comm (MWh)", [](const PolicySummary& s) { return fmt::format("{:.2f}", s.energy_kwh_lost_comm / 1000); }},
       {"energy idle, jobs waiting (MWh)", [](const PolicySummary& s) { return fmt::format("{:.2f}", s.energy_kwh_idle_queued / 1000); }},
       {"useful GPU-hours per MWh", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.useful_gpu_hours_per_mwh); }},
-      {"fragmentation mean", [](const PolicySummary& s) { return fmt::format("{:.3f}", s.fragmentation_mean); }},
+      {"GPUs stranded (fragmentation)", [](const PolicySummary& s) { return fmt::format("{:.2f} %", 100 * s.fragmentation_mean); }},
       {"multi-node jobs", [](const PolicySummary& s) { return fmt::format("{:.1f} %", 100 * s.multi_node_jobs); }},
   };
   std::size_t label_w = 0;
@@ -198,7 +198,7 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
   specs["chart-jct-cdf"] = line("Job completion time, CDF per policy", cdf, "jct_h", "JCT (hours, log scale)", "fraction", "fraction of jobs", true);
   specs["chart-utilisation"] = line("GPU utilisation over time", timeline, "hours", "time since first submit (h)", "utilisation", "busy GPUs (%)", false);
   specs["chart-queue"] = line("Queue length over time", timeline, "hours", "time since first submit (h)", "queued", "queued jobs", false);
-  specs["chart-fragmentation"] = line("Fragmentation of free GPUs over time", timeline, "hours", "time since first submit (h)", "fragmentation", "fragmentation (0..1)", false);
+  specs["chart-fragmentation"] = line("GPUs stranded by fragmentation over time", timeline, "hours", "time since first submit (h)", "fragmentation", "free GPUs unusable by a typical job (share of all GPUs)", false);
   specs["chart-slowdown"] = Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
                                  {"title", "Communication slowdown per job (runtime / ideal)"},
                                  {"width", 520},
@@ -258,7 +258,8 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
                        s.energy_kwh_lost_comm / 1000, s.energy_kwh_idle_queued / 1000, s.energy_kwh_idle_no_demand / 1000);
   });
   row("useful GPU-hours per MWh", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.useful_gpu_hours_per_mwh); });
-  row("fragmentation mean", [](const PolicySummary& s) { return fmt::format("{:.3f}", s.fragmentation_mean); });
+  row("GPUs stranded by fragmentation, time mean (% of all GPUs)",
+      [](const PolicySummary& s) { return fmt::format("{:.2f}", 100 * s.fragmentation_mean); });
   table += "</tbody></table>";
 
   html::ChartPage page;
