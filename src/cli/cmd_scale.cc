@@ -9,7 +9,6 @@
 #include "cli/comma_list.h"
 #include "cli/common.h"
 #include "cost/job_file.h"
-#include "sim/backend.h"
 #include "sim/scale.h"
 #include "topology/file_io.h"
 
@@ -31,7 +30,7 @@ struct ScaleOptionsCli {
 
 int run_scale(const ScaleOptionsCli& o) {
   sim::ScaleOptions so;
-  so.policies = o.policies.empty() || o.policies == "all" ? sim::placer_names() : split_comma_list(o.policies);
+  so.policies = o.policies.empty() || o.policies == "all" ? sim::scale_policies_all() : split_comma_list(o.policies);
   if (so.policies.empty()) return usage_error("--policies lists no policy");
   so.gpu_counts = o.gpus;
   so.virtual_stages = o.virtual_stages;
@@ -83,11 +82,12 @@ void register_scale(CLI::App& app, int& exit_code) {
   cmd->add_option("--gpus,-g", o->gpus, "Comma-separated ascending GPU counts, each a multiple of tp x pp x cp x ep (e.g. 64,128,256)")
       ->required()
       ->delimiter(',');
-  cmd->add_option("--policies,-p", o->policies, "Comma-separated placement policies, or 'all' (default): " + [] {
-    std::string s;
-    for (const auto& n : sim::placer_names()) s += (s.empty() ? "" : ",") + n;
-    return s;
-  }());
+  cmd->add_option("--policies,-p", o->policies,
+                  "Comma-separated placement policies, or 'all' (default): the deterministic ones,\n" + [] {
+                    std::string s;
+                    for (const auto& n : sim::scale_policies_all()) s += (s.empty() ? "" : ",") + n;
+                    return s;
+                  }() + ";\n'random' only when named (one random draw per size, not a scaling curve: see below)");
   cmd->add_option("--state", o->state, "Allocation state file: place on the cluster as loaded by its jobs (default: empty)");
   cmd->add_option("--report,-r", o->report, "Write DIR/report.json and DIR/report.html (efficiency and step-time charts)");
   cmd->add_option("--virtual-stages", o->virtual_stages,
@@ -99,6 +99,9 @@ void register_scale(CLI::App& app, int& exit_code) {
       "the cost model predicts its step: compute (with the pipeline bubble) + exposed communication.\n"
       "Efficiency = speed-up x smallest size / size. JSON: {\"policies\":{NAME:[{\"gpus\",\"step_time_s\",\n"
       "\"speedup\",\"efficiency\",...}]},\"breaks\":{NAME:\"...\"}}.\n"
+      "random, when named, is one random draw per size (--seed), not a scaling curve: a larger size is a\n"
+      "fresh draw with less room to scatter, so its efficiency can exceed 1 (the smaller size landed\n"
+      "scattered); the output says so (\"notes\" in JSON). Compare it on \"vs ideal\" (efficiency_vs_ideal).\n"
       "Example:\n"
       "  toposched scale --cluster 'preset:dgx-h100?nodes=512' --job examples/gpt3-175b-tp8-pp8.yaml \\\n"
       "      --gpus 64,128,256,512,1024,2048,4096 --policies first-fit,topo --report out/\n"

@@ -1,6 +1,7 @@
 #include "formats/json_output.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -96,6 +97,13 @@ Result<std::string> dump_checked(const Json& j, int indent) {
 
 Result<void> check_json_utf8(const nlohmann::json& j) { return check_utf8(j); }
 Result<void> check_json_utf8(const nlohmann::ordered_json& j) { return check_utf8(j); }
+double round_decimals(double v, int decimals) {
+  if (!std::isfinite(v)) return 0;
+  const double f = std::pow(10.0, decimals);
+  const double r = std::round(v * f) / f;
+  return r == 0 ? 0.0 : r;  // no "-0.0"
+}
+
 Result<std::string> dump_json(const nlohmann::json& j, int indent) { return dump_checked(j, indent); }
 Result<std::string> dump_json(const nlohmann::ordered_json& j, int indent) { return dump_checked(j, indent); }
 

@@ -2,6 +2,7 @@
 // request's parallelism becomes a ParallelPlan in the same rank order the policies use
 // ("tp-cp-ep-dp-pp"); the workload model is the request's model class, or the cost model's
 // "llm-dense" for training and "inference" for replicas.
+#include "cost/compute.h"
 #include "cost/job_comm.h"
 #include "placement/placement.h"
 
@@ -30,6 +31,7 @@ std::optional<ParallelPlan> plan_for(const JobRequest& r, int gpus) {
 
 std::optional<CommPrediction> predict_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
                                            const JobRequest& r) {
+  if (gpus_by_rank.empty()) return std::nullopt;
   auto plan = plan_for(r, static_cast<int>(gpus_by_rank.size()));
   if (!plan) return std::nullopt;
   std::string cls = !r.model_class.empty()                  ? r.model_class
@@ -39,7 +41,9 @@ std::optional<CommPrediction> predict_comm(const Cluster& cluster, std::span<con
   if (!model) return std::nullopt;
   auto est = estimate_job_comm(cluster, gpus_by_rank, *plan, *model);
   if (!est) return std::nullopt;
-  return CommPrediction{est->step_comm_us, est->ideal_step_comm_us};
+  const std::string& gpu_model = cluster.node_type(cluster.gpu_node(gpus_by_rank.front())).gpu_model;
+  return CommPrediction{est->step_comm_us, est->ideal_step_comm_us,
+                        compute_us_per_step(*model, cls, plan->tp, plan->pp, gpu_model)};
 }
 
 }  // namespace toposched

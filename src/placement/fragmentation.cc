@@ -88,22 +88,25 @@ FragmentationReport fragmentation(const AllocationState& s, const std::vector<Jo
   // Expected unusable free GPUs over the size distribution: a node's free GPUs are unusable
   // by a job of m GPUs when m fits a node but not its free GPUs, or when m needs several
   // nodes (which must be whole) and the node is not wholly free.
-  double weight_sum = 0, expected = 0;
-  for (const auto& w : sizes) {
-    weight_sum += w.weight;
-    long unusable = 0;
-    for (std::size_t i = 0; i < c.node_count(); ++i) {
-      NodeId n(static_cast<std::uint32_t>(i));
-      const int free = s.free_gpus(n);
-      if (free == 0) continue;
-      const bool usable = w.gpus <= c.node_gpu_count(n) ? free >= w.gpus : s.node_whole_free(n);
-      if (!usable) unusable += free;
-    }
-    expected += w.weight * static_cast<double>(unusable);
+  double expected = 0;
+  for (std::size_t i = 0; i < c.node_count(); ++i) {
+    NodeId n(static_cast<std::uint32_t>(i));
+    expected += expected_unusable_on_node(s.free_gpus(n), c.node_gpu_count(n), sizes);
   }
-  f.expected_unusable_gpus = weight_sum > 0 ? expected / weight_sum : 0;
+  f.expected_unusable_gpus = expected;
   f.unusable_fraction = f.free_gpus > 0 ? f.expected_unusable_gpus / static_cast<double>(f.free_gpus) : 0;
   return f;
+}
+
+double expected_unusable_on_node(int free, int node_gpus, const std::vector<JobSizeWeight>& sizes) {
+  if (free <= 0) return 0;
+  double weight_sum = 0, unusable = 0;
+  for (const auto& w : sizes) {
+    weight_sum += w.weight;
+    const bool usable = w.gpus <= node_gpus ? free >= w.gpus : free == node_gpus;
+    if (!usable) unusable += w.weight * free;
+  }
+  return weight_sum > 0 ? unusable / weight_sum : 0;
 }
 
 nlohmann::ordered_json fragmentation_to_json(const FragmentationReport& f, const std::vector<JobSizeWeight>& sizes) {

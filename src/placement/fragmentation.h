@@ -52,6 +52,11 @@ struct FragmentationReport {
 
 FragmentationReport fragmentation(const AllocationState& state, const std::vector<JobSizeWeight>& sizes);
 
+// One node's share of expected_unusable_gpus: of its `free` GPUs (of `node_gpus`), how many
+// a job drawn from `sizes` cannot use, in expectation. A placement policy compares this
+// before and after taking GPUs (fragmentation gradient descent, Weng et al.).
+double expected_unusable_on_node(int free, int node_gpus, const std::vector<JobSizeWeight>& sizes);
+
 // The `frag` JSON (also GET /v1/fragmentation): the report's counters, "largest_placeable",
 // "job_sizes", "expected_unusable_gpus", "unusable_fraction".
 nlohmann::ordered_json fragmentation_to_json(const FragmentationReport& report, const std::vector<JobSizeWeight>& sizes);

@@ -65,6 +65,9 @@ class PlacementPolicy {
   // eligible GPUs are free, wherever they are: counting free GPUs then predicts exactly
   // when a job can start (the simulator's backfill uses this to skip placement probes).
   virtual bool fits_any_free_gpus() const { return false; }
+  // True when the choice depends on JobRequest::seed (a draw, not a model of a scheduler):
+  // two sizes of one job are then unrelated draws, so a curve across sizes means nothing.
+  virtual bool randomized() const { return false; }
 };
 
 // Every policy, in a stable order.
@@ -97,6 +100,7 @@ Result<void> check_placement(const AllocationState& state, const JobRequest& req
 struct CommPrediction {
   double step_comm_us = 0;
   double ideal_step_comm_us = 0;
+  double step_compute_us = 0;  // the step's compute on the first rank's GPU model (0: not known)
 };
 std::optional<CommPrediction> predict_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
                                            const JobRequest& request);

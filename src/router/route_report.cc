@@ -1,13 +1,13 @@
 // report.json, the terminal table and report.html of `toposched route` (route.h).
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "formats/html_page.h"
+#include "formats/json_output.h"
 #include "router/route.h"
 #include "topology/file_io.h"
 
@@ -16,13 +16,6 @@ namespace toposched::router {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-double round_to(double v, int decimals) {
-  if (!std::isfinite(v)) return 0;
-  double f = std::pow(10.0, decimals);
-  double r = std::round(v * f) / f;
-  return r == 0 ? 0.0 : r;
-}
 
 // Nearest-rank percentile of sorted values.
 double percentile(const std::vector<double>& sorted, double q) {
@@ -88,26 +81,26 @@ Summary summarise(const PolicyResult& r) {
 Json policy_json(const Summary& s, const PolicyResult& r) {
   Json p;
   p["requests"] = s.requests;
-  p["ttft_mean_s"] = round_to(s.ttft_mean, 6);
-  p["ttft_p50_s"] = round_to(s.ttft_p50, 6);
-  p["ttft_p90_s"] = round_to(s.ttft_p90, 6);
-  p["ttft_p99_s"] = round_to(s.ttft_p99, 6);
-  p["tpot_mean_s"] = round_to(s.tpot_mean, 6);
-  p["tpot_p50_s"] = round_to(s.tpot_p50, 6);
-  p["tpot_p99_s"] = round_to(s.tpot_p99, 6);
-  p["throughput_tokens_per_s"] = round_to(s.throughput, 3);
-  p["input_tokens_per_s"] = round_to(s.input_throughput, 3);
-  p["makespan_s"] = round_to(s.makespan, 3);
-  p["block_hit_rate"] = round_to(s.block_hit, 6);
-  p["token_hit_rate"] = round_to(s.token_hit, 6);
-  p["local_token_hit_rate"] = round_to(s.local_token_hit, 6);
+  p["ttft_mean_s"] = round_decimals(s.ttft_mean, 6);
+  p["ttft_p50_s"] = round_decimals(s.ttft_p50, 6);
+  p["ttft_p90_s"] = round_decimals(s.ttft_p90, 6);
+  p["ttft_p99_s"] = round_decimals(s.ttft_p99, 6);
+  p["tpot_mean_s"] = round_decimals(s.tpot_mean, 6);
+  p["tpot_p50_s"] = round_decimals(s.tpot_p50, 6);
+  p["tpot_p99_s"] = round_decimals(s.tpot_p99, 6);
+  p["throughput_tokens_per_s"] = round_decimals(s.throughput, 3);
+  p["input_tokens_per_s"] = round_decimals(s.input_throughput, 3);
+  p["makespan_s"] = round_decimals(s.makespan, 3);
+  p["block_hit_rate"] = round_decimals(s.block_hit, 6);
+  p["token_hit_rate"] = round_decimals(s.token_hit, 6);
+  p["local_token_hit_rate"] = round_decimals(s.local_token_hit, 6);
   p["pulled_blocks"] = static_cast<long long>(s.pulled_blocks);
-  p["kv_bytes_moved"] = round_to(r.kv_bytes_moved, 0);
+  p["kv_bytes_moved"] = round_decimals(r.kv_bytes_moved, 0);
   Json levels = Json::object();
-  for (const auto& [level, bytes] : r.kv_bytes_by_level) levels[level] = round_to(bytes, 0);
+  for (const auto& [level, bytes] : r.kv_bytes_by_level) levels[level] = round_decimals(bytes, 0);
   p["kv_bytes_moved_by_level"] = std::move(levels);
-  p["busy_gpu_hours"] = round_to(r.busy_gpu_s / 3600, 6);
-  p["energy_kwh"] = round_to(r.energy_kwh, 6);
+  p["busy_gpu_hours"] = round_decimals(r.busy_gpu_s / 3600, 6);
+  p["energy_kwh"] = round_decimals(r.energy_kwh, 6);
   return p;
 }
 
@@ -122,7 +115,7 @@ Json run_json(const RouteRunInfo& i) {
   r["tp"] = i.tp;
   r["worker_nodes"] = i.worker_nodes;
   r["disaggregated"] = i.sim.disaggregated;
-  r["speed"] = round_to(i.sim.speed, 6);
+  r["speed"] = round_decimals(i.sim.speed, 6);
   r["block_tokens"] = i.sim.block_tokens;
   r["max_batched_tokens"] = i.sim.max_batched_tokens;
   r["max_running"] = i.sim.max_running;
@@ -173,11 +166,11 @@ std::string route_report_json(const RouteRun& run) {
   t["requests"] = run.stats.requests;
   t["blocks"] = run.stats.blocks;
   t["unique_blocks"] = run.stats.unique_blocks;
-  t["input_tokens"] = round_to(run.stats.input_tokens, 0);
-  t["output_tokens"] = round_to(run.stats.output_tokens, 0);
-  t["duration_s"] = round_to(run.stats.duration_s, 3);
-  t["block_reuse"] = round_to(run.stats.block_reuse, 6);
-  t["token_hit_upper_bound"] = round_to(run.stats.token_hit_upper_bound, 6);
+  t["input_tokens"] = round_decimals(run.stats.input_tokens, 0);
+  t["output_tokens"] = round_decimals(run.stats.output_tokens, 0);
+  t["duration_s"] = round_decimals(run.stats.duration_s, 3);
+  t["block_reuse"] = round_decimals(run.stats.block_reuse, 6);
+  t["token_hit_upper_bound"] = round_decimals(run.stats.token_hit_upper_bound, 6);
   root["trace"] = std::move(t);
   Json policies = Json::object();
   for (const PolicyResult& r : run.results) policies[r.policy] = policy_json(summarise(r), r);
@@ -233,8 +226,8 @@ Json ttft_cdf(const std::vector<Summary>& sums) {
     std::size_t steps = std::min<std::size_t>(s.ttft.size(), 200);
     for (std::size_t k = 1; k <= steps; ++k) {
       std::size_t idx = (k * s.ttft.size() + steps - 1) / steps - 1;
-      cdf.push_back({{"policy", s.policy}, {"ttft_s", round_to(std::max(s.ttft[idx], 1e-4), 6)},
-                     {"fraction", round_to(static_cast<double>(idx + 1) / static_cast<double>(s.ttft.size()), 5)}});
+      cdf.push_back({{"policy", s.policy}, {"ttft_s", round_decimals(std::max(s.ttft[idx], 1e-4), 6)},
+                     {"fraction", round_decimals(static_cast<double>(idx + 1) / static_cast<double>(s.ttft.size()), 5)}});
     }
   }
   Json x = quant("ttft_s", "TTFT (s, log scale)");
@@ -246,10 +239,10 @@ Json ttft_cdf(const std::vector<Summary>& sums) {
 Json hit_rates(const std::vector<Summary>& sums, const TraceStats& stats) {
   Json data = Json::array();
   for (const Summary& s : sums) {
-    data.push_back({{"policy", s.policy}, {"rate", "blocks"}, {"percent", round_to(100 * s.block_hit, 3)}});
-    data.push_back({{"policy", s.policy}, {"rate", "tokens"}, {"percent", round_to(100 * s.token_hit, 3)}});
+    data.push_back({{"policy", s.policy}, {"rate", "blocks"}, {"percent", round_decimals(100 * s.block_hit, 3)}});
+    data.push_back({{"policy", s.policy}, {"rate", "tokens"}, {"percent", round_decimals(100 * s.token_hit, 3)}});
   }
-  data.push_back({{"policy", "trace upper bound"}, {"rate", "tokens"}, {"percent", round_to(100 * stats.token_hit_upper_bound, 3)}});
+  data.push_back({{"policy", "trace upper bound"}, {"rate", "tokens"}, {"percent", round_decimals(100 * stats.token_hit_upper_bound, 3)}});
   return chart("KV cache hit rate (not recomputed: cached or pulled)", std::move(data), "bar",
                {{"y", nominal("policy", nullptr)}, {"yOffset", nominal("rate", nullptr)}, {"x", quant("percent", "hit rate (%)")},
                 {"color", nominal("rate", nullptr)}});
@@ -258,9 +251,9 @@ Json hit_rates(const std::vector<Summary>& sums, const TraceStats& stats) {
 Json bytes_moved(const std::vector<PolicyResult>& results) {
   Json data = Json::array();
   for (const PolicyResult& r : results) {
-    data.push_back({{"policy", r.policy}, {"level", "(total)"}, {"gigabytes", round_to(r.kv_bytes_moved / 1e9, 3)}});
+    data.push_back({{"policy", r.policy}, {"level", "(total)"}, {"gigabytes", round_decimals(r.kv_bytes_moved / 1e9, 3)}});
     for (const auto& [level, bytes] : r.kv_bytes_by_level)
-      data.push_back({{"policy", r.policy}, {"level", level}, {"gigabytes", round_to(bytes / 1e9, 3)}});
+      data.push_back({{"policy", r.policy}, {"level", level}, {"gigabytes", round_decimals(bytes / 1e9, 3)}});
   }
   return chart("KV bytes moved between workers, per link level", std::move(data), "bar",
                {{"y", nominal("policy", nullptr)}, {"yOffset", nominal("level", nullptr)}, {"x", quant("gigabytes", "GB")},
@@ -270,7 +263,7 @@ Json bytes_moved(const std::vector<PolicyResult>& results) {
 Json load_over_time(const PolicyResult& r, double t0) {
   Json data = Json::array();
   for (const LoadSample& s : r.timeline)
-    data.push_back({{"worker", fmt::format("w{:02}", s.worker)}, {"minutes", round_to((s.t_s - t0) / 60, 4)}, {"active", s.active_requests}});
+    data.push_back({{"worker", fmt::format("w{:02}", s.worker)}, {"minutes", round_decimals((s.t_s - t0) / 60, 4)}, {"active", s.active_requests}});
   return chart(fmt::format("Active requests per worker over time: {}", r.policy), std::move(data), {{"type", "line"}, {"interpolate", "step-after"}},
                {{"x", quant("minutes", "time since first arrival (min)")}, {"y", quant("active", "waiting + running requests")},
                 {"color", nominal("worker", "worker")}});
@@ -314,15 +307,7 @@ std::string route_report_html(const RouteRun& run) {
 }
 
 Result<void> write_route_report(const std::string& dir, const RouteRun& run) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
-  const std::string json = route_report_json(run), page = route_report_html(run);
-  const std::string html_path = path_in_dir(dir, "report.html");
-  if (auto h = write_file_atomically(html_path, page); !h) return h;
-  auto j = write_file_atomically(path_in_dir(dir, "report.json"), json);
-  if (!j) std::filesystem::remove(html_path, ec);
-  return j;
+  return write_report_dir(dir, route_report_json(run), route_report_html(run));
 }
 
 }  // namespace toposched::router

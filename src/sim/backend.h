@@ -1,7 +1,7 @@
 // What the simulation engine needs from the layers below, as two small interfaces:
 //  - Placer: one placement policy over its own allocation state (gang placement: all of a
-//    job's GPUs at once, in rank order, or nothing), release, the fragmentation of the
-//    free GPUs and, optionally, reservations (where a waiting job would start once given
+//    job's GPUs at once, in rank order, or nothing), release, the GPUs stranded by
+//    fragmentation and, optionally, reservations (where a waiting job would start once given
 //    running jobs end, and placement around reserved GPUs) for topology-aware backfill;
 //  - CommModel: the communication slowdown of a job on given GPUs (>= 1: runtime on this
 //    placement / runtime on an ideal one), and which shared uplinks it loads.
@@ -39,7 +39,8 @@ class Placer {
   // other error means the policy can never place this job (it is reported, not retried).
   virtual Result<std::vector<GpuId>> place(const SimJob& job, std::uint32_t job_index) = 0;
   virtual void release(std::uint32_t job_index) = 0;
-  // 0 = every free GPU is usable by any job shape, towards 1 = free GPUs scattered.
+  // The share of all GPUs that are free but unusable by a job of a typical size (0 = none
+  // stranded; at most the share of GPUs that are free).
   virtual double fragmentation() const = 0;
 
   // Optional, for topology-aware backfill; placers without it get GPU-count reservations.

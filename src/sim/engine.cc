@@ -521,7 +521,19 @@ class Engine {
       ++frag_n[k];
       frag_total += f;
     }
-    res_.fragmentation_mean = frag_samples_.empty() ? 0 : frag_total / static_cast<double>(frag_samples_.size());
+    // The mean over time: each sample holds until the next one (the last until the run
+    // ends), as utilisation is integrated, so a burst of short-lived states does not weigh
+    // more than a long steady one.
+    double weighted = 0, span = 0;
+    for (std::size_t i = 0; i < frag_samples_.size(); ++i) {
+      const double until = i + 1 < frag_samples_.size() ? frag_samples_[i + 1].first : res_.last_end_s;
+      const double dt = std::max(0.0, until - frag_samples_[i].first);
+      weighted += frag_samples_[i].second * dt;
+      span += dt;
+    }
+    res_.fragmentation_mean = span > 0                  ? weighted / span
+                              : frag_samples_.empty() ? 0
+                                                      : frag_total / static_cast<double>(frag_samples_.size());
     double last_frag = 0;
     for (std::size_t k = 0; k < points; ++k) {
       TimelinePoint& p = res_.timeline[k];

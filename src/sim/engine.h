@@ -79,7 +79,7 @@ struct SimulationResult {
   double idle_energy_j_queued = 0, idle_energy_j_no_demand = 0;
   std::size_t cluster_gpus = 0;
   std::size_t events = 0;
-  double fragmentation_mean = 0;  // over the samples
+  double fragmentation_mean = 0;  // over time: each sample holds until the next
 };
 
 Result<SimulationResult> run_simulation(const Cluster& cluster, const Trace& trace, Placer& placer,

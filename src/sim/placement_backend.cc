@@ -120,7 +120,10 @@ class RegistryPlacer final : public Placer {
     return gpus;
   }
 
-  double fragmentation() const override { return toposched::fragmentation(state_, sizes_).unusable_fraction; }
+  double fragmentation() const override {
+    const FragmentationReport f = toposched::fragmentation(state_, sizes_);
+    return f.total_gpus > 0 ? f.expected_unusable_gpus / static_cast<double>(f.total_gpus) : 0;
+  }
 
  private:
   // The job as a front end would send it (`toposched place --job INDEX --gpus N --tp ...`).

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 
 #include <fmt/format.h>
@@ -18,42 +17,34 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// Fixed decimals, so the JSON text does not depend on the last bits of a double.
-double round_to(double v, int decimals) {
-  if (!std::isfinite(v)) return 0;
-  double f = std::pow(10.0, decimals);
-  double r = std::round(v * f) / f;
-  return r == 0 ? 0.0 : r;  // no "-0.0"
-}
-
 Json summary_json(const PolicySummary& s) {
   Json p;
   p["jobs"] = s.jobs;
-  p["jct_mean_s"] = round_to(s.jct_mean_s, 3);
-  p["jct_p50_s"] = round_to(s.jct_p50_s, 3);
-  p["jct_p95_s"] = round_to(s.jct_p95_s, 3);
-  p["jct_p99_s"] = round_to(s.jct_p99_s, 3);
-  p["wait_mean_s"] = round_to(s.wait_mean_s, 3);
-  p["wait_p50_s"] = round_to(s.wait_p50_s, 3);
-  p["wait_p95_s"] = round_to(s.wait_p95_s, 3);
-  p["wait_p99_s"] = round_to(s.wait_p99_s, 3);
-  p["utilization"] = round_to(s.utilization, 6);
-  p["useful_utilization"] = round_to(s.useful_utilization, 6);
-  p["comm_slowdown_mean"] = round_to(s.comm_slowdown_mean, 6);
-  p["comm_slowdown_p95"] = round_to(s.comm_slowdown_p95, 6);
-  p["gpu_hours_lost_comm"] = round_to(s.gpu_hours_lost_comm, 3);
-  p["gpu_hours_useful"] = round_to(s.gpu_hours_useful, 3);
-  p["gpu_hours_idle_queued"] = round_to(s.gpu_hours_idle_queued, 3);
-  p["gpu_hours_idle_no_demand"] = round_to(s.gpu_hours_idle_no_demand, 3);
-  p["makespan_s"] = round_to(s.makespan_s, 3);
-  p["energy_kwh"] = round_to(s.energy_kwh, 3);
-  p["energy_kwh_useful"] = round_to(s.energy_kwh_useful, 3);
-  p["energy_kwh_lost_comm"] = round_to(s.energy_kwh_lost_comm, 3);
-  p["energy_kwh_idle_queued"] = round_to(s.energy_kwh_idle_queued, 3);
-  p["energy_kwh_idle_no_demand"] = round_to(s.energy_kwh_idle_no_demand, 3);
-  p["useful_gpu_hours_per_mwh"] = round_to(s.useful_gpu_hours_per_mwh, 3);
-  p["fragmentation_mean"] = round_to(s.fragmentation_mean, 6);
-  p["multi_node_jobs"] = round_to(s.multi_node_jobs, 6);
+  p["jct_mean_s"] = round_decimals(s.jct_mean_s, 3);
+  p["jct_p50_s"] = round_decimals(s.jct_p50_s, 3);
+  p["jct_p95_s"] = round_decimals(s.jct_p95_s, 3);
+  p["jct_p99_s"] = round_decimals(s.jct_p99_s, 3);
+  p["wait_mean_s"] = round_decimals(s.wait_mean_s, 3);
+  p["wait_p50_s"] = round_decimals(s.wait_p50_s, 3);
+  p["wait_p95_s"] = round_decimals(s.wait_p95_s, 3);
+  p["wait_p99_s"] = round_decimals(s.wait_p99_s, 3);
+  p["utilization"] = round_decimals(s.utilization, 6);
+  p["useful_utilization"] = round_decimals(s.useful_utilization, 6);
+  p["comm_slowdown_mean"] = round_decimals(s.comm_slowdown_mean, 6);
+  p["comm_slowdown_p95"] = round_decimals(s.comm_slowdown_p95, 6);
+  p["gpu_hours_lost_comm"] = round_decimals(s.gpu_hours_lost_comm, 3);
+  p["gpu_hours_useful"] = round_decimals(s.gpu_hours_useful, 3);
+  p["gpu_hours_idle_queued"] = round_decimals(s.gpu_hours_idle_queued, 3);
+  p["gpu_hours_idle_no_demand"] = round_decimals(s.gpu_hours_idle_no_demand, 3);
+  p["makespan_s"] = round_decimals(s.makespan_s, 3);
+  p["energy_kwh"] = round_decimals(s.energy_kwh, 3);
+  p["energy_kwh_useful"] = round_decimals(s.energy_kwh_useful, 3);
+  p["energy_kwh_lost_comm"] = round_decimals(s.energy_kwh_lost_comm, 3);
+  p["energy_kwh_idle_queued"] = round_decimals(s.energy_kwh_idle_queued, 3);
+  p["energy_kwh_idle_no_demand"] = round_decimals(s.energy_kwh_idle_no_demand, 3);
+  p["useful_gpu_hours_per_mwh"] = round_decimals(s.useful_gpu_hours_per_mwh, 3);
+  p["fragmentation_mean"] = round_decimals(s.fragmentation_mean, 6);
+  p["multi_node_jobs"] = round_decimals(s.multi_node_jobs, 6);
   p["never_placed"] = s.never_placed;
   return p;
 }
@@ -117,7 +108,7 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
       {"energy lost to comm (MWh)", [](const PolicySummary& s) { return fmt::format("{:.2f}", s.energy_kwh_lost_comm / 1000); }},
       {"energy idle, jobs waiting (MWh)", [](const PolicySummary& s) { return fmt::format("{:.2f}", s.energy_kwh_idle_queued / 1000); }},
       {"useful GPU-hours per MWh", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.useful_gpu_hours_per_mwh); }},
-      {"fragmentation mean", [](const PolicySummary& s) { return fmt::format("{:.3f}", s.fragmentation_mean); }},
+      {"GPUs stranded (fragmentation)", [](const PolicySummary& s) { return fmt::format("{:.2f} %", 100 * s.fragmentation_mean); }},
       {"multi-node jobs", [](const PolicySummary& s) { return fmt::format("{:.1f} %", 100 * s.multi_node_jobs); }},
   };
   std::size_t label_w = 0;
@@ -151,18 +142,18 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
                                                     {"2 lost to communication", s.gpu_hours_lost_comm},
                                                     {"3 idle while jobs waited", s.gpu_hours_idle_queued},
                                                     {"4 idle, nothing waiting", s.gpu_hours_idle_no_demand}};
-    for (auto [part, value] : parts) hours.push_back({{"policy", name}, {"part", part}, {"gpu_hours", round_to(value, 2)}});
+    for (auto [part, value] : parts) hours.push_back({{"policy", name}, {"part", part}, {"gpu_hours", round_decimals(value, 2)}});
     const std::pair<const char*, double> energy_parts[] = {{"1 useful (ideal work)", s.energy_kwh_useful},
                                                            {"2 lost to communication", s.energy_kwh_lost_comm},
                                                            {"3 idle while jobs waited", s.energy_kwh_idle_queued},
                                                            {"4 idle, nothing waiting", s.energy_kwh_idle_no_demand}};
-    for (auto [part, value] : energy_parts) energy.push_back({{"policy", name}, {"part", part}, {"mwh", round_to(value / 1000, 4)}});
-    summary.push_back({{"policy", name}, {"metric", "useful GPU-hours per MWh"}, {"value", round_to(s.useful_gpu_hours_per_mwh, 2)}});
-    summary.push_back({{"policy", name}, {"metric", "mean JCT (h)"}, {"value", round_to(s.jct_mean_s / 3600, 4)}});
-    summary.push_back({{"policy", name}, {"metric", "mean wait (h)"}, {"value", round_to(s.wait_mean_s / 3600, 4)}});
-    summary.push_back({{"policy", name}, {"metric", "GPU utilisation (%)"}, {"value", round_to(100 * s.utilization, 3)}});
-    summary.push_back({{"policy", name}, {"metric", "useful utilisation (%)"}, {"value", round_to(100 * s.useful_utilization, 3)}});
-    summary.push_back({{"policy", name}, {"metric", "mean comm slowdown"}, {"value", round_to(s.comm_slowdown_mean, 4)}});
+    for (auto [part, value] : energy_parts) energy.push_back({{"policy", name}, {"part", part}, {"mwh", round_decimals(value / 1000, 4)}});
+    summary.push_back({{"policy", name}, {"metric", "useful GPU-hours per MWh"}, {"value", round_decimals(s.useful_gpu_hours_per_mwh, 2)}});
+    summary.push_back({{"policy", name}, {"metric", "mean JCT (h)"}, {"value", round_decimals(s.jct_mean_s / 3600, 4)}});
+    summary.push_back({{"policy", name}, {"metric", "mean wait (h)"}, {"value", round_decimals(s.wait_mean_s / 3600, 4)}});
+    summary.push_back({{"policy", name}, {"metric", "GPU utilisation (%)"}, {"value", round_decimals(100 * s.utilization, 3)}});
+    summary.push_back({{"policy", name}, {"metric", "useful utilisation (%)"}, {"value", round_decimals(100 * s.useful_utilization, 3)}});
+    summary.push_back({{"policy", name}, {"metric", "mean comm slowdown"}, {"value", round_decimals(s.comm_slowdown_mean, 4)}});
     if (!run.result) continue;
     const SimulationResult& r = *run.result;
     std::vector<double> jct, sd;
@@ -177,19 +168,19 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
     std::size_t steps = std::min<std::size_t>(jct.size(), 200);
     for (std::size_t k = 1; k <= steps; ++k) {
       std::size_t idx = (k * jct.size() + steps - 1) / steps - 1;
-      cdf.push_back({{"policy", name}, {"jct_h", round_to(std::max(jct[idx], 1.0) / 3600, 5)},
-                     {"fraction", round_to(static_cast<double>(idx + 1) / static_cast<double>(jct.size()), 5)}});
+      cdf.push_back({{"policy", name}, {"jct_h", round_decimals(std::max(jct[idx], 1.0) / 3600, 5)},
+                     {"fraction", round_decimals(static_cast<double>(idx + 1) / static_cast<double>(jct.size()), 5)}});
     }
     std::size_t sd_steps = std::min<std::size_t>(sd.size(), 500);
     for (std::size_t k = 1; k <= sd_steps; ++k) {
       std::size_t idx = (k * sd.size() + sd_steps - 1) / sd_steps - 1;
-      slow.push_back({{"policy", name}, {"slowdown", round_to(sd[idx], 4)}});
+      slow.push_back({{"policy", name}, {"slowdown", round_decimals(sd[idx], 4)}});
     }
     double gpus = static_cast<double>(std::max<std::size_t>(r.cluster_gpus, 1));
     for (const TimelinePoint& p : r.timeline)
-      timeline.push_back({{"policy", name}, {"hours", round_to((p.t - r.first_submit_s) / 3600, 4)},
-                          {"utilisation", round_to(100 * p.busy_gpus / gpus, 3)}, {"queued", round_to(p.queued_jobs, 3)},
-                          {"fragmentation", round_to(p.fragmentation, 4)}});
+      timeline.push_back({{"policy", name}, {"hours", round_decimals((p.t - r.first_submit_s) / 3600, 4)},
+                          {"utilisation", round_decimals(100 * p.busy_gpus / gpus, 3)}, {"queued", round_decimals(p.queued_jobs, 3)},
+                          {"fragmentation", round_decimals(p.fragmentation, 4)}});
   }
   auto line = [](std::string title, Json data, std::string x, std::string xtitle, std::string y, std::string ytitle, bool logx) {
     Json xenc = {{"field", x}, {"type", "quantitative"}, {"title", xtitle}};
@@ -207,7 +198,7 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
   specs["chart-jct-cdf"] = line("Job completion time, CDF per policy", cdf, "jct_h", "JCT (hours, log scale)", "fraction", "fraction of jobs", true);
   specs["chart-utilisation"] = line("GPU utilisation over time", timeline, "hours", "time since first submit (h)", "utilisation", "busy GPUs (%)", false);
   specs["chart-queue"] = line("Queue length over time", timeline, "hours", "time since first submit (h)", "queued", "queued jobs", false);
-  specs["chart-fragmentation"] = line("Fragmentation of free GPUs over time", timeline, "hours", "time since first submit (h)", "fragmentation", "fragmentation (0..1)", false);
+  specs["chart-fragmentation"] = line("GPUs stranded by fragmentation over time", timeline, "hours", "time since first submit (h)", "fragmentation", "free GPUs unusable by a typical job (share of all GPUs)", false);
   specs["chart-slowdown"] = Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
                                  {"title", "Communication slowdown per job (runtime / ideal)"},
                                  {"width", 520},
@@ -267,7 +258,8 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
                        s.energy_kwh_lost_comm / 1000, s.energy_kwh_idle_queued / 1000, s.energy_kwh_idle_no_demand / 1000);
   });
   row("useful GPU-hours per MWh", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.useful_gpu_hours_per_mwh); });
-  row("fragmentation mean", [](const PolicySummary& s) { return fmt::format("{:.3f}", s.fragmentation_mean); });
+  row("GPUs stranded by fragmentation, time mean (% of all GPUs)",
+      [](const PolicySummary& s) { return fmt::format("{:.2f}", 100 * s.fragmentation_mean); });
   table += "</tbody></table>";
 
   html::ChartPage page;
@@ -285,14 +277,7 @@ Result<void> write_report(const std::string& dir, const RunInfo& info, const Tra
   // last: a failed render leaves no directory, a failed write no new report.html.
   TOPOSCHED_TRY(json, report_json(info, runs));
   TOPOSCHED_TRY(html, report_html(info, trace, runs));
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
-  const std::string html_path = path_in_dir(dir, "report.html");
-  if (auto h = write_file_atomically(html_path, html); !h) return h;
-  auto j = write_file_atomically(path_in_dir(dir, "report.json"), json);
-  if (!j) std::filesystem::remove(html_path, ec);
-  return j;
+  return write_report_dir(dir, json, html);
 }
 
 }  // namespace toposched::sim

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <optional>
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include "formats/html_page.h"
 #include "formats/json_output.h"
 #include "placement/engine.h"
+#include "placement/placement.h"
 #include "sim/backend.h"
 #include "topology/file_io.h"
 
@@ -19,13 +19,6 @@ namespace toposched::sim {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-double round_to(double v, int decimals) {
-  if (!std::isfinite(v)) return 0;
-  double f = std::pow(10.0, decimals);
-  double r = std::round(v * f) / f;
-  return r == 0 ? 0.0 : r;
-}
 
 int model_parallel(const ParallelPlan& p) { return p.tp * p.pp * p.cp * p.ep; }
 
@@ -132,6 +125,13 @@ std::string describe_break(const ScaleCurve& curve) {
   return out + fmt::format("largest loss {:.3f} -> {:.3f} at {} GPUs", worst_from->efficiency, worst_to->efficiency, worst_to->gpus);
 }
 
+std::string randomized_note(std::uint64_t seed) {
+  return fmt::format(
+      "one random draw per size (seed {}), not a scaling curve: each size is an independent draw, so efficiency above 1 at a "
+      "size means the smaller size landed scattered",
+      seed);
+}
+
 Result<void> check_sizes(const JobSpec& spec, const std::vector<int>& sizes) {
   const int unit = model_parallel(spec.plan);
   if (sizes.empty()) return make_error(ErrorCode::kInvalidArgument, "give at least one GPU count");
@@ -183,6 +183,13 @@ Result<double> ideal_per_gpu_throughput(const Cluster& cluster, const JobSpec& s
 
 }  // namespace
 
+std::vector<std::string> scale_policies_all() {
+  std::vector<std::string> out;
+  for (const PlacementPolicy* p : placement_policies())
+    if (!p->randomized()) out.emplace_back(p->name());
+  return out;
+}
+
 Result<ScalePoint> predict_step(const Cluster& cluster, const AllocationState& start, const std::string& policy, const JobSpec& spec,
                                 int virtual_stages, std::uint64_t seed) {
   TOPOSCHED_CHECK(validate_plan(spec.plan));
@@ -208,7 +215,11 @@ Result<ScaleResult> scale_job(const Cluster& cluster, const AllocationState& sta
   TOPOSCHED_CHECK(validate_plan(spec.plan));
   TOPOSCHED_CHECK(check_sizes(spec, o.gpu_counts));
   if (o.policies.empty()) return make_error(ErrorCode::kInvalidArgument, "give at least one policy");
-  for (const std::string& p : o.policies) TOPOSCHED_CHECK(find_policy(p));
+  std::vector<const PlacementPolicy*> chosen;
+  for (const std::string& p : o.policies) {
+    TOPOSCHED_TRY(policy, find_policy(p));
+    chosen.push_back(policy);
+  }
   ScaleResult out;
   out.job = spec.name;
   out.cluster = cluster.name();
@@ -219,9 +230,11 @@ Result<ScaleResult> scale_job(const Cluster& cluster, const AllocationState& sta
   smallest.plan.dp = o.gpu_counts.front() / model_parallel(spec.plan);
   auto ideal = ideal_per_gpu_throughput(cluster, smallest, o.virtual_stages);
   out.ideal_samples_per_s_per_gpu = ideal ? *ideal : 0;  // 0: the cluster has no ideal placement of that size
-  for (const std::string& policy : o.policies) {
+  for (std::size_t k = 0; k < o.policies.size(); ++k) {
+    const std::string& policy = o.policies[k];
     ScaleCurve curve;
     curve.policy = policy;
+    if (chosen[k]->randomized()) curve.note = randomized_note(o.seed);
     const ScalePoint* first = nullptr;
     for (int gpus : o.gpu_counts) {
       JobSpec at = spec;
@@ -248,7 +261,7 @@ Result<std::string> scale_json(const ScaleResult& r) {
   root["cluster"] = r.cluster;
   root["plan"] = {{"tp", r.plan.tp}, {"pp", r.plan.pp}, {"cp", r.plan.cp}, {"ep", r.plan.ep}, {"order", r.plan.order}};
   root["virtual_stages"] = r.virtual_stages;
-  Json policies = Json::object(), breaks = Json::object();
+  Json policies = Json::object(), breaks = Json::object(), notes = Json::object();
   for (const ScaleCurve& c : r.curves) {
     Json points = Json::array();
     for (const ScalePoint& p : c.points) {
@@ -262,22 +275,24 @@ Result<std::string> scale_json(const ScaleResult& r) {
         j["efficiency"] = nullptr;
         j["error"] = p.why_not;
       } else {
-        j["step_time_s"] = round_to(p.step_time_s, 6);
-        j["speedup"] = round_to(p.speedup, 6);
-        j["efficiency"] = round_to(p.efficiency, 6);
-        j["efficiency_vs_ideal"] = round_to(p.efficiency_vs_ideal, 6);
-        j["throughput_samples_per_s"] = round_to(p.samples_per_s, 4);
-        j["compute_s"] = round_to(p.compute_s, 6);
-        j["exposed_comm_s"] = round_to(p.exposed_comm_s, 6);
+        j["step_time_s"] = round_decimals(p.step_time_s, 6);
+        j["speedup"] = round_decimals(p.speedup, 6);
+        j["efficiency"] = round_decimals(p.efficiency, 6);
+        j["efficiency_vs_ideal"] = round_decimals(p.efficiency_vs_ideal, 6);
+        j["throughput_samples_per_s"] = round_decimals(p.samples_per_s, 4);
+        j["compute_s"] = round_decimals(p.compute_s, 6);
+        j["exposed_comm_s"] = round_decimals(p.exposed_comm_s, 6);
         j["widest_level"] = p.widest_level;
       }
       points.push_back(std::move(j));
     }
     policies[c.policy] = std::move(points);
     breaks[c.policy] = c.breaks;
+    if (!c.note.empty()) notes[c.policy] = c.note;
   }
   root["policies"] = std::move(policies);
   root["breaks"] = std::move(breaks);
+  if (!notes.empty()) root["notes"] = std::move(notes);
   TOPOSCHED_TRY(text, dump_json(root, 2));
   return text + "\n";
 }
@@ -286,8 +301,10 @@ std::string scale_table(const ScaleResult& r) {
   std::string out = fmt::format("job {} on {}: tp={} pp={} cp={} ep={}, dp grows with the size (weak scaling), {} virtual stage(s)\n",
                                 r.job, r.cluster, r.plan.tp, r.plan.pp, r.plan.cp, r.plan.ep, r.virtual_stages);
   for (const ScaleCurve& c : r.curves) {
-    out += fmt::format("\n{}\n{:>7} {:>6} {:>12} {:>12} {:>10} {:>10} {:>9} {:>12}  {}\n", c.policy, "gpus", "dp", "step (s)", "samples/s",
-                       "speed-up", "efficiency", "vs ideal", "exposed (s)", "widest level");
+    out += fmt::format("\n{}\n", c.policy);
+    if (!c.note.empty()) out += fmt::format("note: {}\n", c.note);
+    out += fmt::format("{:>7} {:>6} {:>12} {:>12} {:>10} {:>10} {:>9} {:>12}  {}\n", "gpus", "dp", "step (s)", "samples/s", "speed-up",
+                       "efficiency", "vs ideal", "exposed (s)", "widest level");
     for (const ScalePoint& p : c.points) {
       if (!p.placed) {
         out += fmt::format("{:>7} {:>6}  cannot place: {}\n", p.gpus, p.dp, p.why_not);
@@ -306,8 +323,8 @@ std::string scale_html(const ScaleResult& r) {
   for (const ScaleCurve& c : r.curves)
     for (const ScalePoint& p : c.points)
       if (p.placed)
-        points.push_back({{"policy", c.policy}, {"gpus", p.gpus}, {"efficiency", round_to(p.efficiency, 5)},
-                          {"step_time_s", round_to(p.step_time_s, 6)}, {"speedup", round_to(p.speedup, 4)}});
+        points.push_back({{"policy", c.policy}, {"gpus", p.gpus}, {"efficiency", round_decimals(p.efficiency, 5)},
+                          {"step_time_s", round_decimals(p.step_time_s, 6)}, {"speedup", round_decimals(p.speedup, 4)}});
   auto line = [&](std::string title, std::string y, std::string ytitle) {
     return Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
                 {"title", title},
@@ -327,6 +344,7 @@ std::string scale_html(const ScaleResult& r) {
       html::escape(r.job), html::escape(r.cluster), r.plan.tp, r.plan.pp, r.plan.cp, r.plan.ep, r.virtual_stages);
   std::string table = "<table><thead><tr><th>policy</th><th>GPUs</th><th>step (s)</th><th>speed-up</th><th>efficiency</th><th>widest level</th></tr></thead><tbody>";
   for (const ScaleCurve& c : r.curves) {
+    if (!c.note.empty()) table += fmt::format("<tr><td colspan=\"6\"><b>{}: {}</b></td></tr>", html::escape(c.policy), html::escape(c.note));
     for (const ScalePoint& p : c.points)
       table += p.placed ? fmt::format("<tr><td>{}</td><td>{}</td><td>{:.4f}</td><td>{:.2f}</td><td>{:.3f}</td><td>{}</td></tr>", html::escape(c.policy),
                                       p.gpus, p.step_time_s, p.speedup, p.efficiency, html::escape(p.widest_level))
@@ -342,17 +360,9 @@ std::string scale_html(const ScaleResult& r) {
 }
 
 Result<void> write_scale_report(const std::string& dir, const ScaleResult& result) {
-  // Both are rendered before anything is created, and report.json goes last (as simulate's).
+  // Both are rendered before anything is created (write_report_dir writes report.json last).
   TOPOSCHED_TRY(json, scale_json(result));
-  const std::string page = scale_html(result);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
-  const std::string html_path = path_in_dir(dir, "report.html");
-  TOPOSCHED_CHECK(write_file_atomically(html_path, page));
-  auto j = write_file_atomically(path_in_dir(dir, "report.json"), json);
-  if (!j) std::filesystem::remove(html_path, ec);
-  return j;
+  return write_report_dir(dir, json, scale_html(result));
 }
 
 }  // namespace toposched::sim

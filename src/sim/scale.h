@@ -13,6 +13,10 @@
 //    and efficiency_vs_ideal against the smallest size on the ideal placement;
 //  - where efficiency breaks: the step between two sizes that loses the most efficiency,
 //    the parallel group whose time grew most there and the farthest level its groups reach.
+// A randomized policy (`random`) gives one independent draw per size, not a curve: its
+// efficiency against its own smallest size can exceed 1 (the smallest size landed
+// scattered, a larger one had less choice), so "all" leaves it out and its curve carries a
+// note saying so when it is named.
 // Errors: kInvalidArgument for sizes that are not ascending multiples of tp x pp x cp x ep
 // or an unknown policy. A size a policy cannot place is a point with placed = false.
 // Pure functions of their inputs apart from write_scale_report; thread-safe.
@@ -63,6 +67,8 @@ struct ScaleCurve {
   // "dp allreduce reaches tier:spine at 1024 GPUs (was tier:leaf); efficiency 0.97 -> 0.91",
   // or a sentence saying it holds.
   std::string breaks;
+  // Empty, or for a randomized policy why its points do not form a scaling curve.
+  std::string note;
 };
 
 struct ScaleResult {
@@ -75,6 +81,10 @@ struct ScaleResult {
   std::vector<ScaleCurve> curves;
 };
 
+// What `--policies all` means for scale: every placement policy that models a scheduler's
+// deterministic choice (placement_policies() order), i.e. all but the randomized ones.
+std::vector<std::string> scale_policies_all();
+
 // One point: `spec` exactly as given (its dp included) placed by `policy` on a copy of
 // `start`. kInvalidArgument for an unknown policy or an invalid plan; a placement the
 // policy refuses is a point with placed = false.
@@ -85,10 +95,11 @@ Result<ScaleResult> scale_job(const Cluster& cluster, const AllocationState& sta
 
 // {"job","cluster","plan":{...},"virtual_stages","policies":{NAME:[{"gpus","step_time_s",
 // "speedup","efficiency","efficiency_vs_ideal","dp","placed","throughput_samples_per_s","compute_s",
-// "exposed_comm_s","widest_level"}]},"breaks":{NAME:"..."}}; numbers rounded to fixed
+// "exposed_comm_s","widest_level"}]},"breaks":{NAME:"..."},"notes":{NAME:"..."}} ("notes" only
+// when a curve has one: a randomized policy's); numbers rounded to fixed
 // decimals, so the text is byte-stable. Fails (kValidation) on a name that is not UTF-8.
 Result<std::string> scale_json(const ScaleResult& result);
-// The terminal table: one block per policy, then where each curve breaks.
+// The terminal table: one block per policy (with its note, if any), then where each curve breaks.
 std::string scale_table(const ScaleResult& result);
 // One self-contained page (formats/html_page.h): efficiency and step time against GPUs per
 // policy, and the per-size table.

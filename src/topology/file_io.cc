@@ -291,6 +291,18 @@ std::string path_in_dir(const std::string& dir, std::string_view name) {
   return joined + std::string(name);
 }
 
+Result<void> write_report_dir(const std::string& dir, std::string_view json_text, std::string_view html_text) {
+  if (auto usable = check_output_dir(dir); !usable) return usable;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
+  const std::string html_path = path_in_dir(dir, "report.html");
+  if (auto h = write_file_atomically(html_path, html_text); !h) return h;
+  auto j = write_file_atomically(path_in_dir(dir, "report.json"), json_text);
+  if (!j) fs::remove(html_path, ec);
+  return j;
+}
+
 Result<void> write_file_atomically(const std::string& path, std::string_view content) {
   if (path == "-") {
     std::cout << content;

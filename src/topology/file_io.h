@@ -41,6 +41,14 @@ Result<void> check_output_path(const std::string& path);
 // kIo error when `dir` is not a directory that exists (or can be created) and is writable.
 Result<void> check_output_dir(const std::string& dir);
 
+// A report folder as `simulate`, `route` and `scale` write it: check_output_dir(dir), create
+// it (and its parents), then DIR/report.html and DIR/report.json, each with
+// write_file_atomically, report.json (what scripts read) last; when report.json cannot be
+// written the new report.html is removed again, so a failure never leaves a report.html
+// without its report.json. Both texts are rendered by the caller first, so a failed render
+// creates nothing.
+Result<void> write_report_dir(const std::string& dir, std::string_view json_text, std::string_view html_text);
+
 // `dir`/`name` with one separator whatever `dir` ends with ("out//" + "report.html" gives
 // "out/report.html"; "/" stays the root): the path of a file a command writes into a folder,
 // as it is written and as it is printed.

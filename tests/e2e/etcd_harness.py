@@ -31,7 +31,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,9 @@ import time
 import urllib.error
 import urllib.request
 from typing import List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proc_harness import free_ports, log_tail, stop_processes  # noqa: E402
 
 ETCD = shutil.which("etcd") or "/usr/bin/etcd"
 
@@ -52,20 +54,6 @@ def etcd_available() -> Optional[str]:
     if not os.access(ETCD, os.X_OK):
         return f"{ETCD} not installed (Debian package etcd-server; run scripts/install-deps)"
     return None
-
-
-def free_ports(count: int) -> List[int]:
-    """Ports free on 127.0.0.1 now, all distinct (held open together while picking)."""
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 class EtcdCluster:
@@ -140,14 +128,7 @@ class EtcdCluster:
 
     def kill(self, i: int) -> None:
         """SIGKILL member i (a crash); its data directory stays for start(i)."""
-        p = self.procs[i]
-        if p is None:
-            return
-        if p.poll() is None:
-            if self.paused[i]:
-                os.kill(p.pid, signal.SIGCONT)
-            p.kill()
-        p.wait(timeout=30)
+        stop_processes([self.procs[i]], signal.SIGKILL, timeout_s=30)
         self.procs[i] = None
         self.paused[i] = False
 
@@ -167,21 +148,10 @@ class EtcdCluster:
     def stop_all(self) -> None:
         """Stops every member this cluster started (SIGKILL: the data is thrown away, and a
         SIGTERMed leader waits seconds to hand leadership to peers already gone)."""
+        stop_processes(self.procs, signal.SIGKILL, timeout_s=10)
         for i in range(self.count):
-            p = self.procs[i]
-            if p is not None and p.poll() is None:
-                if self.paused[i]:
-                    os.kill(p.pid, signal.SIGCONT)
-                p.kill()
-        for i in range(self.count):
-            p = self.procs[i]
-            if p is not None:
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(timeout=10)
             self.procs[i] = None
+            self.paused[i] = False
             if self.logs[i] is not None:
                 self.logs[i].close()
                 self.logs[i] = None
@@ -218,13 +188,7 @@ class EtcdCluster:
             timeout_s, "\n".join(self.log_tail(i) for i in want)))
 
     def log_tail(self, i: int, lines: int = 20) -> str:
-        path = os.path.join(self.dir, f"{self.names[i]}.log")
-        try:
-            with open(path, "rb") as f:
-                text = f.read().decode(errors="replace").splitlines()
-        except OSError:
-            return f"(no log for member {i})"
-        return f"--- {path}\n" + "\n".join(text[-lines:])
+        return log_tail(os.path.join(self.dir, f"{self.names[i]}.log"), lines, header=True)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

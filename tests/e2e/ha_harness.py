@@ -15,6 +15,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,8 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from etcd_harness import EtcdCluster, free_ports  # noqa: E402
+from etcd_harness import EtcdCluster  # noqa: E402
+from proc_harness import free_ports, log_tail, stop_processes  # noqa: E402
 
 TOPOSCHED = os.environ.get("TOPOSCHED", "toposched")
 CLUSTER = "preset:dgx-h100?nodes=128"  # 1024 GPUs: room for the jobs orphaned by kills (placed, never answered)
@@ -114,35 +116,19 @@ class Replicas:
         raise RuntimeError(f"replica {i} did not answer /healthz:\n{self.log_tail(i)}")
 
     def kill(self, i: int) -> None:
-        p = self.procs[i]
-        if p is not None and p.poll() is None:
-            p.kill()
-        if p is not None:
-            p.wait(timeout=30)
+        stop_processes([self.procs[i]], signal.SIGKILL, timeout_s=30)
         self.procs[i] = None
 
     def stop_all(self) -> None:
-        for p in self.procs:
-            if p is not None and p.poll() is None:
-                p.terminate()
-        for i, p in enumerate(self.procs):
-            if p is not None:
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(timeout=10)
+        stop_processes(self.procs, signal.SIGTERM, timeout_s=10)
+        for i in range(len(self.procs)):
             self.procs[i] = None
             if self.logs[i] is not None:
                 self.logs[i].close()
                 self.logs[i] = None
 
     def log_tail(self, i: int, lines: int = 30) -> str:
-        try:
-            with open(os.path.join(self.dir, f"replica{i}.log"), "rb") as f:
-                return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return log_tail(os.path.join(self.dir, f"replica{i}.log"), lines)
 
     def role(self, i: int) -> Optional[str]:
         if self.procs[i] is None:

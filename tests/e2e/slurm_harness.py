@@ -55,6 +55,9 @@ import tempfile
 import time
 from typing import Iterable, Optional, Sequence
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proc_harness import die_with_parent, free_ports, stop_processes  # noqa: E402
+
 SLURMCTLD = shutil.which("slurmctld") or "/usr/sbin/slurmctld"
 SLURMD = shutil.which("slurmd") or "/usr/sbin/slurmd"
 MUNGED = shutil.which("munged") or "/usr/sbin/munged"
@@ -103,32 +106,6 @@ class NodeSpec:
         if self.cloud:
             parts.append("State=CLOUD")
         return " ".join(parts)
-
-
-def _die_with_parent() -> None:
-    """preexec_fn: the daemon gets SIGTERM when the test process dies, even by SIGKILL
-    (a ctest timeout), so no daemon outlives its test."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
-
-
-def _free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 right now (held open together so that they differ)."""
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 class SlurmCluster:
@@ -197,7 +174,7 @@ class SlurmCluster:
                         self._start_slurmds()
                     return
                 bind_failed = "Address already in use" in self.read_log()
-                self._stop_process(self._slurmctld)
+                stop_processes([self._slurmctld])
                 self._slurmctld = None
                 if not bind_failed:
                     break
@@ -220,13 +197,13 @@ class SlurmCluster:
         if self._slurmds:
             self._cancel_all_jobs()
         for proc in self._slurmds.values():
-            self._stop_process(proc)
+            stop_processes([proc])
         self._slurmds = {}
         if self.real_slurmd and self.conf_path:
             self._stop_leftover_job_processes()
-        self._stop_process(self._slurmctld)
+        stop_processes([self._slurmctld])
         self._slurmctld = None
-        self._stop_process(self._munged)
+        stop_processes([self._munged])
         self._munged = None
         if self._ctld_stderr:
             self._ctld_stderr.close()
@@ -234,17 +211,6 @@ class SlurmCluster:
         if self.dir and not self.keep_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
-
-    @staticmethod
-    def _stop_process(proc: Optional[subprocess.Popen]) -> None:
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
     def _path(self, name: str) -> str:
         assert self.dir is not None
@@ -262,7 +228,7 @@ class SlurmCluster:
              f"--pid-file={self._path('munged.pid')}", f"--log-file={self.munge_log}",
              f"--seed-file={self._path('munged.seed')}", "--num-threads=2"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         self.started_pids.append(self._munged.pid)
         deadline = time.monotonic() + 15
@@ -275,7 +241,7 @@ class SlurmCluster:
             time.sleep(0.05)
 
     def _write_configs(self) -> None:
-        ctld_port, slurmd_port = _free_ports(2)
+        ctld_port, slurmd_port = free_ports(2)
         host = socket.gethostname().split(".")[0]
         for d in ("state", "spool"):
             os.makedirs(self._path(d), exist_ok=True)
@@ -360,7 +326,7 @@ class SlurmCluster:
         self.node_names = []
         for spec in self.nodes:
             self.node_names += _expand_simple(spec.names)
-        ports = _free_ports(len(self.node_names))
+        ports = free_ports(len(self.node_names))
         gres = []
         for spec in self.nodes:
             spec.cloud = False
@@ -397,7 +363,7 @@ class SlurmCluster:
                 ["unshare", "--uts", "sh", "-c", f'hostname "$0" && exec "$1" -D -N "$0" -f "$2"',
                  name, SLURMD, self.conf_path],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=self.env(),
-                preexec_fn=_die_with_parent)
+                preexec_fn=die_with_parent)
             out.close()
             self._slurmds[name] = proc
             self.started_pids.append(proc.pid)
@@ -464,7 +430,7 @@ class SlurmCluster:
         self._slurmctld = subprocess.Popen(
             [SLURMCTLD, "-D", "-c", "-i", "-f", self.conf_path],
             stdin=subprocess.DEVNULL, stdout=self._ctld_stderr, stderr=subprocess.STDOUT,
-            env=self.env(), preexec_fn=_die_with_parent,
+            env=self.env(), preexec_fn=die_with_parent,
         )
         self.started_pids.append(self._slurmctld.pid)
 

@@ -157,6 +157,18 @@ class AcceptanceTest(unittest.TestCase):
         self.check(["--cluster", "preset:dgx-h100?nodes=64", "--generate", os.path.join(SOURCE_DIR, "examples", "llm-mix.yaml")],
                    512)
 
+    def test_bundled_mix_topo_strands_fewest_gpus(self):
+        # Issue 16, acceptance 3 (all six mix/discipline runs: scripts/results, docs/results.md):
+        # on the demo, topo has the lowest mean JCT and strands the fewest GPUs of all policies.
+        data = json.loads(run("simulate", "--cluster", "preset:dgx-h100?nodes=64", "--generate",
+                              os.path.join(SOURCE_DIR, "examples", "llm-mix.yaml"), "--policies", "all",
+                              "--discipline", "easy-backfill", "--format", "json", "--quiet").stdout)
+        policies = data["policies"]
+        self.assertEqual(len(policies), 6)
+        for key in ("fragmentation_mean", "jct_mean_s"):
+            best = min(policies, key=lambda name: policies[name][key])
+            self.assertEqual(best, "topo", f"{key}: " + ", ".join(f"{n} {p[key]:.4f}" for n, p in policies.items()))
+
     def test_alibaba_multigpu(self):
         ali = os.path.join(DATA, "alibaba-v2023")
         self.check(["--cluster", os.path.join(ali, "openb_node_list_gpu_node.csv"),

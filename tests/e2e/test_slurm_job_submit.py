@@ -23,7 +23,8 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from slurm_harness import NodeSpec, SlurmCluster, _free_ports, _die_with_parent, slurm_available  # noqa: E402
+from proc_harness import die_with_parent, free_ports  # noqa: E402
+from slurm_harness import NodeSpec, SlurmCluster, slurm_available  # noqa: E402
 from toposched_cli import BINARY, SOURCE_DIR  # noqa: E402
 
 SPEC = os.path.join(SOURCE_DIR, "tests", "data", "slurm", "cluster.yaml")
@@ -41,7 +42,7 @@ class SlurmJobSubmitLua(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="toposched-slurm-lua-")
-        cls.port = _free_ports(1)[0]
+        cls.port = free_ports(1)[0]
         cls.url = f"http://127.0.0.1:{cls.port}"
         lua = toposched("slurm", "job-submit-lua", "--url", cls.url, "--timeout", "3")
         topology = toposched("export", "--cluster", SPEC, "--to", "slurm-tree")
@@ -62,7 +63,7 @@ class SlurmJobSubmitLua(unittest.TestCase):
         cls.serve = subprocess.Popen(
             [BINARY, "serve", "--cluster", SPEC, "--listen", f"127.0.0.1:{cls.port}",
              "--store", f"sqlite:{os.path.join(cls.tmp.name, 'state.db')}", "--slurm", "--slurm-poll-interval", "0.5"],
-            stdout=cls.serve_log, stderr=subprocess.STDOUT, env=cls.slurm.env(), preexec_fn=_die_with_parent)
+            stdout=cls.serve_log, stderr=subprocess.STDOUT, env=cls.slurm.env(), preexec_fn=die_with_parent)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if cls.serve.poll() is not None:

@@ -1,5 +1,7 @@
 // The JSON rules of formats/: output must be valid UTF-8 (rejected with the JSON pointer of
 // the bad string), and JSON-only input is one document without repeated keys.
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -51,6 +53,16 @@ TEST(JsonOutput, ValidDocumentDumpsAsNlohmannDoes) {
   auto r = dump_json(j, 2);
   ASSERT_TRUE(r) << r.error().to_string();
   EXPECT_EQ(*r, j.dump(2));
+}
+
+TEST(JsonOutput, RoundDecimalsKeepsReportsByteStable) {
+  EXPECT_EQ(round_decimals(0.1234567, 6), 0.123457);
+  EXPECT_EQ(round_decimals(2.5, 0), 3.0);
+  EXPECT_EQ(round_decimals(1e-9, 6), 0.0);
+  EXPECT_FALSE(std::signbit(round_decimals(-1e-9, 6)));  // no "-0.0" in a report
+  EXPECT_EQ(round_decimals(std::numeric_limits<double>::infinity(), 3), 0.0);
+  EXPECT_EQ(round_decimals(std::nan(""), 3), 0.0);
+  EXPECT_EQ(nlohmann::json(round_decimals(0.1 + 0.2, 6)).dump(), "0.3");
 }
 
 TEST(JsonInput, RepeatedKeyNamesBothLines) {

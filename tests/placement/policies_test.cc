@@ -287,6 +287,43 @@ TEST(Topo, InferenceReplicasPackIntoPartlyUsedNodes) {
   EXPECT_EQ(after.total_free_nodes(), 6);  // every whole node still whole
 }
 
+// Uses the GPUs of `owner` on node n (local indices 0..count-1) in state s.
+void occupy(AllocationState& s, std::string owner, std::uint32_t node, int count) {
+  std::vector<GpuId> gpus;
+  for (int l = 0; l < count; ++l) gpus.push_back(s.cluster().node_gpu(NodeId(node), l));
+  ASSERT_TRUE(s.allocate(std::move(owner), gpus));
+}
+
+std::set<std::uint32_t> nodes_of(const Cluster& c, const std::vector<GpuId>& gpus) {
+  std::set<std::uint32_t> nodes;
+  for (GpuId g : gpus) nodes.insert(c.gpu_node(g).value);
+  return nodes;
+}
+
+TEST(Topo, SingleNodeJobTakesTheNodeWithTheFewestFreeGpusNotOnlyUnits) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  AllocationState s(c);
+  occupy(s, "one", 1, 1);   // node 1: 7 free, one TP group of 4
+  occupy(s, "four", 2, 4);  // node 2: 4 free, one TP group of 4
+  // Both hold exactly one group of 4; node 1 would strand 3 GPUs, node 2 none.
+  EXPECT_EQ(nodes_of(c, place_or_die(s, gpus_job(4, 4), "topo")), (std::set<std::uint32_t>{2}));
+}
+
+TEST(Topo, OneGpuJobLeavesAUsablePairRatherThanTheTightestNode) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  AllocationState s(c);
+  occupy(s, "six", 1, 6);   // node 1: 2 free
+  occupy(s, "five", 2, 5);  // node 2: 3 free
+  // Best fit would take node 1's pair apart (1 + 1 stranded for 2-GPU jobs); with the
+  // default mix, taking from node 2 leaves 2 + 2 free, usable by 1- and 2-GPU jobs.
+  const auto gpus = place_or_die(s, gpus_job(1), "topo");
+  EXPECT_EQ(nodes_of(c, gpus), (std::set<std::uint32_t>{2}));
+  AllocationState after = s;
+  ASSERT_TRUE(after.allocate("job", gpus));
+  EXPECT_LT(fragmentation(after, default_job_sizes()).expected_unusable_gpus,
+            fragmentation(s, default_job_sizes()).expected_unusable_gpus);
+}
+
 TEST(Topo, InfeasibleTpGroupSaysWhy) {
   Cluster c = preset("gb200-nvl72?racks=2");
   AllocationState s(c);

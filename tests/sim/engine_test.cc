@@ -116,6 +116,38 @@ TEST(Engine, EasyBackfillStartsShortJobsThatDoNotDelayTheHead) {
   EXPECT_LT(sb.jct_mean_s, sf.jct_mean_s);
 }
 
+// Fragmentation is a state, so its mean is over time: a short burst of high fragmentation
+// weighs by how long it lasted, not by how many events happened meanwhile.
+TEST(Engine, FragmentationMeanIsWeightedByTime) {
+  class ShortJobFragments : public LowestFreePlacer {
+   public:
+    using LowestFreePlacer::LowestFreePlacer;
+    Result<std::vector<GpuId>> place(const SimJob& job, std::uint32_t idx) override {
+      auto got = LowestFreePlacer::place(job, idx);
+      if (got && job.id == "short") short_index_ = static_cast<int>(idx);
+      return got;
+    }
+    void release(std::uint32_t idx) override {
+      LowestFreePlacer::release(idx);
+      if (static_cast<int>(idx) == short_index_) short_index_ = -1;
+    }
+    double fragmentation() const override { return short_index_ >= 0 ? 1.0 : 0.0; }
+
+   private:
+    int short_index_ = -1;
+  };
+  Cluster c = cluster(1);
+  Trace t;
+  t.jobs = {job("short", 0, 1, 10), job("long", 0, 1, 1000)};
+  ShortJobFragments placer(c);
+  NodeCountComm comm(c);
+  EngineOptions o;
+  auto r = run_simulation(c, t, placer, comm, o, "test");
+  ASSERT_TRUE(r) << r.error().to_string();
+  // 1 for the first 10 s of 1,000, then 0: an event-count mean would say about 0.5.
+  EXPECT_NEAR(r->fragmentation_mean, 0.01, 1e-9);
+}
+
 TEST(Engine, PriorityOrdersTheQueue) {
   Cluster c = cluster(1);  // 8 GPUs
   Trace t;

@@ -14,6 +14,7 @@ class RandomPolicy final : public PlacementPolicy {
   std::string_view name() const override { return "random"; }
   std::string_view summary() const override { return "random free GPUs, seeded"; }
   bool fits_any_free_gpus() const override { return true; }
+  bool randomized() const override { return true; }
   Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
                                     const NodeMask& allowed) const override {
     const Cluster& c = s.cluster();

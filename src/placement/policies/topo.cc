@@ -3,31 +3,38 @@
 // Training: the job is cut into TP groups ("units" of tp GPUs), which never leave a node
 // (or, when tp is larger than a node, an NVLink domain). PP stages are tp x cp x dp GPUs;
 // ranks are tp fastest, then cp, dp, pp (Megatron-LM order).
-//  1. Scope: the smallest subtree that holds every unit: one node, else a switch of the
-//     lowest tier that can (required tier: no higher than it). Up to kCandidates switches
-//     of that tier are tried, tightest first (best fit).
+//  1. Scope: one node when the job fits one: the node where it adds the least expected
+//     fragmentation for the usual job mix (fragmentation gradient descent, Weng et al.,
+//     ATC'23), then the fewest free GPUs (best fit), then the fullest leaf. Else a switch of
+//     the lowest tier that can hold every unit (required tier: no higher than it); up to
+//     kCandidates switches of that tier are tried, tightest first (best fit).
 //  2. In the scope, each PP stage in turn takes its units with best fit at every tier: the
 //     child (switch or node) with the least capacity that still holds the rest of the
-//     stage, else the one with the most, and so on down. A stage thus touches as few leaves
-//     and nodes as the free capacity allows, and partly used nodes/leaves are used before
-//     whole ones.
+//     stage, else the one with the most (equal capacities: fewer free GPUs first), and so on
+//     down. A stage thus touches as few leaves and nodes as the free capacity allows, and
+//     partly used nodes/leaves are used before whole ones.
 //  3. Inside a node the GPUs of a stage are the best connected free subset (most NVLinks,
 //     then the closest PCIe class), split into TP groups that are themselves best connected.
 //  4. Candidates are ranked by predicted communication time when the cost model is built in
-//     (and the job has at most kCostRankLimit GPUs, to keep decisions under a millisecond), otherwise by a structural
-//     score (stages spanning leaves and tiers); then by best fit (fragmentation left behind).
-// Inference: replicas are independent; each goes to the usable node with the fewest free
-// GPUs that holds it (best fit, so whole nodes stay free for training). Replicas larger
-// than a node are placed like training jobs with one stage per replica. inference-pd places
-// the prefill pool and the decode pool as two stages of one scope (KV transfer stays close).
+//     (and the job has at most kCostRankLimit GPUs, to keep decisions under a millisecond),
+//     otherwise by a structural score (stages spanning leaves and tiers). Candidates within
+//     kNegligibleStepShare of the step time of the fastest are equals; of those, the one
+//     leaving the fewest partly used nodes, then the fullest leaves, wins.
+// Inference: replicas are independent; each goes to the usable node where it adds the least
+// expected fragmentation, the tightest of equals (so whole nodes stay free for training).
+// Replicas larger than a node are placed like training jobs with one stage per replica.
+// inference-pd places the prefill pool and the decode pool as two stages of one scope (KV
+// transfer stays close).
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "placement/fragmentation.h"
 #include "placement/policies/policies.h"
 #include "placement/select_util.h"
 
@@ -120,13 +127,20 @@ struct Plan {
 
 struct Candidate {
   std::vector<std::pair<NodeId, int>> takes;  // (node, units) in rank order
-  double comm = 0;
+  double comm = 0;  // predicted communication per step (µs), or the structural score
+  double step = 0;  // predicted step time (µs), compute + communication; 0 when not known
   double frag = 0;
   bool ok = false;
 };
 
+// A communication difference below this share of the step is not worth leaving nodes
+// partly used for: the candidate that fragments less wins (docs/placement.md).
+constexpr double kNegligibleStepShare = 0.01;
+
 class Topo final : public PlacementPolicy {
  public:
+  Topo() : job_sizes_(default_job_sizes()) {}
+
   std::string_view name() const override { return "topo"; }
   std::string_view summary() const override { return "parallelism-aware, best fit at every tier"; }
   bool handles_tier_constraints() const override { return true; }
@@ -138,7 +152,7 @@ class Topo final : public PlacementPolicy {
     for (std::size_t i = 0; i < c.node_type_count(); ++i)
       max_node = std::max(max_node, c.node_type_at(NodeTypeId(static_cast<std::uint32_t>(i))).gpu_count);
     if (r.workload == WorkloadKind::kInference && r.replica_gpus <= max_node && !r.exclusive && r.gpus_per_node == 0)
-      return pack_replicas(s, r, allowed);
+      return pack_replicas(s, r, allowed, job_sizes_);
     if (r.workload != WorkloadKind::kTraining &&
         (r.workload == WorkloadKind::kInference || r.replica_gpus > max_node)) {
       // Replicas larger than a node (or on exclusive nodes): one training-like stage each.
@@ -185,6 +199,8 @@ class Topo final : public PlacementPolicy {
   }
 
  private:
+  const std::vector<JobSizeWeight> job_sizes_;  // the mix fragmentation is judged against
+
   static int largest_divisor_at_most(int n, int limit) {
     for (int d = std::min(n, limit); d > 1; --d)
       if (n % d == 0) return d;
@@ -208,6 +224,27 @@ class Topo final : public PlacementPolicy {
       best_node_units = std::max(best_node_units, u);
       for (SwitchId sw : s.node_ancestors(n)) sw_units[sw.index()] += u;
     }
+    // Best fit in GPUs, not only in whole units: of two nodes that each hold one TP group
+    // of 4, the one with 4 free GPUs is tighter than the one with 7 (which would strand 3).
+    // First, the node where the job adds the least expected fragmentation for the usual job
+    // mix (fragmentation gradient descent: of 2 and 3 free GPUs, a 1-GPU job takes from 3,
+    // leaving 2 that a 2-GPU job can use).
+    const int job_gpus = plan.units * plan.unit;
+    const auto growth = [&](NodeId n) {
+      const int free = s.free_gpus(n), all = c.node_gpu_count(n);
+      return expected_unusable_on_node(free - job_gpus, all, job_sizes_) - expected_unusable_on_node(free, all, job_sizes_);
+    };
+    const auto tighter_node = [&](NodeId a, NodeId b) {
+      const double grow_a = growth(a), grow_b = growth(b);
+      if (std::abs(grow_a - grow_b) > 1e-9) return grow_a < grow_b;
+      if (node_units[a.index()] != node_units[b.index()]) return node_units[a.index()] < node_units[b.index()];
+      const int fa = s.free_gpus(a), fb = s.free_gpus(b);
+      if (fa != fb) return fa < fb;
+      // Then the node whose leaf has the fewest free GPUs, so whole leaves stay free.
+      const SwitchId la = c.node_switch(a), lb = c.node_switch(b);
+      const long ga = la.valid() ? s.switch_free_gpus(la) : 0, gb = lb.valid() ? s.switch_free_gpus(lb) : 0;
+      return ga < gb;
+    };
     const int limit_tier = r.required_tier_index ? *r.required_tier_index : std::numeric_limits<int>::max();
     auto unit_text = [&] {
       return plan.unit == 1
@@ -223,9 +260,10 @@ class Topo final : public PlacementPolicy {
     std::vector<Candidate> cands;
     if (plan.units <= best_node_units && (!plan.fixed || plan.per_node >= plan.units)) {
       NodeId best;
-      for (std::size_t i = 0; i < c.node_count(); ++i)
-        if (node_units[i] >= plan.units && (!best.valid() || node_units[i] < node_units[best.index()]))
-          best = NodeId(static_cast<std::uint32_t>(i));
+      for (std::size_t i = 0; i < c.node_count(); ++i) {
+        const NodeId n(static_cast<std::uint32_t>(i));
+        if (node_units[i] >= plan.units && (!best.valid() || tighter_node(n, best))) best = n;
+      }
       Candidate cand;
       cand.takes.push_back({best, plan.units});
       cand.ok = true;
@@ -257,29 +295,34 @@ class Topo final : public PlacementPolicy {
         cands.push_back(build(s, plan, node_units, sw_units, SwitchId()));  // whole cluster
       }
     }
-    // 4. Rank the candidates.
-    const Candidate* best = nullptr;
-    std::vector<GpuId> best_gpus;
+    // 4. Rank the candidates: the least communication, except that candidates within a
+    // negligible share of the step of it are equals, and of those the one leaving the
+    // cluster least fragmented wins.
+    std::vector<std::vector<GpuId>> gpus(cands.size());
+    const Candidate* fastest = nullptr;
     const bool ranking = std::count_if(cands.begin(), cands.end(), [](const Candidate& k) { return k.ok; }) > 1;
-    for (Candidate& cand : cands) {
-      if (!cand.ok) continue;
-      std::vector<GpuId> gpus = materialize(s, cand, plan);
-      if (ranking) score(s, r, plan, cand, gpus);
-      if (!best || cand.comm < best->comm * (1 - 1e-3) ||
-          (cand.comm <= best->comm * (1 + 1e-3) && cand.frag < best->frag)) {
-        best = &cand;
-        best_gpus = std::move(gpus);
-      }
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (!cands[i].ok) continue;
+      gpus[i] = materialize(s, cands[i], plan);
+      if (ranking) score(s, r, plan, cands[i], gpus[i]);
+      if (!fastest || cands[i].comm < fastest->comm) fastest = &cands[i];
     }
-    if (!best)
+    if (!fastest)
       return make_error(ErrorCode::kInfeasible, fmt::format("needs {}; no subtree could hold it", unit_text()));
-    return best_gpus;
+    const double equal_within = std::max(fastest->comm * 1e-3, fastest->step * kNegligibleStepShare);
+    std::size_t best = cands.size();
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (!cands[i].ok || cands[i].comm > fastest->comm + equal_within) continue;
+      if (best == cands.size() || cands[i].frag < cands[best].frag ||
+          (cands[i].frag == cands[best].frag && cands[i].comm < cands[best].comm))
+        best = i;
+    }
+    return std::move(gpus[best]);
   }
 
   // 2. Per-stage best fit inside the scope (invalid scope = the whole cluster).
   static Candidate build(const AllocationState& s, const Plan& plan, std::vector<int> node_units,
                          std::vector<long> sw_units, SwitchId scope) {
-    const Cluster& c = s.cluster();
     Candidate cand;
     const int per_stage = plan.units / plan.stages;
     for (int st = 0; st < plan.stages; ++st) {
@@ -287,7 +330,6 @@ class Topo final : public PlacementPolicy {
       take(s, plan, scope, need, node_units, sw_units, cand.takes);
       if (need > 0) return cand;
     }
-    (void)c;
     cand.ok = true;
     return cand;
   }
@@ -297,6 +339,7 @@ class Topo final : public PlacementPolicy {
     bool is_node;
     std::uint32_t id;
     long units;
+    long free_gpus;  // breaks ties between equal unit counts: fewer strands fewer GPUs
   };
 
   static void take(const AllocationState& s, const Plan& plan, SwitchId sw, long& need, std::vector<int>& node_units,
@@ -304,10 +347,10 @@ class Topo final : public PlacementPolicy {
     const Cluster& c = s.cluster();
     std::vector<Child> kids;
     auto add_switch = [&](SwitchId ch) {
-      if (sw_units[ch.index()] > 0) kids.push_back({false, ch.value, sw_units[ch.index()]});
+      if (sw_units[ch.index()] > 0) kids.push_back({false, ch.value, sw_units[ch.index()], s.switch_free_gpus(ch)});
     };
     auto add_node = [&](NodeId n) {
-      if (node_units[n.index()] > 0) kids.push_back({true, n.value, node_units[n.index()]});
+      if (node_units[n.index()] > 0) kids.push_back({true, n.value, node_units[n.index()], s.free_gpus(n)});
     };
     if (sw.valid()) {
       for (SwitchId ch : c.switch_children(sw)) add_switch(ch);
@@ -328,8 +371,9 @@ class Topo final : public PlacementPolicy {
           continue;
         }
         const bool fits = kids[i].units >= need, pick_fits = kids[pick].units >= need;
-        if ((fits && !pick_fits) || (fits && pick_fits && kids[i].units < kids[pick].units) ||
-            (!fits && !pick_fits && kids[i].units > kids[pick].units))
+        const bool same = kids[i].units == kids[pick].units, fewer_free = kids[i].free_gpus < kids[pick].free_gpus;
+        if ((fits && !pick_fits) || (fits && pick_fits && (kids[i].units < kids[pick].units || (same && fewer_free))) ||
+            (!fits && !pick_fits && (kids[i].units > kids[pick].units || (same && fewer_free))))
           pick = i;
       }
       if (pick == kids.size()) return;
@@ -372,6 +416,7 @@ class Topo final : public PlacementPolicy {
     if (static_cast<int>(gpus.size()) <= kCostRankLimit) pred = predict_comm(c, gpus, r);
     if (pred) {
       cand.comm = pred->step_comm_us;
+      cand.step = pred->step_compute_us > 0 ? pred->step_compute_us + pred->step_comm_us : 0;
     } else {
       // Structural: for each stage, the tier that joins its nodes and the leaves it touches.
       const std::size_t stage = gpus.size() / static_cast<std::size_t>(plan.stages);
@@ -392,13 +437,20 @@ class Topo final : public PlacementPolicy {
       }
       cand.comm = sc;
     }
-    // Fragmentation: whole nodes broken (used but not filled) and free capacity left in the
-    // leaves touched (best fit prefers leaves that end up fuller).
+    // Fragmentation: the change in partly used nodes (a whole node broken counts +1, a
+    // partly used one filled -1), then the free capacity left in the leaves touched (best
+    // fit prefers leaves that end up fuller).
     double broken = 0, leaf_left = 0;
     std::vector<std::uint32_t> seen_leaves;
+    std::unordered_map<std::uint32_t, int> taken_on;
     for (auto [n, u] : cand.takes) {
-      if (s.node_whole_free(n) && u * plan.unit < c.node_gpu_count(n)) broken += 1;
+      taken_on[n.value] += u * plan.unit;
       seen_leaves.push_back(c.node_switch(n).value);
+    }
+    for (auto [node, took] : taken_on) {
+      const NodeId n(node);
+      const int before = s.free_gpus(n), after = before - took, all = c.node_gpu_count(n);
+      broken += static_cast<double>(after > 0 && after < all) - static_cast<double>(before > 0 && before < all);
     }
     std::sort(seen_leaves.begin(), seen_leaves.end());
     seen_leaves.erase(std::unique(seen_leaves.begin(), seen_leaves.end()), seen_leaves.end());
@@ -410,7 +462,7 @@ class Topo final : public PlacementPolicy {
 
   // Inference replicas that fit a node: best fit per replica over the usable nodes.
   static Result<std::vector<GpuId>> pack_replicas(const AllocationState& s, const JobRequest& r,
-                                                  const NodeMask& allowed) {
+                                                  const NodeMask& allowed, const std::vector<JobSizeWeight>& job_sizes) {
     const Cluster& c = s.cluster();
     const int size = r.replica_gpus;
     int max_free = 0;
@@ -428,8 +480,19 @@ class Topo final : public PlacementPolicy {
     std::vector<GpuId> out;
     const int replicas = r.total_gpus / size;
     for (int k = 0; k < replicas; ++k) {
-      int f = size;
-      while (f <= max_free && bucket[static_cast<std::size_t>(f)].empty()) ++f;
+      // The bucket where a replica adds the least expected fragmentation, the tightest of
+      // equals (fragmentation gradient descent, as for single-node training jobs).
+      int f = max_free + 1;
+      double f_growth = 0;
+      for (int b = size; b <= max_free; ++b) {
+        if (bucket[static_cast<std::size_t>(b)].empty()) continue;
+        const int all = c.node_gpu_count(NodeId(bucket[static_cast<std::size_t>(b)].back()));
+        const double g = expected_unusable_on_node(b - size, all, job_sizes) - expected_unusable_on_node(b, all, job_sizes);
+        if (f > max_free || g < f_growth - 1e-9) {
+          f = b;
+          f_growth = g;
+        }
+      }
       if (f > max_free)
         return make_error(
             ErrorCode::kInfeasible,
