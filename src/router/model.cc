@@ -1,9 +1,10 @@
 #include "router/model.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include <fmt/format.h>
+
+#include "topology/hardware.h"
 
 namespace toposched::router {
 
@@ -44,17 +45,11 @@ const std::vector<GpuRow>& gpu_table() {
   return rows;
 }
 
-std::string normalise(std::string_view s) {
-  std::string out;
-  for (char c : s)
-    if (c != ' ' && c != '-' && c != '_') out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
 
 }  // namespace
 
 Result<GpuSpec> find_gpu_spec(std::string_view gpu_model) {
-  std::string key = normalise(gpu_model);
+  std::string key = gpu_model_key(gpu_model);
   for (const GpuRow& r : gpu_table())
     if (key.find(r.key) != std::string::npos) {
       if (r.key == "H100" && (key.find("NVL") != std::string::npos || key.find("PCIE") != std::string::npos)) break;

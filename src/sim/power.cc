@@ -1,7 +1,8 @@
 #include "sim/power.h"
 
-#include <cctype>
 #include <string>
+
+#include "topology/hardware.h"
 
 namespace toposched::sim {
 
@@ -11,12 +12,6 @@ namespace {
 // estimate, not a measurement: docs/simulator.md gives the reasoning and its bounds.
 constexpr GpuPower figures(double tdp_w, double idle_w) { return {tdp_w, idle_w + 0.25 * (tdp_w - idle_w), idle_w}; }
 
-std::string normalise(std::string_view s) {
-  std::string out;
-  for (char c : s)
-    if (c != ' ' && c != '-' && c != '_') out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
 
 }  // namespace
 
@@ -41,7 +36,7 @@ const std::vector<GpuPowerRow>& gpu_power_table() {
 }
 
 GpuPower default_gpu_power(std::string_view gpu_model) {
-  const std::string key = normalise(gpu_model);
+  const std::string key = gpu_model_key(gpu_model);
   for (const GpuPowerRow& r : gpu_power_table())
     if (key.find(r.key) != std::string::npos) return r.power;
   return figures(400, 55);  // the A100 SXM4

@@ -46,6 +46,13 @@ std::optional<GpuProduct> find_gpu_product(std::string_view name) {
   return std::nullopt;
 }
 
+std::string gpu_model_key(std::string_view name) {
+  std::string key;
+  for (char c : name)
+    if (c != ' ' && c != '-' && c != '_') key += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return key;
+}
+
 double pcie_GBps(int generation, int lanes) {
   // GT/s per lane and encoding efficiency by generation (PCI-SIG specifications).
   double per_lane = 0;

@@ -23,6 +23,10 @@ struct GpuProduct {
 // nullopt when the name matches no known product.
 std::optional<GpuProduct> find_gpu_product(std::string_view name);
 
+// A GPU model name as a lookup key: upper case, without spaces, '-' and '_' ("h100-sxm5"
+// and "H100 SXM5" both give "H100SXM5"), for the tables keyed by product.
+std::string gpu_model_key(std::string_view name);
+
 // Per-direction bandwidth of a PCIe link in GB/s (line rate after encoding).
 double pcie_GBps(int generation, int lanes);
 

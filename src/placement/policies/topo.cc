@@ -30,6 +30,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -224,27 +225,6 @@ class Topo final : public PlacementPolicy {
       best_node_units = std::max(best_node_units, u);
       for (SwitchId sw : s.node_ancestors(n)) sw_units[sw.index()] += u;
     }
-    // Best fit in GPUs, not only in whole units: of two nodes that each hold one TP group
-    // of 4, the one with 4 free GPUs is tighter than the one with 7 (which would strand 3).
-    // First, the node where the job adds the least expected fragmentation for the usual job
-    // mix (fragmentation gradient descent: of 2 and 3 free GPUs, a 1-GPU job takes from 3,
-    // leaving 2 that a 2-GPU job can use).
-    const int job_gpus = plan.units * plan.unit;
-    const auto growth = [&](NodeId n) {
-      const int free = s.free_gpus(n), all = c.node_gpu_count(n);
-      return expected_unusable_on_node(free - job_gpus, all, job_sizes_) - expected_unusable_on_node(free, all, job_sizes_);
-    };
-    const auto tighter_node = [&](NodeId a, NodeId b) {
-      const double grow_a = growth(a), grow_b = growth(b);
-      if (std::abs(grow_a - grow_b) > 1e-9) return grow_a < grow_b;
-      if (node_units[a.index()] != node_units[b.index()]) return node_units[a.index()] < node_units[b.index()];
-      const int fa = s.free_gpus(a), fb = s.free_gpus(b);
-      if (fa != fb) return fa < fb;
-      // Then the node whose leaf has the fewest free GPUs, so whole leaves stay free.
-      const SwitchId la = c.node_switch(a), lb = c.node_switch(b);
-      const long ga = la.valid() ? s.switch_free_gpus(la) : 0, gb = lb.valid() ? s.switch_free_gpus(lb) : 0;
-      return ga < gb;
-    };
     const int limit_tier = r.required_tier_index ? *r.required_tier_index : std::numeric_limits<int>::max();
     auto unit_text = [&] {
       return plan.unit == 1
@@ -259,11 +239,7 @@ class Topo final : public PlacementPolicy {
     // 1. Scope: one node if the job fits in one.
     std::vector<Candidate> cands;
     if (plan.units <= best_node_units && (!plan.fixed || plan.per_node >= plan.units)) {
-      NodeId best;
-      for (std::size_t i = 0; i < c.node_count(); ++i) {
-        const NodeId n(static_cast<std::uint32_t>(i));
-        if (node_units[i] >= plan.units && (!best.valid() || tighter_node(n, best))) best = n;
-      }
+      const NodeId best = best_single_node(s, plan, node_units);
       Candidate cand;
       cand.takes.push_back({best, plan.units});
       cand.ok = true;
@@ -295,9 +271,48 @@ class Topo final : public PlacementPolicy {
         cands.push_back(build(s, plan, node_units, sw_units, SwitchId()));  // whole cluster
       }
     }
-    // 4. Rank the candidates: the least communication, except that candidates within a
-    // negligible share of the step of it are equals, and of those the one leaving the
-    // cluster least fragmented wins.
+    auto best = rank_candidates(s, r, plan, cands);
+    if (!best)
+      return make_error(ErrorCode::kInfeasible, fmt::format("needs {}; no subtree could hold it", unit_text()));
+    return std::move(*best);
+  }
+
+  // The node for a job that fits one. First, where the job adds the least expected
+  // fragmentation for the usual job mix (fragmentation gradient descent: of 2 and 3 free
+  // GPUs, a 1-GPU job takes from 3, leaving 2 that a 2-GPU job can use); then best fit in
+  // units and in GPUs (of two nodes that each hold one TP group of 4, the one with 4 free
+  // GPUs, not the one with 7 that would strand 3); then the node whose leaf has the fewest
+  // free GPUs, so whole leaves stay free.
+  NodeId best_single_node(const AllocationState& s, const Plan& plan, const std::vector<int>& node_units) const {
+    const Cluster& c = s.cluster();
+    const int job_gpus = plan.units * plan.unit;
+    const auto growth = [&](NodeId n) {
+      const int free = s.free_gpus(n), all = c.node_gpu_count(n);
+      return expected_unusable_on_node(free - job_gpus, all, job_sizes_) - expected_unusable_on_node(free, all, job_sizes_);
+    };
+    const auto tighter = [&](NodeId a, NodeId b) {
+      const double grow_a = growth(a), grow_b = growth(b);
+      if (std::abs(grow_a - grow_b) > 1e-9) return grow_a < grow_b;
+      if (node_units[a.index()] != node_units[b.index()]) return node_units[a.index()] < node_units[b.index()];
+      const int fa = s.free_gpus(a), fb = s.free_gpus(b);
+      if (fa != fb) return fa < fb;
+      const SwitchId la = c.node_switch(a), lb = c.node_switch(b);
+      const long ga = la.valid() ? s.switch_free_gpus(la) : 0, gb = lb.valid() ? s.switch_free_gpus(lb) : 0;
+      return ga < gb;
+    };
+    NodeId best;
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      const NodeId n(static_cast<std::uint32_t>(i));
+      if (node_units[i] >= plan.units && (!best.valid() || tighter(n, best))) best = n;
+    }
+    return best;
+  }
+
+  // 4. The GPUs of the best candidate (nullopt: none is ok): the least communication, except
+  // that candidates within a negligible share of the step of it are equals, and of those the
+  // one leaving the cluster least fragmented wins.
+  static std::optional<std::vector<GpuId>> rank_candidates(const AllocationState& s, const JobRequest& r, const Plan& plan,
+                                                           std::vector<Candidate>& cands) {
     std::vector<std::vector<GpuId>> gpus(cands.size());
     const Candidate* fastest = nullptr;
     const bool ranking = std::count_if(cands.begin(), cands.end(), [](const Candidate& k) { return k.ok; }) > 1;
@@ -307,8 +322,7 @@ class Topo final : public PlacementPolicy {
       if (ranking) score(s, r, plan, cands[i], gpus[i]);
       if (!fastest || cands[i].comm < fastest->comm) fastest = &cands[i];
     }
-    if (!fastest)
-      return make_error(ErrorCode::kInfeasible, fmt::format("needs {}; no subtree could hold it", unit_text()));
+    if (!fastest) return std::nullopt;
     const double equal_within = std::max(fastest->comm * 1e-3, fastest->step * kNegligibleStepShare);
     std::size_t best = cands.size();
     for (std::size_t i = 0; i < cands.size(); ++i) {
