@@ -4,8 +4,12 @@ BOTH replicas (never following a redirect). The leader talks to a single etcd me
 answers nothing), while the other replica talks to the two others. The old leader must stop
 acknowledging before the new one starts: every acknowledgement the old leader's clients
 received arrives before the first request the new leader acknowledged was even sent, so
-there is no moment at which both replicas acknowledge mutations. Afterwards the state holds
-every acknowledged job and no GPU twice."""
+there is no moment at which both replicas acknowledge mutations. That is checked for the
+requests sent while the partition lasted: once the member is resumed, the old replica may
+lead again, legitimately (etcd 3.4 runs without pre-vote, so the resumed member can force a
+Raft election that stalls the new leader's keep-alives past its term, and the old replica
+then takes the free seat). Afterwards the state holds every acknowledged job and no GPU
+twice."""
 
 import os
 import sys
@@ -47,12 +51,13 @@ class Partition(unittest.TestCase):
                             time.sleep(0.05)
                     finally:
                         etcd.resume(0)
+                        healed_at = time.monotonic()
                     time.sleep(1)
                 finally:
                     for load in loads:
                         load.stop()
                 self.assertGreaterEqual(loads[1].acked_count(), 20, "the other replica never took over")
-                old_acks = [rcv for r, sent, rcv in loads[0].acks if r == old]
+                old_acks = [rcv for r, sent, rcv in loads[0].acks if r == old and sent < healed_at]
                 new_acks = [(sent, rcv) for r, sent, rcv in loads[1].acks if r == new]
                 first_new_sent = min(sent for sent, _ in new_acks)
                 last_old_rcv = max(old_acks)
