@@ -29,6 +29,10 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--group-commit", o->group_commit_max,
                   "Most decisions committed to the store in one transaction (default 256; 1 = one commit each)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--event-log-keep", o->event_log_keep,
+                  "Newest place/release events the store's event log keeps; older ones are deleted as new\n"
+                  "ones come (default: every event with SQLite, the last 100000 with etcd; 0 = every event)")
+      ->check(CLI::NonNegativeNumber);
   // Front ends built on the service; their endpoints are installed only when enabled.
   cmd->add_flag("--k8s-extender", o->k8s_extender,
                 "Serve kube-scheduler's extender verbs: POST PREFIX/filter, prioritize, bind, preempt "

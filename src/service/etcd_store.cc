@@ -82,7 +82,9 @@ Result<EtcdStoreUrl> parse_etcd_store_url(std::string_view url) {
 }
 
 EtcdStore::EtcdStore(EtcdStoreUrl url, EtcdClient::Options options)
-    : url_(std::move(url)), options_(options), client_(url_.endpoints, options), reader_(url_.endpoints, options) {}
+    : url_(std::move(url)), options_(options), client_(url_.endpoints, options), reader_(url_.endpoints, options) {
+  event_log_limit_ = kDefaultEventLogLimit;
+}
 
 EtcdStore::~EtcdStore() {
   if (election_) election_->stop();
@@ -189,6 +191,11 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
   std::vector<EtcdOp> ops;
   const std::int64_t unix_ms = now_unix_ms();
   std::int64_t seq = seq_;
+  // The oldest event the log keeps after this commit. A batch longer than the log keeps
+  // writes only its newest events: etcd refuses a Txn that puts a key inside a range it
+  // deletes.
+  const std::int64_t first_kept =
+      event_log_limit_ > 0 ? seq_ + static_cast<std::int64_t>(batch.size()) - event_log_limit_ + 1 : 1;
   for (const Mutation& m : batch) {
     const bool place = m.kind == Mutation::Kind::kPlace;
     auto [it, first] = effect.try_emplace(m.job.id);
@@ -206,9 +213,11 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
     } else {
       it->second.after.reset();
     }
-    json ev = {{"seq", seq}, {"kind", place ? "place" : "release"}, {"job", m.job.id},
-               {"body", place ? m.job.placement_json : std::string()}, {"unix_ms", unix_ms}};
-    ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), ev.dump()));
+    if (seq >= first_kept) {
+      json ev = {{"seq", seq}, {"kind", place ? "place" : "release"}, {"job", m.job.id},
+                 {"body", place ? m.job.placement_json : std::string()}, {"unix_ms", unix_ms}};
+      ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), ev.dump()));
+    }
   }
   const std::string leader_key = key("leader"), seq_key = key("seq");
   std::vector<EtcdCompare> compares{
@@ -226,6 +235,9 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
       ops.push_back(EtcdOp::erase(k));
     diagnose.push_back(EtcdOp::get(k));
   }
+  // Events that fall out of the kept window go in the same Txn (the range holds only the ones
+  // this commit pushes out, since every earlier commit deleted its own).
+  if (first_kept > 1) ops.push_back(EtcdOp::erase(key(seq_key_suffix(0)), key(seq_key_suffix(first_kept))));
   ops.push_back(EtcdOp::put(seq_key, std::to_string(seq)));
   auto deadline = std::min(EtcdClient::Clock::now() + options_.request_timeout, term->valid_until);
   auto txn = client_.txn(compares, ops, diagnose, deadline);

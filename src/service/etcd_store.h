@@ -7,7 +7,8 @@
 //   PREFIX/seq            the last event sequence number (decimal); its mod revision is the
 //                         store's data revision
 //   PREFIX/jobs/<id>      a JobRecord as JSON (with its place event's seq: commit order)
-//   PREFIX/events/<seq>   a StoreEvent as JSON, seq zero-padded to 20 digits
+//   PREFIX/events/<seq>   a StoreEvent as JSON, seq zero-padded to 20 digits; the newest
+//                         event_log_limit() of them (default kDefaultEventLogLimit)
 //
 // Every commit() is ONE etcd Txn, acknowledged only after etcd applied it (a quorum has it in
 // its WAL). It succeeds only if (1) the leader key still has the create revision of this
@@ -46,6 +47,8 @@ Result<EtcdStoreUrl> parse_etcd_store_url(std::string_view url);
 class EtcdStore final : public Store {
  public:
   static constexpr std::size_t kMaxBatch = 60;
+  // The newest events kept by default: about 50 MB of etcd's default 2 GB quota.
+  static constexpr std::int64_t kDefaultEventLogLimit = 100'000;
 
   EtcdStore(EtcdStoreUrl url, EtcdClient::Options options);
   ~EtcdStore() override;

@@ -147,6 +147,7 @@ Result<std::unique_ptr<Server>> Server::start(ServeOptions options) {
   s->cluster_ = std::make_unique<Cluster>(std::move(cluster));
   s->metrics_ = std::make_unique<Metrics>();
   TOPOSCHED_TRY(store, open_store(o.store_url));
+  if (o.event_log_keep >= 0) store->set_event_log_limit(o.event_log_keep);
   TOPOSCHED_TRY(scheduler, Scheduler::open(*s->cluster_, std::move(store), *s->metrics_, o.group_commit_max));
   s->scheduler_ = std::move(scheduler);
   s->context_.reset(new ServiceContext{s->options_, *s->cluster_, *s->scheduler_, *s->metrics_, s->auth_});

@@ -53,6 +53,7 @@ struct ServeOptions {
   int write_timeout_s = 10;
   int keep_alive_s = 5;                   // idle keep-alive connections are closed after this
   std::size_t group_commit_max = 256;     // most mutations in one store commit
+  std::int64_t event_log_keep = -1;       // --event-log-keep: newest events kept (0 all; -1 the store's default)
   // Front ends built on the service (their installers read these).
   bool k8s_extender = false;  // --k8s-extender
   std::string url_prefix;     // --url-prefix, e.g. /scheduler

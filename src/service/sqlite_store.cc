@@ -70,6 +70,7 @@ class SqliteStore final : public Store {
     insert_job_ = {};
     delete_job_ = {};
     insert_event_ = {};
+    trim_events_ = {};
     if (db_) sqlite3_close(db_);
     db_ = nullptr;
   }
@@ -91,7 +92,7 @@ class SqliteStore final : public Store {
   std::mutex mutex_;
   sqlite3* db_;  // guarded by mutex_
   std::string path_;
-  Statement insert_job_, delete_job_, insert_event_;  // guarded by mutex_
+  Statement insert_job_, delete_job_, insert_event_, trim_events_;  // guarded by mutex_
 };
 
 Result<void> SqliteStore::init() {
@@ -103,7 +104,8 @@ Result<void> SqliteStore::init() {
                           "VALUES(?1, ?2, ?3, ?4, ?5)");
   delete_job_ = Statement(db_, "DELETE FROM jobs WHERE id = ?1");
   insert_event_ = Statement(db_, "INSERT INTO events(kind, job_id, body_json, unix_ms) VALUES(?1, ?2, ?3, ?4)");
-  if (!insert_job_ || !delete_job_ || !insert_event_) return tl::unexpected(sql_error("cannot prepare statements"));
+  trim_events_ = Statement(db_, "DELETE FROM events WHERE seq <= ?1");
+  if (!insert_job_ || !delete_job_ || !insert_event_ || !trim_events_) return tl::unexpected(sql_error("cannot prepare statements"));
   return {};
 }
 
@@ -210,6 +212,16 @@ Result<void> SqliteStore::commit(std::span<const Mutation> batch) {
     if (auto ok = apply(m, now); !ok) {
       (void)exec("ROLLBACK");
       return ok;
+    }
+  }
+  if (event_log_limit_ > 0) {
+    // The events' seq is the rowid (AUTOINCREMENT: never reused), the last one just inserted.
+    trim_events_.reset();
+    trim_events_.bind(1, static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_)) - event_log_limit_);
+    if (trim_events_.step() != SQLITE_DONE) {
+      Error e = sql_error("cannot trim the event log");
+      (void)exec("ROLLBACK");
+      return tl::unexpected(e);
     }
   }
   if (auto ok = exec("COMMIT"); !ok) {

@@ -7,6 +7,7 @@
 //   jobs(seq INTEGER PRIMARY KEY, id UNIQUE, gpus, request_json, placement_json, created_unix_ms)
 //        gpus = JSON array of "node:index" in rank order; seq = commit order
 //   events(seq INTEGER PRIMARY KEY AUTOINCREMENT, kind, job_id, body_json, unix_ms)
+//        every event, or the newest event_log_limit() when one is set
 // One commit() = one BEGIN IMMEDIATE ... COMMIT transaction.
 //
 // Thread-safety: all methods lock an internal mutex, so a SqliteStore may be shared by

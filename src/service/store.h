@@ -73,6 +73,16 @@ class Store {
   // Most mutations one commit() accepts (etcd: its per-Txn operation limit); the scheduler's
   // group commits stay within it.
   virtual std::size_t max_batch() const { return SIZE_MAX; }
+  // How many of the newest events the log keeps: the commit that pushes an event out of the
+  // window deletes it in the same transaction, so a service that runs for months keeps a
+  // bounded log. 0 keeps every event. Each kind sets its default (SQLite every event; etcd,
+  // whose whole keyspace lives in a size-capped database, EtcdStore::kDefaultEventLogLimit). Set it
+  // before the first commit, from the writer's thread.
+  void set_event_log_limit(std::int64_t keep) { event_log_limit_ = keep < 0 ? 0 : keep; }
+  std::int64_t event_log_limit() const { return event_log_limit_; }
+
+ protected:
+  std::int64_t event_log_limit_ = 0;
 };
 
 // The table open_store() chooses from (store.cc), in the table style of formats/exporter.cc:

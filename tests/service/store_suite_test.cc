@@ -170,6 +170,38 @@ TEST_P(StoreSuite, EventLogIsOrderedAndPaged) {
   EXPECT_EQ((*last)[0].job_id, "c");
 }
 
+// A long-running service keeps a bounded log: the commit that pushes events out of the
+// window deletes them, in batches and single commits alike, and the jobs are untouched.
+TEST_P(StoreSuite, EventLogKeepsTheNewestEventsWhenLimited) {
+  store_->set_event_log_limit(3);
+  for (std::string id : {"a", "b", "c", "d"}) {
+    std::vector<Mutation> one{place(job(id, {"n:" + id}))};
+    ASSERT_TRUE(store_->commit(one));
+  }
+  auto four = store_->events(0, 100);
+  ASSERT_TRUE(four);
+  ASSERT_EQ(four->size(), 3u);
+  EXPECT_EQ((*four)[0].job_id, "b");
+  EXPECT_EQ((*four)[2].job_id, "d");
+  std::vector<Mutation> batch{release("a"), release("b"), place(job("e", {"n:e"})), place(job("f", {"n:f"}))};
+  ASSERT_TRUE(store_->commit(batch));
+  auto last = store_->events(0, 100);
+  ASSERT_TRUE(last);
+  ASSERT_EQ(last->size(), 3u);
+  EXPECT_EQ((*last)[0].kind, "release");
+  EXPECT_EQ((*last)[0].job_id, "b");
+  EXPECT_EQ((*last)[1].job_id, "e");
+  EXPECT_EQ((*last)[2].job_id, "f");
+  EXPECT_EQ((*last)[2].seq, (*four)[2].seq + 4);  // seq keeps counting; nothing is reused
+  EXPECT_EQ(ids(jobs()), (std::vector<std::string>{"c", "d", "e", "f"}));
+  store_->set_event_log_limit(0);  // every event again: nothing more is deleted
+  std::vector<Mutation> g{place(job("g", {"n:g"}))};
+  ASSERT_TRUE(store_->commit(g));
+  auto all = store_->events(0, 100);
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->size(), 4u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, StoreSuite, ::testing::ValuesIn(store_backends()),
                          [](const auto& info) { return info.param.name; });
 
