@@ -1,10 +1,11 @@
 # toposched front door. `make demo` and `make test` work on a fresh Debian 12 machine:
 # both install what they need through scripts/install-deps first.
-.PHONY: all deps build debug test demo bench fuzz mutations clean format
+.PHONY: all deps build debug test demo bench fuzz mutations soak clean format
 
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 MUTATIONS ?= 10000
+SOAK_SECONDS ?= 900
 
 all: build
 
@@ -29,6 +30,12 @@ fuzz: deps
 	@cmake --preset fuzz >/dev/null
 	@cmake --build --preset fuzz -j $(JOBS)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(JOBS) scripts/fuzz
+
+# `toposched serve` under churn with crashes, SOAK_SECONDS per store (SQLite, then 3 etcd
+# members and 2 replicas), Release build; a 12-second version runs in `make test`
+# (tests/soak/soak.py, docs/service.md "Soak test").
+soak: build
+	@TOPOSCHED=build/release/toposched python3 tests/soak/soak.py --store both --seconds $(SOAK_SECONDS) --max-rss-mb 512
 
 # MUTATIONS random mutations of the fixtures through the sanitizer build of the CLI.
 mutations: debug

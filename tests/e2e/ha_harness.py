@@ -63,7 +63,7 @@ class Replicas:
 
     def __init__(self, etcd: EtcdCluster, count: int = 2, ttl: int = 2,
                  endpoints: Optional[List[str]] = None, cluster: str = CLUSTER,
-                 autostart: Optional[List[int]] = None):
+                 autostart: Optional[List[int]] = None, extra: Optional[List[str]] = None):
         self.etcd = etcd
         self.ttl = ttl
         self.cluster = cluster
@@ -74,6 +74,7 @@ class Replicas:
         self.procs: List[Optional[subprocess.Popen]] = [None] * count
         self.logs: List[Optional[object]] = [None] * count
         self.autostart = list(range(count)) if autostart is None else autostart
+        self.extra = list(extra or [])  # more `serve` arguments for every replica
 
     def __enter__(self) -> "Replicas":
         try:
@@ -96,7 +97,7 @@ class Replicas:
         args = [TOPOSCHED, "serve", "--cluster", self.cluster,
                 "--store", f"etcd://{self.endpoints[i]}/ha-test",
                 "--listen", f"127.0.0.1:{self.ports[i]}", "--advertise", self.url(i),
-                "--lease-ttl", str(self.ttl)]
+                "--lease-ttl", str(self.ttl), *self.extra]
         if self.logs[i] is not None:
             self.logs[i].close()
         log = open(os.path.join(self.dir, f"replica{i}.log"), "ab")
