@@ -4,6 +4,7 @@
 #   bench/service/run-load.sh [BINARY] [STORE_DIR] [DURATION_S] [CONNECTIONS]
 # STORE=etcd://H:P,H:P,H:P/prefix runs it against etcd instead of SQLite in STORE_DIR
 # (bench/service/run-load-etcd.sh starts a 3-member etcd cluster on loopback for that).
+# SERVE_ARGS adds serve options, e.g. SERVE_ARGS='--event-log-keep 1000'.
 set -euo pipefail
 bin=${1:-build/release/toposched}
 dir=${2:-$(mktemp -d /var/tmp/toposched-load-XXXXXX)}
@@ -12,7 +13,8 @@ conns=${4:-16}
 here=$(cd "$(dirname "$0")" && pwd)
 rm -f "$dir/state.db" "$dir/state.db-wal" "$dir/state.db-shm"
 store=${STORE:-sqlite:$dir/state.db}
-"$bin" serve --cluster 'preset:dgx-h100?nodes=12500' --store "$store" --listen 127.0.0.1:0 \
+# shellcheck disable=SC2086  # SERVE_ARGS is a list of words
+"$bin" serve --cluster 'preset:dgx-h100?nodes=12500' --store "$store" --listen 127.0.0.1:0 ${SERVE_ARGS:-} \
     2> "$dir/serve.log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT

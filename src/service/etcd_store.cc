@@ -237,7 +237,8 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
   }
   // Events that fall out of the kept window go in the same Txn (the range holds only the ones
   // this commit pushes out, since every earlier commit deleted its own).
-  if (first_kept > 1) ops.push_back(EtcdOp::erase(key(seq_key_suffix(0)), key(seq_key_suffix(first_kept))));
+  if (first_kept > 1 && first_kept > events_trimmed_below_)
+    ops.push_back(EtcdOp::erase(key(seq_key_suffix(events_trimmed_below_)), key(seq_key_suffix(first_kept))));
   ops.push_back(EtcdOp::put(seq_key, std::to_string(seq)));
   auto deadline = std::min(EtcdClient::Clock::now() + options_.request_timeout, term->valid_until);
   auto txn = client_.txn(compares, ops, diagnose, deadline);
@@ -253,6 +254,7 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
   }
   seq_ = seq;
   seq_mod_revision_ = r.revision;
+  if (first_kept > 1) events_trimmed_below_ = std::max(events_trimmed_below_, first_kept);
   return {};
 }
 

@@ -93,6 +93,10 @@ class EtcdStore final : public Store {
   std::uint64_t loaded_generation_ = 0;  // the term during which load_jobs ran (0: none)
   std::int64_t seq_ = 0;                 // last event seq committed
   std::int64_t seq_mod_revision_ = 0;    // mod revision of PREFIX/seq as last seen (0: absent)
+  // No event below this seq is left (0: not known yet). A trim deletes the range from here,
+  // not from seq 0: etcd walks its key index through every key deleted since the last
+  // compaction that lies in a deleted range, so a range from 0 got slower with every commit.
+  std::int64_t events_trimmed_below_ = 0;
 };
 
 // open_store's "etcd://" row: `rest` is the URL after "etcd://" (HOST:PORT,.../PREFIX).
