@@ -60,13 +60,14 @@ class EtcdCluster:
     """N etcd members on loopback; see the module docstring."""
 
     def __init__(self, members: int = 3, heartbeat_ms: int = 100, election_ms: int = 1000,
-                 keep_dir: bool = False):
+                 keep_dir: bool = False, quota_mb: int = 256):
         if members < 1:
             raise ValueError("members must be >= 1")
         self.count = members
         self.heartbeat_ms = heartbeat_ms
         self.election_ms = election_ms
         self.keep_dir = keep_dir
+        self.quota_mb = quota_mb
         self.dir = tempfile.mkdtemp(prefix="toposched-etcd-")
         ports = free_ports(2 * members)
         self.client_ports = ports[:members]
@@ -112,7 +113,10 @@ class EtcdCluster:
             "--heartbeat-interval", str(self.heartbeat_ms),
             "--election-timeout", str(self.election_ms),
             # Small, quick to start, quiet: a test cluster, not a production one.
-            "--quota-backend-bytes", str(256 * 1024 * 1024),
+            "--quota-backend-bytes", str(self.quota_mb * 1024 * 1024),
+            # As docs/service.md asks of production members (there: 1h): without compaction
+            # every revision stays, and a long run fills the quota whatever toposched keeps.
+            "--auto-compaction-mode", "periodic", "--auto-compaction-retention", "1m",
             "--snapshot-count", "10000",
             "--log-outputs", "stderr",
         ]

@@ -241,7 +241,9 @@ class Soak:
     # -- etcd ----------------------------------------------------------------------------------
     def run_etcd(self) -> None:
         ttl = 2
-        with EtcdCluster(3) as etcd, Replicas(etcd, count=2, ttl=ttl,
+        # etcd's default 2 GB quota: between two compactions (every minute) the history of
+        # this churn takes a few hundred MB, over the tests' 256 MB.
+        with EtcdCluster(3, quota_mb=2048) as etcd, Replicas(etcd, count=2, ttl=ttl,
                                               extra=["--event-log-keep", str(self.args.keep)]) as reps:
             reps.wait_leader(timeout_s=30)
             load = Load(reps, threads=self.args.threads, prefix="e")
@@ -339,6 +341,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--max-rss-mb", type=float, default=0,
                         help="fail when a toposched process's resident memory exceeds this (default: no limit)")
     args = parser.parse_args(argv)
+    # SIGTERM (a CI timeout, kill) unwinds like Ctrl-C, so every process started here is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     stores = ["sqlite", "etcd"] if args.store == "both" else [args.store]
     failed = False
     for store in stores:
