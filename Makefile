@@ -6,6 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 MUTATIONS ?= 10000
 SOAK_SECONDS ?= 900
+SOAK_SEED ?= 1
 
 all: build
 
@@ -35,7 +36,7 @@ fuzz: deps
 # members and 2 replicas), Release build; a 12-second version runs in `make test`
 # (tests/soak/soak.py, docs/service.md "Soak test").
 soak: build
-	@TOPOSCHED=build/release/toposched python3 tests/soak/soak.py --store both --seconds $(SOAK_SECONDS) --max-rss-mb 512
+	@TOPOSCHED=build/release/toposched python3 tests/soak/soak.py --store both --seconds $(SOAK_SECONDS) --seed $(SOAK_SEED) --max-rss-mb 512
 
 # MUTATIONS random mutations of the fixtures through the sanitizer build of the CLI.
 mutations: debug

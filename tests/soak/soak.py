@@ -128,6 +128,7 @@ class Soak:
         self.events: Counter = Counter()
         self.checks = 0
         self.orphans_released = 0
+        self.acknowledged = 0  # mutations answered 201/200 over the run
         self.max_events_kept = 0
         self.rss: Dict[str, float] = {}  # process label -> largest sample (MB)
 
@@ -214,6 +215,7 @@ class Soak:
                 self.check_sqlite(one, load, "the last round")
             finally:
                 load.stop()
+                self.acknowledged = load.acked_count()
                 one.stop()
 
     @staticmethod
@@ -284,6 +286,7 @@ class Soak:
                 self.check_etcd(etcd, reps, load, "the last round")
             finally:
                 load.stop()
+                self.acknowledged = load.acked_count()
 
     def sample_replicas(self, reps: Replicas) -> None:
         for i, p in enumerate(reps.procs):
@@ -320,6 +323,7 @@ class Soak:
     def summary(self, store: str) -> dict:
         return {"store": store, "seconds": self.args.seconds, "seed": self.args.seed,
                 "events": dict(sorted(self.events.items())), "checks": self.checks,
+                "acknowledged": self.acknowledged,
                 "orphans_released": self.orphans_released, "most_events_kept": self.max_events_kept,
                 "event_log_keep": self.args.keep,
                 "max_rss_mb": {k: round(v, 1) for k, v in sorted(self.rss.items())},
