@@ -44,7 +44,7 @@ import tempfile
 import time
 import urllib.request
 from collections import Counter
-from typing import Dict, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if "/" in os.environ.get("TOPOSCHED", ""):
@@ -179,6 +179,16 @@ class Soak:
             else:
                 self.problem(f"after {what}: releasing orphan {job}: {status} {body}")
 
+    def schedule(self, choices: List[str]) -> Iterator[str]:
+        """Until --seconds have passed: waits 0.5-1.5 x --event-every, then yields an event
+        drawn from `choices` (with the seeded generator) and counts it."""
+        deadline = time.monotonic() + self.args.seconds
+        while time.monotonic() < deadline:
+            time.sleep(min(self.rng.uniform(0.5, 1.5) * self.args.event_every, max(0.0, deadline - time.monotonic())))
+            event = self.rng.choice(choices)
+            self.events[event] += 1
+            yield event
+
     def pause_for_check(self, load: Load) -> None:
         load.pause(timeout_s=60)
         time.sleep(0.05)
@@ -191,12 +201,7 @@ class Soak:
             load = Load(one, threads=self.args.threads, prefix="s", follow=False)
             load.start()
             try:
-                deadline = time.monotonic() + self.args.seconds
-                while time.monotonic() < deadline:
-                    time.sleep(min(self.rng.uniform(0.5, 1.5) * self.args.event_every,
-                                   max(0.0, deadline - time.monotonic())))
-                    event = self.rng.choice(["kill9", "kill9", "term"])
-                    self.events[event] += 1
+                for event in self.schedule(["kill9", "kill9", "term"]):
                     if event == "kill9":
                         self.sample_rss("serve", one.procs[0].pid if one.procs[0] else None)
                         one.kill9()
@@ -251,12 +256,8 @@ class Soak:
             load = Load(reps, threads=self.args.threads, prefix="e")
             load.start()
             try:
-                deadline = time.monotonic() + self.args.seconds
-                while time.monotonic() < deadline:
-                    time.sleep(min(self.rng.uniform(0.5, 1.5) * self.args.event_every,
-                                   max(0.0, deadline - time.monotonic())))
-                    event = self.rng.choice(["kill-leader", "kill-follower", "term-leader", "kill-member", "pause-member"])
-                    self.events[event] += 1
+                for event in self.schedule(["kill-leader", "kill-follower", "term-leader", "kill-member",
+                                            "pause-member"]):
                     self.sample_replicas(reps)
                     leader = reps.wait_leader(timeout_s=30)
                     if event in ("kill-leader", "kill-follower", "term-leader"):
