@@ -209,11 +209,12 @@ class Soak:
                         self.check_sqlite(one, load, "kill -9")
                     else:
                         self.pause_for_check(load)
-                        before = [self.raw(one.ports[0], p) for p in ("/v1/jobs", "/v1/fragmentation")]
+                        before = [one.server.request("GET", p) for p in ("/v1/jobs", "/v1/fragmentation")]
                         self.sample_rss("serve", one.procs[0].pid)
                         one.stop()
                         one.start()
-                        if [self.raw(one.ports[0], p) for p in ("/v1/jobs", "/v1/fragmentation")] != before:
+                        after = [one.server.request("GET", p) for p in ("/v1/jobs", "/v1/fragmentation")]
+                        if after != before or any(status != 200 for status, _ in before):
                             self.problem("after SIGTERM and restart: GET /v1/jobs or /v1/fragmentation differs")
                         load.resume()
                         self.check_sqlite(one, load, "SIGTERM")
@@ -222,11 +223,6 @@ class Soak:
                 load.stop()
                 self.acknowledged = load.acked_count()
                 one.stop()
-
-    @staticmethod
-    def raw(port: int, path: str) -> bytes:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
-            return r.read()
 
     def check_sqlite(self, one: OneServer, load: Load, what: str) -> None:
         self.pause_for_check(load)
