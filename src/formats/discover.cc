@@ -73,46 +73,45 @@ DiscoveredTopology gpu_info_hints(std::map<std::string, NodeGpuQuery>& info, con
   return t;
 }
 
-}  // namespace
+// One node's `topo -m` file into `hw`, with the GPU model from --gpu-info where given.
+Result<void> read_topo_m_file(const std::string& f, const DiscoverRequest& r,
+                              const std::map<std::string, NodeGpuQuery>& gpu_info,
+                              std::vector<std::string>& gpu_info_used, std::unordered_map<std::string, int>& topo_gpus,
+                              DiscoveredTopology& hw) {
+  TOPOSCHED_TRY(text, read_text_file(f));
+  DiscoveredNode n;
+  n.name = node_name_from_path(f);
+  TopoMatrixOptions topo = r.topo;
+  auto info = gpu_info.find(n.name);
+  if (topo.gpu_model.empty() && info != gpu_info.end()) {
+    topo.gpu_model = info->second.product;
+    gpu_info_used.push_back(n.name);
+  }
+  TOPOSCHED_TRY(m, read_nvidia_topo(text, f, topo));
+  if (info != gpu_info.end() && info->second.gpus != m.type.gpu_count)
+    hw.warnings.push_back(fmt::format("{}: node '{}': --gpu-info lists {} GPUs but its topo -m has {}", f, n.name,
+                                      info->second.gpus, m.type.gpu_count));
+  if (std::any_of(hw.nodes.begin(), hw.nodes.end(), [&](const DiscoveredNode& x) { return x.name == n.name; }))
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--topo-m: two files are named after node '{}'", n.name),
+                      SourceLocation{f, 0, 0});
+  for (const auto& w : m.warnings) hw.warnings.push_back(f + ": " + w);
+  topo_gpus[n.name] = m.type.gpu_count;
+  n.hardware = std::move(m.type);
+  hw.nodes.push_back(std::move(n));
+  return {};
+}
 
-std::string node_name_from_path(const std::string& path) { return fs::path(path).stem().string(); }
-
-Result<DiscoveryResult> discover(const DiscoverRequest& r) {
-  std::vector<DiscoveredTopology> sources;
-  std::unordered_map<std::string, int> topo_gpus;
-
+// The node hardware sources: --gpu-info hints, then every `topo -m` file. Records each
+// node's GPU count from its `topo -m` in topo_gpus.
+Result<void> add_hardware_sources(const DiscoverRequest& r, std::unordered_map<std::string, int>& topo_gpus,
+                                  std::vector<DiscoveredTopology>& sources) {
   TOPOSCHED_TRY(gpu_info, read_gpu_info(r.gpu_info));
   std::vector<std::string> gpu_info_used;
   DiscoveredTopology hw;
   hw.source = "topo -m";
   for (const auto& arg : r.topo_m) {
-    auto files = per_node_files(arg, "--topo-m");
-    if (!files) return tl::unexpected(files.error());
-    for (const auto& f : *files) {
-      auto text = read_text_file(f);
-      if (!text) return tl::unexpected(text.error());
-      DiscoveredNode n;
-      n.name = node_name_from_path(f);
-      TopoMatrixOptions topo = r.topo;
-      auto info = gpu_info.find(n.name);
-      if (topo.gpu_model.empty() && info != gpu_info.end()) {
-        topo.gpu_model = info->second.product;
-        gpu_info_used.push_back(n.name);
-      }
-      auto m = read_nvidia_topo(*text, f, topo);
-      if (!m) return tl::unexpected(m.error());
-      if (info != gpu_info.end() && info->second.gpus != m->type.gpu_count)
-        hw.warnings.push_back(fmt::format("{}: node '{}': --gpu-info lists {} GPUs but its topo -m has {}", f, n.name,
-                                          info->second.gpus, m->type.gpu_count));
-      if (std::any_of(hw.nodes.begin(), hw.nodes.end(), [&](const DiscoveredNode& x) { return x.name == n.name; }))
-        return make_error(ErrorCode::kInvalidArgument,
-                          fmt::format("--topo-m: two files are named after node '{}'", n.name),
-                          SourceLocation{f, 0, 0});
-      for (const auto& w : m->warnings) hw.warnings.push_back(f + ": " + w);
-      topo_gpus[n.name] = m->type.gpu_count;
-      n.hardware = std::move(m->type);
-      hw.nodes.push_back(std::move(n));
-    }
+    TOPOSCHED_TRY(files, per_node_files(arg, "--topo-m"));
+    for (const auto& f : files) TOPOSCHED_CHECK(read_topo_m_file(f, r, gpu_info, gpu_info_used, topo_gpus, hw));
   }
   if (!gpu_info.empty()) {
     DiscoveredTopology hints = gpu_info_hints(gpu_info, gpu_info_used);
@@ -120,28 +119,29 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
   }
   if (!hw.nodes.empty() || !hw.warnings.empty()) {
     // Warnings already carry their file; merge_discovered prefixes the source name.
-    DiscoveredTopology h = std::move(hw);
-    h.source.clear();
-    sources.push_back(std::move(h));
+    hw.source.clear();
+    sources.push_back(std::move(hw));
   }
+  return {};
+}
 
+// The --fabric files (nvidia-smi's fabric state per node): each node's NVLink domain.
+Result<void> add_nvlink_fabric_source(const DiscoverRequest& r, const std::unordered_map<std::string, int>& topo_gpus,
+                                      std::vector<DiscoveredTopology>& sources) {
   DiscoveredTopology fab;
   std::map<std::string, std::vector<std::string>> fabric_notes;  // warning -> nodes, to report each once
   for (const auto& arg : r.fabric) {
-    auto files = per_node_files(arg, "--fabric");
-    if (!files) return tl::unexpected(files.error());
-    for (const auto& f : *files) {
-      auto text = read_text_file(f);
-      if (!text) return tl::unexpected(text.error());
-      auto nf = read_nvidia_fabric(*text, f);
-      if (!nf) return tl::unexpected(nf.error());
+    TOPOSCHED_TRY(files, per_node_files(arg, "--fabric"));
+    for (const auto& f : files) {
+      TOPOSCHED_TRY(text, read_text_file(f));
+      TOPOSCHED_TRY(nf, read_nvidia_fabric(text, f));
       DiscoveredNode n;
       n.name = node_name_from_path(f);
-      for (const auto& w : nf->warnings) fabric_notes[w].push_back(n.name);
-      if (auto it = topo_gpus.find(n.name); it != topo_gpus.end() && it->second != nf->gpus)
+      for (const auto& w : nf.warnings) fabric_notes[w].push_back(n.name);
+      if (auto it = topo_gpus.find(n.name); it != topo_gpus.end() && it->second != nf.gpus)
         fab.warnings.push_back(
-            fmt::format("{}: node '{}': reports {} GPUs but its topo -m has {}", f, n.name, nf->gpus, it->second));
-      n.domain = nf->domain;
+            fmt::format("{}: node '{}': reports {} GPUs but its topo -m has {}", f, n.name, nf.gpus, it->second));
+      n.domain = nf.domain;
       fab.nodes.push_back(std::move(n));
     }
   }
@@ -153,36 +153,47 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
     fab.source = "--fabric";
     sources.push_back(std::move(fab));
   }
+  return {};
+}
 
+// Whole-cluster sources, one file each: ibnetdiscover, topology.conf, Topograph models,
+// Kubernetes node lists, AWS instance topology.
+Result<void> add_cluster_sources(const DiscoverRequest& r, std::vector<DiscoveredTopology>& sources) {
   auto each = [&](const std::vector<std::string>& files, auto&& read) -> Result<void> {
     for (const auto& f : files) {
-      auto text = read_text_file(f);
-      if (!text) return tl::unexpected(text.error());
-      auto t = read(*text, f);
-      if (!t) return tl::unexpected(t.error());
-      sources.push_back(std::move(*t));
+      TOPOSCHED_TRY(text, read_text_file(f));
+      TOPOSCHED_TRY(t, read(text, f));
+      sources.push_back(std::move(t));
     }
     return {};
   };
   IbnetOptions ib;
   ib.hca_regex = r.hca_regex;
-  Result<void> ok =
-      each(r.ibnetdiscover, [&](const std::string& t, const std::string& f) -> Result<DiscoveredTopology> {
-        auto res = read_ibnetdiscover(t, f, ib);
-        if (!res) return tl::unexpected(res.error());
-        return std::move(res->topology);
-      });
-  if (ok)
-    ok = each(r.slurm_topology, [](const std::string& t, const std::string& f) { return read_slurm_topology(t, f); });
-  if (ok)
-    ok =
-        each(r.topograph_models, [](const std::string& t, const std::string& f) { return read_topograph_model(t, f); });
-  if (ok)
-    ok = each(r.k8s_nodes,
-              [&](const std::string& t, const std::string& f) { return read_k8s_nodes(t, f, r.label_map); });
-  if (ok) ok = each(r.aws_topology, [](const std::string& t, const std::string& f) { return read_aws_topology(t, f); });
-  if (!ok) return tl::unexpected(ok.error());
+  TOPOSCHED_CHECK(each(r.ibnetdiscover, [&](const std::string& t, const std::string& f) -> Result<DiscoveredTopology> {
+    TOPOSCHED_TRY(res, read_ibnetdiscover(t, f, ib));
+    return std::move(res.topology);
+  }));
+  TOPOSCHED_CHECK(
+      each(r.slurm_topology, [](const std::string& t, const std::string& f) { return read_slurm_topology(t, f); }));
+  TOPOSCHED_CHECK(
+      each(r.topograph_models, [](const std::string& t, const std::string& f) { return read_topograph_model(t, f); }));
+  TOPOSCHED_CHECK(
+      each(r.k8s_nodes, [&](const std::string& t, const std::string& f) { return read_k8s_nodes(t, f, r.label_map); }));
+  TOPOSCHED_CHECK(
+      each(r.aws_topology, [](const std::string& t, const std::string& f) { return read_aws_topology(t, f); }));
+  return {};
+}
 
+}  // namespace
+
+std::string node_name_from_path(const std::string& path) { return fs::path(path).stem().string(); }
+
+Result<DiscoveryResult> discover(const DiscoverRequest& r) {
+  std::vector<DiscoveredTopology> sources;
+  std::unordered_map<std::string, int> topo_gpus;  // node -> GPUs in its topo -m
+  TOPOSCHED_CHECK(add_hardware_sources(r, topo_gpus, sources));
+  TOPOSCHED_CHECK(add_nvlink_fabric_source(r, topo_gpus, sources));
+  TOPOSCHED_CHECK(add_cluster_sources(r, sources));
   DiscoveryOptions merge = r.merge;
   merge.default_nic_gbit = r.topo.nic_gbit;
   if (!r.topo.gpu_model.empty()) merge.default_gpu_model = r.topo.gpu_model;

@@ -113,170 +113,184 @@ std::string names_of(const std::vector<std::string>& names) {
   return compress_hostlist(sorted);
 }
 
-}  // namespace
-
-Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& sources,
-                                         const DiscoveryOptions& options) {
+// The sources merged into one list of switches and one of nodes, with what disagreed.
+struct Merged {
   std::vector<std::string> warnings;
-  for (const auto& s : sources)
-    for (const auto& w : s.warnings) warnings.push_back(s.source.empty() ? w : s.source + ": " + w);
-
-  // Tiers: the deepest source names them.
-  std::vector<std::string> tiers;
-  for (const auto& s : sources)
-    if (s.tiers.size() > tiers.size()) tiers = s.tiers;
-
-  // Switches: the union, first source wins.
+  std::vector<std::string> tiers;  // the deepest source names them
   std::vector<MergedSwitch> switches;
   std::unordered_map<std::string, std::size_t> switch_index;
+  std::vector<MergedNode> nodes;  // sorted by name (natural order)
+  std::vector<std::string> unplaced;  // nodes missing from the switch tree
+  std::vector<std::string> no_data;   // nodes with neither a switch nor a domain
+};
+
+void take_source_warnings(const std::vector<DiscoveredTopology>& sources, Merged& m) {
+  for (const auto& s : sources)
+    for (const auto& w : s.warnings) m.warnings.push_back(s.source.empty() ? w : s.source + ": " + w);
+  for (const auto& s : sources)
+    if (s.tiers.size() > m.tiers.size()) m.tiers = s.tiers;
+}
+
+// Switches: the union, first source wins.
+void merge_switches(const std::vector<DiscoveredTopology>& sources, Merged& m) {
   for (const auto& s : sources)
     for (const auto& sw : s.switches) {
-      auto it = switch_index.find(sw.name);
-      if (it == switch_index.end()) {
-        switch_index.emplace(sw.name, switches.size());
-        switches.push_back({sw, s.source});
+      auto it = m.switch_index.find(sw.name);
+      if (it == m.switch_index.end()) {
+        m.switch_index.emplace(sw.name, m.switches.size());
+        m.switches.push_back({sw, s.source});
         continue;
       }
-      const MergedSwitch& prev = switches[it->second];
+      const MergedSwitch& prev = m.switches[it->second];
       if (prev.sw.tier != sw.tier || prev.sw.parent != sw.parent)
-        warnings.push_back(
+        m.warnings.push_back(
             fmt::format("{}: switch '{}' is in tier {} under '{}' here but in tier {} under '{}' in {}; "
                         "keeping the latter",
                         s.source, sw.name, sw.tier, sw.parent, prev.sw.tier, prev.sw.parent, prev.source));
     }
+}
 
-  // Nodes: merged by name.
-  std::vector<MergedNode> nodes;
+// One source's view of a node into the merged node: the first source to say a thing wins.
+void merge_node(const std::string& source, const DiscoveredNode& n, MergedNode& m, std::vector<std::string>& warnings) {
+  if (!n.switch_name.empty()) {
+    if (m.node.switch_name.empty()) {
+      m.node.switch_name = n.switch_name;
+      m.switch_source = source;
+    } else if (m.node.switch_name != n.switch_name) {
+      warnings.push_back(fmt::format("{}: node '{}' is under switch '{}' here but under '{}' in {}; keeping '{}'",
+                                     source, n.name, n.switch_name, m.node.switch_name, m.switch_source,
+                                     m.node.switch_name));
+    }
+  }
+  if (!n.domain.empty()) {
+    if (m.node.domain.empty()) {
+      m.node.domain = n.domain;
+      m.node.sub_domain = n.sub_domain;
+      m.domain_source = source;
+    } else if (m.node.domain != n.domain) {
+      warnings.push_back(
+          fmt::format("{}: node '{}' is in accelerator domain '{}' here but in '{}' in {}; "
+                      "keeping '{}'",
+                      source, n.name, n.domain, m.node.domain, m.domain_source, m.node.domain));
+    } else if (m.node.sub_domain.empty()) {
+      m.node.sub_domain = n.sub_domain;
+    }
+  }
+  if (n.hardware) {
+    if (!m.node.hardware) {
+      m.node.hardware = n.hardware;
+      m.hardware_source = source;
+    } else if (!same_hardware(*m.node.hardware, *n.hardware)) {
+      warnings.push_back(fmt::format("{}: node '{}' has different hardware here than in {}; keeping the latter",
+                                     source, n.name, m.hardware_source));
+    }
+  }
+  if (m.node.nic_gbit == 0) m.node.nic_gbit = n.nic_gbit;
+  if (m.node.gpu_count == 0) m.node.gpu_count = n.gpu_count;
+  if (m.node.gpu_model.empty()) m.node.gpu_model = n.gpu_model, m.node.gpu_model_at = n.gpu_model_at;
+}
+
+// Nodes: merged by name, then sorted.
+Result<void> merge_nodes(const std::vector<DiscoveredTopology>& sources, Merged& m) {
   std::unordered_map<std::string, std::size_t> node_index;
   for (const auto& s : sources)
     for (const auto& n : s.nodes) {
-      auto [it, inserted] = node_index.emplace(n.name, nodes.size());
+      auto [it, inserted] = node_index.emplace(n.name, m.nodes.size());
       if (inserted) {
-        MergedNode m;
-        m.node.name = n.name;
-        nodes.push_back(std::move(m));
+        MergedNode fresh;
+        fresh.node.name = n.name;
+        m.nodes.push_back(std::move(fresh));
       }
-      MergedNode& m = nodes[it->second];
-      if (!n.switch_name.empty()) {
-        if (m.node.switch_name.empty()) {
-          m.node.switch_name = n.switch_name;
-          m.switch_source = s.source;
-        } else if (m.node.switch_name != n.switch_name) {
-          warnings.push_back(fmt::format("{}: node '{}' is under switch '{}' here but under '{}' in {}; keeping '{}'",
-                                         s.source, n.name, n.switch_name, m.node.switch_name, m.switch_source,
-                                         m.node.switch_name));
-        }
-      }
-      if (!n.domain.empty()) {
-        if (m.node.domain.empty()) {
-          m.node.domain = n.domain;
-          m.node.sub_domain = n.sub_domain;
-          m.domain_source = s.source;
-        } else if (m.node.domain != n.domain) {
-          warnings.push_back(
-              fmt::format("{}: node '{}' is in accelerator domain '{}' here but in '{}' in {}; "
-                          "keeping '{}'",
-                          s.source, n.name, n.domain, m.node.domain, m.domain_source, m.node.domain));
-        } else if (m.node.sub_domain.empty()) {
-          m.node.sub_domain = n.sub_domain;
-        }
-      }
-      if (n.hardware) {
-        if (!m.node.hardware) {
-          m.node.hardware = n.hardware;
-          m.hardware_source = s.source;
-        } else if (!same_hardware(*m.node.hardware, *n.hardware)) {
-          warnings.push_back(fmt::format("{}: node '{}' has different hardware here than in {}; keeping the latter",
-                                         s.source, n.name, m.hardware_source));
-        }
-      }
-      if (m.node.nic_gbit == 0) m.node.nic_gbit = n.nic_gbit;
-      if (m.node.gpu_count == 0) m.node.gpu_count = n.gpu_count;
-      if (m.node.gpu_model.empty()) m.node.gpu_model = n.gpu_model, m.node.gpu_model_at = n.gpu_model_at;
+      merge_node(s.source, n, m.nodes[it->second], m.warnings);
     }
-  if (nodes.empty())
+  if (m.nodes.empty())
     return make_error(ErrorCode::kValidation,
                       "no node found in the inputs; give per-node `topo -m` files or a fabric source that names nodes");
-  std::sort(nodes.begin(), nodes.end(),
+  std::sort(m.nodes.begin(), m.nodes.end(),
             [](const MergedNode& a, const MergedNode& b) { return natural_less(a.node.name, b.node.name); });
+  return {};
+}
 
-  // Node switches that name no switch.
-  for (auto& m : nodes)
-    if (!m.node.switch_name.empty() && !switch_index.contains(m.node.switch_name)) {
-      warnings.push_back(fmt::format("{}: node '{}' names switch '{}', which no source declares; ignoring it",
-                                     m.switch_source, m.node.name, m.node.switch_name));
-      m.node.switch_name.clear();
+// Node switches that name no switch are dropped; nodes without fabric data are named.
+void check_node_fabric(Merged& m) {
+  for (auto& n : m.nodes)
+    if (!n.node.switch_name.empty() && !m.switch_index.contains(n.node.switch_name)) {
+      m.warnings.push_back(fmt::format("{}: node '{}' names switch '{}', which no source declares; ignoring it",
+                                       n.switch_source, n.node.name, n.node.switch_name));
+      n.node.switch_name.clear();
     }
-
-  // Nodes without fabric data.
-  std::vector<std::string> unplaced, no_data, no_hardware;
-  for (const auto& m : nodes) {
-    if (m.node.switch_name.empty()) {
-      if (!switches.empty())
-        unplaced.push_back(m.node.name);
-      else if (m.node.domain.empty())
-        no_data.push_back(m.node.name);
+  std::vector<std::string> no_hardware;
+  for (const auto& n : m.nodes) {
+    if (n.node.switch_name.empty()) {
+      if (!m.switches.empty())
+        m.unplaced.push_back(n.node.name);
+      else if (n.node.domain.empty())
+        m.no_data.push_back(n.node.name);
     }
-    if (!m.node.hardware) no_hardware.push_back(m.node.name);
+    if (!n.node.hardware) no_hardware.push_back(n.node.name);
   }
-  if (!unplaced.empty())
-    warnings.push_back(fmt::format("{} node(s) are missing from the switch tree and go under '{}': {}", unplaced.size(),
-                                   kNoTopologySwitch, names_of(unplaced)));
-  if (!no_data.empty())
-    warnings.push_back(
+  if (!m.unplaced.empty())
+    m.warnings.push_back(fmt::format("{} node(s) are missing from the switch tree and go under '{}': {}",
+                                     m.unplaced.size(), kNoTopologySwitch, names_of(m.unplaced)));
+  if (!m.no_data.empty())
+    m.warnings.push_back(
         fmt::format("{} node(s) have no fabric data (no switch, no accelerator domain) and go under "
                     "'{}': {}",
-                    no_data.size(), kNoTopologySwitch, names_of(no_data)));
-  if (!no_hardware.empty() && no_hardware.size() < nodes.size())
-    warnings.push_back(fmt::format("{} node(s) have no `topo -m` file and get a generic node type: {}",
-                                   no_hardware.size(), names_of(no_hardware)));
+                    m.no_data.size(), kNoTopologySwitch, names_of(m.no_data)));
+  if (!no_hardware.empty() && no_hardware.size() < m.nodes.size())
+    m.warnings.push_back(fmt::format("{} node(s) have no `topo -m` file and get a generic node type: {}",
+                                     no_hardware.size(), names_of(no_hardware)));
+}
 
-  if (options.strict && !warnings.empty()) {
-    std::string all;
-    for (const auto& w : warnings) all += "\n  " + w;
-    return make_error(ErrorCode::kValidation,
-                      fmt::format("--strict: {} warning(s) count as errors:{}", warnings.size(), all));
+Result<void> refuse_warnings_if_strict(const Merged& m, const DiscoveryOptions& options) {
+  if (!options.strict || m.warnings.empty()) return {};
+  std::string all;
+  for (const auto& w : m.warnings) all += "\n  " + w;
+  return make_error(ErrorCode::kValidation,
+                    fmt::format("--strict: {} warning(s) count as errors:{}", m.warnings.size(), all));
+}
+
+// A node's hardware: its `topo -m` type (NIC speed from the fabric where asked), else a
+// generic type for its GPU model.
+Result<NodeType> node_hardware(const MergedNode& m, const DiscoveryOptions& options) {
+  if (m.node.hardware) {
+    NodeType hw = *m.node.hardware;
+    if (options.nic_gbit_from_fabric && m.node.nic_gbit > 0)
+      for (Nic& nic : hw.nics)
+        if (nic.compute) nic.gbit = m.node.nic_gbit;
+    return hw;
   }
+  const std::string model = m.node.gpu_model.empty() ? options.default_gpu_model : m.node.gpu_model;
+  // A GB200/GB300 compute tray has 4 GPUs; other products default to the option.
+  auto product = find_gpu_product(model);
+  const bool tray = product && product->canonical.starts_with("GB");
+  const int count = m.node.gpu_count > 0 ? m.node.gpu_count : tray ? 4 : options.default_gpu_count;
+  const double nic_gbit =
+      options.nic_gbit_from_fabric && m.node.nic_gbit > 0 ? m.node.nic_gbit : options.default_nic_gbit;
+  auto generic = generic_node_type(model, count, nic_gbit);
+  if (generic) return generic;
+  Error e = generic.error();
+  e.message = fmt::format("node '{}': {}", m.node.name, e.message);
+  // A model named by an input file is bad input (exit 1, at its position); only the
+  // command line's default model is a usage error.
+  if (!m.node.gpu_model.empty()) e.code = ErrorCode::kValidation, e.where = m.node.gpu_model_at;
+  return tl::unexpected(e);
+}
 
-  ClusterBuilder builder(options.cluster_name);
-
-  // Node types: identical hardware shares one type.
+// Node types: identical hardware shares one type. Returns each node's type.
+Result<std::vector<NodeTypeId>> add_node_types(const Merged& m, const DiscoveryOptions& options,
+                                               ClusterBuilder& builder) {
   std::vector<NodeType> types;
-  std::vector<NodeTypeId> node_type(nodes.size());
+  std::vector<NodeTypeId> node_type(m.nodes.size());
   std::unordered_map<std::string, int> type_names;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const MergedNode& m = nodes[i];
-    NodeType hw;
-    if (m.node.hardware) {
-      hw = *m.node.hardware;
-      if (options.nic_gbit_from_fabric && m.node.nic_gbit > 0)
-        for (Nic& nic : hw.nics)
-          if (nic.compute) nic.gbit = m.node.nic_gbit;
-    } else {
-      const std::string model = m.node.gpu_model.empty() ? options.default_gpu_model : m.node.gpu_model;
-      // A GB200/GB300 compute tray has 4 GPUs; other products default to the option.
-      auto product = find_gpu_product(model);
-      const bool tray = product && product->canonical.starts_with("GB");
-      const int count = m.node.gpu_count > 0 ? m.node.gpu_count : tray ? 4 : options.default_gpu_count;
-      const double nic_gbit =
-          options.nic_gbit_from_fabric && m.node.nic_gbit > 0 ? m.node.nic_gbit : options.default_nic_gbit;
-      auto generic = generic_node_type(model, count, nic_gbit);
-      if (!generic) {
-        Error e = generic.error();
-        e.message = fmt::format("node '{}': {}", m.node.name, e.message);
-        // A model named by an input file is bad input (exit 1, at its position); only the
-        // command line's default model is a usage error.
-        if (!m.node.gpu_model.empty()) e.code = ErrorCode::kValidation, e.where = m.node.gpu_model_at;
-        return tl::unexpected(e);
-      }
-      hw = *generic;
-    }
+  for (std::size_t i = 0; i < m.nodes.size(); ++i) {
+    TOPOSCHED_TRY(hw, node_hardware(m.nodes[i], options));
     std::size_t k = 0;
     for (; k < types.size(); ++k)
       if (same_hardware(types[k], hw)) break;
     if (k == types.size()) {
       std::string base = fmt::format("{}x{}", hw.gpu_model.empty() ? "gpu" : hw.gpu_model, hw.gpu_count);
-      if (!m.node.hardware) base += "-generic";
+      if (!m.nodes[i].node.hardware) base += "-generic";
       int& seen = type_names[base];
       hw.name = ++seen == 1 ? base : fmt::format("{}-{}", base, seen);
       types.push_back(hw);
@@ -284,40 +298,43 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
     }
     node_type[i] = NodeTypeId(static_cast<std::uint32_t>(k));
   }
+  return node_type;
+}
 
-  const bool need_no_topology = !unplaced.empty() || !no_data.empty();
-  if (tiers.empty() && need_no_topology) tiers.push_back(tier_name_for_level(0));
-  for (const auto& t : tiers) builder.add_tier(Tier{t});
-  for (const auto& s : switches) builder.add_switch(s.sw.name, s.sw.tier);
-  for (const auto& s : switches)
+// Tiers and switches; returns the switch for nodes without fabric data when one is needed.
+Result<SwitchId> add_fabric(Merged& m, ClusterBuilder& builder) {
+  const bool need_no_topology = !m.unplaced.empty() || !m.no_data.empty();
+  if (m.tiers.empty() && need_no_topology) m.tiers.push_back(tier_name_for_level(0));
+  for (const auto& t : m.tiers) builder.add_tier(Tier{t});
+  for (const auto& s : m.switches) builder.add_switch(s.sw.name, s.sw.tier);
+  for (const auto& s : m.switches)
     if (!s.sw.parent.empty()) {
       auto p = builder.find_switch(s.sw.parent);
       if (!p) {
-        warnings.push_back(fmt::format("{}: switch '{}' names parent '{}', which no source declares; ignoring it",
-                                       s.source, s.sw.name, s.sw.parent));
+        m.warnings.push_back(fmt::format("{}: switch '{}' names parent '{}', which no source declares; ignoring it",
+                                         s.source, s.sw.name, s.sw.parent));
         continue;
       }
       builder.connect(*builder.find_switch(s.sw.name), *p);
     }
-  SwitchId no_topology;
-  if (need_no_topology) {
-    if (builder.find_switch(kNoTopologySwitch))
-      return make_error(ErrorCode::kValidation,
-                        fmt::format("a source declares a switch named '{}', the name reserved for nodes without "
-                                    "fabric data",
-                                    kNoTopologySwitch));
-    no_topology = builder.add_switch(kNoTopologySwitch, 0);
-  }
+  if (!need_no_topology) return SwitchId();
+  if (builder.find_switch(kNoTopologySwitch))
+    return make_error(ErrorCode::kValidation,
+                      fmt::format("a source declares a switch named '{}', the name reserved for nodes without "
+                                  "fabric data",
+                                  kNoTopologySwitch));
+  return builder.add_switch(kNoTopologySwitch, 0);
+}
 
+void add_nodes(const Merged& m, const std::vector<NodeTypeId>& node_type, SwitchId no_topology,
+               ClusterBuilder& builder) {
   std::map<std::string, DomainId> domains;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const DiscoveredNode& n = nodes[i].node;
+  for (std::size_t i = 0; i < m.nodes.size(); ++i) {
+    const DiscoveredNode& n = m.nodes[i].node;
     NodeId id = builder.add_node(n.name, node_type[i]);
     if (!n.switch_name.empty())
       builder.attach(id, *builder.find_switch(n.switch_name));
-    else if (no_topology.valid() && n.domain.empty())
-      builder.attach(id, no_topology);
-    else if (no_topology.valid() && !switches.empty())
+    else if (no_topology.valid() && (n.domain.empty() || !m.switches.empty()))
       builder.attach(id, no_topology);
     if (!n.domain.empty()) {
       auto it = domains.find(n.domain);
@@ -325,13 +342,30 @@ Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& 
       builder.add_to_domain(id, it->second, n.sub_domain);
     }
   }
+}
+
+}  // namespace
+
+Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& sources,
+                                         const DiscoveryOptions& options) {
+  Merged m;
+  take_source_warnings(sources, m);
+  merge_switches(sources, m);
+  TOPOSCHED_CHECK(merge_nodes(sources, m));
+  check_node_fabric(m);
+  TOPOSCHED_CHECK(refuse_warnings_if_strict(m, options));
+
+  ClusterBuilder builder(options.cluster_name);
+  TOPOSCHED_TRY(node_type, add_node_types(m, options, builder));
+  TOPOSCHED_TRY(no_topology, add_fabric(m, builder));
+  add_nodes(m, node_type, no_topology, builder);
   auto cluster = std::move(builder).build();
   if (!cluster) {
     Error e = cluster.error();
     e.message = "the merged sources do not form a valid cluster: " + e.message;
     return tl::unexpected(e);
   }
-  return DiscoveryResult{std::move(*cluster), std::move(warnings)};
+  return DiscoveryResult{std::move(*cluster), std::move(m.warnings)};
 }
 
 }  // namespace toposched

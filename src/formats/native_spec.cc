@@ -84,18 +84,8 @@ class SpecReader {
     return p;
   }
 
-  Result<void> read_node_type(const YAML::Node& n) {
-    TOPOSCHED_CHECK(in_.expect_map(n, "a node type", {"name", "gpu", "nvlink", "links", "pcie", "numa", "cpu_affinity", "nics"}));
-    NodeType t;
-    TOPOSCHED_TRY(name, in_.req_string(n, "name"));
-    t.name = name;
-    marks_[name] = in_.where(n["name"]);
-    if (!n["gpu"]) return in_.error_at(n, fmt::format("node type '{}': missing required key 'gpu'", name));
-    const YAML::Node gpu = n["gpu"];
-    TOPOSCHED_CHECK(in_.expect_map(gpu, "'gpu'", {"model", "memory_gb", "count", "power"}));
-    TOPOSCHED_TRY(model, in_.req_string(gpu, "model"));
-    t.gpu_model = model;
-    auto product = find_gpu_product(model);
+  // gpu: {memory_gb, count, power} (the model is read first, for the product's defaults).
+  Result<void> read_gpu(const YAML::Node& gpu, NodeType& t, const std::optional<GpuProduct>& product) {
     TOPOSCHED_TRY(mem, in_.opt_number(gpu, "memory_gb"));
     // 0 is how the model (and so `export --to native`) says "not known".
     if (mem && !(*mem >= 0 && *mem <= 1e6))
@@ -105,34 +95,42 @@ class SpecReader {
     TOPOSCHED_TRY(count, in_.integer(gpu["count"], "count"));
     if (count < 0 || count > 64) return in_.error_at(gpu["count"], fmt::format("expected a GPU count in 0..64, found {}", count));
     t.gpu_count = static_cast<int>(count);
-    const auto nu = static_cast<std::size_t>(count);
     if (const YAML::Node power = gpu["power"]) {
       TOPOSCHED_TRY(p, read_gpu_power(power));
       t.power = p;
     }
+    return {};
+  }
 
-    int mesh_links = 0;
+  // nvlink: {links, GBps_per_link, nvswitch}; returns the full-mesh link count (0: none).
+  Result<int> read_nvlink(const YAML::Node& n, NodeType& t, const std::optional<GpuProduct>& product) {
     t.nvlink_GBps_per_link = product ? product->nvlink_GBps_per_link : 0;
-    if (const YAML::Node nv = n["nvlink"]) {
-      TOPOSCHED_CHECK(in_.expect_map(nv, "'nvlink'", {"links", "GBps_per_link", "nvswitch"}));
-      TOPOSCHED_TRY(links, in_.opt_integer(nv, "links"));
-      TOPOSCHED_TRY(per, in_.opt_number(nv, "GBps_per_link"));
-      TOPOSCHED_TRY(sw, in_.opt_boolean(nv, "nvswitch"));
-      if (links && (*links < 0 || *links > 255)) return in_.error_at(nv["links"], fmt::format("expected 0..255 NVLinks, found {}", *links));
-      if (per && !(*per >= 0)) return in_.error_at(nv["GBps_per_link"], "expected a per-link bandwidth >= 0 (GB/s)");
-      mesh_links = links ? static_cast<int>(*links) : 0;
-      if (per) t.nvlink_GBps_per_link = *per;
-      t.nvswitch = sw ? *sw : mesh_links > 0 && !n["links"];
-    }
+    const YAML::Node nv = n["nvlink"];
+    if (!nv) return 0;
+    TOPOSCHED_CHECK(in_.expect_map(nv, "'nvlink'", {"links", "GBps_per_link", "nvswitch"}));
+    TOPOSCHED_TRY(links, in_.opt_integer(nv, "links"));
+    TOPOSCHED_TRY(per, in_.opt_number(nv, "GBps_per_link"));
+    TOPOSCHED_TRY(sw, in_.opt_boolean(nv, "nvswitch"));
+    if (links && (*links < 0 || *links > 255)) return in_.error_at(nv["links"], fmt::format("expected 0..255 NVLinks, found {}", *links));
+    if (per && !(*per >= 0)) return in_.error_at(nv["GBps_per_link"], "expected a per-link bandwidth >= 0 (GB/s)");
+    const int mesh_links = links ? static_cast<int>(*links) : 0;
+    if (per) t.nvlink_GBps_per_link = *per;
+    t.nvswitch = sw ? *sw : mesh_links > 0 && !n["links"];
+    return mesh_links;
+  }
+
+  // links: one row of `topo -m` cells per GPU, else a full mesh of mesh_links NVLinks.
+  Result<void> read_gpu_links(const YAML::Node& n, int mesh_links, NodeType& t) {
+    const auto nu = static_cast<std::size_t>(t.gpu_count);
     if (const YAML::Node rows = n["links"]) {
       TOPOSCHED_CHECK(in_.expect_sequence(rows, "'links' (one row of topo -m cells per GPU)"));
       if (rows.size() != nu)
-        return in_.error_at(rows, fmt::format("node type '{}' has {} GPUs but 'links' has {} rows", name, nu, rows.size()));
+        return in_.error_at(rows, fmt::format("node type '{}' has {} GPUs but 'links' has {} rows", t.name, nu, rows.size()));
       t.gpu_links.resize(nu * nu);
       for (std::size_t i = 0; i < nu; ++i) {
         TOPOSCHED_TRY(cells, in_.words(rows[i], "links"));
         if (cells.size() != nu)
-          return in_.error_at(rows[i], fmt::format("node type '{}' has {} GPUs but row {} of 'links' has {} cells", name, nu, i, cells.size()));
+          return in_.error_at(rows[i], fmt::format("node type '{}' has {} GPUs but row {} of 'links' has {} cells", t.name, nu, i, cells.size()));
         for (std::size_t j = 0; j < nu; ++j) {
           auto cell = parse_link_cell(cells[j]);
           if (!cell)
@@ -143,27 +141,37 @@ class SpecReader {
     } else if (mesh_links > 0) {
       t.gpu_links = NodeType::full_nvlink_mesh(t.gpu_count, mesh_links);
     } else {
-      if (nu > 1) return in_.error_at(n, fmt::format("node type '{}' needs 'links' (the GPU matrix) or 'nvlink.links'", name));
+      if (nu > 1) return in_.error_at(n, fmt::format("node type '{}' needs 'links' (the GPU matrix) or 'nvlink.links'", t.name));
       t.gpu_links = NodeType::full_nvlink_mesh(t.gpu_count, 0);
       for (auto& l : t.gpu_links) l = GpuLink{LinkClass::kSelf, 0};
     }
+    return {};
+  }
 
+  // pcie: {gen, lanes, GBps}; the product's generation and x16 by default.
+  Result<void> read_pcie(const YAML::Node& n, NodeType& t, const std::optional<GpuProduct>& product) {
     t.pcie_GBps = pcie_GBps(product ? product->pcie_gen : 4, 16);
-    if (const YAML::Node p = n["pcie"]) {
-      TOPOSCHED_CHECK(in_.expect_map(p, "'pcie'", {"gen", "lanes", "GBps"}));
-      TOPOSCHED_TRY(gen, in_.opt_integer(p, "gen"));
-      TOPOSCHED_TRY(lanes, in_.opt_integer(p, "lanes"));
-      TOPOSCHED_TRY(gbps, in_.opt_number(p, "GBps"));
-      if (gen && (*gen < 1 || *gen > 6)) return in_.error_at(p["gen"], fmt::format("expected PCIe generation 1..6, found {}", *gen));
-      if (lanes && !(*lanes == 1 || *lanes == 2 || *lanes == 4 || *lanes == 8 || *lanes == 16 || *lanes == 32))
-        return in_.error_at(p["lanes"], fmt::format("expected 1, 2, 4, 8, 16 or 32 lanes, found {}", *lanes));
-      if (gbps) {
-        if (!(*gbps > 0)) return in_.error_at(p["GBps"], "expected a positive bandwidth");
-        t.pcie_GBps = *gbps;
-      } else {
-        t.pcie_GBps = pcie_GBps(gen ? static_cast<int>(*gen) : product ? product->pcie_gen : 4, lanes ? static_cast<int>(*lanes) : 16);
-      }
+    const YAML::Node p = n["pcie"];
+    if (!p) return {};
+    TOPOSCHED_CHECK(in_.expect_map(p, "'pcie'", {"gen", "lanes", "GBps"}));
+    TOPOSCHED_TRY(gen, in_.opt_integer(p, "gen"));
+    TOPOSCHED_TRY(lanes, in_.opt_integer(p, "lanes"));
+    TOPOSCHED_TRY(gbps, in_.opt_number(p, "GBps"));
+    if (gen && (*gen < 1 || *gen > 6)) return in_.error_at(p["gen"], fmt::format("expected PCIe generation 1..6, found {}", *gen));
+    if (lanes && !(*lanes == 1 || *lanes == 2 || *lanes == 4 || *lanes == 8 || *lanes == 16 || *lanes == 32))
+      return in_.error_at(p["lanes"], fmt::format("expected 1, 2, 4, 8, 16 or 32 lanes, found {}", *lanes));
+    if (gbps) {
+      if (!(*gbps > 0)) return in_.error_at(p["GBps"], "expected a positive bandwidth");
+      t.pcie_GBps = *gbps;
+    } else {
+      t.pcie_GBps = pcie_GBps(gen ? static_cast<int>(*gen) : product ? product->pcie_gen : 4, lanes ? static_cast<int>(*lanes) : 16);
     }
+    return {};
+  }
+
+  // numa: one NUMA id per GPU; cpu_affinity: one CPU list per GPU.
+  Result<void> read_gpu_affinity(const YAML::Node& n, NodeType& t) {
+    const auto nu = static_cast<std::size_t>(t.gpu_count);
     if (const YAML::Node numa = n["numa"]) {
       TOPOSCHED_TRY(words, in_.words(numa, "numa"));
       if (words.size() != nu) return in_.error_at(numa, fmt::format("expected {} NUMA ids (one per GPU), found {}", nu, words.size()));
@@ -184,24 +192,49 @@ class SpecReader {
         t.gpu_cpu_affinity.push_back(s);
       }
     }
+    return {};
+  }
+
+  // A NIC: {name, gbit, affinity (one path class per GPU), numa, compute}.
+  Result<Nic> read_nic(const YAML::Node& nn, std::size_t gpus) {
+    TOPOSCHED_CHECK(in_.expect_map(nn, "a NIC", {"name", "gbit", "affinity", "numa", "compute"}));
+    Nic nic;
+    TOPOSCHED_TRY(nic_name, in_.req_string(nn, "name"));
+    nic.name = nic_name;
+    if (!nn["gbit"]) return in_.error_at(nn, fmt::format("NIC '{}': missing required key 'gbit'", nic_name));
+    TOPOSCHED_TRY(gbit, in_.number(nn["gbit"], "gbit"));
+    if (!(gbit > 0)) return in_.error_at(nn["gbit"], fmt::format("NIC '{}': expected a positive speed in Gbit/s", nic_name));
+    nic.gbit = gbit;
+    if (!nn["affinity"]) return in_.error_at(nn, fmt::format("NIC '{}': missing required key 'affinity' (one path class per GPU)", nic_name));
+    TOPOSCHED_TRY(aff, classes(nn["affinity"], "affinity", gpus));
+    nic.gpu_affinity = aff;
+    TOPOSCHED_TRY(numa, in_.opt_integer(nn, "numa"));
+    nic.numa_node = numa ? static_cast<int>(*numa) : -1;
+    TOPOSCHED_TRY(compute, in_.opt_boolean(nn, "compute"));
+    nic.compute = compute ? *compute : true;
+    return nic;
+  }
+
+  Result<void> read_node_type(const YAML::Node& n) {
+    TOPOSCHED_CHECK(in_.expect_map(n, "a node type", {"name", "gpu", "nvlink", "links", "pcie", "numa", "cpu_affinity", "nics"}));
+    NodeType t;
+    TOPOSCHED_TRY(name, in_.req_string(n, "name"));
+    t.name = name;
+    marks_[name] = in_.where(n["name"]);
+    if (!n["gpu"]) return in_.error_at(n, fmt::format("node type '{}': missing required key 'gpu'", name));
+    TOPOSCHED_CHECK(in_.expect_map(n["gpu"], "'gpu'", {"model", "memory_gb", "count", "power"}));
+    TOPOSCHED_TRY(model, in_.req_string(n["gpu"], "model"));
+    t.gpu_model = model;
+    const std::optional<GpuProduct> product = find_gpu_product(model);
+    TOPOSCHED_CHECK(read_gpu(n["gpu"], t, product));
+    TOPOSCHED_TRY(mesh_links, read_nvlink(n, t, product));
+    TOPOSCHED_CHECK(read_gpu_links(n, mesh_links, t));
+    TOPOSCHED_CHECK(read_pcie(n, t, product));
+    TOPOSCHED_CHECK(read_gpu_affinity(n, t));
     if (const YAML::Node nics = n["nics"]) {
       TOPOSCHED_CHECK(in_.expect_sequence(nics, "'nics'"));
       for (const auto& nn : nics) {
-        TOPOSCHED_CHECK(in_.expect_map(nn, "a NIC", {"name", "gbit", "affinity", "numa", "compute"}));
-        Nic nic;
-        TOPOSCHED_TRY(nic_name, in_.req_string(nn, "name"));
-        nic.name = nic_name;
-        if (!nn["gbit"]) return in_.error_at(nn, fmt::format("NIC '{}': missing required key 'gbit'", nic_name));
-        TOPOSCHED_TRY(gbit, in_.number(nn["gbit"], "gbit"));
-        if (!(gbit > 0)) return in_.error_at(nn["gbit"], fmt::format("NIC '{}': expected a positive speed in Gbit/s", nic_name));
-        nic.gbit = gbit;
-        if (!nn["affinity"]) return in_.error_at(nn, fmt::format("NIC '{}': missing required key 'affinity' (one path class per GPU)", nic_name));
-        TOPOSCHED_TRY(aff, classes(nn["affinity"], "affinity", nu));
-        nic.gpu_affinity = aff;
-        TOPOSCHED_TRY(numa, in_.opt_integer(nn, "numa"));
-        nic.numa_node = numa ? static_cast<int>(*numa) : -1;
-        TOPOSCHED_TRY(compute, in_.opt_boolean(nn, "compute"));
-        nic.compute = compute ? *compute : true;
+        TOPOSCHED_TRY(nic, read_nic(nn, static_cast<std::size_t>(t.gpu_count)));
         t.nics.push_back(std::move(nic));
       }
     }
@@ -409,62 +442,68 @@ std::string classes_text(const std::vector<LinkClass>& v) {
   return s;
 }
 
-Json to_json(const Cluster& c) {
-  Json root;
-  root["version"] = 1;
-  root["name"] = c.name();
-  Json types = Json::array();
-  for (std::uint32_t i = 0; i < c.node_type_count(); ++i) {
-    const NodeType& t = c.node_type_at(NodeTypeId(i));
-    Json jt;
-    jt["name"] = t.name;
-    jt["gpu"] = {{"model", t.gpu_model}, {"memory_gb", t.gpu_memory_gb}, {"count", t.gpu_count}};
-    if (t.power != GpuPowerSpec{}) {
-      Json p = Json::object();
-      if (t.power.busy_w > 0) p["busy_w"] = t.power.busy_w;
-      if (t.power.comm_w > 0) p["comm_w"] = t.power.comm_w;
-      if (t.power.idle_w > 0) p["idle_w"] = t.power.idle_w;
-      jt["gpu"]["power"] = p;
-    }
-    int links = 0;
-    bool mesh = is_full_mesh(t, links);
-    Json nv;
-    if (mesh) nv["links"] = links;
-    // Always written, 0 included: a PCIe-only node of a product that has NVLink elsewhere
-    // (the reader would otherwise default to the product's per-link speed).
-    nv["GBps_per_link"] = t.nvlink_GBps_per_link;
-    nv["nvswitch"] = t.nvswitch;
-    jt["nvlink"] = nv;
-    if (!mesh && t.gpu_count > 1) {
-      Json rows = Json::array();
-      for (int a = 0; a < t.gpu_count; ++a) {
-        std::string row;
-        for (int b = 0; b < t.gpu_count; ++b) row += (b ? " " : "") + link_cell_token(t.link(a, b));
-        rows.push_back(row);
-      }
-      jt["links"] = rows;
-    }
-    jt["pcie"] = {{"GBps", t.pcie_GBps}};
-    if (!t.gpu_numa.empty()) jt["numa"] = t.gpu_numa;
-    if (!t.gpu_cpu_affinity.empty()) jt["cpu_affinity"] = t.gpu_cpu_affinity;
-    if (!t.nics.empty()) {
-      Json nics = Json::array();
-      for (const Nic& n : t.nics) {
-        Json jn;
-        jn["name"] = n.name;
-        jn["gbit"] = n.gbit;
-        jn["affinity"] = classes_text(n.gpu_affinity);
-        if (n.numa_node >= 0) jn["numa"] = n.numa_node;
-        if (!n.compute) jn["compute"] = false;
-        nics.push_back(jn);
-      }
-      jt["nics"] = nics;
-    }
-    types.push_back(jt);
+Json gpu_json(const NodeType& t) {
+  Json gpu = {{"model", t.gpu_model}, {"memory_gb", t.gpu_memory_gb}, {"count", t.gpu_count}};
+  if (t.power != GpuPowerSpec{}) {
+    Json p = Json::object();
+    if (t.power.busy_w > 0) p["busy_w"] = t.power.busy_w;
+    if (t.power.comm_w > 0) p["comm_w"] = t.power.comm_w;
+    if (t.power.idle_w > 0) p["idle_w"] = t.power.idle_w;
+    gpu["power"] = p;
   }
-  root["node_types"] = types;
+  return gpu;
+}
 
-  // Consecutive nodes of one type become one hostlist entry.
+// nvlink, and links (the GPU matrix) unless the GPUs form a full NVLink mesh.
+void gpu_links_json(const NodeType& t, Json& jt) {
+  int links = 0;
+  bool mesh = is_full_mesh(t, links);
+  Json nv;
+  if (mesh) nv["links"] = links;
+  // Always written, 0 included: a PCIe-only node of a product that has NVLink elsewhere
+  // (the reader would otherwise default to the product's per-link speed).
+  nv["GBps_per_link"] = t.nvlink_GBps_per_link;
+  nv["nvswitch"] = t.nvswitch;
+  jt["nvlink"] = nv;
+  if (!mesh && t.gpu_count > 1) {
+    Json rows = Json::array();
+    for (int a = 0; a < t.gpu_count; ++a) {
+      std::string row;
+      for (int b = 0; b < t.gpu_count; ++b) row += (b ? " " : "") + link_cell_token(t.link(a, b));
+      rows.push_back(row);
+    }
+    jt["links"] = rows;
+  }
+}
+
+Json nic_json(const Nic& n) {
+  Json jn;
+  jn["name"] = n.name;
+  jn["gbit"] = n.gbit;
+  jn["affinity"] = classes_text(n.gpu_affinity);
+  if (n.numa_node >= 0) jn["numa"] = n.numa_node;
+  if (!n.compute) jn["compute"] = false;
+  return jn;
+}
+
+Json node_type_json(const NodeType& t) {
+  Json jt;
+  jt["name"] = t.name;
+  jt["gpu"] = gpu_json(t);
+  gpu_links_json(t, jt);
+  jt["pcie"] = {{"GBps", t.pcie_GBps}};
+  if (!t.gpu_numa.empty()) jt["numa"] = t.gpu_numa;
+  if (!t.gpu_cpu_affinity.empty()) jt["cpu_affinity"] = t.gpu_cpu_affinity;
+  if (!t.nics.empty()) {
+    Json nics = Json::array();
+    for (const Nic& n : t.nics) nics.push_back(nic_json(n));
+    jt["nics"] = nics;
+  }
+  return jt;
+}
+
+// Consecutive nodes of one type become one hostlist entry.
+Json nodes_json(const Cluster& c) {
   Json nodes = Json::array();
   for (std::size_t i = 0; i < c.node_count();) {
     NodeTypeId t = c.node_type_id(NodeId(static_cast<std::uint32_t>(i)));
@@ -475,61 +514,74 @@ Json to_json(const Cluster& c) {
     nodes.push_back({{"names", compress_hostlist(run)}, {"type", c.node_type_at(t).name}});
     i = j;
   }
-  root["nodes"] = nodes;
+  return nodes;
+}
 
-  if (!c.tiers().empty() || c.switch_count() > 0) {
-    Json fabric;
-    Json tiers = Json::array();
-    for (const Tier& t : c.tiers()) {
-      Json jt;
-      jt["name"] = t.name;
-      if (t.bandwidth_GBps_per_node > 0) jt["bandwidth_GBps_per_node"] = t.bandwidth_GBps_per_node;
-      jt["hop_latency_us"] = t.hop_latency_us;
-      jt["oversubscription"] = t.oversubscription;
-      tiers.push_back(jt);
-    }
-    fabric["tiers"] = tiers;
-    Json switches = Json::array();
-    for (std::uint32_t s = 0; s < c.switch_count(); ++s) {
-      SwitchId id(s);
-      Json js;
-      js["name"] = c.switch_name(id);
-      js["tier"] = c.tiers()[static_cast<std::size_t>(c.switch_tier(id))].name;
-      if (c.switch_parent(id).valid()) js["parent"] = c.switch_name(c.switch_parent(id));
-      if (!c.switch_nodes(id).empty()) {
-        std::vector<std::string> names;
-        for (NodeId n : c.switch_nodes(id)) names.push_back(c.node_name(n));
-        js["nodes"] = compress_hostlist(names);
-      }
-      switches.push_back(js);
-    }
-    fabric["switches"] = switches;
-    if (c.cross_root_bandwidth_GBps() > 0 || c.cross_root_latency_us() > 0)
-      fabric["cross_root"] = {{"bandwidth_GBps", c.cross_root_bandwidth_GBps()}, {"latency_us", c.cross_root_latency_us()}};
-    root["fabric"] = fabric;
+Json switch_json(const Cluster& c, SwitchId id) {
+  Json js;
+  js["name"] = c.switch_name(id);
+  js["tier"] = c.tiers()[static_cast<std::size_t>(c.switch_tier(id))].name;
+  if (c.switch_parent(id).valid()) js["parent"] = c.switch_name(c.switch_parent(id));
+  if (!c.switch_nodes(id).empty()) {
+    std::vector<std::string> names;
+    for (NodeId n : c.switch_nodes(id)) names.push_back(c.node_name(n));
+    js["nodes"] = compress_hostlist(names);
   }
+  return js;
+}
+
+Json fabric_json(const Cluster& c) {
+  Json fabric;
+  Json tiers = Json::array();
+  for (const Tier& t : c.tiers()) {
+    Json jt;
+    jt["name"] = t.name;
+    if (t.bandwidth_GBps_per_node > 0) jt["bandwidth_GBps_per_node"] = t.bandwidth_GBps_per_node;
+    jt["hop_latency_us"] = t.hop_latency_us;
+    jt["oversubscription"] = t.oversubscription;
+    tiers.push_back(jt);
+  }
+  fabric["tiers"] = tiers;
+  Json switches = Json::array();
+  for (std::uint32_t s = 0; s < c.switch_count(); ++s) switches.push_back(switch_json(c, SwitchId(s)));
+  fabric["switches"] = switches;
+  if (c.cross_root_bandwidth_GBps() > 0 || c.cross_root_latency_us() > 0)
+    fabric["cross_root"] = {{"bandwidth_GBps", c.cross_root_bandwidth_GBps()}, {"latency_us", c.cross_root_latency_us()}};
+  return fabric;
+}
+
+Json domain_json(const Cluster& c, DomainId id) {
+  Json jd;
+  jd["name"] = c.domain(id).name;
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<std::string>> subs;
+  for (NodeId n : c.domain_nodes(id)) {
+    names.push_back(c.node_name(n));
+    if (!c.node_sub_domain(n).empty()) subs[c.node_sub_domain(n)].push_back(c.node_name(n));
+  }
+  jd["nodes"] = compress_hostlist(names);
+  jd["bandwidth_GBps"] = c.domain(id).bandwidth_GBps;
+  jd["latency_us"] = c.domain(id).latency_us;
+  if (!subs.empty()) {
+    Json js = Json::array();
+    for (const auto& [name, members] : subs) js.push_back({{"name", name}, {"nodes", compress_hostlist(members)}});
+    jd["sub_domains"] = js;
+  }
+  return jd;
+}
+
+Json to_json(const Cluster& c) {
+  Json root;
+  root["version"] = 1;
+  root["name"] = c.name();
+  Json types = Json::array();
+  for (std::uint32_t i = 0; i < c.node_type_count(); ++i) types.push_back(node_type_json(c.node_type_at(NodeTypeId(i))));
+  root["node_types"] = types;
+  root["nodes"] = nodes_json(c);
+  if (!c.tiers().empty() || c.switch_count() > 0) root["fabric"] = fabric_json(c);
   if (c.domain_count() > 0) {
     Json domains = Json::array();
-    for (std::uint32_t d = 0; d < c.domain_count(); ++d) {
-      DomainId id(d);
-      Json jd;
-      jd["name"] = c.domain(id).name;
-      std::vector<std::string> names;
-      std::map<std::string, std::vector<std::string>> subs;
-      for (NodeId n : c.domain_nodes(id)) {
-        names.push_back(c.node_name(n));
-        if (!c.node_sub_domain(n).empty()) subs[c.node_sub_domain(n)].push_back(c.node_name(n));
-      }
-      jd["nodes"] = compress_hostlist(names);
-      jd["bandwidth_GBps"] = c.domain(id).bandwidth_GBps;
-      jd["latency_us"] = c.domain(id).latency_us;
-      if (!subs.empty()) {
-        Json js = Json::array();
-        for (const auto& [name, members] : subs) js.push_back({{"name", name}, {"nodes", compress_hostlist(members)}});
-        jd["sub_domains"] = js;
-      }
-      domains.push_back(jd);
-    }
+    for (std::uint32_t d = 0; d < c.domain_count(); ++d) domains.push_back(domain_json(c, DomainId(d)));
     root["accelerator_domains"] = domains;
   }
   return root;

@@ -157,128 +157,166 @@ bool looks_like_nvidia_topo(std::string_view text) {
   return false;
 }
 
-Result<TopoMatrix> read_nvidia_topo(std::string_view text, const std::string& file, const TopoMatrixOptions& options) {
-  const auto lines = split_lines(text);
-  std::size_t h = 0;
-  while (h < lines.size() && !is_header(tokenize(lines[h].text))) ++h;
-  if (h == lines.size())
-    return make_error(ErrorCode::kParse,
-                      "expected `nvidia-smi topo -m` output: a header line starting with GPU0, found none",
-                      at(file, lines.empty() ? 1 : lines.front().number, 1));
-  const int header_line = lines[h].number;
-  const auto header_tokens = tokenize(lines[h].text);
-  std::vector<Column> cols = header_columns(header_tokens);
-  if (cols.size() > kMaxDevices)
-    return make_error(ErrorCode::kParse, fmt::format("expected at most {} columns, found {}", kMaxDevices, cols.size()),
-                      at(file, header_line, 1));
+namespace {
 
-  // Device columns (GPUs and NICs) come first, then affinity columns.
-  std::size_t devices = 0;
-  while (devices < cols.size() && (cols[devices].kind == ColumnKind::kGpu || cols[devices].kind == ColumnKind::kNic))
-    ++devices;
+// The header: its columns, device columns (GPUs and NICs) first, then affinity columns.
+struct Header {
+  int line = 0;
+  std::vector<Column> cols;
+  std::size_t devices = 0;  // cols[0, devices) are GPUs and NICs
   int gpus = 0;
-  std::unordered_map<std::string, std::size_t> col_of;
-  for (std::size_t c = 0; c < devices; ++c) {
+  std::unordered_map<std::string, std::size_t> col_of;  // device column by name
+};
+
+Result<Header> read_header(const std::vector<TextLine>& lines, std::size_t h, const std::string& file) {
+  Header hd;
+  hd.line = lines[h].number;
+  hd.cols = header_columns(tokenize(lines[h].text));
+  if (hd.cols.size() > kMaxDevices)
+    return make_error(ErrorCode::kParse,
+                      fmt::format("expected at most {} columns, found {}", kMaxDevices, hd.cols.size()),
+                      at(file, hd.line, 1));
+  const auto& cols = hd.cols;
+  while (hd.devices < cols.size() &&
+         (cols[hd.devices].kind == ColumnKind::kGpu || cols[hd.devices].kind == ColumnKind::kNic))
+    ++hd.devices;
+  for (std::size_t c = 0; c < hd.devices; ++c) {
     if (cols[c].kind == ColumnKind::kGpu) {
-      if (cols[c].gpu != gpus)
+      if (cols[c].gpu != hd.gpus)
         return make_error(ErrorCode::kParse,
                           fmt::format("expected GPU columns in order GPU0, GPU1, ...; found '{}' where GPU{} belongs",
-                                      cols[c].name, gpus),
-                          at(file, header_line));
-      ++gpus;
+                                      cols[c].name, hd.gpus),
+                          at(file, hd.line));
+      ++hd.gpus;
     }
-    if (!col_of.emplace(cols[c].name, c).second)
+    if (!hd.col_of.emplace(cols[c].name, c).second)
       return make_error(ErrorCode::kParse,
                         fmt::format("column '{}' appears twice in the header", printable(cols[c].name)),
-                        at(file, header_line));
+                        at(file, hd.line));
+  }
+  return hd;
+}
+
+// The matrix: link cells per row (by column index) and the GPU rows' affinities.
+struct Matrix {
+  std::vector<std::vector<GpuLink>> cells;  // by row column index
+  std::vector<int> row_line;
+  std::vector<std::vector<int>> cell_col;   // column of each cell, for errors
+  std::vector<std::string> cpu_affinity;    // per GPU
+  std::vector<int> numa;                    // per GPU, -1 unknown
+};
+
+class MatrixReader {
+ public:
+  MatrixReader(const Header& hd, const std::string& file) : hd_(hd), file_(file), seen_(hd.devices, false) {
+    m_.cells.resize(hd.devices);
+    m_.row_line.assign(hd.devices, 0);
+    m_.cell_col.resize(hd.devices);
+    m_.cpu_affinity.resize(static_cast<std::size_t>(hd.gpus));
+    m_.numa.assign(static_cast<std::size_t>(hd.gpus), -1);
   }
 
-  // Matrix rows, up to the first blank line or the legend.
-  std::vector<std::vector<GpuLink>> cells(devices);  // by row column index
-  std::vector<bool> seen(devices, false);
-  std::vector<std::string> cpu_affinity(static_cast<std::size_t>(gpus));
-  std::vector<int> numa(static_cast<std::size_t>(gpus), -1);
-  std::vector<int> row_line(devices, 0);
-  std::vector<std::vector<int>> cell_col(devices);
-  std::size_t i = h + 1;
-  for (; i < lines.size(); ++i) {
-    const auto tokens = tokenize(lines[i].text);
-    if (tokens.empty() || tokens[0].text == "Legend:") break;
-    const int ln = lines[i].number;
-    auto row_it = col_of.find(std::string(tokens[0].text));
-    if (row_it == col_of.end())
+  // Rows from lines[i], up to the first blank line or the legend; i ends past them.
+  Result<Matrix> read(const std::vector<TextLine>& lines, std::size_t& i) {
+    for (; i < lines.size(); ++i) {
+      const auto tokens = tokenize(lines[i].text);
+      if (tokens.empty() || tokens[0].text == "Legend:") break;
+      TOPOSCHED_CHECK(read_row(tokens, lines[i]));
+    }
+    for (std::size_t c = 0; c < hd_.devices; ++c)
+      if (hd_.cols[c].kind == ColumnKind::kGpu && !seen_[c])
+        return make_error(ErrorCode::kParse, fmt::format("expected a row for '{}', found none", hd_.cols[c].name),
+                          at(file_, hd_.line));
+    return std::move(m_);
+  }
+
+ private:
+  Result<void> read_row(const std::vector<Token>& tokens, const TextLine& line) {
+    const int ln = line.number;
+    auto row_it = hd_.col_of.find(std::string(tokens[0].text));
+    if (row_it == hd_.col_of.end())
       return make_error(ErrorCode::kParse,
                         fmt::format("expected a row label naming a header column (GPU0, NIC0, mlx5_0, ...), found '{}'",
                                     printable(tokens[0].text)),
-                        at(file, ln, tokens[0].column));
+                        at(file_, ln, tokens[0].column));
     const std::size_t r = row_it->second;
-    if (seen[r])
-      return make_error(ErrorCode::kParse, fmt::format("row '{}' appears twice", cols[r].name),
-                        at(file, ln, tokens[0].column));
-    seen[r] = true;
-    row_line[r] = ln;
-    if (tokens.size() < devices + 1)
+    if (seen_[r])
+      return make_error(ErrorCode::kParse, fmt::format("row '{}' appears twice", hd_.cols[r].name),
+                        at(file_, ln, tokens[0].column));
+    seen_[r] = true;
+    m_.row_line[r] = ln;
+    if (tokens.size() < hd_.devices + 1)
       return make_error(ErrorCode::kParse,
-                        fmt::format("row '{}' has {} cells, expected {} (one per GPU and NIC column)", cols[r].name,
-                                    tokens.size() - 1, devices),
-                        at(file, ln, static_cast<int>(lines[i].text.size()) + 1));
-    for (std::size_t c = 0; c < devices; ++c) {
-      const Token& t = tokens[c + 1];
-      auto cell = parse_cell(t.text);
-      if (!cell)
-        return make_error(
-            ErrorCode::kParse,
-            fmt::format("row '{}', column '{}': expected X, NV<count>, PIX, PXB, PHB, NODE or SYS, found '{}'",
-                        cols[r].name, cols[c].name, printable(t.text)),
-            at(file, ln, t.column));
-      if ((cell->cls == LinkClass::kSelf) != (c == r))
-        return make_error(
-            ErrorCode::kParse,
-            fmt::format("row '{}', column '{}': expected {}, found '{}'", cols[r].name, cols[c].name,
-                        c == r ? "'X' (a device is itself)" : "a link class ('X' belongs on the diagonal)",
-                        printable(t.text)),
-            at(file, ln, t.column));
-      if (cell->cls == LinkClass::kNVLink && (cols[r].kind != ColumnKind::kGpu || cols[c].kind != ColumnKind::kGpu))
-        return make_error(ErrorCode::kParse,
-                          fmt::format("row '{}', column '{}': NVLink joins GPUs only; expected a PCIe class "
-                                      "(PIX, PXB, PHB, NODE, SYS), found '{}'",
-                                      cols[r].name, cols[c].name, printable(t.text)),
-                          at(file, ln, t.column));
-      cells[r].push_back(*cell);
-      cell_col[r].push_back(t.column);
-    }
+                        fmt::format("row '{}' has {} cells, expected {} (one per GPU and NIC column)", hd_.cols[r].name,
+                                    tokens.size() - 1, hd_.devices),
+                        at(file_, ln, static_cast<int>(line.text.size()) + 1));
+    for (std::size_t c = 0; c < hd_.devices; ++c) TOPOSCHED_CHECK(read_cell(r, c, tokens[c + 1], ln));
     // Affinity values of GPU rows; NIC rows usually have none.
-    if (cols[r].kind == ColumnKind::kGpu) {
-      const auto g = static_cast<std::size_t>(cols[r].gpu);
-      for (std::size_t c = devices; c < cols.size() && c + 1 < tokens.size(); ++c) {
-        const Token& t = tokens[c + 1];
-        if (cols[c].kind == ColumnKind::kCpuAffinity && t.text != "N/A") cpu_affinity[g] = std::string(t.text);
-        if (cols[c].kind == ColumnKind::kNumaAffinity && t.text != "N/A") {
-          int v = -1;
-          auto [ptr, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-          if (ec != std::errc() || v < 0 || v > 1'000'000 ||
-              (ptr != t.text.data() + t.text.size() && *ptr != ',' && *ptr != '-'))
-            return make_error(ErrorCode::kParse,
-                              fmt::format("row '{}', column 'NUMA Affinity': expected a NUMA node list such as 0 or "
-                                          "0,2-17 or N/A, found '{}'",
-                                          cols[r].name, printable(t.text)),
-                              at(file, ln, t.column));
-          numa[g] = v;
-        }
-      }
-      if (tokens.size() > cols.size() + 1)
-        return make_error(ErrorCode::kParse,
-                          fmt::format("row '{}' has {} values, but the header has {} columns", cols[r].name,
-                                      tokens.size() - 1, cols.size()),
-                          at(file, ln, tokens[cols.size() + 1].column));
-    }
+    if (hd_.cols[r].kind == ColumnKind::kGpu) TOPOSCHED_CHECK(read_affinities(r, tokens, ln));
+    return {};
   }
-  for (std::size_t c = 0; c < devices; ++c)
-    if (cols[c].kind == ColumnKind::kGpu && !seen[c])
-      return make_error(ErrorCode::kParse, fmt::format("expected a row for '{}', found none", cols[c].name),
-                        at(file, header_line));
 
-  // NIC legend: "  NIC0: mlx5_0".
+  Result<void> read_cell(std::size_t r, std::size_t c, const Token& t, int ln) {
+    const auto& cols = hd_.cols;
+    auto cell = parse_cell(t.text);
+    if (!cell)
+      return make_error(
+          ErrorCode::kParse,
+          fmt::format("row '{}', column '{}': expected X, NV<count>, PIX, PXB, PHB, NODE or SYS, found '{}'",
+                      cols[r].name, cols[c].name, printable(t.text)),
+          at(file_, ln, t.column));
+    if ((cell->cls == LinkClass::kSelf) != (c == r))
+      return make_error(ErrorCode::kParse,
+                        fmt::format("row '{}', column '{}': expected {}, found '{}'", cols[r].name, cols[c].name,
+                                    c == r ? "'X' (a device is itself)" : "a link class ('X' belongs on the diagonal)",
+                                    printable(t.text)),
+                        at(file_, ln, t.column));
+    if (cell->cls == LinkClass::kNVLink && (cols[r].kind != ColumnKind::kGpu || cols[c].kind != ColumnKind::kGpu))
+      return make_error(ErrorCode::kParse,
+                        fmt::format("row '{}', column '{}': NVLink joins GPUs only; expected a PCIe class "
+                                    "(PIX, PXB, PHB, NODE, SYS), found '{}'",
+                                    cols[r].name, cols[c].name, printable(t.text)),
+                        at(file_, ln, t.column));
+    m_.cells[r].push_back(*cell);
+    m_.cell_col[r].push_back(t.column);
+    return {};
+  }
+
+  Result<void> read_affinities(std::size_t r, const std::vector<Token>& tokens, int ln) {
+    const auto& cols = hd_.cols;
+    const auto g = static_cast<std::size_t>(cols[r].gpu);
+    for (std::size_t c = hd_.devices; c < cols.size() && c + 1 < tokens.size(); ++c) {
+      const Token& t = tokens[c + 1];
+      if (cols[c].kind == ColumnKind::kCpuAffinity && t.text != "N/A") m_.cpu_affinity[g] = std::string(t.text);
+      if (cols[c].kind == ColumnKind::kNumaAffinity && t.text != "N/A") {
+        int v = -1;
+        auto [ptr, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+        if (ec != std::errc() || v < 0 || v > 1'000'000 ||
+            (ptr != t.text.data() + t.text.size() && *ptr != ',' && *ptr != '-'))
+          return make_error(ErrorCode::kParse,
+                            fmt::format("row '{}', column 'NUMA Affinity': expected a NUMA node list such as 0 or "
+                                        "0,2-17 or N/A, found '{}'",
+                                        cols[r].name, printable(t.text)),
+                            at(file_, ln, t.column));
+        m_.numa[g] = v;
+      }
+    }
+    if (tokens.size() > cols.size() + 1)
+      return make_error(ErrorCode::kParse,
+                        fmt::format("row '{}' has {} values, but the header has {} columns", cols[r].name,
+                                    tokens.size() - 1, cols.size()),
+                        at(file_, ln, tokens[cols.size() + 1].column));
+    return {};
+  }
+
+  const Header& hd_;
+  const std::string& file_;
+  std::vector<bool> seen_;
+  Matrix m_;
+};
+
+// NIC legend: "  NIC0: mlx5_0", after a "NIC Legend:" line at or after lines[i].
+std::unordered_map<std::string, std::string> read_nic_legend(const std::vector<TextLine>& lines, std::size_t i) {
   std::unordered_map<std::string, std::string> legend;
   for (; i < lines.size(); ++i) {
     if (trim(lines[i].text) != "NIC Legend:") continue;
@@ -294,34 +332,43 @@ Result<TopoMatrix> read_nvidia_topo(std::string_view text, const std::string& fi
     }
     break;
   }
+  return legend;
+}
 
-  TopoMatrix out;
-  NodeType& t = out.type;
+// The GPU product's figures on the node type; returns the model used.
+std::string set_gpu_product(const Header& hd, const Matrix& m, const TopoMatrixOptions& options, NodeType& t,
+                            std::vector<std::string>& warnings) {
   std::string model = options.gpu_model;
-  if (model.empty()) model = assumed_gpu_model(cells, gpu_columns(cols, devices, gpus), out.warnings);
+  if (model.empty()) model = assumed_gpu_model(m.cells, gpu_columns(hd.cols, hd.devices, hd.gpus), warnings);
   auto product = find_gpu_product(model);
   t.gpu_model = product ? std::string(product->canonical) : model;
   t.gpu_memory_gb = product ? product->memory_gb : 0;
-  t.gpu_count = gpus;
+  t.gpu_count = hd.gpus;
   t.pcie_GBps = pcie_GBps(product ? product->pcie_gen : 4, 16);
   t.nvlink_GBps_per_link = options.nvlink_GBps_per_link > 0 ? options.nvlink_GBps_per_link
                            : product                        ? product->nvlink_GBps_per_link
                                                             : 0;
-  const auto n = static_cast<std::size_t>(gpus);
-  const std::vector<std::size_t> gpu_col = gpu_columns(cols, devices, gpus);
+  return model;
+}
+
+// The GPU x GPU links, which must be symmetric; NVLinks need a known per-link speed.
+Result<void> set_gpu_links(const Header& hd, const Matrix& m, const std::string& model, const std::string& file,
+                           NodeType& t) {
+  const auto n = static_cast<std::size_t>(hd.gpus);
+  const std::vector<std::size_t> gpu_col = gpu_columns(hd.cols, hd.devices, hd.gpus);
   t.gpu_links.resize(n * n);
   int max_links = 0;
   for (std::size_t a = 0; a < n; ++a)
     for (std::size_t b = 0; b < n; ++b) {
       const std::size_t ra = gpu_col[a], cb = gpu_col[b];
-      const GpuLink l = cells[ra][cb];
-      const GpuLink mirror = cells[cb][ra];
+      const GpuLink l = m.cells[ra][cb];
+      const GpuLink mirror = m.cells[cb][ra];
       if (l != mirror)
         return make_error(ErrorCode::kParse,
                           fmt::format("row 'GPU{}', column 'GPU{}' is '{}' but row 'GPU{}', column 'GPU{}' is '{}'; "
                                       "expected a symmetric GPU matrix",
                                       a, b, link_cell_token(l), b, a, link_cell_token(mirror)),
-                          at(file, row_line[ra], cell_col[ra][cb]));
+                          at(file, m.row_line[ra], m.cell_col[ra][cb]));
       t.gpu_links[a * n + b] = l;
       max_links = std::max(max_links, static_cast<int>(l.nvlinks));
     }
@@ -330,35 +377,66 @@ Result<TopoMatrix> read_nvidia_topo(std::string_view text, const std::string& fi
                       fmt::format("the matrix has NVLinks but GPU model '{}' is unknown, so their speed is too; give a "
                                   "known model (e.g. H100, A100, V100, B200) or the per-link bandwidth",
                                   model),
-                      at(file, header_line));
+                      at(file, hd.line));
   if (n > 1 && max_links > 0) {
+    auto product = find_gpu_product(model);
     int links = t.link(0, 1).nvlinks;
-    t.nvswitch = t.gpu_links == NodeType::full_nvlink_mesh(gpus, links) && product && links >= product->nvlinks_per_gpu;
+    t.nvswitch = t.gpu_links == NodeType::full_nvlink_mesh(hd.gpus, links) && product && links >= product->nvlinks_per_gpu;
   }
+  return {};
+}
+
+// One NIC per NIC column, named by the legend, with its path class to every GPU.
+Result<void> add_nics(const Header& hd, const Matrix& m, const std::unordered_map<std::string, std::string>& legend,
+                      const TopoMatrixOptions& options, TopoMatrix& out) {
   std::optional<NameFilter> compute_re;
   if (options.compute_nic_regex) {
     auto f = NameFilter::compile(*options.compute_nic_regex, "compute NIC filter");
     if (!f) return tl::unexpected(f.error());
     compute_re = *f;
   }
-  for (std::size_t c = 0; c < devices; ++c) {
-    if (cols[c].kind != ColumnKind::kNic) continue;
+  const std::vector<std::size_t> gpu_col = gpu_columns(hd.cols, hd.devices, hd.gpus);
+  for (std::size_t c = 0; c < hd.devices; ++c) {
+    const Column& col = hd.cols[c];
+    if (col.kind != ColumnKind::kNic) continue;
     Nic nic;
-    nic.name = cols[c].name;
-    if (auto it = legend.find(cols[c].name); it != legend.end() && !it->second.empty()) {
+    nic.name = col.name;
+    if (auto it = legend.find(col.name); it != legend.end() && !it->second.empty()) {
       nic.name = it->second;
-    } else if (cols[c].name.starts_with("NIC")) {
+    } else if (col.name.starts_with("NIC")) {
       out.warnings.push_back(
-          fmt::format("column '{}' has no entry in the NIC legend; naming the NIC '{}'", cols[c].name, cols[c].name));
+          fmt::format("column '{}' has no entry in the NIC legend; naming the NIC '{}'", col.name, col.name));
     }
     nic.gbit = options.nic_gbit;
-    for (std::size_t g = 0; g < n; ++g) nic.gpu_affinity.push_back(cells[gpu_col[g]][c].cls);
+    for (std::size_t g = 0; g < gpu_col.size(); ++g) nic.gpu_affinity.push_back(m.cells[gpu_col[g]][c].cls);
     if (compute_re) nic.compute = compute_re->matches(nic.name);
-    t.nics.push_back(std::move(nic));
+    out.type.nics.push_back(std::move(nic));
   }
-  if (std::any_of(cpu_affinity.begin(), cpu_affinity.end(), [](const std::string& s) { return !s.empty(); }))
-    t.gpu_cpu_affinity = cpu_affinity;
-  if (std::any_of(numa.begin(), numa.end(), [](int v) { return v >= 0; })) t.gpu_numa = numa;
+  return {};
+}
+
+}  // namespace
+
+Result<TopoMatrix> read_nvidia_topo(std::string_view text, const std::string& file, const TopoMatrixOptions& options) {
+  const auto lines = split_lines(text);
+  std::size_t h = 0;
+  while (h < lines.size() && !is_header(tokenize(lines[h].text))) ++h;
+  if (h == lines.size())
+    return make_error(ErrorCode::kParse,
+                      "expected `nvidia-smi topo -m` output: a header line starting with GPU0, found none",
+                      at(file, lines.empty() ? 1 : lines.front().number, 1));
+  TOPOSCHED_TRY(hd, read_header(lines, h, file));
+  std::size_t i = h + 1;
+  TOPOSCHED_TRY(m, MatrixReader(hd, file).read(lines, i));
+  const auto legend = read_nic_legend(lines, i);
+
+  TopoMatrix out;
+  const std::string model = set_gpu_product(hd, m, options, out.type, out.warnings);
+  TOPOSCHED_CHECK(set_gpu_links(hd, m, model, file, out.type));
+  TOPOSCHED_CHECK(add_nics(hd, m, legend, options, out));
+  if (std::any_of(m.cpu_affinity.begin(), m.cpu_affinity.end(), [](const std::string& s) { return !s.empty(); }))
+    out.type.gpu_cpu_affinity = m.cpu_affinity;
+  if (std::any_of(m.numa.begin(), m.numa.end(), [](int v) { return v >= 0; })) out.type.gpu_numa = m.numa;
   return out;
 }
 
