@@ -3,7 +3,6 @@
 
 #include "cli/common.h"
 #include "placement/state_file.h"
-#include "topology/hostlist.h"
 
 namespace toposched::cli {
 
@@ -23,34 +22,29 @@ int run_release(const ReleaseOptions& o) {
   if (!c) return code;
   auto lock = lock_state_files_or_report({o.state, o.save_state}, code);
   if (!lock) return code;
-  auto state = load_state_or_report(*c, o.state, code);
-  if (!state) return code;
-  auto gpus = state->release(o.job);
-  if (!gpus) {
-    report(gpus.error());
-    return kExitError;
-  }
+  // The same engine and file-backed store as `place`: a release is a command like any other.
   const std::string& out_path = o.save_state.empty() ? o.state : o.save_state;
-  if (auto ok = save_state_file(*state, out_path); !ok) {
-    report(ok.error());
+  auto store = StateFileStore::open(*c, o.state, out_path);
+  if (!store) {
+    report(store.error());
     return kExitError;
   }
-  std::vector<std::string> nodes;
-  for (GpuId g : *gpus) {
-    const std::string& n = c->node_name(c->gpu_node(g));
-    if (nodes.empty() || nodes.back() != n) nodes.push_back(n);
+  Engine engine(*c, store->state());
+  Command command;
+  command.kind = Command::Kind::kRelease;
+  command.job_id = o.job;
+  auto decision = engine.decide_one(command, [&](std::span<const Decision> d) { return store->commit(d); });
+  if (!decision) {
+    report(decision.error());
+    return kExitError;
   }
+  Json out = Json::parse(decision->answer_json);
   if (o.format == OutputFormat::kJson) {
-    Json out;
-    out["job"] = o.job;
-    out["released_gpus"] = gpus->size();
-    out["nodes"] = compress_hostlist(nodes);
-    out["free_gpus"] = state->total_free_gpus();
     out["state"] = out_path;
     if (int rc = print_json(out); rc != kExitOk) return rc;
   } else {
-    fmt::print("released job {}: {} GPUs on {}; {} of {} GPUs free\n", o.job, gpus->size(), compress_hostlist(nodes),
-               state->total_free_gpus(), c->gpu_count());
+    fmt::print("released job {}: {} GPUs on {}; {} of {} GPUs free\n", o.job, out["released_gpus"].get<std::size_t>(),
+               out["nodes"].get<std::string>(), out["free_gpus"].get<std::int64_t>(), c->gpu_count());
   }
   return kExitOk;
 }

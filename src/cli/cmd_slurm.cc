@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/common.h"
+#include "cli/job_flags.h"
 #include "placement/engine.h"
 #include "slurm/job_submit_lua.h"
 #include "slurm/slurm_commands.h"
@@ -71,11 +72,8 @@ void register_submit(CLI::App& slurm_cmd, int& exit_code) {
   CLI::App* cmd = slurm_cmd.add_subcommand(
       "submit", "Plan a job on the GPUs Slurm leaves free and submit it with toposched's nodes and rank order");
   cmd->add_option("--cluster,-c", o->cluster, "Cluster SPEC whose node names are Slurm's NodeNames")->required();
-  cmd->add_option("--tp", o->shape.tp, "Tensor-parallel degree (default 1)")->check(CLI::PositiveNumber);
-  cmd->add_option("--pp", o->shape.pp, "Pipeline-parallel stages (default 1)")->check(CLI::PositiveNumber);
-  cmd->add_option("--dp", o->shape.dp, "Data-parallel degree (default: what is left)")->check(CLI::PositiveNumber);
-  cmd->add_option("--ep", o->shape.ep, "Expert-parallel degree (default 1)")->check(CLI::PositiveNumber);
-  cmd->add_option("--policy,-p", o->shape.policy, "Placement policy (default topo; see 'toposched place --help')");
+  static constexpr std::string_view kPlanKeys[] = {"tp", "pp", "dp", "ep", "cp", "policy"};
+  add_job_request_flags(*cmd, o->shape, kPlanKeys);
   cmd->add_option("--hostfile", o->hostfile,
                   "Where to write the rank-order hostfile (default ./toposched-<time>-<pid>.hosts); it must be "
                   "readable on the job's first node");

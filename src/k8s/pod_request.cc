@@ -1,5 +1,7 @@
 #include "k8s/pod_request.h"
 
+#include "placement/job_schema.h"
+
 #include <charconv>
 #include <cmath>
 
@@ -148,34 +150,25 @@ std::optional<int> pod_rank(const Pod& pod) {
 }
 
 Result<JobRequest> job_request_for(const Pod& pod, std::string job_id, int members, int gpus_per_pod) {
-  JobRequest r;
-  r.job_id = std::move(job_id);
-  r.gpus = members * gpus_per_pod;
-  r.gpus_per_node = gpus_per_pod;
-  TOPOSCHED_TRY(tp, positive_annotation(pod, "toposched.io/tp", 1));
-  TOPOSCHED_TRY(pp, positive_annotation(pod, "toposched.io/pp", 1));
-  TOPOSCHED_TRY(dp, positive_annotation(pod, "toposched.io/dp", 0 + 1));
-  TOPOSCHED_TRY(ep, positive_annotation(pod, "toposched.io/ep", 1));
-  TOPOSCHED_TRY(cp, positive_annotation(pod, "toposched.io/cp", 1));
-  r.tp = tp;
-  r.pp = pp;
-  r.dp = find_meta(pod, "toposched.io/dp") ? dp : 0;
-  r.ep = ep;
-  r.cp = cp;
-  if (const std::string* kind = find_meta(pod, "toposched.io/kind")) {
-    auto k = parse_workload_kind(*kind);
-    if (!k)
-      return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("pod {}/{}: annotation toposched.io/kind='{}' must be training, inference or "
-                                    "inference-pd",
-                                    pod.namespace_name, pod.name, *kind));
-    r.workload = *k;
+  PlaceRequest request;
+  request.job.job_id = std::move(job_id);
+  request.job.gpus = members * gpus_per_pod;
+  request.job.gpus_per_node = gpus_per_pod;
+  // The schema's rows that have an annotation, with their bounds (the policy row is read
+  // by pod_policy, whose fallback is the server's policy).
+  for (const JobField& field : job_fields()) {
+    if (field.annotation.empty() || field.key == "policy") continue;
+    const std::string* value = find_meta(pod, field.annotation);
+    if (!value) continue;
+    if (auto ok = set_job_field_from_text(field, *value, request); !ok)
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("pod {}/{}: annotation {}='{}' {}", pod.namespace_name,
+                                                                 pod.name, field.annotation, *value, ok.error().message));
   }
-  return r;
+  return request.job;
 }
 
 std::string pod_policy(const Pod& pod, const std::string& fallback) {
-  const std::string* p = find_meta(pod, "toposched.io/policy");
+  const std::string* p = find_meta(pod, find_job_field("policy")->annotation);
   return p && !p->empty() ? *p : fallback;
 }
 

@@ -63,7 +63,7 @@ void AllocationState::adjust(NodeId n, int delta) {
   }
 }
 
-Result<void> AllocationState::allocate(std::string_view job_id, std::span<const GpuId> gpus) {
+Result<void> AllocationState::allocate(std::string_view job_id, std::span<const GpuId> gpus, std::uint64_t order) {
   if (job_id.empty()) return make_error(ErrorCode::kInvalidArgument, "a job needs a non-empty id");
   if (gpus.empty()) return make_error(ErrorCode::kInvalidArgument, fmt::format("job '{}' has no GPUs", job_id));
   std::string key(job_id);
@@ -93,18 +93,23 @@ Result<void> AllocationState::allocate(std::string_view job_id, std::span<const 
     owner_[g.index()] = kPending;
     ++marked;
   }
+  if (order == 0) {
+    order = ++next_order_;
+  } else {
+    next_order_ = std::max(next_order_, order);
+  }
   JobSlot slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
     free_slots_.pop_back();
     job_name_[slot] = key;
     job_gpus_[slot].assign(gpus.begin(), gpus.end());
-    job_order_[slot] = ++next_order_;
+    job_order_[slot] = order;
   } else {
     slot = static_cast<JobSlot>(job_name_.size());
     job_name_.push_back(key);
     job_gpus_.emplace_back(gpus.begin(), gpus.end());
-    job_order_.push_back(++next_order_);
+    job_order_.push_back(order);
   }
   job_index_.emplace(std::move(key), slot);
   // Consecutive GPUs of one node are counted together: one ancestor walk per node run.
@@ -137,6 +142,11 @@ Result<std::vector<GpuId>> AllocationState::release(std::string_view job_id) {
   job_order_[slot] = 0;
   free_slots_.push_back(slot);
   return gpus;
+}
+
+std::uint64_t AllocationState::job_order(std::string_view job_id) const {
+  auto it = job_index_.find(std::string(job_id));
+  return it == job_index_.end() ? 0 : job_order_[it->second];
 }
 
 std::string_view AllocationState::gpu_owner(GpuId g) const {

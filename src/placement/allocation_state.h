@@ -39,7 +39,9 @@ class AllocationState {
 
   // Gives `gpus` to job `job_id` (a new, non-empty id). Fails without changing anything if a
   // GPU is out of range, repeated, or already owned, or if the job id is already in use.
-  Result<void> allocate(std::string_view job_id, std::span<const GpuId> gpus);
+  // `order` is the job's position in job_ids(): 0 puts it after every job; a job_order() a
+  // released job had puts it back where it was (undoing a release, placement/engine.h).
+  Result<void> allocate(std::string_view job_id, std::span<const GpuId> gpus, std::uint64_t order = 0);
   // Frees every GPU of the job; returns them in the order they were allocated.
   Result<std::vector<GpuId>> release(std::string_view job_id);
 
@@ -70,6 +72,8 @@ class AllocationState {
   // GPUs of the job in allocation (rank) order; empty when unknown.
   std::span<const GpuId> job_gpus(std::string_view job_id) const;
   std::size_t job_count() const { return job_index_.size(); }
+  // The job's allocation sequence number (job_ids() sorts by it); 0 when unknown.
+  std::uint64_t job_order(std::string_view job_id) const;
 
   // Snapshot = a copy; restore puts the copy back (both O(state size)).
   AllocationState snapshot() const { return *this; }

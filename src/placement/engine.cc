@@ -14,88 +14,7 @@
 namespace toposched {
 
 namespace {
-using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
-
-Result<void> bad(std::string message) { return make_error(ErrorCode::kInvalidArgument, std::move(message)); }
-
-// Reads an integer key; `min` is the smallest accepted value.
-Result<void> read_int(const Json& value, std::string_view key, int min, int& out) {
-  if (!value.is_number_integer())
-    return bad(fmt::format("'{}' must be an integer, found {}", key, value.dump()));
-  auto v = value.get<std::int64_t>();
-  if (v < min || v > 1'000'000'000)
-    return bad(fmt::format("'{}' must be {} at least {}, found {}", key, min > 0 ? "a whole number" : "a number", min, v));
-  out = static_cast<int>(v);
-  return {};
-}
-
-Result<void> read_string(const Json& value, std::string_view key, std::string& out) {
-  if (!value.is_string()) return bad(fmt::format("'{}' must be a string, found {}", key, value.dump()));
-  out = value.get<std::string>();
-  return {};
-}
-
-using KeyReader = Result<void> (*)(const Json& value, PlaceRequest& r);
-
-// One row per accepted key, in the order of the CLI's flags (table style of formats/exporter.cc).
-struct KeyRow {
-  std::string_view key;
-  KeyReader read;
-};
-
-const KeyRow kKeys[] = {
-    {"job",
-     [](const Json& v, PlaceRequest& r) -> Result<void> {
-       TOPOSCHED_CHECK(read_string(v, "job", r.job.job_id));
-       // Ids travel in URLs (/v1/jobs/{id}) and log lines.
-       if (r.job.job_id.size() > 253) return bad("'job' must be at most 253 characters");
-       for (char ch : r.job.job_id)
-         if (ch == '/' || ch == '?' || ch == '#' || ch == '%' || static_cast<unsigned char>(ch) <= ' ' || ch == 0x7f)
-           return bad(fmt::format("'job' may not contain '/', '?', '#', '%', spaces or control characters, found '{}'",
-                                  r.job.job_id));
-       return {};
-     }},
-    {"gpus", [](const Json& v, PlaceRequest& r) { return read_int(v, "gpus", 1, r.job.gpus); }},
-    {"nodes", [](const Json& v, PlaceRequest& r) { return read_int(v, "nodes", 1, r.job.nodes); }},
-    {"gpus_per_node", [](const Json& v, PlaceRequest& r) { return read_int(v, "gpus_per_node", 1, r.job.gpus_per_node); }},
-    {"exclusive",
-     [](const Json& v, PlaceRequest& r) -> Result<void> {
-       if (!v.is_boolean()) return bad(fmt::format("'exclusive' must be true or false, found {}", v.dump()));
-       r.job.exclusive = v.get<bool>();
-       return {};
-     }},
-    {"tp", [](const Json& v, PlaceRequest& r) { return read_int(v, "tp", 1, r.job.tp); }},
-    {"pp", [](const Json& v, PlaceRequest& r) { return read_int(v, "pp", 1, r.job.pp); }},
-    {"dp", [](const Json& v, PlaceRequest& r) { return read_int(v, "dp", 1, r.job.dp); }},
-    {"ep", [](const Json& v, PlaceRequest& r) { return read_int(v, "ep", 1, r.job.ep); }},
-    {"cp", [](const Json& v, PlaceRequest& r) { return read_int(v, "cp", 1, r.job.cp); }},
-    {"policy", [](const Json& v, PlaceRequest& r) { return read_string(v, "policy", r.policy); }},
-    {"kind",
-     [](const Json& v, PlaceRequest& r) -> Result<void> {
-       std::string name;
-       TOPOSCHED_CHECK(read_string(v, "kind", name));
-       auto kind = parse_workload_kind(name);
-       if (!kind) return bad(fmt::format("'kind' must be training, inference or inference-pd, not '{}'", name));
-       r.job.workload = *kind;
-       return {};
-     }},
-    {"model", [](const Json& v, PlaceRequest& r) { return read_string(v, "model", r.job.model_class); }},
-    {"replica_gpus", [](const Json& v, PlaceRequest& r) { return read_int(v, "replica_gpus", 1, r.job.replica_gpus); }},
-    {"gpu_model", [](const Json& v, PlaceRequest& r) { return read_string(v, "gpu_model", r.job.gpu_model); }},
-    {"required_tier", [](const Json& v, PlaceRequest& r) { return read_string(v, "required_tier", r.job.required_tier); }},
-    {"preferred_tier",
-     [](const Json& v, PlaceRequest& r) { return read_string(v, "preferred_tier", r.job.preferred_tier); }},
-    {"switches", [](const Json& v, PlaceRequest& r) { return read_int(v, "switches", 1, r.job.max_switches); }},
-    {"segment", [](const Json& v, PlaceRequest& r) { return read_int(v, "segment", 1, r.job.segment); }},
-    {"seed",
-     [](const Json& v, PlaceRequest& r) -> Result<void> {
-       if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
-         return bad(fmt::format("'seed' must be a non-negative integer, found {}", v.dump()));
-       r.job.seed = v.get<std::uint64_t>();
-       return {};
-     }},
-};
 
 OrderedJson number_or_null(const std::optional<double>& v) {
   return v && std::isfinite(*v) ? OrderedJson(*v) : OrderedJson(nullptr);
@@ -108,8 +27,8 @@ std::string first_free_job_id(const AllocationState& state) {
   }
 }
 
-std::string release_json(const Cluster& c, const AllocationState& state, std::string_view job,
-                         std::span<const GpuId> gpus) {
+// The `release` JSON; `free_gpus` counts the cluster's free GPUs after the release.
+std::string release_json(const Cluster& c, std::int64_t free_gpus, std::string_view job, std::span<const GpuId> gpus) {
   std::vector<std::string> nodes;
   for (GpuId g : gpus) {
     const std::string& n = c.node_name(c.gpu_node(g));
@@ -119,25 +38,24 @@ std::string release_json(const Cluster& c, const AllocationState& state, std::st
   out["job"] = job;
   out["released_gpus"] = gpus.size();
   out["nodes"] = compress_hostlist(nodes);
-  out["free_gpus"] = state.total_free_gpus();
+  out["free_gpus"] = free_gpus;
   return out.dump();
 }
 }  // namespace
 
 Result<PlaceRequest> place_request_from_json(const nlohmann::json& body) {
-  if (!body.is_object()) return make_error(ErrorCode::kInvalidArgument, fmt::format("expected a JSON object of place options, found {}", body.type_name()));
+  if (!body.is_object())
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("expected a JSON object of place options, found {}", body.type_name()));
   PlaceRequest r;
-  r.job.dp = 0;
   for (const auto& [key, value] : body.items()) {
-    const KeyRow* row = nullptr;
-    for (const KeyRow& k : kKeys)
-      if (k.key == key) row = &k;
-    if (!row) {
+    const JobField* field = find_job_field(key);
+    if (!field) {
       std::string known;
-      for (const KeyRow& k : kKeys) known += (known.empty() ? "" : ", ") + std::string(k.key);
+      for (const JobField& f : job_fields()) known += (known.empty() ? "" : ", ") + std::string(f.key);
       return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown key '{}'; known keys: {}", key, known));
     }
-    TOPOSCHED_CHECK(row->read(value, r));
+    TOPOSCHED_CHECK(set_job_field_from_json(*field, value, r));
   }
   if ((r.job.gpus > 0) == (r.job.nodes > 0))
     return make_error(ErrorCode::kInvalidArgument, "give exactly one of 'gpus' (a GPU count) or 'nodes' (whole nodes)");
@@ -145,28 +63,8 @@ Result<PlaceRequest> place_request_from_json(const nlohmann::json& body) {
 }
 
 nlohmann::ordered_json place_request_to_json(const PlaceRequest& request) {
-  const JobRequest& j = request.job;
-  OrderedJson out;
-  out["job"] = j.job_id;
-  if (j.gpus > 0) out["gpus"] = j.gpus;
-  if (j.nodes > 0) out["nodes"] = j.nodes;
-  if (j.gpus_per_node > 0) out["gpus_per_node"] = j.gpus_per_node;
-  if (j.exclusive) out["exclusive"] = true;
-  out["tp"] = j.tp;
-  out["pp"] = j.pp;
-  if (j.dp > 0) out["dp"] = j.dp;
-  out["ep"] = j.ep;
-  out["cp"] = j.cp;
-  out["policy"] = request.policy;
-  out["kind"] = workload_kind_name(j.workload);
-  if (!j.model_class.empty()) out["model"] = j.model_class;
-  if (j.replica_gpus > 0) out["replica_gpus"] = j.replica_gpus;
-  if (!j.gpu_model.empty()) out["gpu_model"] = j.gpu_model;
-  if (!j.required_tier.empty()) out["required_tier"] = j.required_tier;
-  if (!j.preferred_tier.empty()) out["preferred_tier"] = j.preferred_tier;
-  if (j.max_switches > 0) out["switches"] = j.max_switches;
-  if (j.segment > 0) out["segment"] = j.segment;
-  if (j.seed != 1) out["seed"] = j.seed;
+  OrderedJson out = OrderedJson::object();
+  for (const JobField& f : job_fields()) write_job_field_json(f, request, out);
   return out;
 }
 
@@ -267,51 +165,93 @@ Result<Placement> hold_job(AllocationState& state, const PlaceRequest& request, 
 }
 }  // namespace
 
-Engine::Engine(const Cluster& cluster, AllocationState state) : cluster_(&cluster), state_(std::move(state)) {
-  for (const std::string& id : state_.job_ids()) {
+Engine::Engine(const Cluster& cluster, AllocationState state) : cluster_(&cluster), state_(cluster) {
+  std::vector<StateChange> changes;
+  for (const std::string& id : state.job_ids()) {
     Placement p;
     p.job_id = id;
-    auto gpus = state_.job_gpus(id);
+    auto gpus = state.job_gpus(id);
     p.gpus_by_rank.assign(gpus.begin(), gpus.end());
-    answers_[id] = placement_to_json(*cluster_, p).dump();
+    changes.push_back({StateChange::Kind::kPlace, id, p.gpus_by_rank, placement_to_json(*cluster_, p).dump(), 0});
   }
+  // The jobs come from a consistent state: they fit.
+  (void)apply_locked(changes);
 }
 
-Result<Decision> Engine::apply(const Command& command) {
+Result<void> Engine::apply_one(const StateChange& c) {
+  if (c.kind == StateChange::Kind::kPlace) {
+    TOPOSCHED_CHECK(state_.allocate(c.job_id, c.gpus_by_rank, c.order));
+    answers_[c.job_id] = c.answer_json;
+    return {};
+  }
+  TOPOSCHED_CHECK(state_.release(c.job_id));
+  answers_.erase(c.job_id);
+  return {};
+}
+
+StateChange Engine::inverse_of(const StateChange& c) const {
+  if (c.kind == StateChange::Kind::kPlace) return {StateChange::Kind::kRelease, c.job_id, {}, {}, 0};
+  auto gpus = state_.job_gpus(c.job_id);
+  auto answer = answers_.find(c.job_id);
+  return {StateChange::Kind::kPlace, c.job_id, std::vector<GpuId>(gpus.begin(), gpus.end()),
+          answer == answers_.end() ? std::string() : answer->second, state_.job_order(c.job_id)};
+}
+
+Result<void> Engine::apply_locked(std::span<const StateChange> changes) {
+  std::vector<StateChange> undo;
+  undo.reserve(changes.size());
+  for (const StateChange& c : changes) {
+    StateChange inverse = inverse_of(c);
+    if (auto ok = apply_one(c); !ok) {
+      for (auto it = undo.rbegin(); it != undo.rend(); ++it) (void)apply_one(*it);
+      return ok;
+    }
+    undo.push_back(std::move(inverse));
+  }
+  return {};
+}
+
+Result<void> Engine::apply(std::span<const StateChange> changes) {
+  std::unique_lock lock(mutex_);
+  return apply_locked(changes);
+}
+
+Result<Decision> Engine::decide_command(const Command& command, std::vector<StateChange>& change,
+                                        std::vector<StateChange>& inverse) const {
   auto start = std::chrono::steady_clock::now();
   Decision d;
   d.kind = command.kind;
   d.dry_run = command.dry_run;
-  if (command.kind == Command::Kind::kPlace && !command.hold_gpus.empty()) {
-    TOPOSCHED_TRY(p, hold_job(state_, command.place, command.hold_gpus, !command.dry_run));
-    d.job_id = p.job_id;
-    d.request_json = place_request_to_json(command.place).dump();
-    d.answer_json = placement_to_json(*cluster_, p).dump();
-    d.gpus_by_rank = std::move(p.gpus_by_rank);
-  } else if (command.kind == Command::Kind::kPlace) {
-    TOPOSCHED_TRY(p, place_job(state_, command.place, !command.dry_run));
+  // Deciding reads the state (place_job without holding); the change is applied after.
+  auto& state = const_cast<AllocationState&>(state_);
+  if (command.kind == Command::Kind::kPlace) {
+    const bool held_elsewhere = !command.hold_gpus.empty();
+    TOPOSCHED_TRY(p, held_elsewhere ? hold_job(state, command.place, command.hold_gpus, false)
+                                    : place_job(state, command.place, false));
     PlaceRequest normalised = command.place;
     normalised.job.job_id = p.job_id;
     d.job_id = p.job_id;
-    d.request_json = place_request_to_json(normalised).dump();
+    d.request_json = place_request_to_json(held_elsewhere ? command.place : normalised).dump();
     d.answer_json = placement_to_json(*cluster_, p).dump();
     d.gpus_by_rank = std::move(p.gpus_by_rank);
+    if (!command.dry_run) {
+      change.push_back({StateChange::Kind::kPlace, d.job_id, d.gpus_by_rank, d.answer_json, 0});
+      inverse.push_back({StateChange::Kind::kRelease, d.job_id, {}, {}, 0});
+    }
   } else {
-    TOPOSCHED_TRY(gpus, state_.release(command.job_id));
+    if (!state_.has_job(command.job_id))
+      return make_error(ErrorCode::kNotFound, fmt::format("no job '{}' in the allocation state", command.job_id));
+    auto gpus = state_.job_gpus(command.job_id);
     d.job_id = command.job_id;
-    d.answer_json = release_json(*cluster_, state_, d.job_id, gpus);
-    d.gpus_by_rank = std::move(gpus);
+    d.gpus_by_rank.assign(gpus.begin(), gpus.end());
+    d.answer_json = release_json(*cluster_, state_.total_free_gpus() + static_cast<std::int64_t>(gpus.size()),
+                                 d.job_id, d.gpus_by_rank);
+    StateChange release{StateChange::Kind::kRelease, d.job_id, {}, {}, 0};
+    inverse.push_back(inverse_of(release));
+    change.push_back(std::move(release));
   }
   d.decide_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   return d;
-}
-
-void Engine::undo(const Decision& d) {
-  if (d.dry_run) return;
-  if (d.kind == Command::Kind::kPlace)
-    (void)state_.release(d.job_id);
-  else
-    (void)state_.allocate(d.job_id, d.gpus_by_rank);
 }
 
 std::vector<Result<Decision>> Engine::decide(std::span<const Command> commands, const CommitFn& commit) {
@@ -320,25 +260,27 @@ std::vector<Result<Decision>> Engine::decide(std::span<const Command> commands, 
   results.reserve(commands.size());
   std::vector<Decision> changes;
   std::vector<std::size_t> change_index;
+  std::vector<StateChange> undo;  // inverses, in the order the changes were applied
+  std::vector<StateChange> change, inverse;
   for (std::size_t i = 0; i < commands.size(); ++i) {
-    results.push_back(apply(commands[i]));
-    if (results.back() && !results.back()->dry_run) {
-      changes.push_back(*results.back());
-      change_index.push_back(i);
+    change.clear();
+    inverse.clear();
+    results.push_back(decide_command(commands[i], change, inverse));
+    if (!results.back() || change.empty()) continue;
+    if (auto ok = apply_locked(change); !ok) {
+      results.back() = tl::unexpected(ok.error());
+      continue;
     }
+    undo.insert(undo.end(), inverse.begin(), inverse.end());
+    changes.push_back(*results.back());
+    change_index.push_back(i);
   }
   if (changes.empty()) return results;
   Result<void> committed = commit ? commit(changes) : Result<void>{};
   if (!committed) {
-    for (auto it = changes.rbegin(); it != changes.rend(); ++it) undo(*it);
+    std::reverse(undo.begin(), undo.end());
+    (void)apply_locked(undo);  // the inverse of changes just applied: it fits
     for (std::size_t i : change_index) results[i] = tl::unexpected(committed.error());
-    return results;
-  }
-  for (const Decision& d : changes) {
-    if (d.kind == Command::Kind::kPlace)
-      answers_[d.job_id] = d.answer_json;
-    else
-      answers_.erase(d.job_id);
   }
   return results;
 }
@@ -348,23 +290,20 @@ Result<Decision> Engine::decide_one(const Command& command, const CommitFn& comm
 }
 
 Result<void> Engine::restore(std::string_view job_id, std::span<const GpuId> gpus_by_rank, std::string answer_json) {
-  std::unique_lock lock(mutex_);
-  TOPOSCHED_CHECK(state_.allocate(job_id, gpus_by_rank));
-  answers_[std::string(job_id)] = std::move(answer_json);
-  return {};
+  StateChange place{StateChange::Kind::kPlace, std::string(job_id),
+                    std::vector<GpuId>(gpus_by_rank.begin(), gpus_by_rank.end()), std::move(answer_json), 0};
+  return apply(std::span<const StateChange>(&place, 1));
 }
 
 Result<void> Engine::replace_jobs(std::span<const StoredJob> jobs) {
-  AllocationState fresh(*cluster_);
-  std::unordered_map<std::string, std::string> answers;
-  for (const StoredJob& job : jobs) {
-    TOPOSCHED_CHECK(fresh.allocate(job.id, job.gpus_by_rank));
-    answers[job.id] = job.answer_json;
-  }
+  // Release every job, then place the store's, in one all-or-nothing apply under the writer
+  // lock: readers see the old or the new jobs, never a mix.
   std::unique_lock lock(mutex_);
-  state_ = std::move(fresh);
-  answers_ = std::move(answers);
-  return {};
+  std::vector<StateChange> changes;
+  for (const std::string& id : state_.job_ids()) changes.push_back({StateChange::Kind::kRelease, id, {}, {}, 0});
+  for (const StoredJob& job : jobs)
+    changes.push_back({StateChange::Kind::kPlace, job.id, job.gpus_by_rank, job.answer_json, 0});
+  return apply_locked(changes);
 }
 
 std::string Engine::jobs_json() const {

@@ -8,10 +8,13 @@
 // JSON keys the CLI's flags use (place_request_from_json); answers are the `place` JSON
 // (placement_to_json) and the `release` JSON.
 //
-// Decisions are applied in batches (decide()): each command of a batch sees the effect of
-// the ones before it; `commit` is then called once for the whole batch with the writer lock
-// held, and the batch becomes visible to readers only when `commit` succeeded. When it
-// fails, every change of the batch is undone and each command gets the commit's error.
+// Decisions are applied in batches (decide()): each command of a batch is decided on the
+// state, then its StateChange applied (apply()), so it sees the effect of the ones before
+// it; `commit` is then called once for the whole batch with the writer lock held, and the
+// batch becomes visible to readers only when `commit` succeeded. When it fails, the
+// inverse of the batch's changes is applied in reverse order (through apply(), like every
+// other change), leaving the state and the job order exactly as before, and each command
+// gets the commit's error.
 // This lets the service group several decisions into one durable store transaction and
 // never acknowledge (or show) a decision before it is on stable storage.
 //
@@ -38,27 +41,19 @@
 
 #include "placement/allocation_state.h"
 #include "placement/job_request.h"
+#include "placement/job_schema.h"
 #include "placement/placement.h"
 
 namespace toposched {
 
-// A place request as front ends send it: the job and the name of the policy.
-struct PlaceRequest {
-  JobRequest job;
-  std::string policy = "topo";
-  // Nodes the placement may use (empty: every node). The Kubernetes extender passes the
-  // nodes kube-scheduler offered (placement/place_within.h); not part of the request JSON.
-  NodeMask allowed;
-};
-
-// Parses the place options given as JSON keys (the body of POST /v1/jobs): job, gpus,
-// nodes, gpus_per_node, exclusive, tp, pp, dp, ep, cp, policy, kind (training | inference
-// | inference-pd; "workload" is accepted too), model, replica_gpus, gpu_model,
-// required_tier, preferred_tier, switches, segment, seed. Unknown keys, wrong types,
-// sizes below 1 and job ids that cannot travel in a URL path are kInvalidArgument errors
-// naming the key.
+// Parses the place options given as JSON keys (the body of POST /v1/jobs): one key per
+// row of the job-request schema (placement/job_schema.h: the same names, types and bounds
+// as `toposched place`'s flags; "workload" is read as "kind"). Unknown keys, wrong types,
+// values outside a row's bounds and job ids that cannot travel in a URL path are
+// kInvalidArgument errors naming the key.
 Result<PlaceRequest> place_request_from_json(const nlohmann::json& body);
-// The request as JSON with the same keys (what the store keeps beside a job).
+// The request as JSON with the same keys, in the schema's order, defaults left out (what
+// the store keeps beside a job).
 nlohmann::ordered_json place_request_to_json(const PlaceRequest& request);
 
 // The `place` JSON: {"job","policy","gpus":[{"node","gpu","rank"}],"nodes",
@@ -103,6 +98,20 @@ struct Decision {
 // state (dry runs excluded); the batch is published only when it returns success.
 using CommitFn = std::function<Result<void>(std::span<const Decision>)>;
 
+// One change of the allocation state: the engine's log record. Deciding a command emits
+// one (dry runs none); Engine::apply() is the only function that changes the state, so a
+// restore, a follower's reload and the undo of a failed commit all are lists of these.
+struct StateChange {
+  enum class Kind { kPlace, kRelease };
+  Kind kind = Kind::kPlace;
+  std::string job_id;
+  std::vector<GpuId> gpus_by_rank;  // kPlace
+  std::string answer_json;          // kPlace: the `place` JSON readers get for the job
+  // kPlace: the job's position in the job order (AllocationState::job_order); 0 = after
+  // every job. The inverse of a release puts the job back at its old position.
+  std::uint64_t order = 0;
+};
+
 // A job as a store shared by several replicas holds it (Engine::replace_jobs).
 struct StoredJob {
   std::string id;
@@ -123,6 +132,13 @@ class Engine {
   // per command.
   std::vector<Result<Decision>> decide(std::span<const Command> commands, const CommitFn& commit);
   Result<Decision> decide_one(const Command& command, const CommitFn& commit);
+
+  // Applies the changes in order, all or nothing: when one fails (a GPU already owned, an
+  // unknown job), the inverse of those before it is applied and the error returned, so the
+  // state and the job order are as before the call. The only function that changes the
+  // allocation state; decide() calls it for each decision and, when the commit fails, with
+  // the inverse of the batch.
+  Result<void> apply(std::span<const StateChange> changes);
 
   // Puts back a job as a store recorded it (start-up only, before serving): its GPUs in
   // rank order and the exact answer JSON the client received.
@@ -145,8 +161,13 @@ class Engine {
   std::int64_t free_gpus() const;
 
  private:
-  Result<Decision> apply(const Command& command);
-  void undo(const Decision& decision);
+  // Decides one command on the current state without changing it; `change` gets what
+  // applying the decision does (nothing for a dry run), `inverse` what undoes it.
+  Result<Decision> decide_command(const Command& command, std::vector<StateChange>& change,
+                                  std::vector<StateChange>& inverse) const;
+  Result<void> apply_locked(std::span<const StateChange> changes);
+  Result<void> apply_one(const StateChange& change);
+  StateChange inverse_of(const StateChange& change) const;
 
   const Cluster* cluster_;
   mutable std::shared_mutex mutex_;

@@ -1,9 +1,11 @@
 #include "placement/job_request.h"
 
 #include "cost/job_comm.h"
+#include "placement/job_schema.h"
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
@@ -121,7 +123,11 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
         return bad("the eligible nodes have different GPU counts; give --gpus-per-node with --nodes");
       r.gpus_per_node = *sizes.begin();
     }
-    r.total_gpus = r.nodes * r.gpus_per_node;
+    const std::int64_t total = static_cast<std::int64_t>(r.nodes) * r.gpus_per_node;  // both <= kMaxCount
+    if (total > std::numeric_limits<int>::max())
+      return make_error(ErrorCode::kInfeasible,
+                        fmt::format("needs {} GPUs; cluster '{}' has {} in all", total, c.name(), c.gpu_count()));
+    r.total_gpus = static_cast<int>(total);
   } else {
     r.total_gpus = r.gpus;
     if (r.gpus_per_node > 0) {
@@ -139,16 +145,26 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
 
   if (r.workload == WorkloadKind::kTraining) {
     // The cost model's convention: tp x cp x ep x dp x pp GPUs (ep is its own dimension).
-    const long world = static_cast<long>(r.tp) * r.cp * r.ep * r.pp;
+    // A checked product: degrees from a request body can be up to kMaxCount each.
+    TOPOSCHED_TRY(world, parallel_product(r, false));
     if (r.total_gpus % world != 0)
       return bad(fmt::format("{} GPUs is not a multiple of tp x cp x ep x pp = {}", r.total_gpus, world));
     const int dp = static_cast<int>(r.total_gpus / world);
-    if (r.dp != 0 && r.dp != dp)
-      return bad(fmt::format("tp x cp x ep x pp x dp = {} but the job has {} GPUs", world * r.dp, r.total_gpus));
+    if (r.dp != 0 && r.dp != dp) {
+      TOPOSCHED_TRY(all, parallel_product(r, true));
+      return bad(fmt::format("tp x cp x ep x pp x dp = {} but the job has {} GPUs", all, r.total_gpus));
+    }
     r.dp = dp;
     r.replica_gpus = 0;
   } else {
-    if (r.replica_gpus == 0) r.replica_gpus = r.tp * r.pp;
+    if (r.replica_gpus == 0) {
+      JobRequest tp_pp = r;
+      tp_pp.cp = tp_pp.ep = 1;
+      TOPOSCHED_TRY(replica, parallel_product(tp_pp, false));
+      if (replica > r.total_gpus)
+        return bad(fmt::format("{} GPUs cannot be split into replicas of tp x pp = {} GPUs", r.total_gpus, replica));
+      r.replica_gpus = static_cast<int>(replica);
+    }
     if (r.replica_gpus < 1 || r.total_gpus % r.replica_gpus != 0)
       return bad(fmt::format("{} GPUs cannot be split into replicas of {} GPUs", r.total_gpus, r.replica_gpus));
     if (r.workload == WorkloadKind::kInferencePD && (r.total_gpus / r.replica_gpus) < 2)

@@ -115,6 +115,26 @@ Result<void> save_state_file(const AllocationState& s, const std::string& path) 
   return write_file_atomically(path, text);
 }
 
+Result<StateFileStore> StateFileStore::open(const Cluster& cluster, std::string load_path, std::string save_path) {
+  if (load_path.empty()) return StateFileStore(AllocationState(cluster), std::move(save_path));
+  TOPOSCHED_TRY(state, load_state_file(cluster, load_path));
+  return StateFileStore(std::move(state), std::move(save_path));
+}
+
+Result<void> StateFileStore::commit(std::span<const Decision> decisions) {
+  AllocationState next = state_;
+  for (const Decision& d : decisions) {
+    if (d.kind == Command::Kind::kPlace)
+      TOPOSCHED_CHECK(next.allocate(d.job_id, d.gpus_by_rank));
+    else
+      TOPOSCHED_CHECK(next.release(d.job_id));
+  }
+  if (save_path_.empty()) return make_error(ErrorCode::kInvalidArgument, "no file to save the state to");
+  TOPOSCHED_CHECK(save_state_file(next, save_path_));
+  state_ = std::move(next);
+  return {};
+}
+
 namespace {
 
 // The directory a file lives in, its symbolic links (the file's too) resolved, so that two

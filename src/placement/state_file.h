@@ -15,11 +15,13 @@
 // inode (rename), and a "FILE.lock" beside it would be a file left behind on every run.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "placement/allocation_state.h"
+#include "placement/engine.h"
 #include "topology/error.h"
 
 namespace toposched {
@@ -30,6 +32,26 @@ Result<AllocationState> state_from_json(const Cluster& cluster, std::string_view
 
 Result<AllocationState> load_state_file(const Cluster& cluster, const std::string& path);
 Result<void> save_state_file(const AllocationState& state, const std::string& path);
+
+// A state file as the engine's store (the CLI's `place`/`release` on --state): the jobs
+// loaded from `load_path` (none when empty), and commit() applies a batch of the engine's
+// decisions to them and rewrites `save_path` atomically, as the service's stores commit a
+// batch of mutations; a failed commit (bad batch, write error) changes neither the jobs nor
+// the file. The caller holds the StateFileLock of both paths. Not thread-safe.
+class StateFileStore {
+ public:
+  static Result<StateFileStore> open(const Cluster& cluster, std::string load_path, std::string save_path);
+  const AllocationState& state() const { return state_; }
+  const std::string& save_path() const { return save_path_; }
+  // The CommitFn of Engine::decide for this file.
+  Result<void> commit(std::span<const Decision> decisions);
+
+ private:
+  StateFileStore(AllocationState state, std::string save_path)
+      : state_(std::move(state)), save_path_(std::move(save_path)) {}
+  AllocationState state_;
+  std::string save_path_;
+};
 
 class StateFileLock {
  public:

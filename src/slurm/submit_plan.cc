@@ -141,12 +141,9 @@ std::string shell_quote(const std::string& s) {
 }  // namespace
 
 Result<JobRequest> request_from_sbatch(const SbatchSize& size, const SubmitShape& shape) {
-  JobRequest r;
-  r.job_id = shape.job_id;
-  r.tp = shape.tp;
-  r.pp = shape.pp;
-  r.dp = shape.dp;
-  r.ep = shape.ep;
+  JobRequest r = shape.job;  // the plan's rows; the size rows are the sbatch arguments'
+  if (r.job_id.empty()) r.job_id = kSubmitJobId;
+  r.gpus = r.nodes = r.gpus_per_node = 0;
   r.gpu_model = size.gpu_type;
   r.exclusive = size.exclusive;
   int per_node = size.gpus_per_node > 0 ? size.gpus_per_node : (size.gpus == 0 ? size.ntasks_per_node : 0);

@@ -24,17 +24,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "placement/job_schema.h"
 #include "placement/placement.h"
 #include "slurm/live_state.h"
 #include "slurm/sbatch_args.h"
 
 namespace toposched::slurm {
 
-struct SubmitShape {
-  int tp = 1, pp = 1, dp = 0, ep = 1;
-  std::string policy = "topo";
-  std::string job_id = "slurm-submit";  // the placement's job id (Slurm assigns the real one)
-};
+// The parallel plan and policy of the job (the job-request schema's PlaceRequest: its tp,
+// cp, ep, dp, pp and policy rows, as `toposched slurm submit` registers them); the size
+// fields come from the sbatch arguments. An empty job id places as "slurm-submit" (Slurm
+// assigns the real one).
+using SubmitShape = PlaceRequest;
+inline constexpr std::string_view kSubmitJobId = "slurm-submit";
 
 struct SubmitPlan {
   Placement placement;

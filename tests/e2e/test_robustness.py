@@ -127,7 +127,7 @@ class Robustness(unittest.TestCase):
     def test_empty_job_id(self):
         rc, out, err = run("place", "--cluster", PRESET, "--gpus", "1", "--job", "")
         self.assertEqual(rc, 2, err)
-        self.assertIn("--job needs a non-empty job id", err)
+        self.assertIn("--job: needs a non-empty job id", err)
         self.assertEqual(out, "")
 
     def test_negative_memory_and_huge_submit_time(self):

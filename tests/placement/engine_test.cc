@@ -120,6 +120,45 @@ TEST(Engine, AFailedCommitUndoesTheWholeBatch) {
   EXPECT_TRUE(e.read([](const AllocationState& s) { return s.check_invariants().has_value(); }));
 }
 
+TEST(Engine, AFailedCommitLeavesTheJobOrderAsItWas) {
+  // Undoing a release puts the job back where it was in the job order, not at the end.
+  Cluster c = preset("dgx-h100?nodes=4");
+  Engine e(c, AllocationState(c));
+  for (const char* id : {"a", "b", "c"})
+    ASSERT_TRUE(e.decide_one(place_command(fmt::format(R"({{"job":"{}","gpus":8}})", id).c_str()), nullptr));
+  const std::string before = e.jobs_json();
+  Command release;
+  release.kind = Command::Kind::kRelease;
+  release.job_id = "a";
+  std::vector<Command> batch = {release, place_command(R"({"job":"d","gpus":8})")};
+  auto results = e.decide(batch, [](std::span<const Decision>) -> Result<void> {
+    return make_error(ErrorCode::kIo, "disk full");
+  });
+  for (const auto& r : results) ASSERT_FALSE(r);
+  EXPECT_EQ(e.jobs_json(), before);
+  EXPECT_EQ(e.read([](const AllocationState& s) { return s.job_ids(); }), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(e.read([](const AllocationState& s) { return s.check_invariants().has_value(); }));
+}
+
+TEST(Engine, ApplyIsAllOrNothing) {
+  Cluster c = preset("dgx-h100?nodes=2");
+  Engine e(c, AllocationState(c));
+  const GpuId g0 = c.node_gpu(NodeId(0), 0), g1 = c.node_gpu(NodeId(0), 1);
+  std::vector<StateChange> ok = {{StateChange::Kind::kPlace, "x", {g0}, R"({"job":"x"})", 0},
+                                 {StateChange::Kind::kPlace, "y", {g1}, R"({"job":"y"})", 0}};
+  ASSERT_TRUE(e.apply(ok));
+  const std::string before = e.jobs_json();
+  // Releasing x then placing z on a GPU y holds fails at the second change: x comes back first.
+  std::vector<StateChange> clash = {{StateChange::Kind::kRelease, "x", {}, {}, 0},
+                                    {StateChange::Kind::kPlace, "z", {g1}, R"({"job":"z"})", 0}};
+  auto r = e.apply(clash);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(e.jobs_json(), before);
+  EXPECT_EQ(before, R"({"jobs":[{"job":"x"},{"job":"y"}]})");
+  EXPECT_FALSE(e.apply(std::vector<StateChange>{{StateChange::Kind::kRelease, "nope", {}, {}, 0}}));
+  EXPECT_EQ(e.job_count(), 2u);
+}
+
 TEST(Engine, DecisionsInABatchSeeEachOtherAndDryRunsHoldNothing) {
   Cluster c = preset("dgx-h100?nodes=2");
   Engine e(c, AllocationState(c));

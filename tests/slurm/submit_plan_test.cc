@@ -79,8 +79,8 @@ TEST(SubmitPlan, RankOrderHostfileAndCommand) {
   Cluster c = test_cluster();
   AllocationState live(c);
   SubmitShape shape;
-  shape.tp = 4;
-  shape.pp = 2;
+  shape.job.tp = 4;
+  shape.job.pp = 2;
   auto plan = plan_submit(live, parsed({"-N", "2", "--gpus-per-node=4", "-J", "t", "--wrap=srun true"}), shape);
   ASSERT_TRUE(plan) << plan.error().to_string();
   EXPECT_EQ(plan->nodes, 2);
