@@ -9,6 +9,12 @@
 namespace toposched::cli {
 
 namespace {
+bool parse_positive_int(const std::string& text, int& out) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  out = std::stoi(text);
+  return out > 0;
+}
+
 struct PlaceOptions {
   std::string cluster;
   int gpus = 0;
@@ -23,9 +29,13 @@ struct PlaceOptions {
   std::string required_tier, preferred_tier;
   int slice_size = 0;
   std::string slice_tier;
+  std::vector<std::string> slice_layers;  // TIER:N, inner slice layers (Kueue multi-layer)
   bool unconstrained = false;
   int switches = 0;
   int segment = 0;
+  bool consolidate_segments = false;
+  std::string slurm_version;
+  std::string block_sizes;
   std::uint64_t seed = 1;
   std::string policy = "topo";
   std::optional<std::string> job;  // nullopt: the first free job-N
@@ -73,9 +83,28 @@ int run_place(const PlaceOptions& o) {
   r.preferred_tier = o.preferred_tier;
   r.slice_size = o.slice_size;
   r.slice_tier = o.slice_tier;
+  for (const std::string& layer : o.slice_layers) {
+    auto colon = layer.rfind(':');
+    int size = 0;
+    if (colon == std::string::npos || colon == 0 || !parse_positive_int(layer.substr(colon + 1), size))
+      return usage_error(fmt::format("--slice-layer needs TIER:SIZE (e.g. node:2), not '{}'", layer));
+    r.inner_slices.push_back({layer.substr(0, colon), size, std::nullopt});
+  }
   r.unconstrained = o.unconstrained;
   r.max_switches = o.switches;
   r.segment = o.segment;
+  r.consolidate_segments = o.consolidate_segments;
+  r.slurm_version = o.slurm_version;
+  if (!o.block_sizes.empty()) {
+    for (std::size_t at = 0; at <= o.block_sizes.size();) {
+      auto comma = std::min(o.block_sizes.find(',', at), o.block_sizes.size());
+      int size = 0;
+      if (!parse_positive_int(o.block_sizes.substr(at, comma - at), size))
+        return usage_error(fmt::format("--block-sizes needs sizes like 18,72, not '{}'", o.block_sizes));
+      r.block_sizes.push_back(size);
+      at = comma + 1;
+    }
+  }
   r.seed = o.seed;
   auto p = place_job(state, request, !o.save_state.empty());
   if (!p) {
@@ -141,6 +170,10 @@ void register_place(CLI::App& app, int& exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--slice-tier", o->slice_tier,
                   "Tier (or 'node') each slice stays inside (Kueue podset-slice-required-topology)");
+  cmd->add_option("--slice-layer", o->slice_layers,
+                  "TIER:SIZE: a further slice layer inside each slice, outermost first, repeatable (Kueue "
+                  "podset-slice-required-topology-constraints; e.g. --slice-size 8 --slice-tier rack "
+                  "--slice-layer node:4)");
   cmd->add_flag("--unconstrained", o->unconstrained,
                 "No tier constraint, said explicitly (Kueue podset-unconstrained-topology): kueue-bestfit fills "
                 "the nodes with the least free capacity first");
@@ -149,9 +182,18 @@ void register_place(CLI::App& app, int& exit_code) {
   cmd->add_option("--segment", o->segment,
                   "Nodes per segment, each inside one base block (Slurm --segment; slurm-block only)")
       ->check(kPositiveCount);
+  cmd->add_flag("--consolidate-segments", o->consolidate_segments,
+                "Keep every --segment in one block of the level that holds the whole job (Slurm "
+                "--consolidate-segments; slurm-block only)");
+  cmd->add_option("--slurm-version", o->slurm_version,
+                  "Slurm release whose rules slurm-block and slurm-tree follow: 22.05, 24.05, 25.11 or 26.05 "
+                  "(default, the newest)");
+  cmd->add_option("--block-sizes", o->block_sizes,
+                  "slurm-block: the BlockSizes of the topology.conf it reads, e.g. 18,72 (default: those "
+                  "'export --to slurm-block' computes)");
   cmd->add_option("--seed", o->seed, "Seed of the random policy (default 1)");
   cmd->add_option("--policy,-p", o->policy,
-                  "first-fit, random, slurm-tree, slurm-block, kueue-bestfit or topo (default)");
+                  "first-fit, random, slurm-tree, slurm-block, kueue-bestfit, kueue-balanced or topo (default)");
   cmd->add_option("--job,-j", o->job, "Job id (default: job-N, the first one free in the state)");
   cmd->add_option("--state", o->state, "Allocation state to start from (JSON written by --save-state)");
   cmd->add_option("--save-state", o->save_state, "Write the state with this job added (may be the --state file)");

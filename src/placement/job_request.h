@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "topology/cluster.h"
 #include "topology/error.h"
@@ -51,6 +52,16 @@ struct JobRequest {
   // preferred tier. Only policies with supports_slices() honour them.
   int slice_size = 0;
   std::string slice_tier;
+  // Kueue's TASMultiLayerTopology (podset-slice-required-topology-constraints): further slice
+  // layers inside each slice, outermost first, each strictly below the one before and
+  // dividing its size (a 16-pod slice per rack made of 4-pod slices per node). Needs
+  // slice_size / slice_tier (the outermost layer).
+  struct SliceLayer {
+    std::string tier;
+    int size = 0;
+    std::optional<int> tier_index;  // filled by normalize()
+  };
+  std::vector<SliceLayer> inner_slices;
   // Kueue's podset-unconstrained-topology: no tier constraint, said explicitly (excludes the
   // required / preferred tier). kueue-bestfit then packs the nodes with the least free
   // capacity first; for every other policy it is what no constraint means anyway.
@@ -58,6 +69,13 @@ struct JobRequest {
   // Slurm-style.
   int max_switches = 0;    // --switches=N: at most N leaf switches; 0 = no limit
   int segment = 0;         // --segment=N: nodes per segment, each inside one base block
+  bool consolidate_segments = false;  // --consolidate-segments: every segment in one block (slurm-block)
+  // The Slurm release whose rules slurm-block / slurm-tree follow: "22.05", "24.05", "25.11"
+  // or "26.05"; empty = the newest (26.05).
+  std::string slurm_version;
+  // slurm-block: the BlockSizes of the topology.conf it reads (as `export --to slurm-block
+  // --block-sizes`); empty = the sizes that export computes.
+  std::vector<long> block_sizes;
   std::uint64_t seed = 1;  // for the random policy
 
   // Filled by normalize().
