@@ -290,8 +290,11 @@ JobRequest request_of(const KCase& c, const KPodSet& ps) {
   if (!ps.topo.required.empty()) r.required_tier = tier_of(c, ps.topo.required);
   if (!ps.topo.preferred.empty()) r.preferred_tier = tier_of(c, ps.topo.preferred);
   r.unconstrained = ps.topo.unconstrained;
-  if (!ps.topo.slice_topology.empty()) r.slice_tier = tier_of(c, ps.topo.slice_topology);
-  r.slice_size = ps.topo.slice_size;
+  // Kueue ignores a slice size without a slice topology (getSliceSizeWithSinglePodAsDefault).
+  if (!ps.topo.slice_topology.empty()) {
+    r.slice_tier = tier_of(c, ps.topo.slice_topology);
+    r.slice_size = ps.topo.slice_size;
+  }
   for (const auto& [topo, size] : ps.topo.inner_layers) r.inner_slices.push_back({tier_of(c, topo), size, {}});
   return r;
 }

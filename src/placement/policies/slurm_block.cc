@@ -327,7 +327,7 @@ class SlurmBlockPolicy final : public PlacementPolicy {
     int gpus_left = r.total_gpus;
     for (int k = 0; k < count; ++k) {
       const int block = eval.choose_block(avail, seg_nodes, k == 0 && allowed_blocks ? &*allowed_blocks : nullptr);
-      if (block < 0) return no_fit(t, seg_nodes, count);
+      if (block < 0) return no_fit(t, seg_nodes, k, count);
       if (k == 0 && allowed_blocks) {  // later segments stay in this block's consolidated block
         for (int b = 0; b < eval.blocks(); ++b)
           if (b / per_as != block / per_as)
@@ -359,13 +359,13 @@ class SlurmBlockPolicy final : public PlacementPolicy {
     return out;
   }
 
-  static tl::unexpected<Error> no_fit(const BlockTable& t, int seg_nodes, int count) {
+  static tl::unexpected<Error> no_fit(const BlockTable& t, int seg_nodes, int k, int count) {
     std::string sizes;
     for (long x : t.sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(x);
     return make_error(ErrorCode::kInfeasible,
                       fmt::format("slurm-block: no block of the level for {} node(s){} has room (BlockSizes={}); "
                                   "Slurm pends the job (\"unable to find block\") rather than use a larger level",
-                                  seg_nodes, count > 1 ? fmt::format(" (segment 1 of {})", count) : std::string(),
+                                  seg_nodes, count > 1 ? fmt::format(" (segment {} of {})", k + 1, count) : std::string(),
                                   sizes));
   }
 };
