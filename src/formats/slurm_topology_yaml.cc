@@ -90,7 +90,8 @@ Result<Synthesized> block_statements(const YamlInput& in, const YAML::Node& bloc
 
 // The topology of each kind that the cluster takes: the cluster default, else the first.
 struct Chosen {
-  YAML::Node tree, block;
+  YAML::Node tree, block;  // valid when has_tree / has_block (a default Node is a defined null)
+  bool has_tree = false, has_block = false;
   std::string tree_name, block_name;
   bool tree_default = false, block_default = false;
   std::vector<std::string> others;
@@ -105,18 +106,19 @@ Result<Chosen> choose(const YamlInput& in, const YAML::Node& root) {
     const int kinds = (t["tree"] ? 1 : 0) + (t["block"] ? 1 : 0) + (t["flat"] ? 1 : 0);
     if (kinds != 1) return in.error_at(t, fmt::format("topology '{}': expected exactly one of tree, block, flat", name));
     const bool dflt = is_default.value_or(false);
-    auto take = [&](YAML::Node& slot, std::string& slot_name, bool& slot_default, const YAML::Node& body) {
-      if (!slot || (dflt && !slot_default)) {
-        if (slot) c.others.push_back(slot_name);
-        slot = body;
+    auto take = [&](bool& has, YAML::Node& slot, std::string& slot_name, bool& slot_default, const YAML::Node& body) {
+      if (!has || (dflt && !slot_default)) {
+        if (has) c.others.push_back(slot_name);
+        has = true;
+        slot.reset(body);
         slot_name = name;
         slot_default = dflt;
       } else {
         c.others.push_back(name);
       }
     };
-    if (t["tree"]) take(c.tree, c.tree_name, c.tree_default, t["tree"]);
-    else if (t["block"]) take(c.block, c.block_name, c.block_default, t["block"]);
+    if (t["tree"]) take(c.has_tree, c.tree, c.tree_name, c.tree_default, t["tree"]);
+    else if (t["block"]) take(c.has_block, c.block, c.block_name, c.block_default, t["block"]);
   }
   return c;
 }
@@ -131,17 +133,17 @@ Result<DiscoveredTopology> read_slurm_topology_yaml(std::string_view text, const
       return in.error_at(root, fmt::format("expected a topology.yaml list of topologies ('- topology: NAME'), found {}",
                                            YamlInput::describe(root)));
     TOPOSCHED_TRY(chosen, choose(in, root));
-    if (!chosen.tree && !chosen.block)
+    if (!chosen.has_tree && !chosen.has_block)
       return in.error_at(root, "no tree or block topology (only flat ones): no structure to read");
     DiscoveredTopology out;
     std::map<std::string, std::size_t> by_name;
-    if (chosen.tree) {
+    if (chosen.has_tree) {
       TOPOSCHED_TRY(s, tree_statements(in, chosen.tree));
       TOPOSCHED_TRY(t, read_synthesized(s, file));
       out = std::move(t);
       for (std::size_t i = 0; i < out.nodes.size(); ++i) by_name[out.nodes[i].name] = i;
     }
-    if (chosen.block) {
+    if (chosen.has_block) {
       TOPOSCHED_TRY(s, block_statements(in, chosen.block));
       TOPOSCHED_TRY(b, read_synthesized(s, file));
       for (DiscoveredNode& n : b.nodes) {
@@ -159,8 +161,8 @@ Result<DiscoveredTopology> read_slurm_topology_yaml(std::string_view text, const
     if (!chosen.others.empty())
       out.warnings.push_back(fmt::format("read topology '{}'{}; not read: {} (a cluster has one tree and one set of "
                                          "blocks)",
-                                         chosen.tree ? chosen.tree_name : chosen.block_name,
-                                         chosen.tree && chosen.block ? " and '" + chosen.block_name + "'" : "",
+                                         chosen.has_tree ? chosen.tree_name : chosen.block_name,
+                                         chosen.has_tree && chosen.has_block ? " and '" + chosen.block_name + "'" : "",
                                          fmt::join(chosen.others, ", ")));
     return out;
   } catch (const YAML::Exception& e) {

@@ -248,7 +248,9 @@ void run_shape(const Cluster& c, const Shape& shape, int submissions, unsigned s
         std::vector<NodeId> mine(got_nodes.begin() + static_cast<long>(part) * seg,
                                  got_nodes.begin() + static_cast<long>(part + 1) * seg);
         for (NodeId n : mine) EXPECT_TRUE(inside(conf, parts[part].first, n)) << c.node_name(n) << " outside the predicted block";
-        if (!parts[part].second.empty()) EXPECT_EQ(mine, parts[part].second) << "segment " << part;
+        if (!parts[part].second.empty()) {
+          EXPECT_EQ(mine, parts[part].second) << "segment " << part;
+        }
       }
     }
     if (got) {
