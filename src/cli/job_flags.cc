@@ -38,6 +38,7 @@ void add_flag_of(CLI::App& cmd, const JobField& field, PlaceRequest& target) {
       break;
     case JobFieldType::kString: {
       CLI::Option* o = cmd.add_option(flag, *std::get<std::string*>(ref), help);
+      if (field.repeatable) o->delimiter(',')->multi_option_policy(CLI::MultiOptionPolicy::Join);
       if (field.check) o->check(row_validator(field));
       break;
     }

@@ -1,10 +1,14 @@
 #include "formats/cluster_source.h"
 
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
+#include "formats/cluster_format.h"
 #include "formats/discovery.h"
+#include "formats/k8s_nodes.h"
+#include "formats/resource_slices.h"
 #include "formats/native_spec.h"
 #include "formats/slurm_topology.h"
 #include "formats/topograph_model.h"
@@ -30,20 +34,58 @@ Result<Cluster> from_discovered(Result<DiscoveredTopology> t, const std::string&
   }
   return std::move(r->cluster);
 }
+
+// The first kClusterFormatHeadBytes of a regular file; nullopt for anything else (pipes and
+// devices are read once, whole) or when it cannot be read (read_text_file then says why).
+std::optional<std::string> read_head(const std::string& path) {
+  std::error_code ec;
+  if (path == "-" || !std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string head(kClusterFormatHeadBytes, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  return head;
+}
+
+tl::unexpected<Error> unknown_format(std::string_view text, const std::string& file) {
+  std::string_view first = text.substr(0, std::min<std::size_t>(text.find('\n'), 60));
+  while (!first.empty() && (first.back() == '\r' || first.back() == ' ')) first.remove_suffix(1);
+  std::string shown;
+  for (char c : first) shown += (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) ? '?' : c;
+  return make_error(ErrorCode::kParse,
+                    fmt::format("not a cluster format toposched reads (it starts '{}'); tried: {}", shown,
+                                cluster_formats_tried()),
+                    SourceLocation{file, 1, 1});
+}
 }  // namespace
 
 Result<Cluster> load_cluster_text(std::string_view text, const std::string& file) {
-  if (looks_like_slurm_topology(text)) return from_discovered(read_slurm_topology(text, file), file);
-  // Everything else is YAML or JSON: parse it once (large models are costly to parse).
-  TOPOSCHED_TRY(root, load_yaml_document(text, file));
-  if (looks_like_topograph_model(root)) return from_discovered(read_topograph_model(root, file), file);
-  // A native spec, or not recognisably anything: the native reader explains what it expected.
-  return read_native_spec(root, file);
+  switch (detect_cluster_format(text)) {
+    case ClusterFormat::kSlurmTopologyConf: return from_discovered(read_slurm_topology(text, file), file);
+    case ClusterFormat::kSlurmTopologyYaml: return from_discovered(read_slurm_topology_yaml(text, file), file);
+    case ClusterFormat::kK8sNodes: return from_discovered(read_k8s_nodes(text, file), file);
+    case ClusterFormat::kResourceSlices: return from_discovered(read_resource_slices(text, file), file);
+    case ClusterFormat::kTopographModel: {
+      TOPOSCHED_TRY(root, load_yaml_document(text, file));
+      return from_discovered(read_topograph_model(root, file), file);
+    }
+    case ClusterFormat::kNativeSpec: {
+      TOPOSCHED_TRY(root, load_yaml_document(text, file));
+      return read_native_spec(root, file);
+    }
+    case ClusterFormat::kUnknown: break;
+  }
+  return unknown_format(text, file);
 }
 
 Result<Cluster> load_cluster(const std::string& spec) {
   constexpr std::string_view kPreset = "preset:";
   if (spec.starts_with(kPreset)) return build_preset(std::string_view(spec).substr(kPreset.size()));
+  // The format is decided on the first bytes: a file of none of the formats is refused
+  // before the rest of it is read (or parsed).
+  if (auto head = read_head(spec); head && detect_cluster_format(*head) == ClusterFormat::kUnknown)
+    return unknown_format(*head, spec);
   auto text = read_text_file(spec);
   if (!text) {
     Error e = text.error();

@@ -19,6 +19,13 @@ namespace toposched {
 
 Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std::string& file);
 
+// Slurm's topology.yaml (Slurm 25.05+, topology.yaml(5)): a list of named topologies, each
+// `tree: {switches: [{switch, children, nodes}]}`, `block: {block_sizes, blocks: [{block,
+// nodes}]}` or `flat: true`. The cluster takes one tree and one set of blocks: of each kind
+// the `cluster_default: true` one, else the first; the others are named in a warning. Read
+// as the topology.conf reader reads the same statements (same checks), errors at the YAML.
+Result<DiscoveredTopology> read_slurm_topology_yaml(std::string_view text, const std::string& file);
+
 // True when the first statement starts with SwitchName=, BlockName= or BlockSizes=.
 bool looks_like_slurm_topology(std::string_view text);
 

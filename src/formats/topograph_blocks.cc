@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 #include <re2/re2.h>
 
+#include "formats/discovery.h"
 #include "topology/hostlist.h"
 
 namespace toposched {
@@ -327,7 +328,11 @@ TopographBlockLayout::TopographBlockLayout(const Cluster& c) {
     }
     by_name.push_back(std::move(b));
   }
-  if (c.switch_count() == 0) {
+  // Topograph orders blocks by the tree only when the provider gave one (graph.Tiers): the
+  // `no-topology` leaf that discovery adds for nodes without fabric data is not one.
+  bool tree = false;
+  for (std::uint32_t s = 0; s < c.switch_count() && !tree; ++s) tree = c.switch_name(SwitchId(s)) != kNoTopologySwitch;
+  if (!tree) {
     blocks_ = std::move(by_name);
   } else {
     // initBlocks: in the order a breadth-first walk of the fabric meets the blocks' nodes.

@@ -6,7 +6,8 @@
 // - One block per accelerator domain, numbered block001... in domain-name order. Without
 //   block sizes and sub-domains they are listed in the order a breadth-first walk of the
 //   fabric (children sorted by name) first meets one of their nodes; a domain none of whose
-//   nodes hangs under a switch is then left out (a warning says so).
+//   nodes hangs under a switch is then left out (a warning says so). A cluster whose only
+//   switch is discovery's `no-topology` leaf has no fabric tree (Topograph: no graph.Tiers).
 // - With block sizes, or with sub-domains (sizes then inferred: [largest sub-domain,
 //   smallest power-of-two multiple of it holding the largest domain]), each domain (or
 //   sub-domain) is cut into blocks of the base (first) size, in host-name order; empty

@@ -1,5 +1,7 @@
 #include "placement/job_request.h"
 
+#include <charconv>
+
 #include "cost/job_comm.h"
 #include "placement/job_schema.h"
 
@@ -53,6 +55,31 @@ Result<std::optional<int>> resolve_tier(const std::string& name, const Cluster& 
       fmt::format("{} tier '{}' is not a tier of cluster '{}'; its tiers: {}", what, name, c.name(), known));
 }
 
+// Kueue's multi-layer slices: each inner layer strictly below the one before (Kueue:
+// "additional slice layer topology X must be at a lower level than Y") and dividing its size.
+Result<void> normalize_inner_slices(JobRequest& r, const Cluster& c) {
+  auto bad = [](std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); };
+  int prev_tier = *r.slice_tier_index;
+  int prev_size = r.slice_size;
+  std::string prev_name = r.slice_tier;
+  for (JobRequest::SliceLayer& layer : r.inner_slices) {
+    if (layer.size <= 0) return bad(fmt::format("slice layer '{}': the size must be positive", layer.tier));
+    auto tier = resolve_tier(layer.tier, c, "slice layer");
+    if (!tier) return tl::unexpected(tier.error());
+    if (!*tier) return bad("a slice layer needs a tier");
+    if (**tier >= prev_tier)
+      return bad(fmt::format("slice layer tier '{}' must be below '{}'", layer.tier, prev_name));
+    if (prev_size % layer.size != 0)
+      return bad(fmt::format("slice layer size {} must evenly divide the layer above's size {}", layer.size,
+                             prev_size));
+    layer.tier_index = *tier;
+    prev_tier = **tier;
+    prev_size = layer.size;
+    prev_name = layer.tier;
+  }
+  return {};
+}
+
 // Kueue's PodSet options: slices and the explicit unconstrained form.
 Result<void> normalize_kueue_podset(JobRequest& r, const Cluster& c) {
   auto bad = [](std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); };
@@ -63,7 +90,10 @@ Result<void> normalize_kueue_podset(JobRequest& r, const Cluster& c) {
     return bad(r.slice_tier.empty() ? "--slice-size needs --slice-tier (the tier each slice stays inside)"
                                     : "--slice-tier needs --slice-size (slice topology requested, but slice size "
                                       "not provided)");
-  if (r.slice_size == 0) return {};
+  if (r.slice_size == 0) {
+    if (!r.inner_slices.empty()) return bad("--slice-layer needs --slice-size and --slice-tier (the outermost layer)");
+    return {};
+  }
   auto slice = resolve_tier(r.slice_tier, c, "slice");
   if (!slice) return tl::unexpected(slice.error());
   r.slice_tier_index = *slice;
@@ -76,10 +106,60 @@ Result<void> normalize_kueue_podset(JobRequest& r, const Cluster& c) {
   const int pods = r.total_gpus / pod_gpus;
   if (pods % r.slice_size != 0)
     return bad(fmt::format("{} pod(s) of {} GPU(s) cannot be cut into slices of {}", pods, pod_gpus, r.slice_size));
-  return {};
+  return normalize_inner_slices(r, c);
 }
 
 }  // namespace
+
+namespace {
+
+Result<long> positive_count(std::string_view text) {
+  long v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < 1 || v > 1'000'000'000)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("expected a positive whole number, found '{}'", text));
+  return v;
+}
+
+std::vector<std::string_view> comma_parts(std::string_view text) {
+  std::vector<std::string_view> parts;
+  for (std::size_t at = 0; at <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    parts.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+Result<std::vector<JobRequest::SliceLayer>> parse_slice_layers(std::string_view text) {
+  std::vector<JobRequest::SliceLayer> layers;
+  for (std::string_view part : comma_parts(text)) {
+    const auto colon = part.rfind(':');
+    const auto bad_layer = [&] {
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("needs TIER:SIZE[,TIER:SIZE...] (e.g. node:2), found '{}'", part));
+    };
+    if (colon == std::string_view::npos || colon == 0) return bad_layer();
+    auto size = positive_count(part.substr(colon + 1));
+    if (!size) return bad_layer();
+    layers.push_back({std::string(part.substr(0, colon)), static_cast<int>(*size), std::nullopt});
+  }
+  return layers;
+}
+
+Result<std::vector<long>> parse_block_size_list(std::string_view text) {
+  std::vector<long> sizes;
+  for (std::string_view part : comma_parts(text)) {
+    auto size = positive_count(part);
+    if (!size)
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("needs block sizes such as 18,72, found '{}'", text));
+    sizes.push_back(*size);
+  }
+  return sizes;
+}
 
 bool model_matches(const JobRequest& r, const Cluster& cluster, NodeId n) {
   return r.gpu_model.empty() || icontains(cluster.node_type(n).gpu_model, r.gpu_model);
@@ -93,6 +173,18 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
   if (r.tp < 1 || r.pp < 1 || r.ep < 1 || r.cp < 1 || r.dp < 0)
     return bad("parallelism degrees (--tp --pp --dp --ep --cp) must be at least 1");
   if (r.max_switches < 0 || r.segment < 0) return bad("--switches and --segment must be positive");
+  if (!r.slurm_version.empty() && r.slurm_version != "22.05" && r.slurm_version != "24.05" &&
+      r.slurm_version != "25.11" && r.slurm_version != "26.05")
+    return bad(fmt::format("--slurm-version must be 22.05, 24.05, 25.11 or 26.05, not '{}'", r.slurm_version));
+  if (r.consolidate_segments && r.segment == 0) return bad("--consolidate-segments needs --segment");
+  if (!r.slice_layers_text.empty()) {
+    TOPOSCHED_TRY(layers, parse_slice_layers(r.slice_layers_text));
+    r.inner_slices = std::move(layers);
+  }
+  if (!r.block_sizes_text.empty()) {
+    TOPOSCHED_TRY(sizes, parse_block_size_list(r.block_sizes_text));
+    r.block_sizes = std::move(sizes);
+  }
 
   std::set<int> sizes;
   std::set<std::string> models;

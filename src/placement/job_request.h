@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "topology/cluster.h"
 #include "topology/error.h"
@@ -51,6 +52,19 @@ struct JobRequest {
   // preferred tier. Only policies with supports_slices() honour them.
   int slice_size = 0;
   std::string slice_tier;
+  // Kueue's TASMultiLayerTopology (podset-slice-required-topology-constraints): further slice
+  // layers inside each slice, outermost first, each strictly below the one before and
+  // dividing its size (a 16-pod slice per rack made of 4-pod slices per node). Needs
+  // slice_size / slice_tier (the outermost layer).
+  struct SliceLayer {
+    std::string tier;
+    int size = 0;
+    std::optional<int> tier_index;  // filled by normalize()
+  };
+  std::vector<SliceLayer> inner_slices;
+  // The same layers as front ends send them ("rack:16,node:4", the schema's slice_layer);
+  // normalize() parses it into inner_slices when set.
+  std::string slice_layers_text;
   // Kueue's podset-unconstrained-topology: no tier constraint, said explicitly (excludes the
   // required / preferred tier). kueue-bestfit then packs the nodes with the least free
   // capacity first; for every other policy it is what no constraint means anyway.
@@ -58,6 +72,14 @@ struct JobRequest {
   // Slurm-style.
   int max_switches = 0;    // --switches=N: at most N leaf switches; 0 = no limit
   int segment = 0;         // --segment=N: nodes per segment, each inside one base block
+  bool consolidate_segments = false;  // --consolidate-segments: every segment in one block (slurm-block)
+  // The Slurm release whose rules slurm-block / slurm-tree follow: "22.05", "24.05", "25.11"
+  // or "26.05"; empty = the newest (26.05).
+  std::string slurm_version;
+  // slurm-block: the BlockSizes of the topology.conf it reads (as `export --to slurm-block
+  // --block-sizes`); empty = the sizes that export computes.
+  std::vector<long> block_sizes;
+  std::string block_sizes_text;  // "18,72" as front ends send it; normalize() fills block_sizes
   std::uint64_t seed = 1;  // for the random policy
 
   // Filled by normalize().
@@ -67,6 +89,11 @@ struct JobRequest {
   std::optional<int> slice_tier_index;
   int units_per_replica() const { return replica_gpus; }
 };
+
+// "TIER:N[,TIER:N...]" into slice layers; "N[,N...]" into block sizes (the schema's text
+// forms of inner_slices and block_sizes).
+Result<std::vector<JobRequest::SliceLayer>> parse_slice_layers(std::string_view text);
+Result<std::vector<long>> parse_block_size_list(std::string_view text);
 
 // Validates `r` against the cluster and fills the derived fields; errors are
 // kInvalidArgument with a message a user can act on.

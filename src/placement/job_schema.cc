@@ -19,6 +19,23 @@ Result<void> check_workload(std::string_view name) {
 
 Result<void> check_job_id_row(std::string_view id) { return check_job_id(id); }
 
+Result<void> check_slurm_version(std::string_view v) {
+  if (v == "22.05" || v == "24.05" || v == "25.11" || v == "26.05") return {};
+  return bad(fmt::format("must be 22.05, 24.05, 25.11 or 26.05, found '{}'", v));
+}
+
+Result<void> check_slice_layers(std::string_view text) {
+  auto layers = parse_slice_layers(text);
+  if (!layers) return bad(layers.error().message);
+  return {};
+}
+
+Result<void> check_block_sizes(std::string_view text) {
+  auto sizes = parse_block_size_list(text);
+  if (!sizes) return bad(sizes.error().message);
+  return {};
+}
+
 #define TOPOSCHED_FIELD(member) [](PlaceRequest& r) -> JobFieldRef { return &r.member; }
 
 constexpr std::int64_t kMax = kMaxCount;
@@ -68,6 +85,11 @@ const JobField kFields[] = {
      "--slice-size"},
     {"slice_tier", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.slice_tier),
      "Tier (or 'node') each slice stays inside (Kueue podset-slice-required-topology)", "--slice-tier"},
+    {"slice_layer", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.slice_layers_text),
+     "TIER:SIZE: a further slice layer inside each slice, outermost first, repeatable or comma-separated "
+     "(Kueue podset-slice-required-topology-constraints; e.g. --slice-size 8 --slice-tier rack --slice-layer "
+     "node:4)",
+     "--slice-layer", "", false, check_slice_layers, "", true},
     {"unconstrained", JobFieldType::kBool, 0, 1, TOPOSCHED_FIELD(job.unconstrained),
      "No tier constraint, said explicitly (Kueue podset-unconstrained-topology): kueue-bestfit fills the nodes "
      "with the least free capacity first",
@@ -76,11 +98,22 @@ const JobField kFields[] = {
      "At most this many leaf switches (Slurm --switches)", "--switches"},
     {"segment", JobFieldType::kInt, 1, kMax, TOPOSCHED_FIELD(job.segment),
      "Nodes per segment, each inside one base block (Slurm --segment; slurm-block only)", "--segment"},
+    {"consolidate_segments", JobFieldType::kBool, 0, 1, TOPOSCHED_FIELD(job.consolidate_segments),
+     "Keep every --segment in one block of the level that holds the whole job (Slurm --consolidate-segments; "
+     "slurm-block only)",
+     "--consolidate-segments"},
+    {"slurm_version", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.slurm_version),
+     "Slurm release whose rules slurm-block and slurm-tree follow: 22.05, 24.05, 25.11 or 26.05 (default 26.05)",
+     "--slurm-version", "", false, check_slurm_version},
+    {"block_sizes", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.block_sizes_text),
+     "slurm-block: the BlockSizes of the topology.conf it reads, e.g. 18,72 (default: those 'export --to "
+     "slurm-block' computes)",
+     "--block-sizes", "", false, check_block_sizes},
     // Any 64-bit unsigned value (min/max unused for the type's full range).
     {"seed", JobFieldType::kUint64, 0, 0, TOPOSCHED_FIELD(job.seed), "Seed of the random policy (default 1)",
      "--seed"},
     {"policy", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(policy),
-     "first-fit, random, slurm-tree, slurm-block, kueue-bestfit or topo (default)", "--policy,-p",
+     "first-fit, random, slurm-tree, slurm-block, kueue-bestfit, kueue-balanced or topo (default)", "--policy,-p",
      "toposched.io/policy", true},
     {"job", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.job_id),
      "Job id (default: job-N, the first one free in the state)", "--job,-j", "", true, check_job_id_row},

@@ -67,6 +67,8 @@ struct JobField {
   // kString / kWorkload: further check of a value (empty string_view = accepted).
   Result<void> (*check)(std::string_view value) = nullptr;
   std::string_view alias = {};  // a second JSON key read as this one (the CLI flag's spelling)
+  // kString: the CLI flag may be repeated; its values are joined with commas (--slice-layer).
+  bool repeatable = false;
 };
 
 // Every row, in the order of `toposched place --help`.

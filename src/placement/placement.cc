@@ -21,12 +21,20 @@ const std::vector<const PlacementPolicy*>& placement_policies() {
   return all;
 }
 
+const std::vector<const PlacementPolicy*>& policy_variants() {
+  static const std::vector<const PlacementPolicy*> all = {&kueue_balanced_policy()};
+  return all;
+}
+
 Result<const PlacementPolicy*> find_policy(std::string_view name) {
+  for (const PlacementPolicy* p : policy_variants())
+    if (p->name() == name) return p;
   std::string names;
   for (const PlacementPolicy* p : placement_policies()) {
     if (p->name() == name) return p;
     names += (names.empty() ? "" : ", ") + std::string(p->name());
   }
+  for (const PlacementPolicy* p : policy_variants()) names += ", " + std::string(p->name());
   return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown policy '{}'; policies: {}", name, names));
 }
 

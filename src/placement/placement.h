@@ -72,6 +72,9 @@ class PlacementPolicy {
 
 // Every policy, in a stable order.
 const std::vector<const PlacementPolicy*>& placement_policies();
+// Variants of those with a peer's non-default setting (kueue-balanced: Kueue with
+// TASBalancedPlacement on): found by name, left out of "every policy" (simulate, scale).
+const std::vector<const PlacementPolicy*>& policy_variants();
 // kInvalidArgument listing the known names when `name` is unknown.
 Result<const PlacementPolicy*> find_policy(std::string_view name);
 

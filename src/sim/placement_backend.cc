@@ -145,6 +145,10 @@ class RegistryPlacer final : public Placer {
     }
     r.gpu_model = usable_model(job.gpu_model);
     r.seed = seed_ + index;
+    // Slurm's topology/block takes a bare GPU count (--gpus=K) from one base block: a front
+    // end submits a job larger than a node as whole nodes (-N n --gpus-per-node g).
+    if (policy_.name() == "slurm-block" && job.gpus > gpus_per_node_ && job.gpus % gpus_per_node_ == 0)
+      r.gpus_per_node = gpus_per_node_;
     return out;
   }
 

@@ -22,6 +22,16 @@ using Json = nlohmann::ordered_json;
 
 int model_parallel(const ParallelPlan& p) { return p.tp * p.pp * p.cp * p.ep; }
 
+// Slurm's topology/block takes a bare GPU count (--gpus=K) from one base block, so a front
+// end submits a job larger than one node as whole nodes with their GPUs (-N n
+// --gpus-per-node g); docs/placement.md, slurm-block.
+void slurm_block_submission(const Cluster& c, std::string_view policy, JobRequest& r) {
+  if (policy != "slurm-block" || r.gpus_per_node > 0 || r.nodes > 0) return;
+  int gpn = 0;
+  for (std::size_t i = 0; i < c.node_count(); ++i) gpn = std::max(gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(i))));
+  if (gpn > 0 && r.gpus > gpn && r.gpus % gpn == 0) r.gpus_per_node = gpn;
+}
+
 JobRequest request_for(const JobSpec& spec) {
   JobRequest r;
   // No job id: place_job picks a free one, so a --state holding any name does not conflict.
@@ -199,6 +209,7 @@ Result<ScalePoint> predict_step(const Cluster& cluster, const AllocationState& s
   req.job = request_for(spec);
   req.job.seed = seed;
   req.policy = policy;
+  slurm_block_submission(cluster, policy, req.job);
   auto placed = place_job(state, req, false);
   if (!placed) {
     if (placed.error().code != ErrorCode::kInfeasible) return tl::unexpected(placed.error());

@@ -7,7 +7,8 @@ that `toposched export --to slurm-tree|gres` writes for the cluster toposched bu
 preset, submits jobs with sbatch
 (`--exclusive -N n`, `--gpus=g`, `-N n --gpus-per-node=g`), cancels some to make holes, and
 reads the nodes Slurm gave each job from squeue. The same sequence runs through
-`toposched place --policy slurm-tree --state F --save-state F` and `toposched release`; the
+`toposched place --policy slurm-tree --slurm-version 22.05 --state F --save-state F` and
+`toposched release`; the
 node sets must be equal at every step, and a job Slurm leaves pending for lack of resources
 must be refused by toposched too.
 """
@@ -119,7 +120,9 @@ class SlurmTreeAgreement(unittest.TestCase):
                 slurm_id = slurm.sbatch(*sbatch_args(job_op))
                 job = f"j{len(submitted)}"
                 submitted.append((slurm_id, job))
-                args = ["place", "--cluster", cluster, "--policy", "slurm-tree", "--job", job,
+                # Debian 12's slurmctld is 22.05: its leaf rule (the default is the newest, 26.05).
+                args = ["place", "--cluster", cluster, "--policy", "slurm-tree", "--slurm-version", "22.05",
+                        "--job", job,
                         "--save-state", state, "--format", "json", *place_args(job_op, gpus_per_node)]
                 if not first:
                     args += ["--state", state]

@@ -312,6 +312,11 @@ std::vector<PortedCase> ported_cases() {
        R"j({"plugin":"topology/block","blockSizes":[8,16],"blockName":{"nodeNameRegexp":"^(r[0-9]+)-","format":"${1}"}})j",
        "# r1=r1\nBlockName=r1 Nodes=r1-h[0-1]\n# r2=r2\nBlockName=r2 Nodes=r2-h[0-1]\n# r3=r3\nBlockName=r3 Nodes=r3-h[0-1]\n"
        "# r4=r4\nBlockName=r4 Nodes=r4-h[0-1]\nBlockSizes=8,16\n"},
+      // B2 has nodes but no entry in the domain map: its nodes are in no accelerator domain,
+      // so only B1 is complemented (block001 and one padding slot up to blockSizes[last]=4).
+      {"translate/block_complement_test.go TestComplementWithMissingDomain",
+       domains_only({{"n[1-2]", "B1", ""}, {"n[3-4]", "", ""}}), R"j({"plugin":"topology/block","blockSizes":[2,4]})j",
+       "# block001=B1\nBlockName=block001 Nodes=n[1-2]\nBlockName=block002\nBlockSizes=2,4\n"},
       {"translate/block_complement_test.go TestComplementSingleLevelOversizedDomain", domains_only({{"h[0-4]", "d", ""}}),
        R"j({"plugin":"topology/block","blockSizes":[2]})j", blocks_conf({"d h[0-1]", "d h[2-3]", "d h4"}, "2")},
       {"translate/block_complement_test.go TestComplementDualLevel (dual-xclr-irregular.yaml)", model_file("dual-xclr-irregular.yaml"),

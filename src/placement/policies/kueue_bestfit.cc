@@ -1,14 +1,18 @@
 // kueue-bestfit: Kueue's Topology-Aware Scheduling as Kueue v0.20 (commit ff69552e) runs it
-// with its default feature gates (TASProfileMixed on, TASBalancedPlacement and
-// TASRespectNodeAffinityPreferred off): findTopologyAssignment in
+// with its default feature gates (TASProfileMixed and TASMultiLayerTopology on,
+// TASBalancedPlacement and TASRespectNodeAffinityPreferred off): findTopologyAssignment in
 // pkg/cache/scheduler/tas_flavor_snapshot.go, re-implemented from reading it, for one PodSet
-// without a leader. docs/placement.md lists the rules and what is not modelled.
+// without a leader. kueue-balanced: the same with TASBalancedPlacement on
+// (pkg/cache/scheduler/tas_balanced_placement.go, KEP 2724). docs/placement.md lists the
+// rules and what is not modelled.
 //
 // The job is a PodSet: pods of --gpus-per-node G GPUs (whole nodes with --nodes), otherwise
 // one pod per GPU. Kueue's levels are the fabric tiers, top first, then the node
 // (kubernetes.io/hostname); a node is a domain only when it has a switch at every tier.
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <map>
 #include <span>
 
 #include <fmt/format.h>
@@ -142,13 +146,19 @@ const Tree& tree_for(const Cluster& c) {
 // The request as Kueue sees it (findTopologyAssignmentState).
 struct Params {
   long count = 0;        // pods
-  long slice_size = 1;   // pods per slice
-  int slice_level = 0;   // Kueue level index (0 = top)
+  long slice_size = 1;   // pods per slice (the outermost layer)
+  int slice_level = 0;   // Kueue level index (0 = top) of the outermost slice layer
   int requested_level = 0;
   bool required = false;
   bool unconstrained = false;
   bool least_free = false;  // LeastFreeCapacity (unconstrained under TASProfileMixed) instead of BestFit
+  bool balanced = false;    // TASBalancedPlacement (KEP 2724) on
   int pod_gpus = 1;
+  // TASMultiLayerTopology: every slice layer (level, size), outermost first, and the slice
+  // size at each level below the outermost slice level down to the innermost layer's level
+  // (Kueue's sliceSizeAtLevel; 0 = none at that level).
+  std::vector<std::pair<int, long>> layers;
+  std::vector<long> inner_size_at_level;
 };
 
 // Kueue's TASFlavorSnapshot for one request: the domain tree with this request's counts.
@@ -163,26 +173,41 @@ class Snapshot {
   int lowest_level() const { return static_cast<int>(t_.levels.size()) - 1; }
   const std::string& level_name(int level) const { return t_.levels[static_cast<std::size_t>(level)]; }
 
+  // findTopologyAssignment: phase 2a (the level and domains that hold the job, balanced or
+  // best fit), then phase 2b (down the tree level by level).
   Result<std::vector<GpuId>> assign() {
     if (t_.by_level.back().empty()) return infeasible("no node has a switch at every fabric tier");
-    auto fit = find_level_with_fit_domains(p_.requested_level);
-    if (!fit) return tl::unexpected(fit.error());
-    auto [level, chosen] = std::move(*fit);
-    TOPOSCHED_TRY(current, update_counts_to_minimum(chosen, p_.count, p_.slice_size, true));
-    // Down to the slice level the children of every chosen domain are pooled and the whole
-    // count is spread over them again (Kueue: "greedily assigning pods/slices to all domains
-    // without checking what we've assigned to parent domains").
-    for (; level < std::min(lowest_level(), p_.slice_level); ++level) {
+    int level = 0;
+    std::vector<int> current;
+    // Balanced placement only for a preferred tier (Kueue: !required && !unconstrained); when
+    // it finds nothing Kueue falls back to best fit on the untouched counts.
+    const bool balanced = p_.balanced && !p_.required && !p_.unconstrained && try_balanced(level, current);
+    if (!balanced) {
+      TOPOSCHED_TRY(fit, find_level_with_fit_domains(p_.requested_level));
+      level = fit.first;
+      current = std::move(fit.second);
+    }
+    TOPOSCHED_TRY(first, update_counts_to_minimum(current, p_.count, p_.slice_size, true));
+    current = std::move(first);
+    // Down to the slice level (best fit only) the children of every chosen domain are pooled
+    // and the whole count is spread over them again (Kueue: "greedily assigning pods/slices to
+    // all domains without checking what we've assigned to parent domains").
+    for (; !balanced && level < std::min(lowest_level(), p_.slice_level); ++level) {
       std::vector<int> lower;
       for (int d : current) lower.insert(lower.end(), dom(d).children.begin(), dom(d).children.end());
       TOPOSCHED_TRY(next, update_counts_to_minimum(sorted(lower), p_.count, p_.slice_size, true));
       current = std::move(next);
     }
-    // At and below the slice level each domain splits its own pods among its children.
+    // At and below the slice level (and everywhere after balanced placement) each domain
+    // splits its own pods among its children: in slices of the layer at that level, if any.
     for (; level < lowest_level(); ++level) {
+      const long size = level < p_.slice_level ? p_.slice_size : std::max(1L, inner_size(level + 1));
       std::vector<int> next;
       for (int d : current) {
-        TOPOSCHED_TRY(part, update_counts_to_minimum(sorted(dom(d).children), pods(d), 1, false));
+        std::vector<int> kids = sorted(dom(d).children);
+        if (size > 1)  // Kueue recomputes the children's slice counts after sorting them
+          for (int k : kids) slices(k) = pods(k) / size;
+        TOPOSCHED_TRY(part, update_counts_to_minimum(kids, pods(d), size, size > 1));
         next.insert(next.end(), part.begin(), part.end());
       }
       current = std::move(next);
@@ -201,24 +226,49 @@ class Snapshot {
   long& pods(int d) { return pods_[static_cast<std::size_t>(d)]; }
   long& slices(int d) { return slices_[static_cast<std::size_t>(d)]; }
   long count_of(int d, bool in_slices) { return in_slices ? slices(d) : pods(d); }
+  long inner_size(int level) const {
+    return level < static_cast<int>(p_.inner_size_at_level.size())
+               ? p_.inner_size_at_level[static_cast<std::size_t>(level)]
+               : 0;
+  }
 
   static tl::unexpected<Error> infeasible(std::string m) { return make_error(ErrorCode::kInfeasible, std::move(m)); }
 
-  // Phase 1 (fillInCounts): pods that fit in each node, summed upwards; slices counted at the
-  // slice level and summed above it (zero below it).
+  // Phase 1 (fillInCounts, fillInCountsHelper): pods that fit in each node, summed upwards
+  // (with multi-layer slices a child at a layer's level gives only whole inner slices);
+  // slices counted at the slice level and summed above it (zero below it).
   void fill_counts(const JobRequest& r, const NodeMask& allowed) {
-    for (int level = lowest_level(); level >= 0; --level)
+    for (int level = lowest_level(); level >= 0; --level) {
+      const long inner = inner_size(level + 1);
       for (int d : t_.by_level[static_cast<std::size_t>(level)]) {
         if (dom(d).node.valid()) {
           pods(d) = node_capacity(s_, r, allowed, dom(d).node) / p_.pod_gpus;
         } else {
           for (int ch : dom(d).children) {
-            pods(d) += pods(ch);
+            pods(d) += inner > 0 ? pods(ch) / inner * inner : pods(ch);
             slices(d) += slices(ch);
           }
         }
         if (level == p_.slice_level) slices(d) = pods(d) / p_.slice_size;
       }
+    }
+  }
+
+  // fillInCountsHelper again after pruning (balanced placement): plain sums, no inner layers.
+  void refill(int d, int level) {
+    if (!dom(d).children.empty()) {
+      pods(d) = slices(d) = 0;
+      for (int ch : dom(d).children) {
+        refill(ch, level + 1);
+        pods(d) += pods(ch);
+        slices(d) += slices(ch);
+      }
+    }
+    if (level == p_.slice_level) slices(d) = pods(d) / p_.slice_size;
+  }
+  void clear(int d) {
+    pods(d) = slices(d) = 0;
+    for (int ch : dom(d).children) clear(ch);
   }
 
   // BestFit: most slices first, then the fewest pods (least stranded capacity), then names.
@@ -237,6 +287,11 @@ class Snapshot {
       if (pods(d) > 0 || slices(d) > 0) ds.push_back(d);
     std::sort(ds.begin(), ds.end(), [&](int a, int b) { return before(a, b); });
     return ds;
+  }
+  std::vector<int> children_of(const std::vector<int>& ds) const {
+    std::vector<int> out;
+    for (int d : ds) out.insert(out.end(), dom(d).children.begin(), dom(d).children.end());
+    return out;
   }
 
   // The first domain with the smallest count that still holds `needed`; the first one when
@@ -260,6 +315,30 @@ class Snapshot {
     return fmt::format("the topology allows to fit only {} out of {} {}(s)", fit, total, unit);
   }
 
+  // multiLayerNotFitMessage: for the domain of `level` with the most slices, how many slices
+  // of each layer fit in it.
+  std::string multi_layer_not_fit(int level) {
+    int best = -1;
+    for (int d : t_.by_level[static_cast<std::size_t>(level)])
+      if (best < 0 || slices(d) > slices(best) || (slices(d) == slices(best) && dom(d).order < dom(best).order))
+        best = d;
+    std::string out = "the topology doesn't allow to fit";
+    if (best < 0) return out;
+    for (auto [layer_level, size] : p_.layers)
+      out += fmt::format("; {}/{} slice(s) fit on level {}", slices_in_subtree(best, level, layer_level, size),
+                         p_.count / size, level_name(layer_level));
+    return out;
+  }
+  long slices_in_subtree(int d, int level, int target, long size) {
+    if (level == target) return pods(d) / size;
+    long total = 0;
+    for (int ch : dom(d).children) total += slices_in_subtree(ch, level + 1, target, size);
+    return total;
+  }
+  std::string not_fit_at(int level, long fit, long total) {
+    return p_.layers.size() > 1 ? multi_layer_not_fit(level) : not_fit(fit, total);
+  }
+
   // Phase 2a (findLevelWithFitDomains): the level and the domains that hold the job.
   Result<std::pair<int, std::vector<int>>> find_level_with_fit_domains(int level) {
     const std::vector<int>& all = t_.by_level[static_cast<std::size_t>(level)];
@@ -276,7 +355,7 @@ class Snapshot {
     long top_slices = ds.empty() ? 0 : slices(ds.front());
     if (!p_.least_free && top_slices >= needed) return std::pair{level, std::vector<int>{best_fit(ds, needed, true)}};
     if (p_.required)
-      return infeasible(fmt::format("{} in one {} (required)", not_fit(top_slices, needed), level_name(level)));
+      return infeasible(fmt::format("{} in one {} (required)", not_fit_at(level, top_slices, needed), level_name(level)));
     if (level > 0 && !p_.unconstrained) return find_level_with_fit_domains(level - 1);
     std::vector<int> chosen;
     long remaining = needed;
@@ -286,7 +365,7 @@ class Snapshot {
       chosen.push_back(d);
       remaining -= slices(d);
     }
-    if (remaining > 0) return infeasible(not_fit(needed - remaining, needed));
+    if (remaining > 0) return infeasible(not_fit_at(level, needed - remaining, needed));
     return std::pair{level, std::move(chosen)};
   }
 
@@ -315,6 +394,178 @@ class Snapshot {
     return infeasible(fmt::format("kueue-bestfit: {} pod(s) left over while descending the topology", remaining));
   }
 
+  // ---- TASBalancedPlacement (pkg/cache/scheduler/tas_balanced_placement.go), for a PodSet
+  // without a leader. Kueue works on deep copies of the candidate subtrees; here the counts
+  // are saved and restored around each candidate instead (the subtrees are disjoint).
+
+  struct Greedy {
+    bool fits = false;
+    long domains = 0;  // how many domains best fit takes, most slices first
+    int last = -1;     // the last of them
+  };
+  // evaluateGreedyAssignment.
+  Greedy evaluate_greedy(const std::vector<int>& ds, long needed) {
+    Greedy g;
+    long remaining = needed;
+    for (int d : sorted(ds)) {
+      if (remaining <= 0 || slices(d) <= 0) break;
+      ++g.domains;
+      g.last = d;
+      remaining -= slices(d);
+    }
+    g.fits = remaining <= 0;
+    return g;
+  }
+
+  // pruneDomainsBelowThreshold: children (then the domains) with fewer slices than the
+  // threshold are emptied, the domains' counts summed again.
+  void prune(const std::vector<int>& ds, long threshold, int level) {
+    for (int d : ds)
+      for (int ch : dom(d).children)
+        if (slices(ch) < threshold) clear(ch);
+    for (int d : ds) {
+      refill(d, level);
+      if (slices(d) < threshold) clear(d);
+    }
+  }
+
+  // calculateDomainsEntropy over the children's pods; summed in ascending order so that the
+  // result does not depend on the order the children are listed in.
+  double entropy(int d) {
+    std::vector<long> counts;
+    long total = 0;
+    for (int ch : dom(d).children) {
+      counts.push_back(pods(ch));
+      total += pods(ch);
+    }
+    if (total == 0) return 0.0;
+    std::sort(counts.begin(), counts.end());
+    double e = 0.0;
+    for (long c : counts)
+      if (c > 0) {
+        const double p = static_cast<double>(c) / static_cast<double>(total);
+        e += -p * std::log2(p);
+      }
+    return e;
+  }
+
+  // selectOptimalDomainSetToFit: of the sets of as many domains as best fit needs, the one
+  // that leaves the fewest pods over; first found in the order given (by slices then entropy
+  // of the children, or by name).
+  std::vector<int> select_optimal_domain_set(const std::vector<int>& ds, long needed, bool by_entropy) {
+    const Greedy g = evaluate_greedy(ds, needed);
+    if (!g.fits) return {};
+    std::vector<int> ordered = ds;
+    if (by_entropy) {
+      std::vector<double> ent(t_.domains.size(), 0.0);
+      for (int d : ordered) ent[static_cast<std::size_t>(d)] = entropy(d);
+      std::sort(ordered.begin(), ordered.end(), [&](int a, int b) {
+        if (slices(a) != slices(b)) return slices(a) > slices(b);
+        const double ea = ent[static_cast<std::size_t>(a)], eb = ent[static_cast<std::size_t>(b)];
+        if (ea != eb) return ea > eb;
+        return dom(a).order < dom(b).order;
+      });
+    } else {
+      std::sort(ordered.begin(), ordered.end(), [&](int a, int b) { return dom(a).order < dom(b).order; });
+    }
+    const std::size_t n = static_cast<std::size_t>(g.domains);
+    std::vector<std::map<long, std::vector<int>>> with(n + 1);  // pods left to place -> domains
+    with[0][needed * p_.slice_size] = {};
+    for (int d : ordered) {
+      if (slices(d) <= 0) continue;
+      for (std::size_t i = n; i > 0; --i)
+        for (const auto& [left, chosen] : with[i - 1]) {
+          if (left <= 0) continue;
+          const long after = left - pods(d);
+          if (with[i].count(after)) continue;
+          std::vector<int> next = chosen;
+          next.push_back(d);
+          with[i].emplace(after, std::move(next));
+        }
+    }
+    auto it = with[n].upper_bound(0);  // the largest "left" that is <= 0: the least overshoot
+    if (it == with[n].begin()) return {};
+    return std::prev(it)->second;
+  }
+
+  // placeSlicesOnDomainsBalanced: every chosen domain gets the threshold, the extra slices go
+  // to them in best-fit order, as many as each holds.
+  std::vector<int> place_slices_balanced(const std::vector<int>& ds, long needed, long threshold) {
+    std::vector<int> chosen = select_optimal_domain_set(ds, needed, false);
+    if (chosen.empty() || needed < static_cast<long>(chosen.size()) * threshold) return {};
+    chosen = sorted(chosen);
+    long extra = needed - static_cast<long>(chosen.size()) * threshold;
+    for (int d : chosen) {
+      const long take = extra > 0 ? std::min(slices(d) - threshold, extra) : 0;
+      slices(d) = threshold + take;
+      pods(d) = slices(d) * p_.slice_size;
+      extra -= take;
+    }
+    if (extra > 0) return {};
+    return chosen;
+  }
+
+  // findBestDomainsForBalancedPlacement + applyBalancedPlacementAlgorithm: the domain one
+  // level above the requested one whose children give the highest balance threshold (the
+  // largest minimum of slices per used domain; ties: fewer domains at the requested level),
+  // then the threshold on each used domain. False (counts untouched) when none qualifies.
+  bool try_balanced(int& level, std::vector<int>& out) {
+    const long needed = p_.count / p_.slice_size;
+    if (needed <= 0) return false;
+    const int requested = p_.requested_level;
+    std::vector<std::vector<int>> groups;
+    if (requested == 0) {
+      groups.push_back(t_.by_level[0]);
+    } else {
+      std::vector<int> higher = t_.by_level[static_cast<std::size_t>(requested - 1)];
+      std::sort(higher.begin(), higher.end(), [&](int a, int b) { return dom(a).order < dom(b).order; });
+      for (int h : higher) groups.push_back(dom(h).children);
+    }
+    const std::vector<long> orig_pods = pods_, orig_slices = slices_;
+    std::vector<long> best_pods, best_slices;
+    long best_threshold = 0, best_domains = 0;
+    const std::vector<int>* best_group = nullptr;
+    for (const std::vector<int>& group : groups) {
+      pods_ = orig_pods;
+      slices_ = orig_slices;
+      const Greedy lower = evaluate_greedy(requested < p_.slice_level ? children_of(group) : group, needed);
+      if (!lower.fits) continue;
+      const long threshold = std::min(needed / lower.domains, slices(lower.last));
+      if (threshold < best_threshold) continue;
+      prune(group, threshold, requested);
+      const Greedy after = evaluate_greedy(group, needed);
+      if (!after.fits) continue;
+      if (threshold > best_threshold || after.domains < best_domains) {
+        best_threshold = threshold;
+        best_domains = after.domains;
+        best_group = &group;
+        best_pods = pods_;
+        best_slices = slices_;
+      }
+    }
+    auto give_up = [&] {
+      pods_ = orig_pods;
+      slices_ = orig_slices;
+      return false;
+    };
+    if (best_threshold <= 0) return give_up();
+    pods_ = std::move(best_pods);
+    slices_ = std::move(best_slices);
+    std::vector<int> fit = *best_group;
+    int fit_level = requested;
+    if (requested < p_.slice_level) {
+      std::vector<int> chosen = select_optimal_domain_set(fit, needed, true);
+      if (chosen.empty()) return give_up();
+      fit = children_of(chosen);
+      fit_level = requested + 1;
+    }
+    std::vector<int> placed = place_slices_balanced(fit, needed, best_threshold);
+    if (placed.empty()) return give_up();
+    level = fit_level;
+    out = std::move(placed);
+    return true;
+  }
+
   // The assignment: nodes in the order of their level values, each with its pods' GPUs.
   std::vector<GpuId> gpus_of(std::vector<int> leaves) {
     std::sort(leaves.begin(), leaves.end(), [&](int a, int b) { return dom(a).order < dom(b).order; });
@@ -331,8 +582,24 @@ int kueue_level(const Cluster& c, int tier) {
   return tier == kNodeTier ? tiers : tiers - 1 - tier;
 }
 
-Params params_of(const Cluster& c, const JobRequest& r) {
+// buildSliceSizeAtLevel: each inner layer's size at every level from just below the layer
+// above down to its own level.
+void add_slice_layers(const Cluster& c, const JobRequest& r, Params& p) {
+  if (!r.slice_tier_index) return;
+  p.layers.emplace_back(p.slice_level, p.slice_size);
+  p.inner_size_at_level.assign(static_cast<std::size_t>(kueue_level(c, kNodeTier)) + 1, 0);
+  int prev = p.slice_level;
+  for (const JobRequest::SliceLayer& layer : r.inner_slices) {
+    const int level = kueue_level(c, layer.tier_index.value_or(kNodeTier));
+    for (int l = prev + 1; l <= level; ++l) p.inner_size_at_level[static_cast<std::size_t>(l)] = layer.size;
+    p.layers.emplace_back(level, layer.size);
+    prev = level;
+  }
+}
+
+Params params_of(const Cluster& c, const JobRequest& r, bool balanced) {
   Params p;
+  p.balanced = balanced;
   p.pod_gpus = r.gpus_per_node > 0 ? r.gpus_per_node : 1;
   p.count = r.total_gpus / p.pod_gpus;
   const int lowest = kueue_level(c, kNodeTier);
@@ -353,30 +620,42 @@ Params params_of(const Cluster& c, const JobRequest& r) {
     p.unconstrained = true;
   }
   p.least_free = p.unconstrained;  // TASProfileMixed, on by default since Kueue v0.15
+  add_slice_layers(c, r, p);
   return p;
 }
 
+// kueue-bestfit: Kueue's default gates; kueue-balanced: the same with TASBalancedPlacement on.
 class KueueBestFit final : public PlacementPolicy {
  public:
-  std::string_view name() const override { return "kueue-bestfit"; }
+  explicit KueueBestFit(bool balanced) : balanced_(balanced) {}
+  std::string_view name() const override { return balanced_ ? "kueue-balanced" : "kueue-bestfit"; }
   std::string_view summary() const override {
-    return "Kueue TAS (v0.20 default gates): BestFit, LeastFreeCapacity when unconstrained, slices";
+    return balanced_ ? "Kueue TAS with TASBalancedPlacement (KEP 2724): even spread under a preferred tier"
+                     : "Kueue TAS (v0.20 default gates): BestFit, LeastFreeCapacity when unconstrained, slices";
   }
   bool handles_tier_constraints() const override { return true; }
   bool supports_slices() const override { return true; }
 
   Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
                                     const NodeMask& allowed) const override {
-    const Params p = params_of(s.cluster(), r);
+    const Params p = params_of(s.cluster(), r, balanced_);
     Snapshot snap(s, r, allowed, p);
     return snap.assign();
   }
+
+ private:
+  bool balanced_;
 };
 
 }  // namespace
 
 const PlacementPolicy& kueue_bestfit_policy() {
-  static const KueueBestFit p;
+  static const KueueBestFit p(false);
+  return p;
+}
+
+const PlacementPolicy& kueue_balanced_policy() {
+  static const KueueBestFit p(true);
   return p;
 }
 

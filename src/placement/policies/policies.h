@@ -12,6 +12,7 @@ const PlacementPolicy& random_policy();
 const PlacementPolicy& slurm_tree_policy();
 const PlacementPolicy& slurm_block_policy();
 const PlacementPolicy& kueue_bestfit_policy();
+const PlacementPolicy& kueue_balanced_policy();
 const PlacementPolicy& topo_policy();
 
 // "needs N GPUs [in whole free nodes]; M are usable (F free)": the common infeasible reason.

@@ -1,143 +1,379 @@
-// slurm-block: Slurm's topology/block as documented (topology.conf(5) BlockName/BlockSizes,
-// the Topology Guide's "block" section; Slurm 23.11+), re-implemented from the
-// documentation, not from the code:
+// slurm-block: Slurm's topology/block node selection (eval_nodes_block() in
+// src/plugins/topology/block/eval_nodes_block.c, and _get_one_res() in
+// src/plugins/select/cons_tres/job_test.c), re-implemented from reading Slurm 26.05.3
+// (tag slurm-26-05-3-1, 56fe8678) and 25.11.7 (slurm-25-11-7-1), on the blocks and levels of
+// the topology.conf that `toposched export --to slurm-block` writes for the cluster (its
+// BlockName lines in file order, placeholders included, and its BlockSizes). The rules, with
+// the lines of eval_nodes_block.c at 26.05.3 (docs/placement.md has the full list):
 //
-//  - Base blocks are the accelerator domains when the cluster has any (one NVL72 rack each),
-//    otherwise the leaf switches. Higher block levels join 2, 4, 8, ... consecutive base
-//    blocks (the default BlockSizes), aligned to their size.
-//  - A job goes to the smallest block level that can hold it, and at that level to the
-//    block with the least free capacity that still fits (best fit).
-//  - Inside the block, base blocks are filled best fit as well: the tightest base block that
-//    holds what remains, else the fullest-free one first; nodes in node order.
-//  - --segment=N: the job is split into segments of N nodes; each segment lies entirely in
-//    one base block.
-// Nodes outside every base block are not used, as in Slurm. Ranks follow node order.
+//  - Base blocks are the file's blocks; the base size is the first BlockSizes value and the
+//    levels are the sizes (level k joins 2^k consecutive base blocks). The job's level comes
+//    from its size alone: ceil(log2(base blocks it needs)), rounded up to a configured level
+//    (_get_block_level, 226-244); no level that large: the whole topology is one block.
+//  - Of the blocks of that level with enough available nodes (within max_llblock lower-level
+//    blocks, 626-661), the one with the fewest available nodes; of equals the *last* in file
+//    order (`bnc <= block_node_cnt`, 672-679). None: the job pends ("unable to find block",
+//    688); there is no widening to a larger level.
+//  - Inside the block, base blocks are taken one at a time (_choose_best_bblock, 65-172):
+//    first minimising lower-level blocks (llblocks), then base blocks: one that fits the rest
+//    beats one that does not, of two that fit the smaller (ties: the later), of two that do
+//    not the larger (ties: the later); nodes of each in node order (1013-1075).
+//  - --segment=S: one segment at a time, each through the whole choice again on the nodes
+//    left (1101-1128), so segments may land in different blocks; with
+//    --consolidate-segments every segment stays in one block of the level that holds the
+//    whole job (362-386, 617-622, 700-709). A segment larger than the job is ignored, one that
+//    does not divide it is refused (321-332).
+//  - 26.05: a one-node job (-N 1) takes the first node that fits in node order, ignoring
+//    blocks (_get_one_res, job_test.c 801-870, gated at 1024-1026); 25.11 has no such path.
+//  - A GPU-count job (--gpus=K without -N) needs one node at least, so its level is one base
+//    block, chosen by available nodes like any other; its nodes are taken in node order until
+//    K GPUs are reached (each node gives all its free GPUs); a base block with fewer than K
+//    free GPUs makes the job pend.
+// Not modelled: node weights (all equal), CPUs (plentiful), required nodes, --spread-segments,
+// hres. Thread-safe: the block table is rebuilt per call or cached per thread.
 #include <algorithm>
+#include <bit>
 
 #include <fmt/format.h>
 
+#include "formats/topograph_blocks.h"
 #include "placement/policies/policies.h"
 #include "placement/select_util.h"
 
 namespace toposched {
 namespace {
 
-class SlurmBlock final : public PlacementPolicy {
+constexpr int kMaxBlockLevels = 16;  // MAX_BLOCK_LEVELS
+
+// The block table Slurm builds from the exported topology.conf (block_record.c).
+struct BlockTable {
+  std::vector<std::vector<NodeId>> bblocks;  // file order; a placeholder is empty; nodes in node order
+  int base = 1;                              // bblock_node_cnt: the first BlockSizes value
+  std::uint32_t levels = 0;                  // bit k: a level of 2^k base blocks
+  std::vector<long> sizes;
+};
+
+Result<BlockTable> block_table(const Cluster& c, const std::vector<long>& sizes) {
+  TopographBlockLayout layout(c);
+  if (layout.empty())
+    return make_error(ErrorCode::kInfeasible, "the cluster has no blocks (no accelerator domains and no leaf switches)");
+  TOPOSCHED_TRY(blocks, layout.cluster_blocks(sizes, std::nullopt));
+  BlockTable t;
+  t.sizes = blocks.sizes;
+  t.base = static_cast<int>(blocks.sizes.front());
+  for (long s : blocks.sizes) t.levels |= 1u << std::countr_zero(static_cast<unsigned long>(s / t.base));
+  for (const SlurmBlock& b : blocks.blocks) {
+    std::vector<NodeId> nodes;
+    for (const std::string& name : b.nodes)
+      if (auto n = c.find_node(name)) nodes.push_back(*n);
+    std::sort(nodes.begin(), nodes.end());
+    t.bblocks.push_back(std::move(nodes));
+  }
+  return t;
+}
+
+// Per thread, for the last cluster and sizes seen (the simulator places many jobs on one).
+Result<const BlockTable*> cached_table(const Cluster& c, const std::vector<long>& sizes) {
+  thread_local const Cluster* cluster = nullptr;
+  thread_local std::size_t nodes = 0;
+  thread_local std::string name;
+  thread_local std::vector<long> for_sizes;
+  thread_local std::optional<BlockTable> table;
+  if (!table || cluster != &c || nodes != c.node_count() || name != c.name() || for_sizes != sizes) {
+    table.reset();
+    TOPOSCHED_TRY(t, block_table(c, sizes));
+    table = std::move(t);
+    cluster = &c;
+    nodes = c.node_count();
+    name = c.name();
+    for_sizes = sizes;
+  }
+  return &*table;
+}
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// bit_ffs_from_bit / bit_fls_from_bit on the level bits.
+int first_level_from(std::uint32_t levels, int bit) {
+  for (int k = std::max(bit, 0); k < kMaxBlockLevels; ++k)
+    if (levels & (1u << k)) return k;
+  return -1;
+}
+int last_level_from(std::uint32_t levels, int bit) {
+  for (int k = std::min(bit, kMaxBlockLevels - 1); k >= 0; --k)
+    if (levels & (1u << k)) return k;
+  return -1;
+}
+
+// _get_block_level: the job's level (-1: larger than every level) and the level below it.
+int block_level_of(const BlockTable& t, int rem_nodes, int* llblock_level) {
+  const int bblocks = ceil_div(rem_nodes, t.base);
+  if (bblocks <= 0) {
+    if (llblock_level) *llblock_level = 0;
+    return -1;
+  }
+  int level = 0;
+  while ((1 << level) < bblocks) ++level;
+  if (llblock_level) *llblock_level = level > 0 ? std::max(0, last_level_from(t.levels, level - 1)) : 0;
+  return first_level_from(t.levels, level);
+}
+
+// One run of eval_nodes_block for `rem_nodes` nodes (a segment, or the whole job) over the
+// nodes marked in `avail`. Fills `chosen` with the nodes in the order taken.
+class BlockEval {
+ public:
+  BlockEval(const BlockTable& t, int block_level, int llblock_level)
+      : t_(t), count_(static_cast<int>(t.bblocks.size())), ll_level_(llblock_level) {
+    per_block_ = block_level < 0 ? count_ : (1 << block_level);
+    blocks_ = block_level < 0 ? 1 : ceil_div(count_, per_block_);
+    per_ll_ = 1 << llblock_level;
+  }
+  int blocks() const { return blocks_; }
+  int per_block() const { return per_block_; }
+
+  // Available nodes per block of the job's level (nodes_on_block).
+  std::vector<int> nodes_on_blocks(const std::vector<char>& avail) const {
+    std::vector<int> out(static_cast<std::size_t>(blocks_), 0);
+    for (int i = 0; i < count_; ++i) out[static_cast<std::size_t>(i / per_block_)] += on_bblock(i, avail);
+    return out;
+  }
+
+  // The block to use (lines 613-686), -1 when none has room. `allowed_block` (consolidated
+  // segments) skips the others.
+  int choose_block(const std::vector<char>& avail, int rem_nodes, const std::vector<char>* allowed_block) const {
+    const int max_ll = ceil_div(rem_nodes, per_ll_ * t_.base);
+    const bool use_ll = per_block_ != per_ll_ * max_ll;
+    std::vector<int> on_ll(static_cast<std::size_t>(ceil_div(count_, per_ll_)), 0);
+    const std::vector<int> on_block = nodes_on_blocks(avail);
+    for (int i = 0; i < count_; ++i) on_ll[static_cast<std::size_t>(i / per_ll_)] += on_bblock(i, avail);
+    int best = -1, best_count = 0;
+    for (int b = 0; b < blocks_; ++b) {
+      if (allowed_block && !(*allowed_block)[static_cast<std::size_t>(b)]) continue;
+      const int bnc = on_block[static_cast<std::size_t>(b)];
+      int avail_bnc = bnc;
+      if (use_ll) {  // the max_ll fullest lower-level blocks of this block
+        const int per = per_block_ / per_ll_, offset = b * per;
+        const int n = std::min(per, static_cast<int>(on_ll.size()) - offset);
+        std::vector<int> lls(on_ll.begin() + offset, on_ll.begin() + offset + n);
+        std::sort(lls.rbegin(), lls.rend());
+        avail_bnc = 0;
+        for (int j = 0; j < std::min(max_ll, n); ++j) avail_bnc += lls[static_cast<std::size_t>(j)];
+      }
+      if (avail_bnc < rem_nodes) continue;
+      if (best < 0 || bnc <= best_count) {  // fewest nodes; of equals the last
+        best = b;
+        best_count = bnc;
+      }
+    }
+    return best;
+  }
+
+  // Lines 969-1075: base blocks of `block` one at a time, nodes in node order. `take` is
+  // called per node and returns true when the job (segment) is satisfied.
+  template <class Take>
+  bool fill(int block, const std::vector<char>& avail, int rem_nodes, Take&& take) {
+    const int max_ll0 = ceil_div(rem_nodes, per_ll_ * t_.base);
+    const bool use_ll = per_block_ != per_ll_ * max_ll0;
+    int max_ll = max_ll0;
+    required_.assign(static_cast<std::size_t>(count_), 0);
+    on_bb_.assign(static_cast<std::size_t>(count_), 0);
+    on_ll_.assign(static_cast<std::size_t>(ceil_div(count_, per_ll_)), 0);
+    for (int i = 0; i < count_; ++i) {
+      if (i / per_block_ != block) continue;
+      on_bb_[static_cast<std::size_t>(i)] = on_bblock(i, avail);
+      on_ll_[static_cast<std::size_t>(i / per_ll_)] += on_bb_[static_cast<std::size_t>(i)];
+    }
+    int prev = rem_nodes + 1;
+    while (prev != rem_nodes) {
+      prev = rem_nodes;
+      Best best;
+      for (int i = 0; i < count_; ++i)
+        if (i / per_block_ == block && !required_[static_cast<std::size_t>(i)]) choose_bblock(i, rem_nodes, use_ll, best);
+      if (best.inx < 0) break;
+      if (max_ll <= 0 && !best.same_block) break;
+      required_[static_cast<std::size_t>(best.inx)] = 1;
+      for (NodeId n : t_.bblocks[static_cast<std::size_t>(best.inx)]) {
+        if (!avail[n.index()]) continue;
+        --rem_nodes;
+        if (take(n, rem_nodes)) return true;
+      }
+      if (!best.same_block) --max_ll;
+    }
+    return false;
+  }
+
+ private:
+  struct Best {
+    int inx = -1;
+    bool fit = false;
+    bool same_block = true;
+  };
+  const BlockTable& t_;
+  int count_, ll_level_;
+  int per_block_ = 1, blocks_ = 1, per_ll_ = 1;
+  std::vector<char> required_;
+  std::vector<int> on_bb_, on_ll_;
+
+  int on_bblock(int i, const std::vector<char>& avail) const {
+    int k = 0;
+    for (NodeId n : t_.bblocks[static_cast<std::size_t>(i)]) k += avail[n.index()] ? 1 : 0;
+    return k;
+  }
+  bool same_ll(int a, int b) const { return a >= 0 && (a >> ll_level_) == (b >> ll_level_); }
+
+  // _choose_best_bblock (lines 65-172).
+  void choose_bblock(int i, int rem_nodes, bool use_ll, Best& best) const {
+    const int cnt = on_bb_[static_cast<std::size_t>(i)];
+    const bool fit = cnt >= rem_nodes;
+    auto take = [&](bool same) { best = Best{i, fit, same}; };
+    if (use_ll && !same_ll(best.inx, i)) {
+      bool same = false;
+      const int lo = i & (~0 << ll_level_), hi = i | ~(~0 << ll_level_);
+      for (int j = lo; j < count_ && j <= hi && !same; ++j) same = required_[static_cast<std::size_t>(j)] != 0;
+      if (best.inx < 0 || (same && !best.same_block)) return take(same);
+      if (!same && best.same_block) return;
+      const int best_ll = on_ll_[static_cast<std::size_t>(best.inx >> ll_level_)];
+      const int ll = on_ll_[static_cast<std::size_t>(i >> ll_level_)];
+      const bool ll_fit = ll >= rem_nodes, best_ll_fit = best_ll >= rem_nodes;
+      if (ll_fit && !best_ll_fit) return take(same);
+      if (!ll_fit && best_ll_fit) return;
+      if (ll_fit && best_ll_fit) {
+        if (ll < best_ll) return take(same);
+        if (ll > best_ll) return;
+      } else {
+        if (ll > best_ll) return take(same);
+        if (ll < best_ll) return;
+      }
+    }
+    const int best_cnt = best.inx >= 0 ? on_bb_[static_cast<std::size_t>(best.inx)] : 0;
+    if (best.inx < 0 || (fit && !best.fit) || (!fit && !best.fit && cnt >= best_cnt) || (fit && cnt <= best_cnt)) {
+      best.inx = i;
+      best.fit = fit;
+    }
+  }
+};
+
+// The Slurm release whose rules apply: 26.05 (default) or 25.11; older ones have no model.
+Result<int> release_of(const JobRequest& r) {
+  if (r.slurm_version.empty() || r.slurm_version == "26.05") return 2605;
+  if (r.slurm_version == "25.11") return 2511;
+  if (r.slurm_version == "22.05")
+    return make_error(ErrorCode::kInvalidArgument, "slurm-block: Slurm 22.05 has no topology/block (added in 23.11)");
+  return make_error(ErrorCode::kInvalidArgument,
+                    fmt::format("slurm-block models Slurm 25.11 and 26.05, not '{}'", r.slurm_version));
+}
+
+class SlurmBlockPolicy final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "slurm-block"; }
-  std::string_view summary() const override { return "Slurm topology/block: smallest block level, best fit, segments"; }
+  std::string_view summary() const override {
+    return "Slurm topology/block (26.05; --slurm-version 25.11): the file's blocks and levels, segments";
+  }
   bool supports_segments() const override { return true; }
 
   Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
                                     const NodeMask& allowed) const override {
+    TOPOSCHED_TRY(release, release_of(r));
     const Cluster& c = s.cluster();
-    std::vector<const std::vector<NodeId>*> blocks;
-    if (c.domain_count() > 0) {
-      for (std::size_t d = 0; d < c.domain_count(); ++d)
-        blocks.push_back(&c.domain_nodes(DomainId(static_cast<std::uint32_t>(d))));
-    } else {
-      for (std::size_t i = 0; i < c.switch_count(); ++i) {
-        SwitchId sw(static_cast<std::uint32_t>(i));
-        if (!c.switch_nodes(sw).empty()) blocks.push_back(&c.switch_nodes(sw));
-      }
-    }
-    if (blocks.empty())
-      return make_error(ErrorCode::kInfeasible,
-                        "the cluster has no blocks (no accelerator domains and no leaf switches)");
-    // Capacity per base block, in "units": nodes for node-count jobs (segments of nodes with
-    // --segment), GPUs for GPU-count jobs.
-    const bool by_nodes = r.nodes > 0;
-    const int seg = r.segment > 0 ? r.segment : 1;
-    const long need = by_nodes ? r.nodes / seg : r.total_gpus;
-    std::vector<long> cap(blocks.size(), 0);
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-      long nodes = 0, gpus = 0;
-      for (NodeId n : *blocks[b]) {
-        int k = node_capacity(s, r, allowed, n);
-        if (k > 0) {
-          ++nodes;
-          gpus += k;
-        }
-      }
-      cap[b] = by_nodes ? nodes / seg : gpus;
-    }
-    // Smallest level (block of 2^k base blocks) with a block that fits; best fit there.
-    std::size_t width = 1;
-    long largest = 0;
-    while (true) {
-      long best_cap = -1;
-      std::size_t best_start = 0;
-      for (std::size_t start = 0; start < blocks.size(); start += width) {
-        long sum = 0;
-        for (std::size_t b = start; b < std::min(blocks.size(), start + width); ++b) sum += cap[b];
-        if (width == 1) largest = std::max(largest, sum);
-        if (sum >= need && (best_cap < 0 || sum < best_cap)) {
-          best_cap = sum;
-          best_start = start;
-        }
-      }
-      if (best_cap >= 0)
-        return fill(s, r, allowed, blocks, cap, best_start, std::min(blocks.size(), best_start + width), need, seg);
-      if (width >= blocks.size()) break;
-      width *= 2;
-    }
-    std::string unit = by_nodes ? (r.segment > 0 ? fmt::format("segments of {} nodes", seg) : "nodes") : "GPUs";
-    return make_error(ErrorCode::kInfeasible,
-                      fmt::format("needs {} {} in one block; all blocks together have fewer free "
-                                  "(the largest base block has {})",
-                                  need, unit, largest));
+    std::vector<char> avail(c.node_count(), 0);
+    for (std::size_t i = 0; i < c.node_count(); ++i)
+      avail[i] = node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i))) > 0 ? 1 : 0;
+    const int job_nodes = r.nodes > 0 ? r.nodes : 1;  // --gpus=K alone: one node at least
+    if (release >= 2605 && r.nodes == 1) return one_node(s, r, allowed, avail);
+    TOPOSCHED_TRY(table, cached_table(c, r.block_sizes));
+    int segment = r.nodes > 0 ? r.segment : 0;
+    if (segment > job_nodes) segment = 0;  // "Ignoring segment_size: larger than job size"
+    if (segment > 0 && job_nodes % segment != 0)
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("slurm-block: --segment={} does not divide the job's {} nodes", segment, job_nodes));
+    return segments(s, r, allowed, *table, std::move(avail), job_nodes, segment);
   }
 
  private:
-  static Result<std::vector<GpuId>> fill(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
-                                         const std::vector<const std::vector<NodeId>*>& blocks, std::vector<long> cap,
-                                         std::size_t begin, std::size_t end, long need, int seg) {
-    std::vector<GpuId> out;
-    int need_gpus = r.total_gpus;
-    while (need > 0) {
-      // Tightest base block holding the rest, else the one with the most capacity.
-      std::size_t pick = end;
-      for (std::size_t b = begin; b < end; ++b) {
-        if (cap[b] == 0) continue;
-        if (pick == end) {
-          pick = b;
-          continue;
-        }
-        const bool fits = cap[b] >= need, pick_fits = cap[pick] >= need;
-        if ((fits && !pick_fits) || (fits && pick_fits && cap[b] < cap[pick]) ||
-            (!fits && !pick_fits && cap[b] > cap[pick]))
-          pick = b;
-      }
-      if (pick == end) break;
-      long take_units = std::min(cap[pick], need);
-      int take_nodes = r.nodes > 0 ? static_cast<int>(take_units) * seg : 0;
-      for (NodeId n : *blocks[pick]) {
-        int k = node_capacity(s, r, allowed, n);
-        if (k == 0) continue;
-        if (r.nodes > 0) {
-          if (take_nodes == 0) break;
-          take_lowest_free(s, n, k, out);
-          --take_nodes;
-        } else {
-          if (need_gpus == 0) break;
-          int t = std::min(k, need_gpus);
-          take_lowest_free(s, n, t, out);
-          need_gpus -= t;
-        }
-      }
-      need -= take_units;
-      cap[pick] = 0;
+  // _get_one_res: the first node (node order; all weights equal) that can run the job.
+  static Result<std::vector<GpuId>> one_node(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
+                                             const std::vector<char>& avail) {
+    for (std::size_t i = 0; i < avail.size(); ++i) {
+      if (!avail[i]) continue;
+      std::vector<GpuId> out;
+      const NodeId n(static_cast<std::uint32_t>(i));
+      take_lowest_free(s, n, node_capacity(s, r, allowed, n), out);
+      return out;
     }
-    if (need > 0) return make_error(ErrorCode::kInfeasible, "block ran out of capacity while filling");
-    std::sort(out.begin(), out.end());
+    return tl::unexpected(shortage_error(s, r, allowed));
+  }
+
+  static Result<std::vector<GpuId>> segments(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
+                                             const BlockTable& t, std::vector<char> avail, int job_nodes, int segment) {
+    const int seg_nodes = segment > 0 ? segment : job_nodes;
+    const int count = job_nodes / seg_nodes;
+    int ll_level = 0;
+    const int level = block_level_of(t, seg_nodes, &ll_level);
+    BlockEval eval(t, level, ll_level);
+    // --consolidate-segments: the block of the job's whole size that all segments share.
+    std::optional<std::vector<char>> allowed_blocks;
+    int per_as = 0;
+    if (segment > 0 && r.consolidate_segments) {
+      const int as_level = block_level_of(t, job_nodes, nullptr);
+      per_as = as_level < 0 || level < 0 ? eval.blocks() : 1 << (as_level - level);
+      const std::vector<int> on_block = eval.nodes_on_blocks(avail);
+      std::vector<int> on_as(static_cast<std::size_t>(ceil_div(eval.blocks(), per_as)), 0);
+      for (int b = 0; b < eval.blocks(); ++b) on_as[static_cast<std::size_t>(b / per_as)] += on_block[static_cast<std::size_t>(b)];
+      allowed_blocks.emplace(static_cast<std::size_t>(eval.blocks()), 0);
+      for (int b = 0; b < eval.blocks(); ++b)
+        (*allowed_blocks)[static_cast<std::size_t>(b)] = on_as[static_cast<std::size_t>(b / per_as)] >= job_nodes;
+    }
+    std::vector<GpuId> out;
+    int gpus_left = r.total_gpus;
+    for (int k = 0; k < count; ++k) {
+      const int block = eval.choose_block(avail, seg_nodes, k == 0 && allowed_blocks ? &*allowed_blocks : nullptr);
+      if (block < 0) return no_fit(t, seg_nodes, k, count);
+      if (k == 0 && allowed_blocks) {  // later segments stay in this block's consolidated block
+        for (int b = 0; b < eval.blocks(); ++b)
+          if (b / per_as != block / per_as)
+            for (int i = b * eval.per_block(); i < std::min((b + 1) * eval.per_block(), static_cast<int>(t.bblocks.size())); ++i)
+              for (NodeId n : t.bblocks[static_cast<std::size_t>(i)]) avail[n.index()] = 0;
+      }
+      std::vector<NodeId> taken;
+      const bool by_gpus = r.nodes == 0;
+      int gpus = 0;
+      const bool ok = eval.fill(block, avail, seg_nodes, [&](NodeId n, int rem_nodes) {
+        taken.push_back(n);
+        gpus += node_capacity(s, r, allowed, n);
+        return rem_nodes <= 0 && (!by_gpus || gpus >= gpus_left);
+      });
+      if (!ok)
+        return make_error(ErrorCode::kInfeasible,
+                          by_gpus ? fmt::format("slurm-block: {} GPUs must come from one base block; the chosen one "
+                                                "(the one with the fewest available nodes) has {} free (the job pends)",
+                                                r.total_gpus, gpus)
+                                  : fmt::format("slurm-block: the chosen block could not give {} nodes (the job pends)",
+                                                seg_nodes));
+      for (NodeId n : taken) {
+        const int give = std::min(node_capacity(s, r, allowed, n), gpus_left);
+        take_lowest_free(s, n, give, out);
+        gpus_left -= give;
+        avail[n.index()] = 0;
+      }
+    }
     return out;
+  }
+
+  static tl::unexpected<Error> no_fit(const BlockTable& t, int seg_nodes, int k, int count) {
+    std::string sizes;
+    for (long x : t.sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(x);
+    return make_error(ErrorCode::kInfeasible,
+                      fmt::format("slurm-block: no block of the level for {} node(s){} has room (BlockSizes={}); "
+                                  "Slurm pends the job (\"unable to find block\") rather than use a larger level",
+                                  seg_nodes, count > 1 ? fmt::format(" (segment {} of {})", k + 1, count) : std::string(),
+                                  sizes));
   }
 };
 
 }  // namespace
 
 const PlacementPolicy& slurm_block_policy() {
-  static const SlurmBlock p;
+  static const SlurmBlockPolicy p;
   return p;
 }
 

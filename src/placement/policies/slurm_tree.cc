@@ -8,8 +8,9 @@
 //     highest level (the last such in switch order); nodes outside it are dropped.
 //  3. Leaves are then chosen one at a time. Every leaf has a distance: the sum of tree hops
 //     to the leaves already chosen (0 before the first). A leaf replaces the current best
-//     when it is closer and compares at least as well, or equally close and compares
-//     better. Comparing two leaves walks up from them while neither "fits" (holds enough
+//     when it is closer and compares at least as well (22.05), or closer and fits (24.05.3
+//     and later: eval_nodes_tree.c at 26.05.3, _topo_choose_best_switch, lines 108-136), or
+//     equally close and compares better. Comparing two leaves walks up from them while neither "fits" (holds enough
 //     available nodes for what remains) and their parents differ: one that fits beats one
 //     that does not, of two that fit the one with fewer nodes (tightest) wins; otherwise
 //     the one with more available nodes, then the lower level.
@@ -39,7 +40,9 @@ namespace {
 class SlurmTree final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "slurm-tree"; }
-  std::string_view summary() const override { return "Slurm 22.05 topology/tree selection"; }
+  std::string_view summary() const override {
+    return "Slurm topology/tree selection (26.05 leaf rule; --slurm-version 22.05: Debian 12's)";
+  }
 
   Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
                                     const NodeMask& allowed) const override {
@@ -58,6 +61,7 @@ class SlurmTree final : public PlacementPolicy {
 
   static Result<std::vector<GpuId>> select_pass(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
                                                 Pass pass) {
+    const bool new_leaf_rule = r.slurm_version != "22.05";
     const Cluster& c = s.cluster();
     const std::size_t n_sw = c.switch_count();
     const bool gres_per_job = r.nodes == 0;  // --gpus=N without a node count
@@ -118,9 +122,14 @@ class SlurmTree final : public PlacementPolicy {
           best = static_cast<int>(i);
           continue;
         }
-        int cmp = compare(c, i, static_cast<std::size_t>(best), rem_nodes, count);
+        bool i_fit = false;
+        int cmp = compare(c, i, static_cast<std::size_t>(best), rem_nodes, count, i_fit);
         const long di = dist[i], db = dist[static_cast<std::size_t>(best)];
-        if ((di < db && cmp >= 0) || (di == db && cmp > 0)) best = static_cast<int>(i);
+        // 22.05 (job_test.c _topo_choose_best_switch): closer and compares at least as well.
+        // 24.05.3+ (26.05.3 eval_nodes_tree.c 128-129): closer and fits (the fit of the last
+        // switches _topo_compare_switches looked at), whatever the comparison says.
+        const bool closer = new_leaf_rule ? (di < db && i_fit) : (di < db && cmp >= 0);
+        if (closer || (di == db && cmp > 0)) best = static_cast<int>(i);
       }
       if (best < 0) break;
       SwitchId chosen(static_cast<std::uint32_t>(best));
@@ -164,9 +173,12 @@ class SlurmTree final : public PlacementPolicy {
   }
 
   // > 0 when switch i is a better choice than j (Slurm's _topo_compare_switches).
-  static int compare(const Cluster& c, std::size_t i, std::size_t j, int rem_nodes, const std::vector<int>& count) {
+  // `i_fit` is left as the last fit of i's side that the walk computed (Slurm's i_fit_out).
+  static int compare(const Cluster& c, std::size_t i, std::size_t j, int rem_nodes, const std::vector<int>& count,
+                     bool& i_fit_out) {
     while (true) {
       const bool i_fit = count[i] >= rem_nodes;
+      i_fit_out = i_fit;
       const bool j_fit = count[j] >= rem_nodes;
       if (i_fit && j_fit) {
         if (count[i] < count[j]) return 1;
