@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "formats/json_input.h"
+
 #include "placement/place_within.h"
 #include "topology/hostlist.h"
 
@@ -22,7 +24,7 @@ Result<void> bad(std::string message) { return make_error(ErrorCode::kInvalidArg
 // Reads an integer key; `min` is the smallest accepted value.
 Result<void> read_int(const Json& value, std::string_view key, int min, int& out) {
   if (!value.is_number_integer())
-    return bad(fmt::format("'{}' must be an integer, found {}", key, value.dump()));
+    return bad(fmt::format("'{}' must be an integer, found {}", key, quote_json(value)));
   auto v = value.get<std::int64_t>();
   if (v < min || v > 1'000'000'000)
     return bad(fmt::format("'{}' must be {} at least {}, found {}", key, min > 0 ? "a whole number" : "a number", min, v));
@@ -31,7 +33,7 @@ Result<void> read_int(const Json& value, std::string_view key, int min, int& out
 }
 
 Result<void> read_string(const Json& value, std::string_view key, std::string& out) {
-  if (!value.is_string()) return bad(fmt::format("'{}' must be a string, found {}", key, value.dump()));
+  if (!value.is_string()) return bad(fmt::format("'{}' must be a string, found {}", key, quote_json(value)));
   out = value.get<std::string>();
   return {};
 }
@@ -61,7 +63,7 @@ const KeyRow kKeys[] = {
     {"gpus_per_node", [](const Json& v, PlaceRequest& r) { return read_int(v, "gpus_per_node", 1, r.job.gpus_per_node); }},
     {"exclusive",
      [](const Json& v, PlaceRequest& r) -> Result<void> {
-       if (!v.is_boolean()) return bad(fmt::format("'exclusive' must be true or false, found {}", v.dump()));
+       if (!v.is_boolean()) return bad(fmt::format("'exclusive' must be true or false, found {}", quote_json(v)));
        r.job.exclusive = v.get<bool>();
        return {};
      }},
@@ -91,7 +93,7 @@ const KeyRow kKeys[] = {
     {"seed",
      [](const Json& v, PlaceRequest& r) -> Result<void> {
        if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
-         return bad(fmt::format("'seed' must be a non-negative integer, found {}", v.dump()));
+         return bad(fmt::format("'seed' must be a non-negative integer, found {}", quote_json(v)));
        r.job.seed = v.get<std::uint64_t>();
        return {};
      }},

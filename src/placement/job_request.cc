@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -30,6 +32,15 @@ std::optional<WorkloadKind> parse_workload_kind(std::string_view name) {
 }
 
 namespace {
+
+// a x b x ... of request numbers, or nullopt past INT_MAX: products of degrees and counts
+// wrapped to 0 (a division by zero later) or to a small count (8 GPUs for 536,870,913 nodes).
+std::optional<int> checked_product(std::initializer_list<int> factors) {
+  int out = 1;
+  for (int f : factors)
+    if (__builtin_mul_overflow(out, f, &out)) return std::nullopt;
+  return out;
+}
 
 bool icontains(std::string_view hay, std::string_view needle) {
   auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), [](char a, char b) {
@@ -121,9 +132,18 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
         return bad("the eligible nodes have different GPU counts; give --gpus-per-node with --nodes");
       r.gpus_per_node = *sizes.begin();
     }
-    r.total_gpus = r.nodes * r.gpus_per_node;
+    auto total = checked_product({r.nodes, r.gpus_per_node});
+    if (!total) return make_error(ErrorCode::kInfeasible, fmt::format("{} nodes of {} GPUs: more GPUs than any cluster has", r.nodes, r.gpus_per_node));
+    r.total_gpus = *total;
   } else {
     r.total_gpus = r.gpus;
+    if (r.exclusive && r.gpus_per_node == 0) {
+      // Exclusive GPUs come as whole nodes: every policy takes a node's GPUs or none.
+      if (sizes.size() != 1 || r.gpus % *sizes.begin() != 0)
+        return bad(fmt::format("--exclusive with {} GPUs takes whole nodes: give --gpus-per-node G (G divides {})",
+                               r.gpus, r.gpus));
+      r.gpus_per_node = *sizes.begin();
+    }
     if (r.gpus_per_node > 0) {
       if (r.gpus % r.gpus_per_node != 0)
         return bad(fmt::format("{} GPUs cannot be split into nodes of {} GPUs", r.gpus, r.gpus_per_node));
@@ -139,7 +159,10 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
 
   if (r.workload == WorkloadKind::kTraining) {
     // The cost model's convention: tp x cp x ep x dp x pp GPUs (ep is its own dimension).
-    const long world = static_cast<long>(r.tp) * r.cp * r.ep * r.pp;
+    auto product = checked_product({r.tp, r.cp, r.ep, r.pp});
+    if (!product)
+      return bad(fmt::format("tp x cp x ep x pp = {} x {} x {} x {} is more GPUs than any job has", r.tp, r.cp, r.ep, r.pp));
+    const long world = *product;
     if (r.total_gpus % world != 0)
       return bad(fmt::format("{} GPUs is not a multiple of tp x cp x ep x pp = {}", r.total_gpus, world));
     const int dp = static_cast<int>(r.total_gpus / world);
@@ -148,7 +171,11 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
     r.dp = dp;
     r.replica_gpus = 0;
   } else {
-    if (r.replica_gpus == 0) r.replica_gpus = r.tp * r.pp;
+    if (r.replica_gpus == 0) {
+      auto replica = checked_product({r.tp, r.pp});
+      if (!replica) return bad(fmt::format("tp x pp = {} x {} is more GPUs than any replica has", r.tp, r.pp));
+      r.replica_gpus = *replica;
+    }
     if (r.replica_gpus < 1 || r.total_gpus % r.replica_gpus != 0)
       return bad(fmt::format("{} GPUs cannot be split into replicas of {} GPUs", r.total_gpus, r.replica_gpus));
     if (r.workload == WorkloadKind::kInferencePD && (r.total_gpus / r.replica_gpus) < 2)
