@@ -26,11 +26,16 @@ test: debug
 	@ctest --preset debug -j $(JOBS)
 
 # libFuzzer targets (clang 14, ASan + UBSan), every reader for FUZZ_SECONDS each; crashes
-# are kept in tests/data/fuzz-regressions/ (docs/robustness.md).
+# are kept in tests/data/fuzz-regressions/ (docs/robustness.md). Then the option-space fuzz.
 fuzz: deps
 	@cmake --preset fuzz >/dev/null
 	@cmake --build --preset fuzz -j $(JOBS)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(JOBS) scripts/fuzz
+	@# Option-space fuzz (issue 35): 100,000 random POST /v1/jobs dry runs and 2,000 `place`
+	@# runs over every flag and policy, against the debug (sanitizer) build.
+	@cmake --preset debug >/dev/null
+	@cmake --build --preset debug -j $(JOBS) --target toposched
+	@TOPOSCHED=build/debug/toposched python3 tests/e2e/option_space.py --cases 100000 --cli-cases 2000
 
 # `toposched serve` under churn with crashes, SOAK_SECONDS per store (SQLite, then 3 etcd
 # members and 2 replicas), Release build; a 12-second version runs in `make test`

@@ -15,7 +15,9 @@ void register_serve(CLI::App& app, int& exit_code) {
                   "the others serve reads and answer mutations with 503 naming the leader)");
   cmd->add_option("--listen", o->listen, "ADDR:PORT to listen on (default 127.0.0.1:7070; port 0 picks a free one)");
   cmd->add_option("--token-file", o->token_file,
-                  "File holding the bearer token that POST/DELETE requests must send (Authorization: Bearer T)");
+                  "File holding the bearer token (one line) that every request but GET and HEAD must send\n"
+                  "(Authorization: Bearer T): placements, releases, dry runs, cost, generate, route, the\n"
+                  "extender verbs on --listen");
   cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate: serve HTTPS (with --tls-key)");
   cmd->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert");
   cmd->add_flag("--insecure", o->insecure, "Allow a non-loopback --listen address without --token-file");
@@ -38,6 +40,9 @@ void register_serve(CLI::App& app, int& exit_code) {
                 "Serve kube-scheduler's extender verbs: POST PREFIX/filter, prioritize, bind, preempt "
                 "(docs/kubernetes.md)");
   cmd->add_option("--url-prefix", o->url_prefix, "Path prefix of the extender verbs (e.g. /toposched)");
+  cmd->add_option("--extender-listen", o->extender_listen,
+                  "ADDR:PORT of a second, plain-HTTP listener for the extender verbs alone, which needs no\n"
+                  "token (kube-scheduler cannot send one): keep it on loopback or behind a NetworkPolicy");
   cmd->add_option("--k8s-api", o->k8s_api,
                   "API server URL the extender binds pods through (default in a cluster: "
                   "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)");

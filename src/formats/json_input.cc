@@ -56,7 +56,21 @@ std::size_t key_start(std::string_view text, std::size_t read_up_to) {
   return 0;
 }
 
+// Thrown by the parser callback to stop at the first container past kMaxJsonDepth.
+struct TooDeep {
+  std::size_t offset;  // bytes read when it opened
+};
+
 }  // namespace
+
+std::string quote_json(const nlohmann::json& value) {
+  constexpr std::size_t kMaxQuote = 60;
+  if (value.is_array()) return fmt::format("an array of {} element(s)", value.size());
+  if (value.is_object()) return fmt::format("an object of {} key(s)", value.size());
+  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() > kMaxQuote) text = text.substr(0, kMaxQuote - 3) + "...";
+  return text;
+}
 
 SourceLocation location_of_offset(std::string_view text, std::size_t offset, const std::string& file) {
   offset = std::min(offset, text.size());
@@ -80,8 +94,11 @@ Result<nlohmann::json> parse_json_document(std::string_view text, const std::str
   // One key set per open object; the offset of each key's first occurrence.
   std::vector<std::unordered_map<std::string, std::size_t>> open_objects;
   std::optional<Error> repeated;
-  auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+  auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
+    // `depth` counts the containers open around this one; stop before building deeper.
+    if ((event == E::object_start || event == E::array_start) && depth >= kMaxJsonDepth)
+      throw TooDeep{static_cast<std::size_t>(progress - text.data())};
     if (event == E::object_start) {
       open_objects.emplace_back();
     } else if (event == E::object_end) {
@@ -105,6 +122,10 @@ Result<nlohmann::json> parse_json_document(std::string_view text, const std::str
     nlohmann::json doc = nlohmann::json::parse(begin, end, callback);
     if (repeated) return tl::unexpected(*repeated);
     return doc;
+  } catch (const TooDeep& deep) {
+    return make_error(ErrorCode::kParse,
+                      fmt::format("arrays and objects nested more than {} deep", kMaxJsonDepth),
+                      location_of_offset(text, deep.offset > 0 ? deep.offset - 1 : 0, file));
   } catch (const nlohmann::json::exception& e) {
     std::size_t byte = 0;
     if (const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e)) byte = pe->byte > 0 ? pe->byte - 1 : 0;

@@ -1,6 +1,7 @@
 // Strict parsing of one JSON document with nlohmann-json, for the readers that take JSON
-// only (e.g. the Philly trace): a syntax error, trailing content after the document, or a
-// key repeated within one object (nlohmann alone keeps the last value) is an error with its
+// only (e.g. the Philly trace) and every HTTP request body: a syntax error, trailing content
+// after the document, a key repeated within one object (nlohmann alone keeps the last
+// value), or arrays and objects nested deeper than kMaxJsonDepth is an error with its
 // file:line:col. Pure function; thread-safe.
 #pragma once
 
@@ -13,7 +14,18 @@
 
 namespace toposched {
 
+// Deepest nesting of arrays and objects accepted. nlohmann parses iteratively, but dump(),
+// comparison and every reader that walks a value recurse: a 100,000-deep value in a 200 kB
+// body overflowed the stack of the error message that quoted it. No format toposched reads
+// nests deeper than a dozen levels.
+inline constexpr int kMaxJsonDepth = 128;
+
 Result<nlohmann::json> parse_json_document(std::string_view text, const std::string& file);
+
+// A value as an error message quotes it: scalars as JSON cut to about 60 bytes, arrays and
+// objects by their type and size ("an array of 3 elements"), never a recursive dump of what
+// the client sent; invalid UTF-8 is replaced, not thrown.
+std::string quote_json(const nlohmann::json& value);
 
 // 1-based line and column of byte `offset` of `text` (columns count bytes).
 SourceLocation location_of_offset(std::string_view text, std::size_t offset, const std::string& file);

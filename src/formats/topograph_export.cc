@@ -1,6 +1,8 @@
 #include "formats/topograph_export.h"
 
 #include <fmt/format.h>
+
+#include "formats/json_input.h"
 #include <yaml-cpp/yaml.h>
 
 #include "formats/yaml_input.h"
@@ -37,7 +39,7 @@ Result<std::vector<long>> sizes_at(const Json& j, std::string_view what) {
   const Json& v = j["blockSizes"];
   if (!v.is_array()) return bad(fmt::format("{}: 'blockSizes' must be an array of integers, found {}", what, v.type_name()));
   for (const auto& s : v) {
-    if (!s.is_number_integer()) return bad(fmt::format("{}: 'blockSizes' must be an array of integers, found {}", what, s.dump()));
+    if (!s.is_number_integer()) return bad(fmt::format("{}: 'blockSizes' must be an array of integers, found {}", what, quote_json(s)));
     sizes.push_back(s.get<long>());
   }
   return sizes;

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "formats/json_input.h"
+
 #include "placement/place_within.h"
 #include "topology/hostlist.h"
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -222,6 +223,13 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
     r.total_gpus = static_cast<int>(total);
   } else {
     r.total_gpus = r.gpus;
+    if (r.exclusive && r.gpus_per_node == 0) {
+      // Exclusive GPUs come as whole nodes: every policy takes a node's GPUs or none.
+      if (sizes.size() != 1 || r.gpus % *sizes.begin() != 0)
+        return bad(fmt::format("--exclusive with {} GPUs takes whole nodes: give --gpus-per-node G (G divides {})",
+                               r.gpus, r.gpus));
+      r.gpus_per_node = *sizes.begin();
+    }
     if (r.gpus_per_node > 0) {
       if (r.gpus % r.gpus_per_node != 0)
         return bad(fmt::format("{} GPUs cannot be split into nodes of {} GPUs", r.gpus, r.gpus_per_node));

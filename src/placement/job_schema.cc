@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/json_input.h"
+
 namespace toposched {
 
 namespace {
@@ -203,22 +205,22 @@ Result<void> set_job_field_from_json(const JobField& f, const nlohmann::json& v,
   };
   switch (f.type) {
     case JobFieldType::kInt:
-      if (!v.is_number_integer()) return bad(fmt::format("'{}' must be an integer, found {}", f.key, v.dump()));
+      if (!v.is_number_integer()) return bad(fmt::format("'{}' must be an integer, found {}", f.key, quote_json(v)));
       if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMax))
-        return named(bad(fmt::format("must be at most {}, found {}", f.max, v.dump())));
-      return named(set_int(f, v.get<std::int64_t>(), r, v.dump()));
+        return named(bad(fmt::format("must be at most {}, found {}", f.max, quote_json(v))));
+      return named(set_int(f, v.get<std::int64_t>(), r, quote_json(v)));
     case JobFieldType::kUint64:
       if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
-        return bad(fmt::format("'{}' must be a non-negative integer, found {}", f.key, v.dump()));
+        return bad(fmt::format("'{}' must be a non-negative integer, found {}", f.key, quote_json(v)));
       *std::get<std::uint64_t*>(f.ref(r)) = v.get<std::uint64_t>();
       return {};
     case JobFieldType::kBool:
-      if (!v.is_boolean()) return bad(fmt::format("'{}' must be true or false, found {}", f.key, v.dump()));
+      if (!v.is_boolean()) return bad(fmt::format("'{}' must be true or false, found {}", f.key, quote_json(v)));
       *std::get<bool*>(f.ref(r)) = v.get<bool>();
       return {};
     case JobFieldType::kString:
     case JobFieldType::kWorkload:
-      if (!v.is_string()) return bad(fmt::format("'{}' must be a string, found {}", f.key, v.dump()));
+      if (!v.is_string()) return bad(fmt::format("'{}' must be a string, found {}", f.key, quote_json(v)));
       return named(set_string(f, v.get<std::string>(), r));
   }
   return {};

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "formats/json_input.h"
+
 namespace toposched::router {
 
 namespace {
@@ -14,7 +16,7 @@ tl::unexpected<Error> bad(std::string where, std::string what) {
 
 Result<std::uint64_t> u64(const Json& j, const std::string& where) {
   if (!j.is_number_unsigned() && !(j.is_number_integer() && j.get<std::int64_t>() >= 0))
-    return bad(where, fmt::format("expected an unsigned 64-bit integer, found {}", j.dump()));
+    return bad(where, fmt::format("expected an unsigned 64-bit integer, found {}", quote_json(j)));
   return j.get<std::uint64_t>();
 }
 

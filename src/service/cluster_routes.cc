@@ -3,6 +3,7 @@
 // /v1/export?to=FORMAT[&block_sizes=18,36] (the `export` text), POST /v1/cost (the `cost`
 // JSON of one collective).
 #include <charconv>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -64,6 +65,8 @@ Result<std::string> cost(const Cluster& cluster, const nlohmann::json& body) {
     if (key != "gpus" && key != "collective" && key != "bytes" && key != "algorithm")
       return bad(fmt::format("unknown key '{}'; known keys: gpus, collective, bytes, algorithm", key));
   if (!body.contains("gpus") || !body["gpus"].is_string()) return bad("'gpus' must be a GPU selection such as \"dgx[001-004]\"");
+  for (const char* key : {"collective", "algorithm"})
+    if (body.contains(key) && !body[key].is_string()) return bad(fmt::format("'{}' must be a string", key));
   auto coll = parse_collective(body.value("collective", std::string("allreduce")));
   if (!coll)
     return bad("'collective' must be allreduce, allgather, reduce-scatter, broadcast, reduce, all-to-all or send-recv");
@@ -79,7 +82,7 @@ Result<std::string> cost(const Cluster& cluster, const nlohmann::json& body) {
   } else {
     return bad("'bytes' must be a number or a size such as \"8G\"");
   }
-  if (!(bytes > 0)) return bad("'bytes' must be positive");
+  if (!(bytes > 0) || !std::isfinite(bytes)) return bad("'bytes' must be a positive finite number");
   TOPOSCHED_TRY(gpus, parse_gpu_selection(cluster, body["gpus"].get<std::string>()));
   TOPOSCHED_TRY(estimate, estimate_collective(cluster, gpus, *coll, bytes, *algo));
   return estimate_to_json(estimate, bytes).dump();

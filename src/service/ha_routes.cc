@@ -41,10 +41,10 @@ void install_ha_routes(httplib::Server& http, ServiceContext& ctx) {
   auto replication = std::make_shared<Replication>(*store, ctx.scheduler.mutable_engine());
   Replication* rep = replication.get();  // owned by the scheduler, which outlives the HTTP server
   ctx.scheduler.set_batch_gate(std::move(replication));
-  http.set_pre_routing_handler([rep](const httplib::Request& req, httplib::Response& res) {
-    if (!is_mutation(req) || rep->leads()) return httplib::Server::HandlerResponse::Unhandled;
+  ctx.pre_routing.push_back([rep](const httplib::Request& req, httplib::Response& res) {
+    if (!is_mutation(req) || rep->leads()) return false;
     refuse(*rep, res);
-    return httplib::Server::HandlerResponse::Handled;
+    return true;
   });
   http.Get("/readyz", [rep](const httplib::Request&, httplib::Response& res) { send_json(res, 200, rep->status_json()); });
 }

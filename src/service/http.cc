@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <openssl/crypto.h>
 
+#include "formats/json_input.h"
+
 namespace toposched::service {
 
 int http_status(ErrorCode code) {
@@ -44,7 +46,8 @@ void send_json(httplib::Response& res, int status, std::string body) {
 void send_error(httplib::Response& res, int status, std::string_view code, std::string_view message) {
   nlohmann::ordered_json e;
   e["error"] = {{"code", code}, {"message", message}};
-  send_json(res, status, e.dump());
+  // Messages quote what the client sent (a job id from the URL): invalid UTF-8 is replaced.
+  send_json(res, status, e.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
 }
 
 void send_error(httplib::Response& res, const Error& error) {
@@ -71,15 +74,9 @@ bool authorize(const ServiceContext& ctx, const httplib::Request& req, httplib::
 }
 
 Result<nlohmann::json> parse_json_body(const httplib::Request& req) {
-  try {
-    return nlohmann::json::parse(req.body);
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line 1, column 7: ...".
-    std::string what = e.what();
-    auto colon = what.find(": ", what.find("parse error"));
-    std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
-    return make_error(ErrorCode::kInvalidArgument, fmt::format("request body: malformed JSON at byte {}: {}", e.byte, detail));
-  }
+  // The file readers' strict parser: syntax errors, repeated keys and nesting past
+  // kMaxJsonDepth are 400 "request body:LINE:COL: ...".
+  return parse_json_document(req.body, "request body");
 }
 
 }  // namespace toposched::service

@@ -28,7 +28,8 @@ void send_error(httplib::Response& res, int status, std::string_view code, std::
 // request does not carry it.
 bool authorize(const ServiceContext& ctx, const httplib::Request& req, httplib::Response& res);
 
-// The request body as JSON; kInvalidArgument "request body:1:COL: ..." on a syntax error.
+// The request body as JSON; kParse "request body:LINE:COL: ..." on a syntax error, a key
+// repeated in one object, or nesting deeper than kMaxJsonDepth (formats/json_input.h).
 Result<nlohmann::json> parse_json_body(const httplib::Request& req);
 
 }  // namespace toposched::service

@@ -1,17 +1,22 @@
 #include "service/server.h"
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 
 #include <arpa/inet.h>
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "formats/cluster_source.h"
 #include "service/http.h"
+#include "service/http_limits.h"
 #include "topology/file_io.h"
 
 namespace toposched::service {
@@ -45,11 +50,28 @@ bool is_loopback(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
+// The token file: one line of visible characters (a trailing newline is allowed), a
+// regular file of at most 4 kB. A second line, a NUL or a device (/dev/zero) is refused at
+// start: a two-line file was accepted and then no request could match it.
 Result<std::string> read_token(const std::string& path) {
+  auto bad = [&](std::string why) { return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", path, why)); };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return make_error(ErrorCode::kIo, fmt::format("{}: cannot read the token file: {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) return bad("the token file must be a regular file");
+  if (st.st_size > 4096) return bad(fmt::format("the token file holds {} bytes; a token is one line of at most 4 kB", st.st_size));
   TOPOSCHED_TRY(text, read_text_file(path));
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.erase(text.begin());
-  if (text.empty()) return make_error(ErrorCode::kInvalidArgument, fmt::format("{}: the token file is empty", path));
+  if (text.ends_with("\n")) text.pop_back();
+  if (text.ends_with("\r")) text.pop_back();
+  if (text.empty()) return bad("the token file is empty");
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (ch == '\n') return bad("the token file holds more than one line; it must hold the token alone");
+    if (c <= ' ' || c == 0x7f)
+      return bad("the token holds a space or a control character (NUL, tab, CR); it must be one word of visible characters");
+  }
+  if (st.st_mode & S_IROTH)
+    spdlog::warn("{}: the token file is readable by every user (chmod 600 it)", path);
   return text;
 }
 
@@ -91,7 +113,28 @@ Result<void> check_options(const ServeOptions& o, const std::string& host) {
         "place and release jobs); give --token-file F, or --insecure to accept that",
         host)));
   if (o.max_connections < 1) return tl::unexpected(invalid("--max-connections must be at least 1"));
+  if (!o.extender_listen.empty() && !o.k8s_extender)
+    return tl::unexpected(invalid("--extender-listen needs --k8s-extender"));
   return {};
+}
+
+// Binds `http` to ADDR:PORT (port 0: a free one); the port, or kUnavailable.
+Result<std::uint16_t> bind_listener(httplib::Server& http, const std::string& host, int port, const std::string& what) {
+  if (port == 0) {
+    port = http.bind_to_any_port(host);
+  } else if (!http.bind_to_port(host, port)) {
+    port = -1;
+  }
+  if (port <= 0) return make_error(ErrorCode::kUnavailable, fmt::format("cannot listen on {}: address in use or not available", what));
+  return static_cast<std::uint16_t>(port);
+}
+
+// Starts the accept loop of `http` on a thread and returns once it runs (stop() before
+// that would not reach it).
+std::thread start_accepting(httplib::Server& http) {
+  std::thread t([&http] { http.listen_after_bind(); });
+  for (int i = 0; i < 10000 && !http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return t;
 }
 
 void configure_http(httplib::Server& http, const ServeOptions& o, Metrics& metrics) {
@@ -110,7 +153,12 @@ void configure_http(httplib::Server& http, const ServeOptions& o, Metrics& metri
   http.set_error_handler(httplib::Server::HandlerWithResponse([max = o.max_body_bytes](const httplib::Request& req,
                                                                                         httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 413)
+    if (res.status == 413 && req.get_header_value("Content-Type").starts_with("application/x-www-form-urlencoded"))
+      // The library caps form-encoded bodies at 8 kB whatever --max-body says.
+      send_error(res, 413, "payload_too_large",
+                 fmt::format("form-encoded request bodies are limited to {} bytes (curl -d sends that type): send "
+                             "'Content-Type: application/json'", CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH));
+    else if (res.status == 413)
       send_error(res, 413, "payload_too_large", fmt::format("the request body is larger than {} bytes", max));
     else if (res.status == 404)
       send_error(res, 404, "not_found", fmt::format("no endpoint {} {}", req.method, req.path));
@@ -160,22 +208,33 @@ Result<std::unique_ptr<Server>> Server::start(ServeOptions options) {
                       fmt::format("cannot use --tls-cert {} / --tls-key {}: not a readable PEM certificate and key",
                                   o.tls_cert, o.tls_key));
   configure_http(*s->http_, o, *s->metrics_);
-  int port = listen.second;
-  if (port == 0) {
-    port = s->http_->bind_to_any_port(s->host_);
-  } else if (!s->http_->bind_to_port(s->host_, port)) {
-    port = -1;
+  TOPOSCHED_TRY(port, bind_listener(*s->http_, s->host_, listen.second, o.listen));
+  s->port_ = port;
+  if (!o.extender_listen.empty()) {
+    TOPOSCHED_TRY(ext, parse_listen(o.extender_listen));
+    s->extender_http_ = std::make_unique<httplib::Server>();
+    configure_http(*s->extender_http_, o, *s->metrics_);
+    TOPOSCHED_TRY(ext_port, bind_listener(*s->extender_http_, ext.first, ext.second, o.extender_listen));
+    s->extender_port_ = ext_port;
+    if (!is_loopback(ext.first))
+      spdlog::warn("--extender-listen {}: the extender verbs need no token; only kube-scheduler may reach this "
+                   "address (deploy/kubernetes/networkpolicy.yaml)", o.extender_listen);
+  } else if (o.k8s_extender && s->auth_.required()) {
+    spdlog::warn("--k8s-extender with --token-file: the extender verbs need the token, which kube-scheduler "
+                 "cannot send; give --extender-listen");
   }
-  if (port <= 0)
-    return make_error(ErrorCode::kUnavailable,
-                      fmt::format("cannot listen on {}: address in use or not available", o.listen));
-  s->port_ = static_cast<std::uint16_t>(port);
   // Routes are installed once the port is known: an HA replica advertises its own URL.
   if (s->options_.advertise.empty()) s->options_.advertise = s->url();
-  for (const RouteSet& r : route_sets()) r.install(*s->http_, *s->context_);
-  s->listener_ = std::thread([http = s->http_.get()] { http->listen_after_bind(); });
-  // Answer only once the accept loop runs: stop() before that would not reach it.
-  for (int i = 0; i < 10000 && !s->http_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (const RouteSet& r : route_sets())
+    r.install(r.name == "k8s-extender" && s->extender_http_ ? *s->extender_http_ : *s->http_, *s->context_);
+  install_request_checks(*s->http_, o.max_body_bytes, &s->auth_, s->context_->pre_routing);
+  s->listener_ = start_accepting(*s->http_);
+  if (s->extender_http_) {
+    install_request_checks(*s->extender_http_, o.max_body_bytes, nullptr, {});
+    s->extender_listener_ = start_accepting(*s->extender_http_);
+    const std::string host = o.extender_listen.substr(0, o.extender_listen.rfind(':'));
+    spdlog::info("extender listening on http://{}:{}", host, s->extender_port_);
+  }
   return s;
 }
 
@@ -188,6 +247,8 @@ void Server::stop() {
   if (stopped_.exchange(true)) return;
   if (http_) http_->stop();
   if (listener_.joinable()) listener_.join();
+  if (extender_http_) extender_http_->stop();
+  if (extender_listener_.joinable()) extender_listener_.join();
   if (context_)
     for (auto& hook : context_->stop_hooks) hook();
   if (scheduler_) scheduler_->stop();

@@ -36,6 +36,8 @@
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace toposched::service {
@@ -44,7 +46,7 @@ struct ServeOptions {
   std::string cluster_spec;
   std::string store_url = "sqlite:./toposched-state.db";
   std::string listen = "127.0.0.1:7070";  // ADDR:PORT; port 0 picks a free one
-  std::string token_file;                 // bearer token for mutating endpoints
+  std::string token_file;                 // bearer token every request but GET/HEAD must carry
   std::string tls_cert, tls_key;          // both or neither
   bool insecure = false;                  // allow a non-loopback address without a token
   std::size_t max_body_bytes = 1 << 20;   // larger bodies get 413
@@ -56,6 +58,11 @@ struct ServeOptions {
   std::int64_t event_log_keep = -1;       // --event-log-keep: newest events kept (0 all; -1 the store's default)
   // Front ends built on the service (their installers read these).
   bool k8s_extender = false;  // --k8s-extender
+  // --extender-listen ADDR:PORT: the extender verbs on their own plain-HTTP listener, which
+  // needs no token (kube-scheduler's extender config cannot send one); only kube-scheduler
+  // may reach it (loopback, or a NetworkPolicy: docs/kubernetes.md). Empty: the verbs are
+  // on --listen and, with --token-file, need the token like every other POST.
+  std::string extender_listen;
   std::string url_prefix;     // --url-prefix, e.g. /scheduler
   std::string k8s_api;        // --k8s-api URL
   std::string k8s_token_file;  // --k8s-token-file (default in-cluster: the service account's)
@@ -74,7 +81,8 @@ struct ServeOptions {
   int lease_ttl_s = 3;        // --lease-ttl: the leader's etcd lease
 };
 
-// Bearer-token check for mutating endpoints (constant-time compare). Thread-safe.
+// Bearer-token check (constant-time compare); http_limits.h applies it to every request
+// but GET and HEAD before the body is read. Thread-safe.
 class Auth {
  public:
   Auth() = default;
@@ -87,6 +95,8 @@ class Auth {
   std::string token_;
 };
 
+using PreRoutingHook = std::function<bool(const httplib::Request&, httplib::Response&)>;
+
 struct ServiceContext {
   const ServeOptions& options;
   const Cluster& cluster;
@@ -96,6 +106,10 @@ struct ServiceContext {
   // Background workers an installer starts (serve --slurm's sync) register how to stop them;
   // Server::stop runs these after the last request and before the scheduler stops.
   std::vector<std::function<void()>> stop_hooks = {};
+  // Pre-routing steps an installer adds (HA answers mutations on a follower with 503): each
+  // returns true once it has answered. They run after the HTTP layer's framing and token
+  // checks (http_limits.h), before the body is read.
+  std::vector<PreRoutingHook> pre_routing = {};
 };
 
 using RouteInstaller = void (*)(httplib::Server& http, ServiceContext& ctx);
@@ -127,6 +141,7 @@ class Server {
   ~Server();
 
   std::uint16_t port() const { return port_; }
+  std::uint16_t extender_port() const { return extender_port_; }  // 0 without --extender-listen
   std::string url() const;  // http(s)://ADDR:PORT
   Scheduler& scheduler() { return *scheduler_; }
   // Stops accepting, finishes the requests in flight and the queued decisions.
@@ -143,6 +158,9 @@ class Server {
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
   std::uint16_t port_ = 0;
+  std::unique_ptr<httplib::Server> extender_http_;  // --extender-listen only
+  std::thread extender_listener_;
+  std::uint16_t extender_port_ = 0;
   std::string host_;
   std::atomic<bool> stopped_{false};
 };

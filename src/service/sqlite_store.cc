@@ -1,7 +1,14 @@
 #include "service/sqlite_store.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <mutex>
+#include <utility>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -53,9 +60,50 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+// One owner per store, as LevelDB's FileLock: an exclusive flock(2) on "PATH.lock" beside
+// the database, held while the store is open (the kernel drops it when the process dies,
+// kill -9 included). SQLite's own locks only serialise transactions: two servers on one
+// file both started and handed out the same GPUs.
+class OwnerLock {
+ public:
+  static Result<OwnerLock> take(const std::string& db_path) {
+    const std::string path = db_path + ".lock";
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+      return make_error(ErrorCode::kIo, fmt::format("{}: cannot open the store's lock file: {}", path, std::strerror(errno)));
+    int rc;
+    while ((rc = ::flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+    }
+    if (rc != 0) {
+      const int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK)
+        return make_error(ErrorCode::kUnavailable,
+                          fmt::format("{}: the store is in use by another process (a running `toposched serve` or "
+                                      "`state import` holds {}); stop it first",
+                                      db_path, path));
+      return make_error(ErrorCode::kIo, fmt::format("{}: cannot lock: {}", path, std::strerror(err)));
+    }
+    return OwnerLock(fd);
+  }
+  OwnerLock() = default;
+  OwnerLock(OwnerLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  OwnerLock& operator=(OwnerLock&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  ~OwnerLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the flock
+  }
+
+ private:
+  explicit OwnerLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
 class SqliteStore final : public Store {
  public:
-  SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  SqliteStore(sqlite3* db, std::string path, OwnerLock lock) : lock_(std::move(lock)), db_(db), path_(std::move(path)) {}
   ~SqliteStore() override { close(); }
 
   Result<void> init();
@@ -90,6 +138,7 @@ class SqliteStore final : public Store {
   Result<void> apply(const Mutation& m, std::int64_t now);
 
   std::mutex mutex_;
+  OwnerLock lock_;  // first: released after the database is closed
   sqlite3* db_;  // guarded by mutex_
   std::string path_;
   Statement insert_job_, delete_job_, insert_event_, trim_events_;  // guarded by mutex_
@@ -247,6 +296,11 @@ Result<std::vector<StoreEvent>> SqliteStore::events(std::int64_t after_seq, std:
 }  // namespace
 
 Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
+  OwnerLock lock;
+  if (path != ":memory:") {
+    TOPOSCHED_TRY(taken, OwnerLock::take(path));
+    lock = std::move(taken);
+  }
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                            nullptr);
@@ -255,7 +309,7 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
     sqlite3_close(db);
     return make_error(ErrorCode::kIo, fmt::format("{}: cannot open the store: {}", path, msg));
   }
-  auto store = std::make_unique<SqliteStore>(db, path);
+  auto store = std::make_unique<SqliteStore>(db, path, std::move(lock));
   TOPOSCHED_CHECK(store->init());
   return std::unique_ptr<Store>(std::move(store));
 }

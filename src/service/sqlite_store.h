@@ -21,7 +21,10 @@
 
 namespace toposched::service {
 
-// Opens (creating when missing) the database at `path`; kIo naming the path on failure.
+// Opens (creating when missing) the database at `path` and takes an exclusive flock on
+// "PATH.lock" for as long as the store lives: kUnavailable "the store is in use by another
+// process" when another process (or another open store in this one) holds it; kIo naming
+// the path on other failures.
 Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path);
 
 }  // namespace toposched::service

@@ -41,7 +41,9 @@ class DeployManifests(unittest.TestCase):
         deployment, _, service = load("toposched.yaml")
         args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
         prefix = next(a.split("=", 1)[1] for a in args if a.startswith("--url-prefix="))
-        port = service["spec"]["ports"][0]["port"]
+        port = next(p["port"] for p in service["spec"]["ports"] if p["name"] == "extender")
+        listen = next(a.split("=", 1)[1] for a in args if a.startswith("--extender-listen="))
+        self.assertEqual(int(listen.rsplit(":", 1)[1]), port)
         self.assertEqual(ext["urlPrefix"],
                          f"http://{service['metadata']['name']}.{service['metadata']['namespace']}.svc:{port}{prefix}")
         self.assertIn("--k8s-extender", args)
@@ -49,6 +51,19 @@ class DeployManifests(unittest.TestCase):
         for a in args:
             if a.startswith("--"):
                 self.assertIn(a.split("=", 1)[0], help_text)
+
+    def test_only_the_scheduler_pods_reach_the_tokenless_extender_port(self):
+        deployment, _, service = load("toposched.yaml")
+        extender = next(p["port"] for p in service["spec"]["ports"] if p["name"] == "extender")
+        scheduler = load("kube-scheduler.yaml")[0]
+        scheduler_labels = scheduler["spec"]["template"]["metadata"]["labels"]
+        policy = load("networkpolicy.yaml")[0]
+        self.assertEqual(policy["kind"], "NetworkPolicy")
+        self.assertEqual(policy["spec"]["podSelector"]["matchLabels"],
+                         deployment["spec"]["template"]["metadata"]["labels"])
+        rules = [r for r in policy["spec"]["ingress"] if any(p["port"] == extender for p in r["ports"])]
+        self.assertEqual(len(rules), 1, rules)
+        self.assertEqual(rules[0]["from"], [{"podSelector": {"matchLabels": scheduler_labels}}])
 
     def test_rbac_lets_toposched_create_bindings(self):
         rules = [d for d in load("rbac.yaml") if d["kind"] == "ClusterRole"][0]["rules"]

@@ -187,7 +187,9 @@ class Topo final : public PlacementPolicy {
       return select(s, smaller, allowed);
     }
     plan.units = r.total_gpus / plan.unit;
-    plan.fixed = r.exclusive || r.gpus_per_node > 0;
+    // Exclusive without a per-node count takes any number of GPUs from whole free nodes
+    // (node_capacity counts only those); only a per-node count fixes the units per node.
+    plan.fixed = r.gpus_per_node > 0;
     if (plan.fixed) {
       if (r.gpus_per_node % plan.unit != 0)
         return make_error(ErrorCode::kInfeasible, fmt::format("a TP group of {} GPUs does not divide {} GPUs per node",
