@@ -5,12 +5,20 @@
 //    one (counters p50_us, p99_us), over 20,000 queries that share prefixes with the cache.
 //  - BM_TraceReplay: the bundled 12,031-request Mooncake trace simulated under one policy,
 //    8 Llama-3-8B workers on 2 DGX H100 nodes (the trace is read once, outside the timing).
-// Results in docs/performance.md.
+//  - BM_EngineEventIngest: vLLM KV event batches (msgpack, tagged arrays, 16-token blocks)
+//    decoded, their tokens hashed, translated and applied to the index of a RouterService
+//    on one thread: counter events_per_s (one BlockStored of 4 blocks or one BlockRemoved
+//    each), 64 workers.
+// Results in docs/performance.md and docs/router.md.
 #include <benchmark/benchmark.h>
+
+#include <msgpack.hpp>
 
 #include <algorithm>
 #include <chrono>
 
+#include "router/api.h"
+#include "router/kv_events.h"
 #include "router/request_sim.h"
 #include "router/route.h"
 #include "router/router.h"
@@ -102,12 +110,71 @@ void BM_TraceReplay(benchmark::State& state) {
   state.counters["requests"] = static_cast<double>(trace.requests.size());
 }
 
+// Worker w's batch k: a BlockStored of 4 blocks continuing its chain (a new chain every 64
+// batches), and every 4th batch also a BlockRemoved of the oldest chain's blocks.
+std::vector<char> engine_batch(std::uint64_t w, std::uint64_t k) {
+  msgpack::sbuffer buf;
+  msgpack::packer<msgpack::sbuffer> p(buf);
+  const bool remove = k % 4 == 3 && k >= 128;
+  p.pack_array(3);
+  p.pack_double(static_cast<double>(k));
+  p.pack_array(remove ? 2 : 1);
+  const std::uint64_t base = (w << 40) + k * 4;
+  p.pack_array(7);
+  p.pack(std::string("BlockStored"));
+  p.pack_array(4);
+  for (std::uint64_t b = 0; b < 4; ++b) p.pack_uint64(base + b + 1);
+  if (k % 64 == 0) p.pack_nil();
+  else p.pack_uint64(base);
+  p.pack_array(64);
+  for (std::uint64_t t = 0; t < 64; ++t) p.pack_uint32(static_cast<std::uint32_t>((base * 64 + t) % 128000));
+  p.pack(16), p.pack_nil(), p.pack(std::string("GPU"));
+  if (remove) {
+    p.pack_array(3);
+    p.pack(std::string("BlockRemoved"));
+    p.pack_array(4);
+    const std::uint64_t old = (w << 40) + (k - 128) * 4;
+    for (std::uint64_t b = 0; b < 4; ++b) p.pack_uint64(old + b + 1);
+    p.pack_nil();
+  }
+  return {buf.data(), buf.data() + buf.size()};
+}
+
+void BM_EngineEventIngest(benchmark::State& state) {
+  auto cluster = build_preset("dgx-h100?nodes=8");
+  auto service = cluster ? RouterService::create(*cluster, {"llama3-8b", 64, 1, "kv", 16}) : tl::unexpected(cluster.error());
+  if (!service) {
+    state.SkipWithError("setup failed");
+    return;
+  }
+  constexpr std::uint64_t kPerWorker = 2048;
+  std::vector<std::vector<char>> batches;
+  for (std::uint64_t k = 0; k < kPerWorker; ++k)
+    for (std::uint64_t w = 0; w < 64; ++w) batches.push_back(engine_batch(w, k));
+  std::size_t events = 0, refused = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < batches.size(); ++i) {
+      auto b = decode_engine_batch(std::as_bytes(std::span<const char>(batches[i])));
+      auto ev = engine_batch_to_router_events(*b, i % 64, 16);
+      auto out = (*service)->apply_to_slot(static_cast<int>(i % 64), *ev);
+      events += ev->size();
+      refused += out.refused;
+    }
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  state.counters["events_per_s"] = static_cast<double>(events) / seconds;
+  state.counters["refused"] = static_cast<double>(refused);
+}
+
 void Policies(benchmark::internal::Benchmark* b) {
   for (std::size_t p = 0; p < policy_catalog().size(); ++p) b->Arg(static_cast<long>(p));
 }
 
 BENCHMARK(BM_RouteDecision)->Apply(Policies)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TraceReplay)->Apply(Policies)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EngineEventIngest)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -86,6 +86,9 @@ void register_route(CLI::App& app, int& exit_code) {
   cmd->add_option("--kv-cache-blocks", o->cache_blocks,
                   "KV cache per worker in 512-token blocks: auto (default: 90% of GPU memory less weights), unlimited, or N");
   cmd->add_option("--max-batched-tokens", o->route.sim.max_batched_tokens, "Token budget of one batching iteration (default 8192)");
+  cmd->add_flag("--find-load", o->route.find_load,
+                "Also sweep the rate: round-robin at 1x, 1.25x, ... until its TTFT p99 is 5x the unloaded p99; print\n"
+                "every policy at the light (1x, if round-robin's p99 <= 1.3x unloaded), knee (>= 2x) and overload (>= 5x) points");
   cmd->add_flag("--skip-bad-rows", o->route.skip_bad_rows, "Skip malformed trace lines (counted on stderr) instead of failing");
   cmd->add_option("--report,-r", o->report_dir, "Write DIR/report.json and DIR/report.html");
   cmd->add_flag("--quiet,-q", o->quiet, "No notes on stderr");

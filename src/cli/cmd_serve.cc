@@ -65,6 +65,11 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--router-workers", o->router_workers, "POST /v1/route: number of replicas, spread over the nodes (default 8)");
   cmd->add_option("--router-tp", o->router_tp, "POST /v1/route: GPUs per replica (default 1)");
   cmd->add_option("--router-policy", o->router_policy, "POST /v1/route: routing policy (default kv-topo)");
+  cmd->add_option("--router-block-tokens", o->router_block_tokens,
+                  "Tokens per KV block of the router's index and of the engines' events (default 512; vLLM's is 16)");
+  cmd->add_option("--router-kv-events", o->router_kv_events,
+                  "Subscribe router worker W to an engine's ZMQ KV event publisher (vLLM, SGLang):\n"
+                  "W=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,topic=T]; repeat per worker (docs/router.md)");
   cmd->add_option("--advertise", o->advertise,
                   "With an etcd store: the URL other replicas give clients as the leader's (default: this\n"
                   "server's http://ADDR:PORT; set it when listening on 0.0.0.0)");

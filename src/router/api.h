@@ -1,26 +1,46 @@
-// The router as a service answers it: JSON in, JSON out, for `POST /v1/route` and
-// `POST /v1/kv-events` (the HTTP handlers in service/ only pass bodies through).
+// The router as a service answers it: JSON in, JSON out, for `POST /v1/route`,
+// `POST /v1/kv-events`, `GET /v1/kv-index` and `POST /v1/kv-workers` (the HTTP handlers in
+// service/ only pass bodies through), and what engine event subscribers
+// (router/engine_subscriber.h) apply.
 //
 //  - route body: {"input_length": N, "block_hashes": [u64...]} with Dynamo's chained
-//    sequence hashes, or {"input_length": N, "hash_ids": [...]} with per-block content ids
-//    (Mooncake's), chained here; optional "request_id" (u64) to report its end later.
-//    Answer: {"worker", "node", "gpus": ["node:index"...], "overlap_blocks", "pull_from"
+//    sequence hashes, {"input_length": N, "hash_ids": [...]} with per-block content ids
+//    (Mooncake's), chained here, or {"token_ids": [u32...], "input_length"?: N} hashed the
+//    router's (Dynamo's) way per full block of block_tokens; optional "request_id" (u64) to
+//    report its end later; "explain": true adds "overlaps" (every worker's cached prefix,
+//    in blocks). Answer: {"worker", "worker_id", "dp_rank", "node", "gpus":
+//    ["node:index"...], "overlap_blocks", "tier_overlap_blocks": {tier: n}, "pull_from"
 //    (worker or null), "pull_blocks", "cost", "predicted_ttft_s", "policy"}.
-//  - kv-events body: Dynamo's RouterEvent, {"worker_id": W, "event": {"event_id": E,
-//    "data": {"stored": {"parent_hash": h|null, "blocks": [{"block_hash", "tokens_hash"}]}}
-//    | {"removed": {"block_hashes": [...]}} | "cleared"}}, or {"worker_id", "events": [...]}.
-//    Answer: {"applied": n}. An event whose parent the worker does not hold is refused
-//    (kNotFound) and those after it are not applied.
+//  - kv-events body: Dynamo's RouterEvent (router/kv_events.h) or {"worker_id", "events":
+//    [...]}. Answer: {"applied": n}. A `stored` event whose parent the worker does not hold is
+//    refused (kNotFound) and those after it are not applied.
+//
+// Blocks are indexed under the router's own names: a stored block with a `tokens_hash` is
+// named by the chain of tokens hashes from its first block (what a route with token_ids
+// computes), found through the engine's `parent_hash` (each worker keeps a map from the
+// engine's block hashes to the router's names); a block without one is named by its
+// `block_hash` as given (the engine is then trusted to hash the router's way).
+//
+// Workers: Dynamo's (worker_id u64, dp_rank) pairs take the router's worker slots
+// 0..workers-1: (w, 0) with w < workers takes slot w when free; any other pair takes the
+// lowest free slot on first sight (or by POST /v1/kv-workers); once every slot is taken,
+// events of a new pair are refused (kInfeasible).
 // Errors are kInvalidArgument with the JSON path of what is wrong ("events[2].data: ...").
 // Thread-safety: RouterService serialises every call on its mutex (router_mutex_).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <map>
+#include <unordered_map>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "router/kv_events.h"
 #include "router/request_trace.h"
 #include "router/router.h"
 
@@ -31,9 +51,19 @@ struct RouteServiceOptions {
   int workers = 8;
   int tp = 1;
   std::string policy = "kv-topo";
+  int block_tokens = kMooncakeBlockTokens;  // tokens per KV block (the engines' block size)
 };
 
-Result<std::vector<KvEvent>> parse_kv_events(const nlohmann::json& body);
+// Dynamo's RouterEvent JSON (one event or "events": [...]) as RouterEvents.
+Result<std::vector<RouterEvent>> parse_router_events(const nlohmann::json& body);
+
+// What applying a batch of events did: applied, refused (unknown parent, no free slot), and
+// the first refusal's message.
+struct ApplyOutcome {
+  std::size_t applied = 0;
+  std::size_t refused = 0;
+  std::string first_refusal;
+};
 
 class RouterService {
  public:
@@ -41,17 +71,42 @@ class RouterService {
 
   Result<nlohmann::json> route(const nlohmann::json& body);
   Result<nlohmann::json> kv_events(const nlohmann::json& body);
+  // {"worker_id", "dp_rank"?} -> {"worker": slot}: claims a slot (idempotent).
+  Result<nlohmann::json> register_worker(const nlohmann::json& body);
+  // {"workers": [{"worker", "worker_id", "dp_rank", "blocks": {tier: [router names, sorted]}}]}.
+  nlohmann::json dump();
   // POST /v1/route with "request_id" leaves the request active until this.
   void finished(std::uint64_t request_id);
 
+  // Engine subscribers: events of worker slot `slot` (its pair is claimed as (slot, dp 0)
+  // unless registered otherwise); an event refused is skipped, the rest applied.
+  ApplyOutcome apply_to_slot(int slot, const std::vector<RouterEvent>& events);
+  void clear_slot(int slot);  // every tier
+  int block_tokens() const { return block_tokens_; }
+  int workers() const { return static_cast<int>(workers_.size()); }
+
  private:
-  RouterService(const Cluster& cluster, std::vector<WorkerPlacement> workers, Router router)
-      : cluster_(cluster), workers_(std::move(workers)), router_(std::move(router)) {}
+  struct Slot {
+    bool claimed = false;
+    std::uint64_t worker_id = 0;
+    std::uint32_t dp_rank = 0;
+    // engine block hash -> router name, per tier
+    std::array<std::unordered_map<std::uint64_t, std::uint64_t>, kStorageTiers> names;
+  };
+  RouterService(const Cluster& cluster, std::vector<WorkerPlacement> workers, Router router, int block_tokens);
+  Result<int> slot_for(std::uint64_t worker_id, std::uint32_t dp_rank);  // claims; needs router_mutex_
+  Result<void> apply_locked(int slot, const RouterEvent& event);
+  KvIndex& tier_index(StorageTier tier);
+
   const Cluster& cluster_;
   std::vector<WorkerPlacement> workers_;
+  int block_tokens_;
   std::mutex router_mutex_;
-  Router router_;               // guarded by router_mutex_
-  std::uint64_t next_anonymous_ = 1ull << 63;  // guarded by router_mutex_
+  Router router_;                                   // guarded by router_mutex_; its index is the device tier
+  std::array<KvIndex, kStorageTiers - 1> lower_;    // guarded: host_pinned, disk, external
+  std::vector<Slot> slots_;                         // guarded
+  std::map<std::pair<std::uint64_t, std::uint32_t>, int> slot_of_;  // (worker_id, dp_rank) -> slot; guarded
+  std::uint64_t next_anonymous_ = 1ull << 63;       // guarded
 };
 
 }  // namespace toposched::router

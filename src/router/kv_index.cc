@@ -96,6 +96,20 @@ Result<void> KvIndex::apply(const KvEvent& event) {
   return {};
 }
 
+bool KvIndex::holds(int worker, std::uint64_t sequence_hash) const {
+  auto it = holders_.find(sequence_hash);
+  return it != holders_.end() && worker >= 0 && worker < workers_ && it->second.test(worker);
+}
+
+std::vector<std::uint64_t> KvIndex::blocks_of(int worker) const {
+  std::vector<std::uint64_t> out;
+  if (worker < 0 || worker >= workers_) return out;
+  for (const auto& [h, s] : holders_)
+    if (s.test(worker)) out.push_back(h);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 int KvIndex::longest_prefixes(std::span<const std::uint64_t> sequence, std::vector<int>& overlap) const {
   overlap.assign(static_cast<std::size_t>(workers_), 0);
   WorkerSet alive = WorkerSet::first(workers_);

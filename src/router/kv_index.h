@@ -105,6 +105,9 @@ class KvIndex {
 
   std::size_t blocks(int worker) const { return per_worker_[static_cast<std::size_t>(worker)]; }
   std::size_t distinct_blocks() const { return holders_.size(); }
+  bool holds(int worker, std::uint64_t sequence_hash) const;
+  // The blocks worker w holds, sorted (O(distinct blocks): for dumps, not for routing).
+  std::vector<std::uint64_t> blocks_of(int worker) const;
 
  private:
   int workers_ = 0;

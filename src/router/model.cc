@@ -11,9 +11,9 @@ namespace toposched::router {
 // Shapes from each model's published config.json (Meta Llama 3 / 3.1 model cards).
 const std::vector<ModelSpec>& model_catalog() {
   static const std::vector<ModelSpec> models = {
-      {"llama3-8b", "Meta Llama 3 8B: 32 layers, d_model 4096, 32 heads, 8 KV heads (GQA)", 8.03e9, 32, 4096, 32, 8, 128},
-      {"llama3-70b", "Meta Llama 3 70B: 80 layers, d_model 8192, 64 heads, 8 KV heads (GQA)", 70.6e9, 80, 8192, 64, 8, 128},
-      {"llama3-405b", "Meta Llama 3.1 405B: 126 layers, d_model 16384, 128 heads, 8 KV heads (GQA)", 405.9e9, 126, 16384, 128, 8, 128},
+      {"llama3-8b", "Meta Llama 3 8B: 32 layers, d_model 4096, 32 heads, 8 KV heads (GQA)", 8.03e9, 32, 4096, 32, 8, 128, 128256},
+      {"llama3-70b", "Meta Llama 3 70B: 80 layers, d_model 8192, 64 heads, 8 KV heads (GQA)", 70.6e9, 80, 8192, 64, 8, 128, 128256},
+      {"llama3-405b", "Meta Llama 3.1 405B: 126 layers, d_model 16384, 128 heads, 8 KV heads (GQA)", 405.9e9, 126, 16384, 128, 8, 128, 128256},
   };
   return models;
 }
@@ -63,19 +63,25 @@ TimeModel::TimeModel(const ModelSpec& model, const GpuSpec& gpu, int tp, Efficie
     : model_(model), gpu_(gpu), tp_(std::max(tp, 1)) {
   flops_per_s_ = tp_ * gpu.bf16_dense_tflops * 1e12 * eff.compute;
   bytes_per_s_ = tp_ * gpu.hbm_TBps * 1e12 * eff.bandwidth;
+  step_overhead_s_ = eff.step_overhead_s;
 }
 
 double TimeModel::iteration_s(double prefill_tokens, double prefill_position_sum, double prefill_context_tokens,
-                              double decode_seqs, double decode_context_sum) const {
+                              double decode_seqs, double decode_context_sum, double prefill_seqs) const {
   if (prefill_tokens <= 0 && decode_seqs <= 0) return 0;
-  const double n = model_.params, attn = 2.0 * model_.layers * model_.heads * model_.head_dim;
-  // Kaplan et al.: 2N + 2 n_layer n_ctx d_attn per token, n_ctx the token's own context.
-  double flops = 2 * n * (prefill_tokens + decode_seqs) + attn * (prefill_position_sum + decode_context_sum);
-  // Weights once per iteration; the KV of every earlier token each sequence attends to;
-  // the KV written for the new tokens.
+  if (prefill_tokens <= 0) prefill_seqs = 0;
+  const double d_attn = static_cast<double>(model_.heads) * model_.head_dim;
+  // Per token: 2 per non-embedding parameter; per earlier position it attends (causal):
+  // QK^T and attention x V, 2 x 2 d_attn per layer; per sampling sequence: the LM head.
+  const double tokens = prefill_tokens + decode_seqs;
+  double flops = 2 * model_.per_token_params() * tokens + 4.0 * model_.layers * d_attn * (prefill_position_sum + decode_context_sum) +
+                 2 * model_.embedding_params() * (decode_seqs + prefill_seqs);
+  // Weights once per iteration (the input embedding is a lookup, not read whole); the KV of
+  // every earlier token each sequence attends to; the KV written for the new tokens.
   double kv = model_.kv_bytes_per_token();
-  double bytes = model_.weight_bytes() + kv * (prefill_context_tokens + decode_context_sum) + kv * (prefill_tokens + decode_seqs);
-  return std::max(flops / flops_per_s_, bytes / bytes_per_s_);
+  double bytes = (model_.params - model_.embedding_params()) * model_.bytes_per_param + kv * (prefill_context_tokens + decode_context_sum) +
+                 kv * tokens;
+  return step_overhead_s_ + std::max(flops / flops_per_s_, bytes / bytes_per_s_);
 }
 
 double TimeModel::prefill_s(double tokens, double cached) const {

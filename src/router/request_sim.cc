@@ -216,6 +216,10 @@ bool Engine::admit_one(int w, int i) {
     if (!W.cache.contains(h)) W.cache.pin(h);
   W.cache.add_private(r.private_blocks);
   if (r.decode_side) {
+    // --pd: the first token reaches the client once its KV is on the decode worker and that
+    // worker takes it (vLLM's disaggregated serving with NIXL: the KV pull is on TTFT).
+    RequestOutcome& o = result_.requests[static_cast<std::size_t>(i)];
+    o.ttft_s = W.now - o.arrival_s;
     r.stage = Stage::kDecode;
     return true;
   }
@@ -323,7 +327,7 @@ void Engine::iterate(int w) {
     pre_context += r.position;
     chunks.push_back({i, c});
   }
-  double dt = time_.iteration_s(pre_tokens, pre_positions, pre_context, decode_seqs, decode_ctx);
+  double dt = time_.iteration_s(pre_tokens, pre_positions, pre_context, decode_seqs, decode_ctx, static_cast<double>(chunks.size()));
   double end = W.now + dt;
   W.busy_s += dt;
   const int bs = config_.block_tokens;
@@ -432,9 +436,13 @@ PolicyResult Engine::run() {
     if (config_.disaggregated && !heap_.empty()) limit = std::min(limit, heap_.top().first);
     run_worker(w, t, limit);
   }
+  double busy = 0, first = n ? arrival(0) : 0, last = first;
   for (std::size_t w = 0; w < rt_.size(); ++w) {
     result_.busy_gpu_s += rt_[w].busy_s * static_cast<double>(workers_[w].gpus.size());
+    busy += rt_[w].busy_s;
   }
+  for (const RequestOutcome& o : result_.requests) last = std::max(last, o.finish_s);
+  if (last > first) result_.busy_fraction = busy / (static_cast<double>(rt_.size()) * (last - first));
   result_.energy_kwh = result_.busy_gpu_s * time_.gpu().board_power_w / 3.6e6;
   return std::move(result_);
 }
@@ -461,6 +469,41 @@ Result<PolicyResult> simulate_policy(const Cluster& cluster, const std::vector<W
   TOPOSCHED_TRY(sub, transfer_table(cluster, prefill_side, block_bytes));
   Engine engine(cluster, workers, time, trace, hashes, policy, config, std::move(all), std::move(sub), capacity);
   return engine.run();
+}
+
+double unloaded_ttft_s(const TimeModel& time, int input_tokens, int max_batched_tokens) {
+  const double budget = std::max(1, max_batched_tokens);
+  double t = 0;
+  for (double done = 0; done < input_tokens;) {
+    double c = std::min(budget, input_tokens - done);
+    t += time.iteration_s(c, c * (2 * done + c - 1) / 2, done, 0, 0, 1);
+    done += c;
+  }
+  return t;
+}
+
+double oracle_token_hit_rate(const RequestTrace& trace, const std::vector<std::vector<std::uint64_t>>& hashes, long long capacity_blocks,
+                             int block_tokens) {
+  std::list<std::uint64_t> lru;  // most recent first
+  std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> where;
+  double input = 0, hit = 0;
+  for (std::size_t i = 0; i < trace.requests.size() && i < hashes.size(); ++i) {
+    const auto& seq = hashes[i];
+    std::size_t prefix = 0;
+    while (prefix < seq.size() && where.contains(seq[prefix])) ++prefix;
+    input += trace.requests[i].input_tokens;
+    hit += std::min<double>(static_cast<double>(prefix) * block_tokens, trace.requests[i].input_tokens);
+    for (std::size_t k = seq.size(); k-- > 0;) {
+      if (auto it = where.find(seq[k]); it != where.end()) lru.erase(it->second);
+      lru.push_front(seq[k]);
+      where[seq[k]] = lru.begin();
+    }
+    while (capacity_blocks >= 0 && static_cast<long long>(lru.size()) > capacity_blocks) {
+      where.erase(lru.back());
+      lru.pop_back();
+    }
+  }
+  return input > 0 ? hit / input : 0;
 }
 
 }  // namespace toposched::router

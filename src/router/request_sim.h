@@ -63,6 +63,7 @@ struct PolicyResult {
   std::map<std::string, double> kv_bytes_by_level;  // path level name -> bytes moved between workers
   double kv_bytes_moved = 0;
   double busy_gpu_s = 0;
+  double busy_fraction = 0;             // busy worker-seconds / (workers x (last finish - first arrival))
   double energy_kwh = 0;                // busy GPU time at board power
   long long cache_blocks_per_worker = 0;  // -1 unlimited
 };
@@ -72,5 +73,16 @@ struct PolicyResult {
 Result<PolicyResult> simulate_policy(const Cluster& cluster, const std::vector<WorkerPlacement>& workers, const TimeModel& time,
                                      const RequestTrace& trace, const std::vector<std::vector<std::uint64_t>>& hashes,
                                      const PolicyEntry& policy, const SimConfig& config);
+
+// TTFT of a prompt of `input_tokens` computed alone on an idle worker with nothing cached:
+// its chunks of max_batched_tokens, one iteration each.
+double unloaded_ttft_s(const TimeModel& time, int input_tokens, int max_batched_tokens);
+
+// Token hit rate of one LRU cache of `capacity_blocks` blocks (< 0: unlimited) serving every
+// request of the trace in arrival order: each request's longest cached prefix, capped at its
+// input, then its blocks become the most recent (its first ones last, as the workers' caches
+// keep shared prefixes longest). What one cache of the whole cluster's size could serve.
+double oracle_token_hit_rate(const RequestTrace& trace, const std::vector<std::vector<std::uint64_t>>& hashes, long long capacity_blocks,
+                             int block_tokens);
 
 }  // namespace toposched::router

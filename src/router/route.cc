@@ -1,6 +1,7 @@
 #include "router/route.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,80 @@ Result<void> check_policies(const std::vector<std::string>& policies) {
     auto p = find_policy(policies[i]);
     if (!p) return make_error(ErrorCode::kInvalidArgument, p.error().message);
   }
+  return {};
+}
+
+double nearest_rank(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size(), std::max<std::size_t>(k, 1)) - 1];
+}
+
+double ttft_p99(const PolicyResult& r) {
+  std::vector<double> t;
+  for (const RequestOutcome& o : r.requests) t.push_back(o.ttft_s);
+  return nearest_rank(std::move(t), 0.99);
+}
+
+LoadBaseline baseline(const TimeModel& time, const RequestTrace& trace, const std::vector<std::vector<std::uint64_t>>& hashes,
+                      const RouteOptions& o) {
+  LoadBaseline b;
+  std::vector<double> ttft;
+  double sum = 0;
+  for (const LlmRequest& r : trace.requests) {
+    ttft.push_back(unloaded_ttft_s(time, r.input_tokens, o.sim.max_batched_tokens));
+    sum += ttft.back();
+  }
+  b.unloaded_ttft_mean_s = ttft.empty() ? 0 : sum / static_cast<double>(ttft.size());
+  b.unloaded_ttft_p99_s = nearest_rank(std::move(ttft), 0.99);
+  long long per_worker = o.sim.cache_blocks != 0 ? o.sim.cache_blocks : static_cast<long long>(time.kv_capacity_tokens() / o.sim.block_tokens);
+  b.oracle_cache_blocks = per_worker < 0 ? -1 : per_worker * o.workers;
+  b.oracle_token_hit_rate = oracle_token_hit_rate(trace, hashes, b.oracle_cache_blocks, o.sim.block_tokens);
+  return b;
+}
+
+// Round-robin at increasing speeds until its TTFT p99 is 5x the unloaded p99, then every
+// policy at the light, knee and overload points (RouteRun::points).
+Result<void> find_load_points(const Cluster& cluster, const std::vector<WorkerPlacement>& workers, const TimeModel& time,
+                              const RequestTrace& trace, const std::vector<std::vector<std::uint64_t>>& hashes, const RouteOptions& o,
+                              RouteRun& run) {
+  static constexpr double kGrid[] = {1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 5, 6, 8, 10, 12, 16, 20, 25, 32};
+  TOPOSCHED_TRY(rr, find_policy("round-robin"));
+  const double unloaded = std::max(run.baseline.unloaded_ttft_p99_s, 1e-12);
+  std::vector<std::pair<double, PolicyResult>> rr_runs;
+  for (double speed : kGrid) {
+    SimConfig c = o.sim;
+    c.speed = speed;
+    TOPOSCHED_TRY(r, simulate_policy(cluster, workers, time, trace, hashes, *rr, c));
+    double p99 = ttft_p99(r);
+    run.sweep.push_back({speed, p99, p99 / unloaded});
+    rr_runs.emplace_back(speed, std::move(r));
+    if (p99 / unloaded >= 5) break;
+  }
+  auto add_point = [&](const char* name, std::size_t k) -> Result<void> {
+    LoadPoint p{name, run.sweep[k].speed, run.sweep[k].ratio, {}};
+    SimConfig c = o.sim;
+    c.speed = p.speed;
+    for (const std::string& pol : o.policies) {
+      if (pol == "round-robin") {
+        p.results.push_back(rr_runs[k].second);
+        continue;
+      }
+      TOPOSCHED_TRY(policy, find_policy(pol));
+      TOPOSCHED_TRY(result, simulate_policy(cluster, workers, time, trace, hashes, *policy, c));
+      p.results.push_back(std::move(result));
+    }
+    run.points.push_back(std::move(p));
+    return {};
+  };
+  if (run.sweep.front().ratio <= 1.3) TOPOSCHED_CHECK(add_point("light", 0));
+  for (std::size_t k = 0; k < run.sweep.size(); ++k)
+    if (run.sweep[k].ratio >= 2) {
+      TOPOSCHED_CHECK(add_point("knee", k));
+      break;
+    }
+  if (run.sweep.back().ratio >= 5) TOPOSCHED_CHECK(add_point("overload", run.sweep.size() - 1));
   return {};
 }
 
@@ -53,12 +128,14 @@ Result<RouteRun> run_route(const Cluster& cluster, const std::string& cluster_la
   run.info.sim = o.sim;
   for (const WorkerPlacement& w : workers) run.info.worker_nodes.push_back(cluster.node_name(w.node));
   run.stats = trace_stats(trace, o.sim.block_tokens);
+  run.baseline = baseline(time, trace, hashes, o);
   for (const std::string& name : o.policies) {
     TOPOSCHED_TRY(policy, find_policy(name));
     TOPOSCHED_TRY(result, simulate_policy(cluster, workers, time, trace, hashes, *policy, o.sim));
     run.info.cache_blocks_per_worker = result.cache_blocks_per_worker;
     run.results.push_back(std::move(result));
   }
+  if (o.find_load) TOPOSCHED_CHECK(find_load_points(cluster, workers, time, trace, hashes, o, run));
   return run;
 }
 

@@ -30,7 +30,32 @@ struct RouteOptions {
   int tp = 1;
   std::vector<std::string> policies = {"round-robin", "kv", "kv-topo"};
   bool skip_bad_rows = false;
+  bool find_load = false;  // --find-load: also sweep the rate for the light, knee and overload points
   SimConfig sim;
+};
+
+// What the trace costs without load and without routing: every prompt's prefill alone on an
+// idle worker (unloaded TTFT), and what one LRU cache of the whole cluster's KV would serve.
+struct LoadBaseline {
+  double unloaded_ttft_mean_s = 0;
+  double unloaded_ttft_p99_s = 0;
+  double oracle_token_hit_rate = 0;
+  long long oracle_cache_blocks = 0;  // -1: unlimited
+};
+
+// --find-load: round-robin's TTFT p99 over the unloaded p99 at each speed tried, and the
+// three load points: light (the trace's own rate, when that ratio is <= 1.3 there), knee
+// (the smallest speed tried with a ratio >= 2) and overload (>= 5), each with every policy.
+struct SweepStep {
+  double speed = 0;
+  double round_robin_ttft_p99_s = 0;
+  double ratio = 0;
+};
+struct LoadPoint {
+  std::string name;  // light, knee, overload
+  double speed = 0;
+  double ratio = 0;
+  std::vector<PolicyResult> results;
 };
 
 struct RouteRunInfo {
@@ -48,7 +73,10 @@ struct RouteRunInfo {
 struct RouteRun {
   RouteRunInfo info;
   TraceStats stats;
+  LoadBaseline baseline;
   std::vector<PolicyResult> results;
+  std::vector<SweepStep> sweep;    // --find-load
+  std::vector<LoadPoint> points;   // --find-load: the points found, in order light, knee, overload
 };
 
 // Errors: kInvalidArgument for bad options (unknown policy or model, listed twice, ...),

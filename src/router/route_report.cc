@@ -100,6 +100,7 @@ Json policy_json(const Summary& s, const PolicyResult& r) {
   for (const auto& [level, bytes] : r.kv_bytes_by_level) levels[level] = round_decimals(bytes, 0);
   p["kv_bytes_moved_by_level"] = std::move(levels);
   p["busy_gpu_hours"] = round_decimals(r.busy_gpu_s / 3600, 6);
+  p["busy_fraction"] = round_decimals(r.busy_fraction, 6);
   p["energy_kwh"] = round_decimals(r.energy_kwh, 6);
   return p;
 }
@@ -144,6 +145,7 @@ std::vector<Row> rows() {
       {"output tokens/s", [](const Summary& s, const PolicyResult&) { return fmt::format("{:.0f}", s.throughput); }},
       {"block hit rate", [](const Summary& s, const PolicyResult&) { return fmt::format("{:.2f} %", 100 * s.block_hit); }},
       {"token hit rate", [](const Summary& s, const PolicyResult&) { return fmt::format("{:.2f} %", 100 * s.token_hit); }},
+      {"busy", [](const Summary&, const PolicyResult& r) { return fmt::format("{:.1f} %", 100 * r.busy_fraction); }},
       {"KV moved", [](const Summary&, const PolicyResult& r) { return gigabytes(r.kv_bytes_moved); }},
       {"energy", [](const Summary&, const PolicyResult& r) { return fmt::format("{:.2f} kWh", r.energy_kwh); }},
   };
@@ -171,36 +173,80 @@ std::string route_report_json(const RouteRun& run) {
   t["duration_s"] = round_decimals(run.stats.duration_s, 3);
   t["block_reuse"] = round_decimals(run.stats.block_reuse, 6);
   t["token_hit_upper_bound"] = round_decimals(run.stats.token_hit_upper_bound, 6);
+  t["unloaded_ttft_mean_s"] = round_decimals(run.baseline.unloaded_ttft_mean_s, 6);
+  t["unloaded_ttft_p99_s"] = round_decimals(run.baseline.unloaded_ttft_p99_s, 6);
+  t["oracle_token_hit_rate"] = round_decimals(run.baseline.oracle_token_hit_rate, 6);
+  t["oracle_cache_blocks"] = run.baseline.oracle_cache_blocks;
   root["trace"] = std::move(t);
   Json policies = Json::object();
   for (const PolicyResult& r : run.results) policies[r.policy] = policy_json(summarise(r), r);
   root["policies"] = std::move(policies);
+  if (!run.sweep.empty()) {
+    Json sweep = Json::array();
+    for (const SweepStep& st : run.sweep)
+      sweep.push_back({{"speed", round_decimals(st.speed, 6)}, {"round_robin_ttft_p99_s", round_decimals(st.round_robin_ttft_p99_s, 6)},
+                       {"ratio", round_decimals(st.ratio, 6)}});
+    root["load_sweep"] = std::move(sweep);
+    Json points = Json::object();
+    for (const LoadPoint& lp : run.points) {
+      Json pp = Json::object();
+      for (const PolicyResult& r : lp.results) pp[r.policy] = policy_json(summarise(r), r);
+      points[lp.name] = {{"speed", round_decimals(lp.speed, 6)}, {"round_robin_ttft_p99_over_unloaded", round_decimals(lp.ratio, 6)},
+                         {"policies", std::move(pp)}};
+    }
+    root["load_points"] = std::move(points);
+  }
   root["run"] = run_json(run.info);
   return root.dump(2) + "\n";
 }
 
-std::string route_report_table(const RouteRun& run) {
+namespace {
+
+std::string policy_table(const std::vector<PolicyResult>& results) {
   std::vector<Summary> sums;
-  for (const PolicyResult& r : run.results) sums.push_back(summarise(r));
+  for (const PolicyResult& r : results) sums.push_back(summarise(r));
   std::vector<Row> rs = rows();
   std::size_t label_w = 0;
   for (const Row& r : rs) label_w = std::max(label_w, r.label.size());
   std::vector<std::size_t> col_w;
   for (std::size_t p = 0; p < sums.size(); ++p) {
     std::size_t w = sums[p].policy.size();
-    for (const Row& r : rs) w = std::max(w, r.cell(sums[p], run.results[p]).size());
+    for (const Row& r : rs) w = std::max(w, r.cell(sums[p], results[p]).size());
     col_w.push_back(w);
   }
-  std::string out = run_line(run) + "\n";
-  out += fmt::format("trace: block reuse {:.2f} %, token hit upper bound {:.2f} %\n\n", 100 * run.stats.block_reuse,
-                     100 * run.stats.token_hit_upper_bound);
-  out += fmt::format("{:<{}}", "", label_w);
+  std::string out = fmt::format("{:<{}}", "", label_w);
   for (std::size_t p = 0; p < sums.size(); ++p) out += fmt::format("  {:>{}}", sums[p].policy, col_w[p]);
   out += "\n";
   for (const Row& r : rs) {
     out += fmt::format("{:<{}}", r.label, label_w);
-    for (std::size_t p = 0; p < sums.size(); ++p) out += fmt::format("  {:>{}}", r.cell(sums[p], run.results[p]), col_w[p]);
+    for (std::size_t p = 0; p < sums.size(); ++p) out += fmt::format("  {:>{}}", r.cell(sums[p], results[p]), col_w[p]);
     out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string route_report_table(const RouteRun& run) {
+  std::string out = run_line(run) + "\n";
+  out += fmt::format("trace: block reuse {:.2f} %, token hit upper bound {:.2f} %, one LRU of the cluster's cache {:.2f} %\n",
+                     100 * run.stats.block_reuse, 100 * run.stats.token_hit_upper_bound, 100 * run.baseline.oracle_token_hit_rate);
+  out += fmt::format("unloaded TTFT (each prompt alone on an idle worker): mean {}, p99 {}\n\n", seconds(run.baseline.unloaded_ttft_mean_s),
+                     seconds(run.baseline.unloaded_ttft_p99_s));
+  out += policy_table(run.results);
+  if (!run.sweep.empty()) {
+    out += "\nload sweep (round-robin TTFT p99 / unloaded p99):";
+    for (const SweepStep& st : run.sweep) out += fmt::format(" {}x {:.2f}", st.speed, st.ratio);
+    out += "\n";
+    for (const char* name : {"light", "knee", "overload"}) {
+      auto it = std::find_if(run.points.begin(), run.points.end(), [&](const LoadPoint& p) { return p.name == name; });
+      if (it == run.points.end()) {
+        out += fmt::format("\n{}: not found in the sweep\n", name);
+        continue;
+      }
+      out += fmt::format("\n{}: {}x the rate (round-robin TTFT p99 {:.2f}x unloaded)\n", name, it->speed, it->ratio);
+      out += policy_table(it->results);
+    }
   }
   return out;
 }

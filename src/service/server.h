@@ -75,6 +75,8 @@ struct ServeOptions {
   int router_workers = 8;                  // --router-workers
   int router_tp = 1;                       // --router-tp
   std::string router_policy = "kv-topo";   // --router-policy
+  int router_block_tokens = 512;           // --router-block-tokens: tokens per KV block (the engines' block size)
+  std::vector<std::string> router_kv_events;  // --router-kv-events W=ENDPOINT[,replay=ENDPOINT][,topic=T], per worker
   double slurm_poll_interval_s = 5;  // --slurm-poll-interval
   // HA (--store etcd://...; service/replication.h).
   std::string advertise;      // --advertise URL followers name as the leader (default: this server's URL)

@@ -68,36 +68,50 @@ TEST(RouterAcceptance, KvAgainstRoundRobinOnTwoDgxH100) {
   auto p = run("preset:dgx-h100?nodes=2", 1.0, {"round-robin", "kv"});
   std::cout << "kv/round-robin: TTFT mean " << ratio(p, "kv", "round-robin", "ttft_mean_s") << ", p99 "
             << ratio(p, "kv", "round-robin", "ttft_p99_s") << ", TPOT mean " << ratio(p, "kv", "round-robin", "tpot_mean_s") << "\n";
-  // Target: mean TTFT -40 %, p99 -50 %. The model gives -13.5 % and -21 %: with an H100's
-  // KV cache (833 blocks per worker, about 80 s of the trace's new blocks) most of the
-  // trace's reuse is evicted before the next turn arrives, whatever the routing.
+  // Issue 15's target (-40 % mean, -50 % p99) assumed a loaded baseline; with issue 33's
+  // time model the figures are -25.9 % and -30.9 % (docs/router.md): an H100's KV cache (833
+  // blocks per worker) loses most of the trace's reuse before the next turn arrives.
   EXPECT_LE(ratio(p, "kv", "round-robin", "ttft_mean_s"), 0.90);
   EXPECT_LE(ratio(p, "kv", "round-robin", "ttft_p99_s"), 0.85);
   EXPECT_GT(p["kv"]["token_hit_rate"].get<double>(), 1.5 * p["round-robin"]["token_hit_rate"].get<double>());
   EXPECT_NEAR(ratio(p, "kv", "round-robin", "tpot_mean_s"), 1.0, 0.10);  // met
 }
 
-// Acceptance 3: at three times the rate, nodes joined by 25 GbE Ethernet.
+// Issue 33's acceptance 1 at the knee (2x: round-robin's TTFT p99 is 3.24x the unloaded p99).
+TEST(RouterAcceptance, KvAgainstRoundRobinAtTheKnee) {
+  auto p = run("preset:dgx-h100?nodes=2", 2.0, {"round-robin", "kv"});
+  EXPECT_LE(ratio(p, "kv", "round-robin", "ttft_mean_s"), 0.65);  // target -35 %; the model -66.7 %
+  EXPECT_LE(ratio(p, "kv", "round-robin", "ttft_p99_s"), 0.55);   // target -45 %; the model -69.8 %
+  EXPECT_LE(ratio(p, "kv", "round-robin", "tpot_p99_s"), 1.25);   // the model 1.00
+  EXPECT_LE(ratio(p, "kv", "round-robin", "tpot_mean_s"), 1.10);  // the model 0.85
+}
+
+// Issue 15's acceptance 3 asked for 3x the rate; with issue 33's time model 3x is far past
+// saturation (round-robin's TTFT p99 is 11.8x the unloaded p99 already at 2.5x, and at 3x
+// kv-topo's mean is 1.09x the blind variant's: docs/router.md). These runs use issue 33's
+// overload point, 2.5x, where the figures in docs/router.md come from.
 TEST(RouterAcceptance, KvTopoOn25GbE) {
-  auto p = run(std::string(TOPOSCHED_SOURCE_DIR) + "/examples/h100-2n-25gbe.yaml", 3.0, {"kv", "kv-pull-blind", "kv-topo"});
+  auto p = run(std::string(TOPOSCHED_SOURCE_DIR) + "/examples/h100-2n-25gbe.yaml", 2.5, {"kv", "kv-pull-blind", "kv-topo"});
   std::cout << "kv-topo/kv TTFT mean " << ratio(p, "kv-topo", "kv", "ttft_mean_s") << ", kv-topo/kv-pull-blind "
             << ratio(p, "kv-topo", "kv-pull-blind", "ttft_mean_s") << "\n";
-  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_mean_s"), 0.70);  // met: -44 %
-  // Target -30 % against the topology-blind variant; the model gives -25 %.
-  EXPECT_LE(ratio(p, "kv-topo", "kv-pull-blind", "ttft_mean_s"), 0.80);
+  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_mean_s"), 0.80);             // the model: 0.757
+  EXPECT_LE(ratio(p, "kv-topo", "kv-pull-blind", "ttft_mean_s"), 0.80);  // the model: 0.746
+  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_p99_s"), 1.02);              // issue 33: <= 1.02x (1.011)
+  EXPECT_LE(ratio(p, "kv-topo", "kv-pull-blind", "ttft_p99_s"), 1.02);
   // kv-topo moves its KV over NVLink; the blind variant also over the 25 GbE link.
   EXPECT_GT(p["kv-pull-blind"]["kv_bytes_moved_by_level"].value("tier:tor", 0.0), 0.0);
   EXPECT_LT(p["kv-topo"]["kv_bytes_moved_by_level"].value("tier:tor", 0.0), p["kv-pull-blind"]["kv_bytes_moved_by_level"].value("tier:tor", 0.0));
 }
 
-// Acceptance 3: the same on a 400 Gb/s RDMA fabric (DGX H100, 8x 400G NDR per node).
+// The same on a 400 Gb/s RDMA fabric (DGX H100, 8x 400G NDR per node), at the overload point.
 TEST(RouterAcceptance, KvTopoOnRdma400) {
-  auto p = run("preset:dgx-h100?nodes=2", 3.0, {"kv", "kv-topo"});
+  auto p = run("preset:dgx-h100?nodes=2", 2.5, {"kv", "kv-pull-blind", "kv-topo"});
   std::cout << "kv-topo/kv TTFT mean " << ratio(p, "kv-topo", "kv", "ttft_mean_s") << "\n";
-  // Target: within +-5 % of kv. It never hurts (met), but it is not within 5 %: it is 46 %
-  // better, because pulling a prefix from a busy worker's neighbour (NVLink, or 50 GB/s per
-  // GPU of RDMA) beats both recomputing and queueing behind the holder.
-  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_mean_s"), 1.05);
+  // It never hurts against kv (0.753) and stays within 5 % of the blind variant (0.973):
+  // on a fast fabric knowing the path buys little.
+  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_mean_s"), 1.02);
+  EXPECT_NEAR(ratio(p, "kv-topo", "kv-pull-blind", "ttft_mean_s"), 1.0, 0.05);
+  EXPECT_LE(ratio(p, "kv-topo", "kv-pull-blind", "ttft_p99_s"), 1.02);
 }
 
 }  // namespace

@@ -19,9 +19,9 @@ TEST(RouterApi, EventsThenRouteToTheCachedWorker) {
   auto seq = sequence_hashes(std::vector<std::uint64_t>{11, 12, 13});
   Json events = Json::parse(fmt::format(
       R"({{"worker_id": 2, "events": [
-           {{"event_id": 1, "data": {{"stored": {{"parent_hash": null, "blocks": [{{"block_hash": {}, "tokens_hash": 11}}]}}}}}},
+           {{"event_id": 1, "data": {{"stored": {{"parent_hash": null, "blocks": [{{"block_hash": {}, "tokens_hash": {}}}]}}}}}},
            {{"event_id": 2, "data": {{"stored": {{"parent_hash": {}, "blocks": [{{"block_hash": {}}}, {{"block_hash": {}}}]}}}}}}]}})",
-      seq[0], seq[0], seq[1], seq[2]));
+      seq[0], local_block_hash(11), seq[0], seq[1], seq[2]));
   auto applied = (*service)->kv_events(events);
   ASSERT_TRUE(applied) << applied.error().to_string();
   EXPECT_EQ((*applied)["applied"], 2);
@@ -55,8 +55,12 @@ TEST(RouterApi, BadBodiesSayWhere) {
   auto orphan = (*service)->kv_events(Json::parse(R"({"worker_id": 1, "event": {"data": {"stored": {"parent_hash": 99, "blocks": []}}}})"));
   ASSERT_FALSE(orphan);
   EXPECT_EQ(orphan.error().code, ErrorCode::kNotFound);
+  // Dynamo's 64-bit worker ids take free slots (the orphan's worker 1 took slot 1); then none is left.
   auto worker = (*service)->kv_events(Json::parse(R"({"worker_id": 7, "event": {"data": "cleared"}})"));
-  ASSERT_FALSE(worker);
+  ASSERT_TRUE(worker) << worker.error().to_string();
+  auto full = (*service)->kv_events(Json::parse(R"({"worker_id": 8, "event": {"data": "cleared"}})"));
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.error().code, ErrorCode::kInfeasible);
   EXPECT_FALSE(RouterService::create(*cluster, {"llama3-8b", 2, 1, "nope"}));
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "formats/cluster_source.h"
+#include "router/request_sim.h"
 #include "router/router.h"
 
 namespace toposched::router {
@@ -144,23 +145,58 @@ TEST(KvTopo, PullsOverNvlinkNotOverSlowEthernet) {
 
 TEST(TimeModel, RooflineFromDataSheets) {
   TimeModel t(*find_model("llama3-8b"), *find_gpu_spec("NVIDIA H100 80GB HBM3"), 1);
+  const double overhead = Efficiency{}.step_overhead_s;
+  EXPECT_DOUBLE_EQ(overhead, 0.001);
   // Llama 3 8B KV: 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 128 KiB per token.
   EXPECT_DOUBLE_EQ(t.model().kv_bytes_per_token(), 131072.0);
-  // One decode step at batch 1 reads the 16 GB of weights at 60% of 3.35 TB/s: ~8 ms.
+  // Embedding tables: 128,256 x 4,096 each (input and LM head, untied).
+  const double table = 128256.0 * 4096;
+  EXPECT_DOUBLE_EQ(t.model().per_token_params(), 8.03e9 - 2 * table);
+  // One decode step at batch 1 reads the weights but the input embedding (a lookup) at 60%
+  // of 3.35 TB/s: ~7.7 ms, plus the step overhead.
   double step = t.iteration_s(0, 0, 0, 1, 1000);
-  EXPECT_NEAR(step, (16.06e9 + 131072.0 * 1001) / (3.35e12 * 0.6), 1e-6);
-  // A 4096-token prefill is compute bound: 2N per token plus attention, at 50% of 989 TF.
-  double attn = 2.0 * 32 * 32 * 128 * (4096.0 * 4095 / 2);
-  EXPECT_NEAR(t.prefill_s(4096, 0), (2 * 8.03e9 * 4096 + attn) / (989e12 * 0.5), 1e-9);
-  // H200 decodes faster (4.8 TB/s); TP 2 halves the per-GPU work.
+  EXPECT_NEAR(step, overhead + ((8.03e9 - table) * 2 + 131072.0 * 1001) / (3.35e12 * 0.6), 1e-9);
+  // A 4096-token prefill is compute bound: 2 per non-embedding parameter per token, the LM
+  // head once (one sequence samples), causal attention QK^T and AV (4 n_layer d_attn per
+  // earlier position) at 50% of 989 TF.
+  double attn = 4.0 * 32 * (32 * 128) * (4096.0 * 4095 / 2);
+  double flops = 2 * (8.03e9 - 2 * table) * 4096 + 2 * table + attn;
+  EXPECT_NEAR(t.prefill_s(4096, 0), overhead + flops / (989e12 * 0.5), 1e-9);
+  // Against the earlier count (2N per token with the embedding tables, QK^T only): long
+  // prompts are slower (attention doubled), short ones faster (fewer parameters per token).
+  auto earlier = [](double n) { return (2 * 8.03e9 * n + 2.0 * 32 * 4096 * (n * (n - 1) / 2)) / (989e12 * 0.5); };
+  EXPECT_GT(t.prefill_s(32768, 0) - overhead, 1.05 * earlier(32768));
+  EXPECT_LT(t.prefill_s(512, 0) - overhead, 0.9 * earlier(512));
+  // H200 decodes faster (4.8 TB/s); TP 2 halves the per-GPU work (not the overhead).
   TimeModel h200(*find_model("llama3-8b"), *find_gpu_spec("H200"), 1);
   EXPECT_LT(h200.iteration_s(0, 0, 0, 1, 1000), step);
   TimeModel tp2(*find_model("llama3-8b"), *find_gpu_spec("H100"), 2);
-  EXPECT_NEAR(tp2.iteration_s(0, 0, 0, 1, 1000), step / 2, 1e-12);
+  EXPECT_NEAR(tp2.iteration_s(0, 0, 0, 1, 1000) - overhead, (step - overhead) / 2, 1e-12);
   EXPECT_FALSE(find_gpu_spec("L40S"));
   EXPECT_FALSE(find_model("gpt-5"));
   // KV capacity: 90% of 80 GB less 16 GB weights, in tokens.
   EXPECT_NEAR(t.kv_capacity_tokens(), (72e9 - 16.06e9) / 131072.0, 1);
+}
+
+TEST(TimeModel, UnloadedTtftIsTheChunkedPrefillAlone) {
+  TimeModel t(*find_model("llama3-8b"), *find_gpu_spec("H100"), 1);
+  // 10,000 tokens in chunks of 8,192: two iterations, the second after 8,192 cached.
+  EXPECT_NEAR(unloaded_ttft_s(t, 10000, 8192), t.prefill_s(8192, 0) + t.prefill_s(1808, 8192), 1e-12);
+  EXPECT_NEAR(unloaded_ttft_s(t, 100, 8192), t.prefill_s(100, 0), 1e-12);
+}
+
+TEST(Oracle, OneLruOfTheClusterCache) {
+  RequestTrace trace;
+  std::vector<std::vector<std::uint64_t>> hashes;
+  // Prompts A B, A C, D, A B (each block one 512-token block).
+  for (auto ids : std::vector<std::vector<std::uint64_t>>{{1, 2}, {1, 3}, {4}, {1, 2}}) {
+    trace.requests.push_back({0, static_cast<int>(ids.size()) * 512, 10, ids});
+    hashes.push_back(sequence_hashes(ids));
+  }
+  // Unlimited: hits A, nothing, A B = 3 of 7 blocks.
+  EXPECT_NEAR(oracle_token_hit_rate(trace, hashes, -1, 512), 3.0 / 7, 1e-12);
+  // Two blocks: after D, only D and A remain (A outlives its tails): the last prompt hits A.
+  EXPECT_NEAR(oracle_token_hit_rate(trace, hashes, 2, 512), 2.0 / 7, 1e-12);
 }
 
 }  // namespace

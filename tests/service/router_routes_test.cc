@@ -52,8 +52,8 @@ TEST(RouterEndpoints, EventsSteerTheRoute) {
   auto seq = router::sequence_hashes(std::vector<std::uint64_t>{5, 6});
   auto [st, ev] = post(c, "/v1/kv-events",
                        fmt::format(R"({{"worker_id": 3, "event": {{"event_id": 1, "data": {{"stored": {{"parent_hash": null,
-                                     "blocks": [{{"block_hash": {}, "tokens_hash": 5}}, {{"block_hash": {}, "tokens_hash": 6}}]}}}}}}}})",
-                                   seq[0], seq[1]));
+                                     "blocks": [{{"block_hash": {}, "tokens_hash": {}}}, {{"block_hash": {}, "tokens_hash": {}}}]}}}}}}}})",
+                                   seq[0], router::local_block_hash(5), seq[1], router::local_block_hash(6)));
   ASSERT_EQ(st, 200) << ev.dump();
   EXPECT_EQ(ev["applied"], 1);
   auto [rs, route] = post(c, "/v1/route", R"({"input_length": 1024, "hash_ids": [5, 6]})");
