@@ -83,7 +83,11 @@ std::array<KindTraffic, 5> traffic_of(const ParallelPlan& plan, const WorkloadMo
   t[2] = {Collective::kAllToAll, act / plan.tp * std::max(1, m.top_k), 2 * passes * moe_layers * m.micro_batches};
   const double f = std::clamp(m.expert_parameter_fraction, 0.0, 1.0);
   const double params_per_rank = m.parameters * ((1 - f) + f / plan.ep) / (static_cast<double>(plan.tp) * plan.pp);
-  t[3] = {Collective::kAllReduce, params_per_rank * m.grad_bytes_per_element, m.training ? 1 : 0};
+  // The distributed optimizer reduce-scatters the gradients and all-gathers the updated
+  // (activation-precision) parameters: per element half of each, as one all-reduce's bytes.
+  const double dp_element = m.distributed_optimizer ? (m.grad_bytes_per_element + m.bytes_per_element) / 2
+                                                    : m.grad_bytes_per_element;
+  t[3] = {Collective::kAllReduce, params_per_rank * dp_element, m.training ? 1 : 0};
   t[4] = {Collective::kSendRecv, act / plan.tp, passes * m.micro_batches};
   return t;
 }
@@ -186,6 +190,7 @@ Result<WorkloadModel> workload_class(std::string_view name) {
     // fp32 weights), 256 images per GPU and step (NVIDIA DeepLearningExamples' batch); DDP
     // overlaps its bucketed allreduce with the backward pass.
     m.family = ModelFamily::kVision;
+    m.distributed_optimizer = false;
     m.parameters = 25.6e6;
     m.grad_bytes_per_element = 4;
     m.bytes_per_element = 4;
@@ -200,6 +205,7 @@ Result<WorkloadModel> workload_class(std::string_view name) {
     // 6,912 samples per GPU (MLPerf's global batch of 55,296 on 8 GPUs). The dense gradients
     // are all-reduced across DP; the embedding all-to-all is not modelled (docs/cost-model.md).
     m.family = ModelFamily::kRecommendation;
+    m.distributed_optimizer = false;
     m.parameters = 16e6;
     m.grad_bytes_per_element = 4;
     m.bytes_per_element = 4;
