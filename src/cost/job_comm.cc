@@ -88,7 +88,9 @@ std::array<KindTraffic, 5> traffic_of(const ParallelPlan& plan, const WorkloadMo
   const double dp_element = m.distributed_optimizer ? (m.grad_bytes_per_element + m.bytes_per_element) / 2
                                                     : m.grad_bytes_per_element;
   t[3] = {Collective::kAllReduce, params_per_rank * dp_element, m.training ? 1 : 0};
-  t[4] = {Collective::kSendRecv, act / plan.tp, passes * m.micro_batches};
+  // Interleaved (virtual_stages chunks per stage): each micro-batch crosses every stage
+  // boundary once per chunk.
+  t[4] = {Collective::kSendRecv, act / plan.tp, passes * m.micro_batches * std::max(m.virtual_stages, 1)};
   return t;
 }
 

@@ -19,7 +19,7 @@
 //   dp: one allreduce of the rank's gradients per step (reduce-scatter + allgather with a
 //       distributed optimizer moves the same bytes),
 //   pp: 2 point-to-point transfers (activation forward, gradient backward) per micro-batch
-//       at every stage boundary.
+//       and virtual stage at every stage boundary.
 // Inference (training = false) runs the forward halves only and has no DP traffic. The
 // formulas and the workload classes are tabulated in docs/cost-model.md.
 // step_comm_us is the sum over kinds. What of it the step waits for (exposed_us per kind):

@@ -187,7 +187,8 @@ TEST(StepModel, PerKindOverlapBubbleAndStraggler) {
   EXPECT_DOUBLE_EQ(tp->exposed_us, tp->time_us);  // inside the layer
   EXPECT_LT(dp->exposed_us, dp->time_us);         // behind the last micro-batch
   EXPECT_GE(dp->exposed_us, dp->time_us * std::min(1.0, 40e6 * 4 / dp->bytes) - 1e-9);
-  // Fill and drain: 2 x (12 x 8 - 1) of the 128 transfers.
+  // Fill and drain: 2 x (12 x 8 - 1) of the 2 x 64 x 12 transfers (interleaved: one per chunk).
+  EXPECT_EQ(pp->calls, 2 * 64 * 12);
   EXPECT_NEAR(pp->exposed_us, pp->time_us / pp->calls * 2 * (12 * 8 - 1), 1e-6 * pp->time_us);
   EXPECT_NEAR(e->bubble_us, m.compute_us_per_step * 7 / (12.0 * 64), 1e-6 * e->bubble_us);
   EXPECT_NEAR(e->straggler_us, m.compute_us_per_step * kGpuSpeedSigma * std::sqrt(2 * std::log(128.0)), 1e-6);
