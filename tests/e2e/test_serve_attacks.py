@@ -15,7 +15,6 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-import serve_attack  # noqa: E402
 from serve_harness import BIN, Server  # noqa: E402
 
 H100x8 = "preset:dgx-h100?nodes=8"
@@ -442,21 +441,6 @@ class GenerateFlood(unittest.TestCase):
             self.assertLessEqual(statuses.get(202, 0), 400)
             self.assertLess(rss_mb(s.proc.pid) - base, 512, statuses)
 
-
-
-class Starvation(unittest.TestCase):
-    """200 slowloris connections and 64 busy keep-alive clients: a fresh client's GET
-    /healthz is still answered (each probe within 5 s; the measured p99 over 30 s is in
-    docs/service.md). This holds because the default --max-connections (512 workers) is
-    larger than the attack: cpp-httplib 0.11 gives each connection a thread and has no
-    whole-request deadline, so 513 slow connections would starve it (docs/robustness.md)."""
-
-    def test_health_is_answered_under_slowloris_and_keep_alive(self):
-        with tempfile.TemporaryDirectory() as d, Server(H100x8, "sqlite:" + os.path.join(d, "s.db"), d) as s:
-            latencies = serve_attack.attack(s.port, slow=200, busy=64, seconds=10, probe_timeout=5)
-            self.assertIsNone(s.proc.poll(), "the server died")
-            self.assertGreaterEqual(len(latencies), 10)
-            self.assertEqual([x for x in latencies if x is None], [], "probes that got no answer within 5 s")
 
 
 if __name__ == "__main__":
