@@ -233,7 +233,7 @@ Result<std::unique_ptr<Server>> Server::start(ServeOptions options) {
     install_request_checks(*s->extender_http_, o.max_body_bytes, nullptr, {});
     s->extender_listener_ = start_accepting(*s->extender_http_);
     const std::string host = o.extender_listen.substr(0, o.extender_listen.rfind(':'));
-    spdlog::info("extender listening on http://{}:{}", host, s->extender_port_);
+    spdlog::info("k8s: the extender verbs are served on http://{}:{} (--extender-listen)", host, s->extender_port_);
   }
   return s;
 }

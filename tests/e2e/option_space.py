@@ -129,7 +129,8 @@ def run_http(server, rng, cases, deadline):
             conn = server.conn()
             continue
         done += 1
-        if not (200 <= status < 300 or 400 <= status < 500):
+        # 501: a policy that does not implement an option (kUnsupported), a clear refusal.
+        if not (200 <= status < 300 or 400 <= status < 500 or status == 501):
             problems.append(f"HTTP {body}: status {status}: {text[:200]}")
         elif status < 300:
             problems += [f"HTTP {body}: {p}" for p in check_placement(r, json.loads(text))]
