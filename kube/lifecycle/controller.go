@@ -101,6 +101,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return nil
 }
 
+// HasSynced reports whether the informer's first list has been delivered.
+func (c *Controller) HasSynced() bool { return c.informer.HasSynced() }
+
 func podOf(obj any) *corev1.Pod {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj

@@ -94,6 +94,15 @@ func start(t *testing.T, jobs map[string]int, failFirst int, pods ...*corev1.Pod
 	t.Cleanup(cancel)
 	c := New(client, NewHTTPToposched(srv.URL, tokenFile))
 	go func() { _ = c.Run(ctx, 1) }()
+	// Events before the first list would race with it: a pod deleted before it is listed is
+	// never seen (the package comment's weak spot), so the tests act only after the sync.
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.HasSynced() {
+		if time.Now().After(deadline) {
+			t.Fatal("pod informer did not sync within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return &fixture{t: t, client: client, serve: serve}
 }
 
