@@ -103,12 +103,14 @@ class ApiClient:
     One keep-alive connection per thread."""
 
     def __init__(self, host: str, port: int, token: str, ca_file: str):
-        self.host, self.port, self.token = host, port, token
-        self.context = ssl.create_default_context(cafile=ca_file)
+        self.host, self.port, self.token, self.ca_file = host, port, token, ca_file
+        self.context: Optional[ssl.SSLContext] = None  # made on first use: the CA comes later
         self.local = threading.local()
 
     def _conn(self) -> http.client.HTTPSConnection:
         c = getattr(self.local, "conn", None)
+        if self.context is None:
+            self.context = ssl.create_default_context(cafile=self.ca_file)
         if c is None:
             c = http.client.HTTPSConnection(self.host, self.port, context=self.context, timeout=60)
             self.local.conn = c
