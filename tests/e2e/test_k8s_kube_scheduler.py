@@ -224,7 +224,7 @@ class KubeSchedulerEndToEnd(unittest.TestCase):
                 held = [(x["rank"], x["node"], x["gpu"]) for x in job["gpus"]]
                 self.assertEqual(held, planned, f"{job['job']}: the extender and dry_run chose differently")
                 status, out = replay.request("POST", "/v1/jobs", body)
-                self.assertEqual(status, 200, out)
+                self.assertEqual(status, 201, out)
 
     def test_seeded_mix_with_node_names(self):
         self.run_mix(node_cache_capable=True)
