@@ -105,6 +105,13 @@ class ApiServerJudgesExports(unittest.TestCase):
                             f"{what}: {doc['metadata']['name']}: the server holds another spec")
         return docs
 
+    def apply_read_back_delete(self, text, what):
+        """As apply_and_read_back, then deletes the objects: the next cluster's objects of the
+        same name are creates (Kueue's and KAI's Topology levels are immutable)."""
+        docs = self.apply_and_read_back(text, what)
+        self.kube.kubectl("delete", "-f", "-", input=text)
+        return docs
+
     def export(self, spec, fmt, *extra):
         r = crdv.toposched("export", "--cluster", spec, "--to", fmt, *extra)
         self.assertEqual(r.returncode, 0, f"export {spec} --to {fmt}: {r.stderr}")
@@ -117,7 +124,7 @@ class ApiServerJudgesExports(unittest.TestCase):
         for spec in self.specs:
             for fmt in exports:
                 with self.subTest(spec=spec, export=" ".join(fmt)):
-                    applied += len(self.apply_and_read_back(self.export(spec, *fmt), f"{spec} {fmt}"))
+                    applied += len(self.apply_read_back_delete(self.export(spec, *fmt), f"{spec} {fmt}"))
         self.assertGreater(applied, 5 * len(self.specs))
 
     def test_admission_policy_refuses_what_volcano_refuses(self):
