@@ -1,6 +1,6 @@
 # toposched front door. `make demo` and `make test` work on a fresh Debian 12 machine:
 # both install what they need through scripts/install-deps first.
-.PHONY: all deps build debug test demo bench fuzz mutations soak clean format
+.PHONY: all deps build debug test kube demo bench fuzz mutations soak clean format
 
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
@@ -21,9 +21,17 @@ debug: deps
 	@cmake --preset debug >/dev/null
 	@cmake --build --preset debug -j $(JOBS)
 
-# Sanitizer build (ASan + UBSan), then every unit and end-to-end test, real Slurm included.
-test: debug
+# Sanitizer build (ASan + UBSan), then every unit and end-to-end test, real Slurm and a real
+# Kubernetes control plane included (kube-apiserver, kube-scheduler and kubectl are built from
+# Go modules once, into a cached folder: scripts/install-k8s-test-binaries).
+test: debug kube
 	@ctest --preset debug -j $(JOBS)
+
+# The Go module kube/ (docs/kubernetes.md): the test control plane (built once, cached), the
+# lifecycle controller into build/kube/, and the module's Go tests.
+kube:
+	@scripts/install-k8s-test-binaries
+	@scripts/build-kube
 
 # libFuzzer targets (clang 14, ASan + UBSan), every reader for FUZZ_SECONDS each; crashes
 # are kept in tests/data/fuzz-regressions/ (docs/robustness.md). Then the option-space fuzz.

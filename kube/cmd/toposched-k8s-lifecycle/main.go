@@ -1,0 +1,64 @@
+// Command toposched-k8s-lifecycle follows the pods `toposched serve --k8s-extender` placed
+// and releases each job's GPUs in serve when all its pods have finished or been deleted
+// (package lifecycle; docs/kubernetes.md "Releasing finished jobs").
+//
+//	toposched-k8s-lifecycle --toposched http://127.0.0.1:7070 [--toposched-token-file F] \
+//	    [--kubeconfig F]
+//
+// Without --kubeconfig it uses the in-cluster service account (RBAC: list and watch pods,
+// deploy/kubernetes/rbac.yaml).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/toposched/toposched/kube/lifecycle"
+)
+
+func main() {
+	klog.InitFlags(nil)
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file (default: the in-cluster service account)")
+	toposchedURL := flag.String("toposched", "", "toposched serve's base URL, e.g. http://127.0.0.1:7070 (required)")
+	tokenFile := flag.String("toposched-token-file", "", "bearer token for serve's DELETE (its --token-file)")
+	workers := flag.Int("workers", 2, "jobs released in parallel")
+	flag.Parse()
+	if *toposchedURL == "" || flag.NArg() != 0 || *workers < 1 {
+		fmt.Fprintln(os.Stderr, "toposched-k8s-lifecycle: error: give --toposched URL (and no arguments); --workers >= 1")
+		flag.Usage()
+		os.Exit(2)
+	}
+	config, err := restConfig(*kubeconfig)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "toposched-k8s-lifecycle: error: %v\n", err)
+		os.Exit(1)
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "toposched-k8s-lifecycle: error: %v\n", err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	c := lifecycle.New(client, lifecycle.NewHTTPToposched(*toposchedURL, *tokenFile))
+	if err := c.Run(ctx, *workers); err != nil {
+		fmt.Fprintf(os.Stderr, "toposched-k8s-lifecycle: error: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}

@@ -1,0 +1,219 @@
+// Package lifecycle follows the pods toposched placed through the scheduler extender and
+// releases a job's GPUs in `toposched serve` (DELETE /v1/jobs/ID) once every member of the
+// job has finished (phase Succeeded or Failed) or been deleted.
+//
+// It holds no placement logic: what it knows of a job comes from the annotations the
+// extender's Binding put on each pod (toposched.io/job, toposched.io/rank, toposched.io/gpus)
+// and from GET /v1/jobs/ID (the job's GPU count). The pods come from a client-go shared
+// informer: list, then watch from the list's resourceVersion with bookmarks, a fresh list
+// when the watch answers 410 Gone, reconnection with back-off; all of that is client-go's
+// reflector.
+//
+// A job is released only when every rank of it (its GPUs / the GPUs of one member) has been
+// seen on a pod and none of those pods is still live: a job whose members are still being
+// bound is never released early. Its weak spot: a pod deleted while this controller was not
+// running is never seen, so that job's GPUs stay held until DELETE /v1/jobs (docs/kubernetes.md).
+//
+// Thread-safety: event handlers (informer goroutine) and workers share `jobs` under mu.
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// The annotations the extender's bind verb writes on each pod (docs/kubernetes.md).
+const (
+	JobAnnotation  = "toposched.io/job"
+	RankAnnotation = "toposched.io/rank"
+	GPUsAnnotation = "toposched.io/gpus"
+)
+
+// Toposched is what the controller asks of `toposched serve`.
+type Toposched interface {
+	// JobGPUs returns how many GPUs the job holds; found is false when serve does not know it.
+	JobGPUs(ctx context.Context, job string) (gpus int, found bool, err error)
+	// Release releases the job's GPUs; releasing an unknown job is not an error.
+	Release(ctx context.Context, job string) error
+}
+
+type member struct {
+	rank  int
+	gpus  int
+	ended bool
+}
+
+// Controller follows pods and releases finished jobs; see the package comment.
+type Controller struct {
+	toposched Toposched
+	informer  cache.SharedIndexInformer
+	queue     workqueue.TypedRateLimitingInterface[string]
+
+	mu   sync.Mutex
+	jobs map[string]map[string]member // job id -> pod UID -> what its annotations say
+}
+
+// New builds a controller over all namespaces' pods of client.
+func New(client kubernetes.Interface, toposched Toposched) *Controller {
+	factory := informers.NewSharedInformerFactory(client, 0)
+	c := &Controller{
+		toposched: toposched,
+		informer:  factory.Core().V1().Pods().Informer(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "toposched-jobs"}),
+		jobs: map[string]map[string]member{},
+	}
+	_, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.observe(obj, false) },
+		UpdateFunc: func(_, obj any) { c.observe(obj, false) },
+		DeleteFunc: func(obj any) { c.observe(obj, true) },
+	})
+	utilruntime.Must(err)
+	return c
+}
+
+// Run starts the informer and `workers` workers and blocks until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer c.queue.ShutDown()
+	go c.informer.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
+		return fmt.Errorf("pod informer did not sync")
+	}
+	klog.InfoS("following pods", "workers", workers)
+	for i := 0; i < workers; i++ {
+		go wait.UntilWithContext(ctx, c.work, time.Second)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// HasSynced reports whether the informer's first list has been delivered.
+func (c *Controller) HasSynced() bool { return c.informer.HasSynced() }
+
+func podOf(obj any) *corev1.Pod {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, _ := obj.(*corev1.Pod)
+	return pod
+}
+
+// observe records what a pod event says of its job and queues the job when none of its
+// members is live any more.
+func (c *Controller) observe(obj any, deleted bool) {
+	pod := podOf(obj)
+	if pod == nil {
+		return
+	}
+	job := pod.Annotations[JobAnnotation]
+	if job == "" {
+		return
+	}
+	rank, err := strconv.Atoi(pod.Annotations[RankAnnotation])
+	gpus := len(strings.Split(pod.Annotations[GPUsAnnotation], ","))
+	if err != nil || pod.Annotations[GPUsAnnotation] == "" {
+		klog.InfoS("pod has a toposched job but no usable rank or gpus annotation; ignored",
+			"pod", klog.KObj(pod), "job", job)
+		return
+	}
+	ended := deleted || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	members := c.jobs[job]
+	if members == nil {
+		members = map[string]member{}
+		c.jobs[job] = members
+	}
+	members[string(pod.UID)] = member{rank: rank, gpus: gpus, ended: ended}
+	if allEnded(members) {
+		c.queue.Add(job)
+	}
+}
+
+func allEnded(members map[string]member) bool {
+	for _, m := range members {
+		if !m.ended {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Controller) work(ctx context.Context) {
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	job, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(job)
+	if err := c.sync(ctx, job); err != nil {
+		klog.ErrorS(err, "releasing a finished job; retrying with back-off", "job", job)
+		c.queue.AddRateLimited(job)
+		return true
+	}
+	c.queue.Forget(job)
+	return true
+}
+
+// sync releases job when every rank was seen and every member has ended.
+func (c *Controller) sync(ctx context.Context, job string) error {
+	c.mu.Lock()
+	members := c.jobs[job]
+	ranks := map[int]bool{}
+	gpusPerMember := 0
+	for _, m := range members {
+		ranks[m.rank] = true
+		gpusPerMember = m.gpus
+	}
+	done := members != nil && allEnded(members)
+	c.mu.Unlock()
+	if !done {
+		return nil
+	}
+	total, found, err := c.toposched.JobGPUs(ctx, job)
+	if err != nil {
+		return err
+	}
+	if !found {
+		c.forget(job)
+		return nil
+	}
+	if want := total / gpusPerMember; len(ranks) < want {
+		klog.InfoS("members ended before every rank was bound; the job stays held", "job", job,
+			"ranks_seen", len(ranks), "ranks", want)
+		return nil
+	}
+	if err := c.toposched.Release(ctx, job); err != nil {
+		return err
+	}
+	klog.InfoS("released a finished job", "job", job, "gpus", total)
+	c.forget(job)
+	return nil
+}
+
+// forget drops a job's record unless a live member appeared meanwhile.
+func (c *Controller) forget(job string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if members := c.jobs[job]; members != nil && allEnded(members) {
+		delete(c.jobs, job)
+	}
+}

@@ -1,0 +1,189 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// fakeServe is `toposched serve`'s /v1/jobs over HTTP: jobs with their GPU counts; it
+// records DELETEs and can fail the first N of them.
+type fakeServe struct {
+	mu        sync.Mutex
+	jobs      map[string]int
+	released  []string
+	failFirst int
+	token     string
+}
+
+func (f *fakeServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	job := strings.TrimPrefix(r.URL.Path, "/v1/jobs/")
+	gpus, ok := f.jobs[job]
+	switch {
+	case r.Method == http.MethodGet && ok:
+		parts := make([]string, gpus)
+		for i := range parts {
+			parts[i] = fmt.Sprintf(`{"rank":%d}`, i)
+		}
+		fmt.Fprintf(w, `{"job":%q,"gpus":[%s]}`, job, strings.Join(parts, ","))
+	case r.Method == http.MethodDelete && r.Header.Get("Authorization") != "Bearer "+f.token:
+		w.WriteHeader(http.StatusUnauthorized)
+	case r.Method == http.MethodDelete && f.failFirst > 0:
+		f.failFirst--
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case r.Method == http.MethodDelete && ok:
+		delete(f.jobs, job)
+		f.released = append(f.released, job)
+		fmt.Fprintf(w, `{"job":%q}`, job)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+	}
+}
+
+func (f *fakeServe) releasedJobs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.released...)
+}
+
+func boundPod(name, job string, rank int, gpus string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", UID: types.UID("uid-" + name),
+			Annotations: map[string]string{JobAnnotation: job, RankAnnotation: fmt.Sprint(rank), GPUsAnnotation: gpus}},
+		Spec:   corev1.PodSpec{NodeName: "n1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+type fixture struct {
+	t      *testing.T
+	client *fake.Clientset
+	serve  *fakeServe
+}
+
+func start(t *testing.T, jobs map[string]int, failFirst int, pods ...*corev1.Pod) *fixture {
+	t.Helper()
+	serve := &fakeServe{jobs: jobs, failFirst: failFirst, token: "s3cret"}
+	srv := httptest.NewServer(serve)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	tokenFile := dir + "/token"
+	if err := writeFile(tokenFile, "s3cret\n"); err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset()
+	for _, p := range pods {
+		if _, err := client.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c := New(client, NewHTTPToposched(srv.URL, tokenFile))
+	go func() { _ = c.Run(ctx, 1) }()
+	// Events before the first list would race with it: a pod deleted before it is listed is
+	// never seen (the package comment's weak spot), so the tests act only after the sync.
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.HasSynced() {
+		if time.Now().After(deadline) {
+			t.Fatal("pod informer did not sync within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return &fixture{t: t, client: client, serve: serve}
+}
+
+func (f *fixture) deletePod(name string) {
+	f.t.Helper()
+	if err := f.client.CoreV1().Pods("ml").Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) finishPod(name string, phase corev1.PodPhase) {
+	f.t.Helper()
+	p, err := f.client.CoreV1().Pods("ml").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	p.Status.Phase = phase
+	if _, err := f.client.CoreV1().Pods("ml").UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// eventually waits up to 10 s for the released jobs to be want, then checks they stay so
+// for a moment.
+func (f *fixture) expectReleased(want ...string) {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && fmt.Sprint(f.serve.releasedJobs()) != fmt.Sprint(want) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := f.serve.releasedJobs(); fmt.Sprint(got) != fmt.Sprint(want) {
+		f.t.Fatalf("released %v, want %v", got, want)
+	}
+}
+
+func TestReleasedOnlyWhenEveryMemberIsDeleted(t *testing.T) {
+	f := start(t, map[string]int{"k8s:ml:g": 16, "k8s:ml:other": 8}, 0,
+		boundPod("g-0", "k8s:ml:g", 0, "0,1,2,3,4,5,6,7"), boundPod("g-1", "k8s:ml:g", 1, "0,1,2,3,4,5,6,7"),
+		boundPod("other-0", "k8s:ml:other", 0, "0,1,2,3,4,5,6,7"))
+	f.deletePod("g-0")
+	f.expectReleased()
+	f.deletePod("g-1")
+	f.expectReleased("k8s:ml:g")
+}
+
+func TestReleasedWhenMembersFinish(t *testing.T) {
+	f := start(t, map[string]int{"k8s:ml:g": 4}, 0,
+		boundPod("g-0", "k8s:ml:g", 0, "0,1"), boundPod("g-1", "k8s:ml:g", 1, "2,3"))
+	f.finishPod("g-0", corev1.PodSucceeded)
+	f.expectReleased()
+	f.finishPod("g-1", corev1.PodFailed)
+	f.expectReleased("k8s:ml:g")
+}
+
+func TestNotReleasedBeforeEveryRankWasBound(t *testing.T) {
+	// 3 members of 8 GPUs; only rank 0 was ever seen bound: its deletion releases nothing.
+	f := start(t, map[string]int{"k8s:ml:g": 24}, 0, boundPod("g-0", "k8s:ml:g", 0, "0,1,2,3,4,5,6,7"))
+	f.deletePod("g-0")
+	f.expectReleased()
+}
+
+func TestPodsWithoutToposchedAnnotationsAreIgnored(t *testing.T) {
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ml", UID: "uid-web"}}
+	f := start(t, map[string]int{"k8s:ml:pod:web": 1}, 0, plain)
+	f.deletePod("web")
+	f.expectReleased()
+}
+
+func TestReleaseRetriedWithBackOff(t *testing.T) {
+	f := start(t, map[string]int{"k8s:ml:pod:solo": 1}, 3, boundPod("solo", "k8s:ml:pod:solo", 0, "5"))
+	f.deletePod("solo")
+	f.expectReleased("k8s:ml:pod:solo")
+}
+
+func TestJobAlreadyGoneFromServe(t *testing.T) {
+	f := start(t, map[string]int{}, 0, boundPod("solo", "k8s:ml:pod:solo", 0, "5"))
+	f.deletePod("solo")
+	f.expectReleased()
+}
+
+func writeFile(path, text string) error {
+	return os.WriteFile(path, []byte(text), 0o600)
+}

@@ -1,0 +1,144 @@
+"""toposched-k8s-lifecycle with a real control plane (issue 30, acceptance 3, first part): a
+job's GPUs are released when all its pods are deleted or have finished, and the next group
+then fits where it did not before.
+
+A 4-node DGX H100 cluster (32 GPUs) behind real kube-apiserver + kube-scheduler
+(k8s_harness.py), `toposched serve --k8s-extender` and the controller built from kube/
+(build/kube/toposched-k8s-lifecycle, `make test` builds it). Group A (4 x 8 GPUs) fills the
+cluster; group B (2 x 8 GPUs) stays Pending. Deleting A's pods releases A in toposched and B
+is bound; then group C (3 x 8 GPUs) does not fit beside B until B's pods finish (phase Succeeded
+through the status subresource, as a kubelet would report it). Deleting only some members of a job releases nothing.
+
+The release latency (pod deletion to the job gone from GET /v1/jobs) is printed, not
+asserted (tests never assert on wall-clock time); docs/kubernetes.md records it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from k8s_harness import SCHEDULER_NAME, SOURCE_DIR, ControlPlane, topology_labels  # noqa: E402
+from proc_harness import die_with_parent, log_tail, stop_processes  # noqa: E402
+from serve_harness import Server  # noqa: E402
+
+TOPOSCHED = os.environ.get("TOPOSCHED", "toposched")
+LIFECYCLE = os.environ.get("TOPOSCHED_K8S_LIFECYCLE",
+                           os.path.join(SOURCE_DIR, "build", "kube", "toposched-k8s-lifecycle"))
+CLUSTER = "preset:dgx-h100?nodes=4"
+PREFIX = "/toposched"
+NS = "ml"
+WAIT_S = 120
+
+
+def group_pods(name, size, gpus=8):
+    resources = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)}
+    return [{
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"{name}-{i}", "namespace": NS,
+                     "labels": {"scheduling.x-k8s.io/pod-group": name},
+                     "annotations": {"scheduling.x-k8s.io/min-member": str(size)}},
+        "spec": {"schedulerName": SCHEDULER_NAME, "restartPolicy": "Never",
+                 "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                 "resources": {"requests": resources, "limits": resources}}]},
+    } for i in range(size)]
+
+
+class Lifecycle(unittest.TestCase):
+    def setUp(self):
+        self.assertTrue(os.access(LIFECYCLE, os.X_OK),
+                        f"{LIFECYCLE} not built: run make test (or `make kube`), which builds kube/")
+        self.tmp = tempfile.TemporaryDirectory(prefix="toposched-k8s-life-")
+        self.addCleanup(self.tmp.cleanup)
+        self.kube = ControlPlane()
+        self.kube.start()
+        self.addCleanup(self.kube.stop)
+        self.kube.add_nodes(sorted(topology_labels(TOPOSCHED, CLUSTER).items()), gpus=8)
+        self.kube.ensure_namespace(NS)
+        k = self.kube
+        self.serve = Server(CLUSTER, f"sqlite:{self.tmp.name}/state.db", self.tmp.name,
+                            ["--k8s-extender", "--url-prefix", PREFIX, "--k8s-api", k.url(),
+                             "--k8s-token-file", k.token_file, "--k8s-ca-file", k.ca_file])
+        self.addCleanup(self.serve.stop)
+        self.kube.start_scheduler(f"{self.serve.url()}{PREFIX}", True)
+        self.controller_log_path = os.path.join(self.tmp.name, "lifecycle.log")
+        log = open(self.controller_log_path, "wb")
+        self.addCleanup(log.close)
+        self.controller = subprocess.Popen(
+            [LIFECYCLE, "--kubeconfig", k.kubeconfig, "--toposched", self.serve.url(), "--v=2"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+        self.addCleanup(stop_processes, [self.controller])
+
+    def jobs(self):
+        status, body = self.serve.request("GET", "/v1/jobs")
+        self.assertEqual(status, 200, body)
+        return {j["job"] for j in json.loads(body)["jobs"]}
+
+    def create(self, pods):
+        for p in pods:
+            self.kube.api.create(f"/api/v1/namespaces/{NS}/pods", p)
+
+    def wait_bound(self, pods):
+        names = [p["metadata"]["name"] for p in pods]
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            got = {p["metadata"]["name"]: p for p in self.kube.pods(NS)}
+            if all(got[n]["spec"].get("nodeName") for n in names):
+                return
+            time.sleep(0.2)
+        self.fail(f"{names} not bound within {WAIT_S} s:\n{self.kube.log_tail('kube-scheduler')}\n"
+                  + log_tail(self.controller_log_path, 20))
+
+    def wait_released(self, job, what):
+        start = time.monotonic()
+        while job in self.jobs():
+            if time.monotonic() - start > WAIT_S:
+                self.fail(f"{job} still held {WAIT_S} s after {what}:\n" + log_tail(self.controller_log_path, 30))
+            time.sleep(0.02)
+        latency = time.monotonic() - start
+        print(f"{job} released {latency:.3f} s after {what}", file=sys.stderr)
+        return latency
+
+    def unbound(self, pods):
+        names = {p["metadata"]["name"] for p in pods}
+        return [p for p in self.kube.pods(NS) if p["metadata"]["name"] in names and not p["spec"].get("nodeName")]
+
+    def test_deleted_or_finished_jobs_free_their_gpus(self):
+        a, b, c = group_pods("a", 4), group_pods("b", 2), group_pods("c", 3)
+        self.create(a)
+        self.wait_bound(a)
+        self.create(b)
+        time.sleep(3)  # kube-scheduler tries B (and backs off): the cluster is full
+        self.assertEqual(len(self.unbound(b)), 2)
+        self.assertNotIn("k8s:ml:b", self.jobs())
+
+        # Deleting some of A's members releases nothing.
+        self.kube.api.delete(f"/api/v1/namespaces/{NS}/pods/a-0")
+        time.sleep(2)
+        self.assertIn("k8s:ml:a", self.jobs())
+        for p in a[1:]:
+            self.kube.api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}")
+        self.wait_released("k8s:ml:a", "the deletion of its last pod")
+        self.wait_bound(b)
+        self.assertIn("k8s:ml:b", self.jobs())
+
+        # C (3 nodes) does not fit beside B (2 of the 4 nodes); B finishes (the phase a kubelet
+        # would report) and C fits.
+        self.create(c)
+        time.sleep(3)
+        self.assertEqual(len(self.unbound(c)), 3)
+        for p in b:
+            self.kube.api.ok("PATCH", f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}/status",
+                             {"status": {"phase": "Succeeded"}}, "application/merge-patch+json")
+        self.wait_released("k8s:ml:b", "its last pod Succeeded")
+        self.wait_bound(c)
+        self.assertEqual(self.jobs(), {"k8s:ml:c"})
+        self.assertIsNone(self.controller.poll(), log_tail(self.controller_log_path, 30))
+
+
+if __name__ == "__main__":
+    unittest.main()
