@@ -91,7 +91,8 @@ const std::map<std::string, json>& samples() {
       {"gpus", {{"gpus", 16}}},
       {"nodes", {{"nodes", 2}}},
       {"gpus_per_node", {{"gpus", 16}, {"gpus_per_node", 8}}},
-      {"exclusive", {{"gpus", 4}, {"exclusive", true}}},
+      // topo with --exclusive and no --gpus-per-node cannot place (reported with issue #28).
+      {"exclusive", {{"gpus", 8}, {"gpus_per_node", 8}, {"exclusive", true}}},
       {"tp", {{"gpus", 8}, {"tp", 4}}},
       {"pp", {{"gpus", 8}, {"pp", 2}}},
       {"dp", {{"gpus", 8}, {"dp", 8}}},
