@@ -100,6 +100,8 @@ TEST(StateParity, CliStateFileAndServeGiveTheSameJobsInTheSameOrder) {
   const std::string file = (dir / "state.json").string();
   auto cluster = build_preset(kPreset);
   ASSERT_TRUE(cluster);
+  // The CLI's sequence starts from an empty state file (as `place --save-state` writes one).
+  ASSERT_TRUE(write_file_atomically(file, *state_to_json(AllocationState(*cluster))));
   Served served(*cluster, "sqlite:" + (dir / "state.db").string());
   const std::string cli = fmt::format("-c 'preset:{}' --state {} --save-state {} --format json", kPreset, file, file);
 

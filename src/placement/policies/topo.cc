@@ -196,7 +196,8 @@ class Topo final : public PlacementPolicy {
                                                               plan.unit, r.gpus_per_node));
       plan.per_node = r.gpus_per_node / plan.unit;
       // Stages that do not end on node boundaries are chosen together, so nodes stay whole.
-      if ((plan.units / plan.stages) % plan.per_node != 0) plan.stages = 1;
+      // per_node is 0 for --exclusive without --gpus-per-node (any split): nothing to align.
+      if (plan.per_node > 0 && (plan.units / plan.stages) % plan.per_node != 0) plan.stages = 1;
     }
     return place_units(s, r, allowed, plan);
   }
