@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "formats/json_input.h"
+#include "formats/json_output.h"
 
 #include "placement/place_within.h"
 #include "topology/hostlist.h"
@@ -233,8 +234,11 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Stat
     PlaceRequest normalised = command.place;
     normalised.job.job_id = p.job_id;
     d.job_id = p.job_id;
-    d.request_json = place_request_to_json(held_elsewhere ? command.place : normalised).dump();
-    d.answer_json = placement_to_json(*cluster_, p).dump();
+    // dump_json refuses (exit 1, naming the key) a string that is not UTF-8, e.g. a job id.
+    TOPOSCHED_TRY(request_json, dump_json(place_request_to_json(held_elsewhere ? command.place : normalised)));
+    TOPOSCHED_TRY(answer_json, dump_json(placement_to_json(*cluster_, p)));
+    d.request_json = std::move(request_json);
+    d.answer_json = std::move(answer_json);
     d.gpus_by_rank = std::move(p.gpus_by_rank);
     if (!command.dry_run) {
       change.push_back({StateChange::Kind::kPlace, d.job_id, d.gpus_by_rank, d.answer_json, 0});
