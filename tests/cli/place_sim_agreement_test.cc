@@ -45,12 +45,15 @@ std::string run_cli(const std::string& args) {
 
 // `toposched place` flags for a trace job, built the way the simulator's placer builds its
 // request (sim::job_shape: workload class, tp, pp, ep; inference replicas of tp x pp).
-std::string place_flags(const sim::SimJob& job, std::uint32_t index, std::uint64_t seed) {
+std::string place_flags(const sim::SimJob& job, std::uint32_t index, std::uint64_t seed, const std::string& policy) {
   sim::JobShape shape = sim::job_shape(job, 8);
   std::string flags = fmt::format("--gpus {} --tp {} --pp {} --ep {} --model {} --job {} --seed {}", job.gpus, shape.tp,
                                   shape.pp, shape.ep, shape.workload_class, index, seed + index);
   if (shape.workload_class == "inference")
     flags += fmt::format(" --workload inference --replica-gpus {}", shape.tp * shape.pp);
+  // As the simulator submits to slurm-block (sim/placement_backend.cc): a job larger than a
+  // node as whole nodes, since Slurm's --gpus=K takes all K GPUs from one base block.
+  if (policy == "slurm-block" && job.gpus > 8 && job.gpus % 8 == 0) flags += " --gpus-per-node 8";
   return flags;
 }
 
@@ -97,7 +100,7 @@ TEST(PlaceSimAgreement, SameGpusAsTheCliForEveryPolicy) {
       }
       auto sim_gpus = (*placer)->place(list[step.job], step.job);
       const std::string out = run_cli(fmt::format("place --cluster '{}' --policy {} {} --format json {}", spec, policy,
-                                                  place_flags(list[step.job], step.job, seed), state_flags));
+                                                  place_flags(list[step.job], step.job, seed, policy), state_flags));
       ASSERT_TRUE(sim_gpus) << "job " << step.job << ": " << sim_gpus.error().message;
       auto answer = nlohmann::json::parse(out, nullptr, false);
       ASSERT_TRUE(answer.is_object()) << out;

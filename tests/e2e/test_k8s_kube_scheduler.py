@@ -215,7 +215,9 @@ class KubeSchedulerEndToEnd(unittest.TestCase):
 
     def check_same_choice_as_the_api(self, groups, jobs):
         requests = {g.job_id(): g.request() for g in groups}
-        with Server(CLUSTER, None, self.tmp.name) as replay:
+        # A store of its own: the default ./toposched-state.db would carry one mode's jobs into the next.
+        replay_store = f"sqlite:{self.tmp.name}/replay-{time.monotonic_ns()}.db"
+        with Server(CLUSTER, replay_store, self.tmp.name) as replay:
             for job in jobs:
                 body = requests[job["job"]]
                 status, out = replay.request("POST", "/v1/jobs?dry_run=1", body)
