@@ -203,7 +203,8 @@ class EngineEventsTest(unittest.TestCase):
         for i, p in enumerate(pubs):
             extra += ["--router-kv-events", p.spec(i)]
         try:
-            with temp_dir() as d, Server(CLUSTER, None, d, extra=extra) as zs, Server(CLUSTER, None, d, extra=common) as js:
+            with temp_dir() as d, Server(CLUSTER, f"sqlite:{d}/zmq.db", d, extra=extra) as zs, \
+                    Server(CLUSTER, f"sqlite:{d}/json.db", d, extra=common) as js:
                 def subscribers():
                     st, body = zs.request("GET", "/v1/kv-subscribers")
                     self.assertEqual(st, 200, body)

@@ -144,6 +144,10 @@ TEST(Scale, OnAFragmentedOversubscribedClusterTopoEndsStrictlyHighest) {
   ScaleOptions o;
   o.policies = scale_policies_all();
   o.gpu_counts = kGpt3Sizes;
+  // slurm-block follows Slurm 26.05 (docs/placement.md): with every fifth server busy no
+  // block of the job's level has room and Slurm pends the job rather than widen, so it has no
+  // curve on this cluster.
+  std::erase(o.policies, std::string("slurm-block"));
   auto r = scale_job(c, busy, gpt3_plan(), o);
   ASSERT_TRUE(r) << r.error().to_string();
   expect_curves_fall_from_one_and_topo_is_highest(*r);
