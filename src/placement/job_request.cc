@@ -162,6 +162,23 @@ Result<std::vector<long>> parse_block_size_list(std::string_view text) {
   return sizes;
 }
 
+namespace {
+
+// The schema's text forms (slice_layer, block_sizes) into the fields the policies read.
+Result<void> parse_text_forms(JobRequest& r) {
+  if (!r.slice_layers_text.empty()) {
+    TOPOSCHED_TRY(layers, parse_slice_layers(r.slice_layers_text));
+    r.inner_slices = std::move(layers);
+  }
+  if (!r.block_sizes_text.empty()) {
+    TOPOSCHED_TRY(sizes, parse_block_size_list(r.block_sizes_text));
+    r.block_sizes = std::move(sizes);
+  }
+  return {};
+}
+
+}  // namespace
+
 bool model_matches(const JobRequest& r, const Cluster& cluster, NodeId n) {
   return r.gpu_model.empty() || icontains(cluster.node_type(n).gpu_model, r.gpu_model);
 }
@@ -178,14 +195,7 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
       r.slurm_version != "25.11" && r.slurm_version != "26.05")
     return bad(fmt::format("--slurm-version must be 22.05, 24.05, 25.11 or 26.05, not '{}'", r.slurm_version));
   if (r.consolidate_segments && r.segment == 0) return bad("--consolidate-segments needs --segment");
-  if (!r.slice_layers_text.empty()) {
-    TOPOSCHED_TRY(layers, parse_slice_layers(r.slice_layers_text));
-    r.inner_slices = std::move(layers);
-  }
-  if (!r.block_sizes_text.empty()) {
-    TOPOSCHED_TRY(sizes, parse_block_size_list(r.block_sizes_text));
-    r.block_sizes = std::move(sizes);
-  }
+  TOPOSCHED_CHECK(parse_text_forms(r));
 
   std::set<int> sizes;
   std::set<std::string> models;
