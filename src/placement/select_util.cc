@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstdint>
 
+#include "placement/policies/policies.h"
+
 namespace toposched {
 
 int node_capacity(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, NodeId n) {
@@ -26,6 +28,18 @@ void take_lowest_free(const AllocationState& s, NodeId n, int k, std::vector<Gpu
       --k;
     }
   }
+}
+
+Result<std::vector<GpuId>> first_node_that_fits(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) {
+  for (std::size_t i = 0; i < s.cluster().node_count(); ++i) {
+    const NodeId n(static_cast<std::uint32_t>(i));
+    const int k = node_capacity(s, r, allowed, n);
+    if (k == 0) continue;
+    std::vector<GpuId> out;
+    take_lowest_free(s, n, k, out);
+    return out;
+  }
+  return tl::unexpected(shortage_error(s, r, allowed));
 }
 
 int link_score(const NodeType& t, int a, int b) {

@@ -22,6 +22,12 @@ int node_capacity(const AllocationState& s, const JobRequest& r, const NodeMask&
 // Appends the k lowest-indexed free GPUs of the node.
 void take_lowest_free(const AllocationState& s, NodeId n, int k, std::vector<GpuId>& out);
 
+// Slurm 26.05's one-node path (_get_one_res in src/plugins/select/cons_tres/job_test.c,
+// 801-870, taken at 1024-1026 for a job of at most one node when the topology plugin allows
+// it, as topology/tree and topology/block do): the first node in node order (all node weights
+// equal) that can run the job, all the GPUs it can give; a shortage error when none can.
+Result<std::vector<GpuId>> first_node_that_fits(const AllocationState& s, const JobRequest& r, const NodeMask& allowed);
+
 // Appends k free GPUs of the node that are best connected to each other: most NVLink pairs
 // (then most NVLinks), then the closest PCIe classes (PIX < PXB < PHB < NODE < SYS). Exact
 // search over subsets when small, greedy otherwise. Sorted by local index.

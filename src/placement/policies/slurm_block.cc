@@ -279,7 +279,7 @@ class SlurmBlockPolicy final : public PlacementPolicy {
     for (std::size_t i = 0; i < c.node_count(); ++i)
       avail[i] = node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i))) > 0 ? 1 : 0;
     const int job_nodes = r.nodes > 0 ? r.nodes : 1;  // --gpus=K alone: one node at least
-    if (release >= 2605 && r.nodes == 1) return one_node(s, r, allowed, avail);
+    if (release >= 2605 && r.nodes == 1) return first_node_that_fits(s, r, allowed);
     TOPOSCHED_TRY(table, cached_table(c, r.block_sizes));
     int segment = r.nodes > 0 ? r.segment : 0;
     if (segment > job_nodes) segment = 0;  // "Ignoring segment_size: larger than job size"
@@ -290,19 +290,6 @@ class SlurmBlockPolicy final : public PlacementPolicy {
   }
 
  private:
-  // _get_one_res: the first node (node order; all weights equal) that can run the job.
-  static Result<std::vector<GpuId>> one_node(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
-                                             const std::vector<char>& avail) {
-    for (std::size_t i = 0; i < avail.size(); ++i) {
-      if (!avail[i]) continue;
-      std::vector<GpuId> out;
-      const NodeId n(static_cast<std::uint32_t>(i));
-      take_lowest_free(s, n, node_capacity(s, r, allowed, n), out);
-      return out;
-    }
-    return tl::unexpected(shortage_error(s, r, allowed));
-  }
-
   static Result<std::vector<GpuId>> segments(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
                                              const BlockTable& t, std::vector<char> avail, int job_nodes, int segment) {
     const int seg_nodes = segment > 0 ? segment : job_nodes;

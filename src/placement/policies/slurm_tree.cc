@@ -1,7 +1,11 @@
 // slurm-tree: the node selection of Slurm's select/cons_tres with topology/tree
 // (_eval_nodes_topo in src/plugins/select/cons_tres/job_test.c, Slurm 22.05, the version
-// Debian 12 ships and the agreement test runs), re-implemented from reading it:
+// Debian 12 ships and the agreement test runs; src/plugins/topology/tree/eval_nodes_tree.c
+// at 26.05.3 for the newer rules), re-implemented from reading it:
 //
+//  0. 26.05 only: a job of one node (-N 1) takes the first node that fits in node order,
+//     whatever the tree (job_test.c 1024-1026 calls _get_one_res: topology/tree's
+//     topology_p_allow_one_node returns true since 26.05; 25.11 has no such path).
 //  1. Available nodes: whole free nodes for exclusive jobs, nodes with enough free GPUs
 //     for --gpus-per-node, nodes with any free GPU for a GPU-count job (--gpus=N).
 //  2. Top switch: among switches whose subtree holds enough available nodes, the one of the
@@ -14,6 +18,10 @@
 //     available nodes for what remains) and their parents differ: one that fits beats one
 //     that does not, of two that fit the one with fewer nodes (tightest) wins; otherwise
 //     the one with more available nodes, then the lower level.
+//     Since 24.05.3 (commit 2ec1d026, "Properly decrement node count on all switches";
+//     eval_nodes_tree.c 756-771 and 1425-1427 at 26.05.3) a chosen leaf's nodes are also
+//     taken off the counts of every switch above it, so the parents' counts that the walk
+//     compares are the nodes still left under them; 22.05 only zeroes the leaf.
 //  4. From the chosen leaf, nodes are taken in node order until the job is satisfied
 //     (a GPU-count job takes every free GPU of each node, the last one only what it needs).
 //  5. GPU-count jobs (--gpus=N, shared nodes) run steps 1-4 up to three times: first over
@@ -49,6 +57,8 @@ class SlurmTree final : public PlacementPolicy {
     // GPU-count jobs: first only nodes that hold the whole job, then only nodes whose GPUs
     // are all free, then every node with a free GPU (observed slurmctld 22.05 behaviour, see
     // the file comment).
+    const bool release_2605 = r.slurm_version.empty() || r.slurm_version == "26.05";
+    if (r.nodes == 1 && release_2605) return first_node_that_fits(s, r, allowed);
     if (r.nodes == 0 && !r.exclusive) {
       if (auto one = select_pass(s, r, allowed, Pass::kWholeJobOnOneNode)) return one;
       if (auto idle = select_pass(s, r, allowed, Pass::kIdleNodes)) return idle;
@@ -153,9 +163,17 @@ class SlurmTree final : public PlacementPolicy {
           return out;
         }
       }
+      if (new_leaf_rule) take_off_ancestors(c, chosen, count);
       count[chosen.index()] = 0;
     }
     return tl::unexpected(shortage_error(s, r, allowed));
+  }
+
+  // _decrement_node_cnt (24.05.3+): the leaf's nodes, all taken, leave its ancestors' counts.
+  static void take_off_ancestors(const Cluster& c, SwitchId leaf, std::vector<int>& count) {
+    const int taken = count[leaf.index()];
+    for (SwitchId up = c.switch_parent(leaf); up.valid(); up = c.switch_parent(up))
+      count[up.index()] = std::max(0, count[up.index()] - taken);
   }
 
   static int level(const Cluster& c, std::size_t sw) { return c.switch_tier(SwitchId(static_cast<std::uint32_t>(sw))); }
