@@ -1,5 +1,6 @@
 #include "k8s/pod_request.h"
 
+#include "formats/json_input.h"
 #include "placement/job_schema.h"
 
 #include <charconv>
@@ -117,6 +118,9 @@ Result<std::optional<GangInfo>> pod_gang(const Pod& pod) {
        {"scheduling.x-k8s.io/min-member", "toposched.io/group-size"}},
       {"kueue", "kueue.x-k8s.io/pod-group-name", {"kueue.x-k8s.io/pod-group-total-count", "toposched.io/group-size"}},
       {"volcano", "scheduling.k8s.io/group-name", {"toposched.io/group-size"}},
+      // KAI-Scheduler's pod-grouper names each pod's PodGroup in this annotation; the
+      // group's minMember lives in the PodGroup object, which the extender does not read.
+      {"kai", "pod-group-name", {"toposched.io/group-size"}},
   };
   for (const Source& s : kSources) {
     const std::string* name = find_meta(pod, s.name_key);
@@ -149,6 +153,52 @@ std::optional<int> pod_rank(const Pod& pod) {
   return std::nullopt;
 }
 
+namespace {
+
+// Kueue's multi-layer slices (TASMultiLayerTopology, beta and on by default since v0.19):
+// kueue.x-k8s.io/podset-slice-required-topology-constraints holds a JSON array of 1 to 3
+// {"topology": LABEL, "size": N} entries, outermost first, instead of the two-level
+// podset-slice-required-topology + podset-slice-size pair (pkg/controller/jobframework/
+// tas.go, tas_validation.go at ff69552e). The first entry is the slice, the rest its layers.
+constexpr std::string_view kSliceConstraints = "kueue.x-k8s.io/podset-slice-required-topology-constraints";
+
+Result<void> read_slice_constraints(const Pod& pod, PlaceRequest& request) {
+  const std::string* text = find_meta(pod, kSliceConstraints);
+  if (!text) return {};
+  auto bad = [&](std::string why) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("pod {}/{}: annotation {} {}", pod.namespace_name, pod.name, kSliceConstraints, why));
+  };
+  if (find_meta(pod, find_job_field("slice_tier")->annotation) || find_meta(pod, find_job_field("slice_size")->annotation))
+    return bad("may not be set with kueue.x-k8s.io/podset-slice-required-topology or podset-slice-size");
+  auto doc = parse_json_document(*text, "annotation");
+  if (!doc) return bad(doc.error().message);
+  if (!doc->is_array() || doc->empty() || doc->size() > 3)
+    return bad(fmt::format("must be a JSON array of 1 to 3 {{\"topology\", \"size\"}} entries, found {}", quote_json(*doc)));
+  std::string layers;
+  for (std::size_t i = 0; i < doc->size(); ++i) {
+    const nlohmann::json& entry = (*doc)[i];
+    const bool well_formed = entry.is_object() && entry.size() == 2 && entry.contains("topology") &&
+                             entry["topology"].is_string() && entry.contains("size") &&
+                             entry["size"].is_number_integer() && entry["size"].get<long long>() >= 1 &&
+                             entry["size"].get<long long>() <= kMaxCount;
+    if (!well_formed)
+      return bad(fmt::format("entry {} must be {{\"topology\": LABEL, \"size\": N >= 1}}, found {}", i, quote_json(entry)));
+    const std::string tier = entry["topology"].get<std::string>();
+    const int size = static_cast<int>(entry["size"].get<long long>());
+    if (i == 0) {
+      request.job.slice_tier = tier;
+      request.job.slice_size = size;
+    } else {
+      layers += fmt::format("{}{}:{}", layers.empty() ? "" : ",", tier, size);
+    }
+  }
+  request.job.slice_layers_text = layers;
+  return {};
+}
+
+}  // namespace
+
 Result<JobRequest> job_request_for(const Pod& pod, std::string job_id, int members, int gpus_per_pod) {
   PlaceRequest request;
   request.job.job_id = std::move(job_id);
@@ -164,6 +214,7 @@ Result<JobRequest> job_request_for(const Pod& pod, std::string job_id, int membe
       return make_error(ErrorCode::kInvalidArgument, fmt::format("pod {}/{}: annotation {}='{}' {}", pod.namespace_name,
                                                                  pod.name, field.annotation, *value, ok.error().message));
   }
+  TOPOSCHED_CHECK(read_slice_constraints(pod, request));
   return request.job;
 }
 

@@ -40,7 +40,7 @@ inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 Result<int> pod_gpu_count(const Pod& pod);
 
 struct GangInfo {
-  std::string source;  // "scheduler-plugins" | "kueue" | "volcano"
+  std::string source;  // "scheduler-plugins" | "kueue" | "volcano" | "kai"
   std::string name;    // group name, unique within the namespace
   int size = 0;        // members the group waits for
 };

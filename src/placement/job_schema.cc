@@ -77,16 +77,18 @@ const JobField kFields[] = {
     {"gpu_model", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.gpu_model),
      "Only nodes whose GPU model contains this text (case-insensitive), e.g. H100", "--gpu-model"},
     {"required_tier", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.required_tier),
-     "All GPUs under one switch of this tier (or 'node'), like Kueue's required topology", "--required-tier"},
+     "All GPUs under one switch of this tier (or 'node'), like Kueue's required topology", "--required-tier",
+     "kueue.x-k8s.io/podset-required-topology"},
     {"preferred_tier", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.preferred_tier),
      "Prefer all GPUs under one switch of this tier (or 'node'), like Kueue's preferred topology",
-     "--preferred-tier"},
+     "--preferred-tier", "kueue.x-k8s.io/podset-preferred-topology"},
     {"slice_size", JobFieldType::kInt, 1, kMax, TOPOSCHED_FIELD(job.slice_size),
      "Pods per slice, each slice inside one --slice-tier domain (Kueue podset-slice-size; a pod is one GPU, or "
      "--gpus-per-node GPUs; kueue-bestfit only)",
-     "--slice-size"},
+     "--slice-size", "kueue.x-k8s.io/podset-slice-size"},
     {"slice_tier", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.slice_tier),
-     "Tier (or 'node') each slice stays inside (Kueue podset-slice-required-topology)", "--slice-tier"},
+     "Tier (or 'node') each slice stays inside (Kueue podset-slice-required-topology)", "--slice-tier",
+     "kueue.x-k8s.io/podset-slice-required-topology"},
     {"slice_layer", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.slice_layers_text),
      "TIER:SIZE: a further slice layer inside each slice, outermost first, repeatable or comma-separated "
      "(Kueue podset-slice-required-topology-constraints; e.g. --slice-size 8 --slice-tier rack --slice-layer "
@@ -95,7 +97,7 @@ const JobField kFields[] = {
     {"unconstrained", JobFieldType::kBool, 0, 1, TOPOSCHED_FIELD(job.unconstrained),
      "No tier constraint, said explicitly (Kueue podset-unconstrained-topology): kueue-bestfit fills the nodes "
      "with the least free capacity first",
-     "--unconstrained"},
+     "--unconstrained", "kueue.x-k8s.io/podset-unconstrained-topology"},
     {"switches", JobFieldType::kInt, 1, kMax, TOPOSCHED_FIELD(job.max_switches),
      "At most this many leaf switches (Slurm --switches)", "--switches"},
     {"segment", JobFieldType::kInt, 1, kMax, TOPOSCHED_FIELD(job.segment),

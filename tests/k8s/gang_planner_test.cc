@@ -228,6 +228,78 @@ TEST(PodRequest, GpusRanksAndGangs) {
   EXPECT_EQ(r->gpus_per_node, 8);
 }
 
+// Kueue's TAS annotations on the pods (what Kueue's PodSet asked for) become the request's
+// tiers and slices; levels are named by node label, as in the Topology `export --to kueue`
+// writes; the multi-layer JSON form sets the slice and its layers.
+TEST(PodRequest, KueueTopologyAnnotationsAreTheRequestsTiersAndSlices) {
+  const Cluster c = *build_preset("llama3-24k?pods=2&racks=4&servers_per_rack=2");  // rack, pod, aggregation
+  Pod p;
+  p.name = "w-0";
+  p.namespace_name = "ml";
+  p.annotations["kueue.x-k8s.io/podset-preferred-topology"] = "fabric.topograph.run/tier-1";
+  p.annotations["kueue.x-k8s.io/podset-slice-required-topology-constraints"] =
+      R"([{"topology": "fabric.topograph.run/tier-0", "size": 2}, {"topology": "kubernetes.io/hostname", "size": 1}])";
+  auto r = job_request_for(p, "j", 4, 8);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->slice_tier, "fabric.topograph.run/tier-0");
+  EXPECT_EQ(r->slice_size, 2);
+  auto n = normalize(*r, c);
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(n->preferred_tier_index, 1);
+  EXPECT_EQ(n->slice_tier_index, 0);
+  ASSERT_EQ(n->inner_slices.size(), 1u);
+  EXPECT_EQ(n->inner_slices[0].tier_index, kNodeTier);
+  EXPECT_EQ(n->inner_slices[0].size, 1);
+
+  Pod q = p;
+  q.annotations.clear();
+  q.annotations["kueue.x-k8s.io/podset-required-topology"] = "network.topology.nvidia.com/spine";
+  q.annotations["kueue.x-k8s.io/podset-slice-required-topology"] = "kubernetes.io/hostname";
+  q.annotations["kueue.x-k8s.io/podset-slice-size"] = "1";
+  n = normalize(*job_request_for(q, "j", 4, 8), c);
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(n->required_tier_index, 1);
+  EXPECT_EQ(n->slice_tier_index, kNodeTier);
+  q.annotations["kueue.x-k8s.io/podset-unconstrained-topology"] = "true";
+  EXPECT_FALSE(normalize(*job_request_for(q, "j", 4, 8), c));  // unconstrained excludes a required tier
+
+  // An NVLink-domain level is refused by name; an unknown label lists what is accepted.
+  Pod d = p;
+  d.annotations.clear();
+  d.annotations["kueue.x-k8s.io/podset-required-topology"] = "accelerator.topograph.run/domain";
+  auto bad = normalize(*job_request_for(d, "j", 4, 8), c);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("NVLink-domain level"), std::string::npos) << bad.error().message;
+  d.annotations["kueue.x-k8s.io/podset-required-topology"] = "fabric.topograph.run/tier-7";
+  bad = normalize(*job_request_for(d, "j", 4, 8), c);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("kubernetes.io/hostname"), std::string::npos) << bad.error().message;
+
+  // The multi-layer form: strict JSON, 1 to 3 entries, not together with the two-level pair.
+  for (std::string text : {"[]", "{\"topology\": \"x\"}", R"([{"topology": "x", "size": 0}])",
+                           R"([{"topology": "x", "size": 1, "extra": 1}])", "[{", R"([{"topology": "x", "size": 1, "size": 2}])"}) {
+    Pod m = p;
+    m.annotations["kueue.x-k8s.io/podset-slice-required-topology-constraints"] = text;
+    auto e = job_request_for(m, "j", 4, 8);
+    ASSERT_FALSE(e) << text;
+    EXPECT_NE(e.error().message.find("podset-slice-required-topology-constraints"), std::string::npos) << e.error().message;
+  }
+  Pod both = p;
+  both.annotations["kueue.x-k8s.io/podset-slice-size"] = "2";
+  EXPECT_FALSE(job_request_for(both, "j", 4, 8));
+}
+
+TEST(PodRequest, KaiPodGroupNameIsAGangKey) {
+  Pod k;
+  k.annotations["pod-group-name"] = "pg-train";
+  EXPECT_FALSE(pod_gang(k));  // KAI keeps minMember in the PodGroup: the size must be said
+  k.annotations["toposched.io/group-size"] = "4";
+  auto g = pod_gang(k);
+  ASSERT_TRUE(g && *g);
+  EXPECT_EQ((*g)->source, "kai");
+  EXPECT_EQ((*g)->size, 4);
+}
+
 }  // namespace
 }  // namespace toposched::k8s
 
