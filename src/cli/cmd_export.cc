@@ -121,7 +121,23 @@ void register_export(CLI::App& app, int& exit_code) {
     names.emplace_back(f.name);
     list += fmt::format("  {:<12} {}\n", f.name, f.description);
   }
-  cmd->add_option("--to", opts->to, "Target format (see below)")->required()->check(CLI::IsMember(names))->option_text("FORMAT");
+  // Slurm 26.05's topology/ring and topology/torus3d lay nodes out on rings of at most 16
+  // nodes and on 3-D tori with placement shapes (topology.yaml(5)): node-to-node links, which
+  // toposched's model (switch trees and NVLink domains) does not have. Said plainly rather
+  // than "not in {...}", since a Slurm user will look for them here.
+  const CLI::Validator not_ring_or_torus(
+      [](std::string& to) -> std::string {
+        if (to != "slurm-ring" && to != "slurm-torus3d") return {};
+        return to + ": Slurm's topology/" + to.substr(6) +
+               " describes nodes linked to each other in rings or a 3-D torus; toposched's cluster model has switch "
+               "trees and NVLink domains, which slurm-tree, slurm-block and slurm-yaml export (docs/export.md)";
+      },
+      "", "ring-torus");
+  cmd->add_option("--to", opts->to, "Target format (see below)")
+      ->required()
+      ->check(not_ring_or_torus)
+      ->check(CLI::IsMember(names))
+      ->option_text("FORMAT");
   cmd->add_option("--output,-o", opts->output, "Write to FILE (atomically) instead of stdout")->option_text("FILE");
   CLI::Option* block_sizes = cmd->add_option("--block-sizes", opts->block_sizes,
                   "slurm-block, slurm-yaml: BlockSizes as N,2N,4N,...: domains are cut into blocks of N with empty placeholders, "

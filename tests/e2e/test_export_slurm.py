@@ -429,6 +429,20 @@ class SlurmBlockTest(unittest.TestCase):
                 self.assertEqual(r.stdout, "")
 
 
+class RingAndTorusTest(unittest.TestCase):
+    """Slurm 26.05's topology/ring and topology/torus3d need node-to-node links the model does
+    not have: `--to slurm-ring|slurm-torus3d` is refused saying so, and writes nothing."""
+
+    def test_refused_with_the_reason(self):
+        for to, plugin in (("slurm-ring", "topology/ring"), ("slurm-torus3d", "topology/torus3d")):
+            with self.subTest(to=to):
+                r = toposched("export", "--cluster", "preset:dgx-h100?nodes=8", "--to", to, check=False)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(plugin, r.stderr)
+                self.assertIn("switch trees and NVLink domains", r.stderr)
+                self.assertEqual(r.stdout, "")
+
+
 class SlurmYamlTest(unittest.TestCase):
     """topology.yaml is Slurm 25.05+: checked against topology.yaml(5) field by field, and
     against the tree and block topology.conf of the same cluster."""
