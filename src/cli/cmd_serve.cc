@@ -62,7 +62,10 @@ void register_serve(CLI::App& app, int& exit_code) {
                   "Seconds between two reads of Slurm's state with --slurm (default 5)")
       ->check(CLI::Range(0.1, 3600.0));
   cmd->add_option("--router-model", o->router_model, "POST /v1/route: model of the replicas (default llama3-8b; docs/router.md)");
-  cmd->add_option("--router-workers", o->router_workers, "POST /v1/route: number of replicas, spread over the nodes (default 8)");
+  CLI::Option* router_workers = cmd->add_option(
+      "--router-workers", o->router_workers,
+      "POST /v1/route: number of replicas, spread over the nodes (default 8). Given (or with\n"
+      "--router-kv-events), the replicas are real: their GPUs are held as jobs router:worker-N");
   cmd->add_option("--router-tp", o->router_tp, "POST /v1/route: GPUs per replica (default 1)");
   cmd->add_option("--router-policy", o->router_policy, "POST /v1/route: routing policy (default kv-topo)");
   cmd->add_option("--router-block-tokens", o->router_block_tokens,
@@ -85,7 +88,8 @@ void register_serve(CLI::App& app, int& exit_code) {
       "restores the same jobs. Endpoints, security and deployment: docs/service.md.\n"
       "As a kube-scheduler extender (deploy/kubernetes/, docs/kubernetes.md):\n"
       "  toposched serve --cluster cluster.yaml --k8s-extender --url-prefix /toposched");
-  cmd->callback([o, &exit_code] {
+  cmd->callback([o, router_workers, &exit_code] {
+    o->router_hold_workers = router_workers->count() > 0 || !o->router_kv_events.empty();
     auto ok = service::serve_until_signal(*o);
     exit_code = ok ? kExitOk : report(ok.error());
   });

@@ -143,11 +143,18 @@ RouterService::RouterService(const Cluster& cluster, std::vector<WorkerPlacement
 }
 
 Result<std::unique_ptr<RouterService>> RouterService::create(const Cluster& cluster, const RouteServiceOptions& o) {
+  TOPOSCHED_TRY(workers, place_workers(cluster, o.workers, o.tp));
+  return create(cluster, o, std::move(workers));
+}
+
+Result<std::unique_ptr<RouterService>> RouterService::create(const Cluster& cluster, const RouteServiceOptions& o,
+                                                             std::vector<WorkerPlacement> workers) {
   if (o.block_tokens < 1 || o.block_tokens > (1 << 20))
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--router-block-tokens: expected 1..1048576, found {}", o.block_tokens));
+  if (workers.empty() || static_cast<int>(workers.size()) != o.workers)
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("{} worker placements for {} workers", workers.size(), o.workers));
   TOPOSCHED_TRY(policy, find_policy(o.policy));
   TOPOSCHED_TRY(model, find_model(o.model));
-  TOPOSCHED_TRY(workers, place_workers(cluster, o.workers, o.tp));
   TOPOSCHED_TRY(gpu, find_gpu_spec(cluster.node_type(workers.front().node).gpu_model));
   TimeModel time(model, gpu, o.tp);
   TOPOSCHED_TRY(table, transfer_table(cluster, workers, model.kv_bytes_per_token() * o.block_tokens));

@@ -68,6 +68,9 @@ struct ApplyOutcome {
 class RouterService {
  public:
   static Result<std::unique_ptr<RouterService>> create(const Cluster& cluster, const RouteServiceOptions& options);
+  // The same on workers placed by the caller (serve holds them as engine jobs first).
+  static Result<std::unique_ptr<RouterService>> create(const Cluster& cluster, const RouteServiceOptions& options,
+                                                       std::vector<WorkerPlacement> workers);
 
   Result<nlohmann::json> route(const nlohmann::json& body);
   Result<nlohmann::json> kv_events(const nlohmann::json& body);

@@ -9,28 +9,39 @@
 
 namespace toposched::router {
 
-Result<std::vector<WorkerPlacement>> place_workers(const Cluster& cluster, int count, int tp) {
+Result<std::vector<WorkerPlacement>> place_workers(const Cluster& cluster, int count, int tp,
+                                                   const std::vector<char>& busy) {
   if (count < 1 || count > kMaxWorkers)
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--workers: expected 1..{}, found {}", kMaxWorkers, count));
   if (tp < 1) return make_error(ErrorCode::kInvalidArgument, fmt::format("--tp: expected >= 1, found {}", tp));
   const std::size_t nodes = cluster.node_count();
-  std::vector<int> used(nodes, 0);
+  // Each node's free GPUs in index order; `taken` of them are given out already.
+  std::vector<std::vector<GpuId>> free_gpus(nodes);
+  for (std::size_t i = 0; i < nodes; ++i) {
+    const NodeId n(static_cast<std::uint32_t>(i));
+    for (int l = 0; l < cluster.node_gpu_count(n); ++l) {
+      const GpuId g = cluster.node_gpu(n, l);
+      if (busy.empty() || !busy[g.index()]) free_gpus[i].push_back(g);
+    }
+  }
+  std::vector<std::size_t> taken(nodes, 0);
   std::vector<WorkerPlacement> out;
   std::size_t node = 0;
   for (int w = 0; w < count; ++w) {
     // The next node, in round-robin order, that still has tp free GPUs.
     std::size_t tried = 0;
-    while (tried < nodes && used[node] + tp > cluster.node_gpu_count(NodeId(static_cast<std::uint32_t>(node)))) {
+    while (tried < nodes && taken[node] + static_cast<std::size_t>(tp) > free_gpus[node].size()) {
       node = (node + 1) % nodes;
       ++tried;
     }
     if (tried == nodes)
-      return make_error(ErrorCode::kInfeasible, fmt::format("cannot place {} workers of {} GPUs each in one node on cluster '{}' ({} nodes, {} GPUs)",
-                                                            count, tp, cluster.name(), nodes, cluster.gpu_count()));
-    NodeId n(static_cast<std::uint32_t>(node));
-    WorkerPlacement p{n, {}};
-    for (int r = 0; r < tp; ++r) p.gpus.push_back(cluster.node_gpu(n, used[node] + r));
-    used[node] += tp;
+      return make_error(ErrorCode::kInfeasible,
+                        fmt::format("cannot place {} workers of {} GPUs each in one node on cluster '{}' ({} nodes, {} GPUs{})",
+                                    count, tp, cluster.name(), nodes, cluster.gpu_count(),
+                                    busy.empty() ? "" : ", some held by jobs"));
+    WorkerPlacement p{NodeId(static_cast<std::uint32_t>(node)), {}};
+    for (int r = 0; r < tp; ++r) p.gpus.push_back(free_gpus[node][taken[node] + static_cast<std::size_t>(r)]);
+    taken[node] += static_cast<std::size_t>(tp);
     out.push_back(std::move(p));
     node = (node + 1) % nodes;
   }

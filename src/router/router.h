@@ -41,7 +41,10 @@ struct WorkerPlacement {
 // the (i mod nodes)-th node, GPUs taken in index order), so that replicas share nodes as
 // little as the cluster allows. Errors: tp larger than a node, not enough GPUs, count out of
 // 1..kMaxWorkers.
-Result<std::vector<WorkerPlacement>> place_workers(const Cluster& cluster, int count, int tp);
+// `busy` (when not empty, one flag per GPU) marks GPUs already held by others: a worker takes
+// only free ones, the lowest-indexed free GPUs of its node.
+Result<std::vector<WorkerPlacement>> place_workers(const Cluster& cluster, int count, int tp,
+                                                   const std::vector<char>& busy = {});
 
 // Seconds to move `blocks` KV blocks between two workers: latency + blocks / blocks_per_s.
 struct TransferCost {

@@ -8,7 +8,10 @@
 // When its workers do not fit the cluster (or the model or GPU is unknown, or an endpoint
 // is malformed), every endpoint answers 501 with why.
 // Thread-safety: RouterService serialises calls on its own mutex.
+#include <algorithm>
 #include <memory>
+#include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -24,14 +27,79 @@ namespace {
 struct RouterState {
   std::shared_ptr<router::RouterService> service;
   std::shared_ptr<router::EngineSubscriber> subscriber;
-  std::string why;  // not empty when the router could not be built
+  std::string why;         // not empty when the router could not be built
+  bool retryable = false;  // the workers could not be held for now (an HA replica not leading yet)
 };
+
+std::string worker_job_id(int w) { return fmt::format("router:worker-{}", w); }
+
+// The workers' GPUs as the engine holds them: a worker already held (restored from the store)
+// keeps its GPUs; the others are placed on GPUs no job holds and held through the scheduler
+// (committed like any job, policy "router"), so no POST /v1/jobs answer includes them and a
+// restart finds them again. A held worker of another size is an error naming the fix.
+Result<std::vector<router::WorkerPlacement>> hold_workers(ServiceContext& ctx) {
+  const ServeOptions& so = ctx.options;
+  const Cluster& c = ctx.cluster;
+  std::vector<std::optional<router::WorkerPlacement>> held(static_cast<std::size_t>(std::max(0, so.router_workers)));
+  std::vector<char> busy(c.gpu_count(), 0);
+  ctx.scheduler.engine().read([&](const AllocationState& s) {
+    for (std::size_t g = 0; g < busy.size(); ++g) busy[g] = !s.gpu_free(GpuId(static_cast<std::uint32_t>(g)));
+    for (std::size_t w = 0; w < held.size(); ++w) {
+      const auto gpus = s.job_gpus(worker_job_id(static_cast<int>(w)));
+      if (!gpus.empty()) held[w] = router::WorkerPlacement{c.gpu_node(gpus.front()), {gpus.begin(), gpus.end()}};
+    }
+  });
+  int missing = 0;
+  for (std::size_t w = 0; w < held.size(); ++w) {
+    if (!held[w]) {
+      ++missing;
+      continue;
+    }
+    const auto& gpus = held[w]->gpus;
+    const bool one_node = std::all_of(gpus.begin(), gpus.end(), [&](GpuId g) { return c.gpu_node(g) == held[w]->node; });
+    if (static_cast<int>(gpus.size()) != so.router_tp || !one_node)
+      return make_error(ErrorCode::kConflict,
+                        fmt::format("job {} holds {} GPUs{} but --router-tp is {}: release it (DELETE /v1/jobs/{}) or "
+                                    "serve with the --router-tp it was placed with",
+                                    worker_job_id(static_cast<int>(w)), gpus.size(), one_node ? "" : " on several nodes",
+                                    so.router_tp, worker_job_id(static_cast<int>(w))));
+  }
+  if (missing > 0) {
+    TOPOSCHED_TRY(fresh, router::place_workers(c, missing, so.router_tp, busy));
+    std::size_t next = 0;
+    for (std::size_t w = 0; w < held.size(); ++w) {
+      if (held[w]) continue;
+      Command hold;
+      hold.kind = Command::Kind::kPlace;
+      hold.place.job.job_id = worker_job_id(static_cast<int>(w));
+      hold.place.policy = "router";
+      hold.hold_gpus = fresh[next].gpus;
+      TOPOSCHED_TRY(decision, ctx.scheduler.submit(std::move(hold)));
+      (void)decision;
+      held[w] = std::move(fresh[next++]);
+    }
+  }
+  std::vector<router::WorkerPlacement> out;
+  for (auto& w : held) out.push_back(std::move(*w));
+  return out;
+}
 
 RouterState build_router(ServiceContext& ctx) {
   const ServeOptions& so = ctx.options;
   router::RouteServiceOptions o{so.router_model, so.router_workers, so.router_tp, so.router_policy, so.router_block_tokens};
   RouterState st;
-  auto created = router::RouterService::create(ctx.cluster, o);
+  std::vector<router::WorkerPlacement> workers;  // empty: placed on an empty cluster, held by nobody
+  if (so.router_hold_workers) {
+    auto held = hold_workers(ctx);
+    if (!held) {
+      st.why = fmt::format("router workers not held: {}", held.error().message);
+      st.retryable = held.error().code == ErrorCode::kUnavailable;
+      return st;
+    }
+    workers = std::move(*held);
+  }
+  auto created = workers.empty() ? router::RouterService::create(ctx.cluster, o)
+                                 : router::RouterService::create(ctx.cluster, o, std::move(workers));
   if (!created) {
     st.why = created.error().message;
     return st;
@@ -59,25 +127,53 @@ RouterState build_router(ServiceContext& ctx) {
   return st;
 }
 
+// The router, built at installation; when its workers could not be held then (an HA replica
+// that does not lead yet: the hold is a write), built again on a later request, so the replica
+// that becomes leader holds them (or finds them in the store, held by the previous leader).
+class RouterHolder {
+ public:
+  explicit RouterHolder(ServiceContext& ctx) : ctx_(ctx), state_(build_router(ctx)) { log(); }
+  RouterState current() {
+    std::lock_guard lock(mutex_);
+    if (!state_.service && state_.retryable) {
+      state_ = build_router(ctx_);
+      log();
+    }
+    return state_;
+  }
+  void stop() {
+    std::lock_guard lock(mutex_);
+    if (state_.subscriber) state_.subscriber->stop();
+  }
+
+ private:
+  void log() const {
+    if (!state_.why.empty() && ctx_.options.router_hold_workers) spdlog::error("router: {}", state_.why);
+  }
+  ServiceContext& ctx_;
+  std::mutex mutex_;
+  RouterState state_;  // guarded by mutex_
+};
+
 }  // namespace
 
 void install_router_routes(httplib::Server& http, ServiceContext& ctx) {
-  auto state = std::make_shared<RouterState>(build_router(ctx));
-  if (!state->why.empty() && !ctx.options.router_kv_events.empty()) spdlog::error("router: {}", state->why);
-  if (state->subscriber) ctx.stop_hooks.push_back([state] { state->subscriber->stop(); });
+  auto holder = std::make_shared<RouterHolder>(ctx);
+  ctx.stop_hooks.push_back([holder] { holder->stop(); });
   enum class Kind { kRoute, kEvents, kWorkers, kIndex, kSubscribers };
-  auto handle = [&ctx, state](Kind kind) {
-    return [&ctx, state, kind](const httplib::Request& req, httplib::Response& res) {
+  auto handle = [&ctx, holder](Kind kind) {
+    return [&ctx, holder, kind](const httplib::Request& req, httplib::Response& res) {
       if (!authorize(ctx, req, res)) return;
-      if (!state->service) return send_error(res, 501, "unsupported", fmt::format("the router is not configured: {}", state->why));
-      if (kind == Kind::kIndex) return send_json(res, 200, state->service->dump().dump());
+      const RouterState state = holder->current();
+      if (!state.service) return send_error(res, 501, "unsupported", fmt::format("the router is not configured: {}", state.why));
+      if (kind == Kind::kIndex) return send_json(res, 200, state.service->dump().dump());
       if (kind == Kind::kSubscribers)
-        return send_json(res, 200, (state->subscriber ? state->subscriber->status() : nlohmann::json{{"subscribers", nlohmann::json::array()}}).dump());
+        return send_json(res, 200, (state.subscriber ? state.subscriber->status() : nlohmann::json{{"subscribers", nlohmann::json::array()}}).dump());
       auto body = parse_json_body(req);
       if (!body) return send_error(res, body.error());
-      auto answer = kind == Kind::kEvents    ? state->service->kv_events(*body)
-                    : kind == Kind::kWorkers ? state->service->register_worker(*body)
-                                             : state->service->route(*body);
+      auto answer = kind == Kind::kEvents    ? state.service->kv_events(*body)
+                    : kind == Kind::kWorkers ? state.service->register_worker(*body)
+                                             : state.service->route(*body);
       if (!answer) return send_error(res, answer.error());
       send_json(res, 200, answer->dump());
     };

@@ -269,7 +269,7 @@ Result<void> serve_until_signal(ServeOptions options) {
   std::signal(SIGPIPE, SIG_IGN);
   const std::string options_store_url = options.store_url;
   TOPOSCHED_TRY(server, Server::start(std::move(options)));
-  spdlog::info("listening on {} (cluster {}, store {}, {} jobs restored)", server->url(), server->scheduler().engine().cluster().name(), options_store_url, server->scheduler().engine().job_count());
+  spdlog::info("listening on {} (cluster {}, store {}, {} jobs held)", server->url(), server->scheduler().engine().cluster().name(), options_store_url, server->scheduler().engine().job_count());
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("signal {}: stopping", sig);

@@ -77,6 +77,9 @@ struct ServeOptions {
   std::string router_policy = "kv-topo";   // --router-policy
   int router_block_tokens = 512;           // --router-block-tokens: tokens per KV block (the engines' block size)
   std::vector<std::string> router_kv_events;  // --router-kv-events W=ENDPOINT[,replay=ENDPOINT][,topic=T], per worker
+  // The replicas are real engines (--router-workers or --router-kv-events given): their GPUs
+  // are held in the engine as jobs router:worker-N, so POST /v1/jobs never hands them out.
+  bool router_hold_workers = false;
   double slurm_poll_interval_s = 5;  // --slurm-poll-interval
   // HA (--store etcd://...; service/replication.h).
   std::string advertise;      // --advertise URL followers name as the leader (default: this server's URL)
