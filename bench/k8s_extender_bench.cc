@@ -111,7 +111,7 @@ void report(benchmark::State& st, Samples& s, std::size_t body_bytes) {
 }
 
 void member_filter(benchmark::State& st, bool full_nodes) {
-  LocalLedger ledger(cluster());
+  EngineLedger ledger(cluster());
   GangPlanner planner(ledger, steady_clock_ms());
   Extender ext(planner, std::nullopt);
   const std::string pod = pod_json("train-3", 8, "train", 8);
@@ -130,7 +130,7 @@ void BM_FilterMember_NodeNames(benchmark::State& st) { member_filter(st, false);
 void BM_FilterMember_FullNodes(benchmark::State& st) { member_filter(st, true); }
 
 void BM_FilterPlanSinglePod_NodeNames(benchmark::State& st) {
-  LocalLedger ledger(cluster());
+  EngineLedger ledger(cluster());
   GangPlanner planner(ledger, steady_clock_ms());
   Extender ext(planner, std::nullopt);
   const std::string body = names_body(pod_json("solo", 1, "", 0));

@@ -4,32 +4,43 @@
 
 namespace toposched::k8s {
 
-Result<Placement> LocalLedger::reserve(const JobRequest& request, std::string_view policy_name,
-                                       const NodeMask& allowed) {
-  TOPOSCHED_TRY(policy, find_policy(policy_name));
-  std::lock_guard lock(mu_);
-  if (state_.has_job(request.job_id))
-    return make_error(ErrorCode::kConflict, fmt::format("job '{}' already holds GPUs", request.job_id));
-  TOPOSCHED_TRY(p, place_within(state_, request, *policy, allowed));
-  TOPOSCHED_CHECK(state_.allocate(request.job_id, p.gpus_by_rank));
+EngineLedger::EngineLedger(const Engine& engine, Submit submit) : engine_(&engine), submit_(std::move(submit)) {}
+
+EngineLedger::EngineLedger(const Cluster& cluster)
+    : own_(std::make_unique<Engine>(cluster, AllocationState(cluster))), engine_(own_.get()) {
+  submit_ = [engine = own_.get()](Command command) { return engine->decide_one(command, CommitFn{}); };
+}
+
+Result<Placement> EngineLedger::reserve(const JobRequest& request, std::string_view policy, const NodeMask& allowed) {
+  Command command;
+  command.kind = Command::Kind::kPlace;
+  command.place.job = request;
+  command.place.policy = std::string(policy);
+  command.place.allowed = allowed;
+  command.detail = PlaceDetail::kGpusOnly;
+  TOPOSCHED_TRY(decision, submit_(std::move(command)));
+  Placement p;
+  p.job_id = decision.job_id;
+  p.policy = std::string(policy);
+  p.gpus_by_rank = std::move(decision.gpus_by_rank);
   return p;
 }
 
-Result<void> LocalLedger::release(std::string_view job_id) {
-  std::lock_guard lock(mu_);
-  if (!state_.has_job(job_id)) return make_error(ErrorCode::kNotFound, fmt::format("no job '{}'", job_id));
-  TOPOSCHED_CHECK(state_.release(job_id));
+Result<void> EngineLedger::release(std::string_view job_id) {
+  Command command;
+  command.kind = Command::Kind::kRelease;
+  command.job_id = std::string(job_id);
+  TOPOSCHED_TRY(decision, submit_(std::move(command)));
+  (void)decision;
   return {};
 }
 
-bool LocalLedger::holds(std::string_view job_id) const {
-  std::lock_guard lock(mu_);
-  return state_.has_job(job_id);
+AllocationState EngineLedger::snapshot() const {
+  return engine_->read([](const AllocationState& s) { return s.snapshot(); });
 }
 
-AllocationState LocalLedger::snapshot() const {
-  std::lock_guard lock(mu_);
-  return state_.snapshot();
+bool EngineLedger::holds(std::string_view job_id) const {
+  return engine_->read([&](const AllocationState& s) { return s.has_job(job_id); });
 }
 
 }  // namespace toposched::k8s

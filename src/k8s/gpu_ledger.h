@@ -1,19 +1,25 @@
 // GpuLedger: what the extender needs from the engine that owns the cluster's GPUs: place and
 // hold a job atomically, release it, and copy the current allocation for what-if questions.
-// The service implements it over its engine state (so `POST /v1/jobs` and the extender share
-// one set of GPUs); LocalLedger is an in-memory one for tests and benchmarks.
+// EngineLedger is the one implementation: every reservation and release is a decision of the
+// placement Engine (Command kPlace / kRelease) handed to a submit function, which in `serve`
+// is the Scheduler's (committed to the store, so `POST /v1/jobs` and the extender share one
+// set of GPUs) and in tests and benchmarks the engine's own decide with nothing to commit:
+// the same code as served, without a store.
 //
 // Placements honour the node mask (placement/place_within.h): kube-scheduler offers only the
-// nodes that passed its own filters.
+// nodes that passed its own filters. The extender reads only the GPUs, so reservations are
+// decided without the description (PlaceDetail::kGpusOnly).
 //
-// Implementations are thread-safe (LocalLedger: one mutex around its state).
+// Thread-safe: the engine serialises decisions and reads take its shared lock.
 #pragma once
 
-#include <mutex>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "placement/allocation_state.h"
+#include "placement/engine.h"
 #include "placement/place_within.h"
 
 namespace toposched::k8s {
@@ -33,18 +39,24 @@ class GpuLedger {
   virtual bool holds(std::string_view job_id) const = 0;
 };
 
-class LocalLedger final : public GpuLedger {
+class EngineLedger final : public GpuLedger {
  public:
-  explicit LocalLedger(const Cluster& cluster) : state_(cluster) {}
-  const Cluster& cluster() const override { return state_.cluster(); }
+  using Submit = std::function<Result<Decision>(Command)>;
+  // Over an engine someone else owns; `submit` decides (and commits) a command on it.
+  EngineLedger(const Engine& engine, Submit submit);
+  // An engine of its own, on an empty allocation state, committing nothing (tests, benchmarks).
+  explicit EngineLedger(const Cluster& cluster);
+
+  const Cluster& cluster() const override { return engine_->cluster(); }
   Result<Placement> reserve(const JobRequest& request, std::string_view policy, const NodeMask& allowed) override;
   Result<void> release(std::string_view job_id) override;
   AllocationState snapshot() const override;
   bool holds(std::string_view job_id) const override;
 
  private:
-  mutable std::mutex mu_;
-  AllocationState state_;  // guarded by mu_
+  std::unique_ptr<Engine> own_;  // set by the Cluster constructor only
+  const Engine* engine_;
+  Submit submit_;
 };
 
 }  // namespace toposched::k8s

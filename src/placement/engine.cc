@@ -230,7 +230,7 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Stat
   if (command.kind == Command::Kind::kPlace) {
     const bool held_elsewhere = !command.hold_gpus.empty();
     TOPOSCHED_TRY(p, held_elsewhere ? hold_job(state, command.place, command.hold_gpus, false)
-                                    : place_job(state, command.place, false));
+                                    : place_job(state, command.place, false, command.detail));
     PlaceRequest normalised = command.place;
     normalised.job.job_id = p.job_id;
     d.job_id = p.job_id;

@@ -80,6 +80,9 @@ struct Command {
   // kPlace: when not empty, hold exactly these GPUs (rank order) for place.job.job_id instead
   // of asking a policy: a job another scheduler already placed (serve --slurm mirrors Slurm's).
   std::vector<GpuId> hold_gpus;
+  // kPlace: kGpusOnly skips the description (explanation, predicted times) for a caller that
+  // reads only the GPUs (the Kubernetes extender); the decision is the same.
+  PlaceDetail detail = PlaceDetail::kFull;
   std::string job_id;   // kRelease
 };
 

@@ -2,7 +2,7 @@
 // with --k8s-extender: POST {prefix}/filter, /prioritize, /bind, /preempt (the table of
 // k8s/extender.h), and with --k8s-test-clock the test-only POST {prefix}/test/clock.
 //
-// The extender reserves through the service's own Scheduler (EngineLedger below), so its
+// The extender reserves through the service's own Scheduler (k8s::EngineLedger), so its
 // reservations are durable jobs like those of POST /v1/jobs and both share one set of GPUs.
 // A background thread expires reservations once a second (the planner also expires them on
 // every call). Handlers only decode, call the extender and send its bytes.
@@ -23,54 +23,12 @@ namespace toposched::service {
 
 namespace {
 
-// GpuLedger over the service's Scheduler: every reservation and release is a committed
-// decision of the engine.
-class EngineLedger final : public k8s::GpuLedger {
- public:
-  explicit EngineLedger(Scheduler& scheduler) : scheduler_(scheduler) {}
-  const Cluster& cluster() const override { return scheduler_.engine().cluster(); }
-
-  Result<Placement> reserve(const JobRequest& request, std::string_view policy, const NodeMask& allowed) override {
-    Command command;
-    command.kind = Command::Kind::kPlace;
-    command.place.job = request;
-    command.place.policy = std::string(policy);
-    command.place.allowed = allowed;
-    TOPOSCHED_TRY(decision, scheduler_.submit(std::move(command)));
-    Placement p;
-    p.job_id = decision.job_id;
-    p.policy = std::string(policy);
-    p.gpus_by_rank = std::move(decision.gpus_by_rank);
-    return p;
-  }
-
-  Result<void> release(std::string_view job_id) override {
-    Command command;
-    command.kind = Command::Kind::kRelease;
-    command.job_id = std::string(job_id);
-    TOPOSCHED_TRY(decision, scheduler_.submit(std::move(command)));
-    (void)decision;
-    return {};
-  }
-
-  AllocationState snapshot() const override {
-    return scheduler_.engine().read([](const AllocationState& s) { return s.snapshot(); });
-  }
-
-  bool holds(std::string_view job_id) const override {
-    return scheduler_.engine().read([&](const AllocationState& s) { return s.has_job(job_id); });
-  }
-
- private:
-  Scheduler& scheduler_;
-};
-
 // Everything the verbs share; owned by the handlers (shared_ptr), so it lives as long as
 // the HTTP server's routes.
 class ExtenderRuntime {
  public:
   ExtenderRuntime(ServiceContext& ctx, std::optional<k8s::BindingClient> api)
-      : ledger_(ctx.scheduler),
+      : ledger_(ctx.scheduler.engine(), [&scheduler = ctx.scheduler](Command c) { return scheduler.submit(std::move(c)); }),
         planner_(ledger_, clock(ctx.options.k8s_test_clock),
                  k8s::PlannerOptions{"topo", static_cast<std::int64_t>(ctx.options.k8s_reservation_timeout_s) * 1000}),
         extender_(planner_, std::move(api)),
@@ -111,7 +69,7 @@ class ExtenderRuntime {
   }
 
   std::atomic<std::int64_t> manual_ms_{0};
-  EngineLedger ledger_;
+  k8s::EngineLedger ledger_;  // every reservation is a committed decision of the service's scheduler
   k8s::GangPlanner planner_;
   k8s::Extender extender_;
   std::mutex mutex_;

@@ -28,9 +28,8 @@ KNOWN = {
         "slurm/submit_plan.cc",
     },
     "state_change": {
-        # The extender's LocalLedger keeps its own AllocationState instead of an engine
-        # with no store; preempt frees victims on a what-if copy.
-        "k8s/gpu_ledger.cc",
+        # Preempt frees victims on a what-if copy of the state instead of a dry run with a
+        # mask (the extender's reservations themselves go through the engine: EngineLedger).
         "k8s/gang_planner.cc",
         "k8s/preempt.cc",
         # Slurm's live state marks unavailable GPUs and Slurm's jobs as pseudo jobs

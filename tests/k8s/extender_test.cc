@@ -17,7 +17,7 @@ namespace {
 
 struct ExtenderVerbsTest : ::testing::Test {
   Cluster cluster = *build_preset("dgx-h100?nodes=4");
-  LocalLedger ledger{cluster};
+  EngineLedger ledger{cluster};
   std::int64_t now = 0;
   GangPlanner planner{ledger, [this] { return now; }};
 

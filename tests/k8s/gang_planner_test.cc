@@ -37,7 +37,7 @@ std::vector<std::string> all_names(const Cluster& c) {
 
 struct GangPlannerTest : ::testing::Test {
   Cluster cluster = *build_preset("dgx-h100?nodes=8");
-  LocalLedger ledger{cluster};
+  EngineLedger ledger{cluster};
   std::int64_t now = 1000;
   GangPlanner planner{ledger, [this] { return now; }, PlannerOptions{"topo", 300'000}};
 
