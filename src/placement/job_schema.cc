@@ -77,7 +77,9 @@ const JobField kFields[] = {
     {"gpu_model", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.gpu_model),
      "Only nodes whose GPU model contains this text (case-insensitive), e.g. H100", "--gpu-model"},
     {"required_tier", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.required_tier),
-     "All GPUs under one switch of this tier (or 'node'), like Kueue's required topology", "--required-tier",
+     "All GPUs under one switch of this tier (or 'node'), like Kueue's required topology; tiers may also be named by "
+     "node label (fabric.topograph.run/tier-N, kubernetes.io/hostname)",
+     "--required-tier",
      "kueue.x-k8s.io/podset-required-topology"},
     {"preferred_tier", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.preferred_tier),
      "Prefer all GPUs under one switch of this tier (or 'node'), like Kueue's preferred topology",

@@ -167,6 +167,13 @@ class PlaceCli(unittest.TestCase):
         self.assertEqual(sorted(per_node.values()), [4, 8])
         leaf = leaf_of_nodes()
         self.assertEqual(len({leaf[n] for n in per_node}), 1)
+        # The same request with the levels named by node label, as Kueue's annotations do.
+        by_label = ok_json("place", "-c", CLUSTER, "--gpus", "12", "--policy", "kueue-bestfit", "--required-tier",
+                           "fabric.topograph.run/tier-0", "--slice-size", "4", "--slice-tier", "kubernetes.io/hostname")
+        self.assertEqual(by_label["gpus"], out["gpus"])
+        r = run("place", "-c", CLUSTER, "--gpus", "8", "--required-tier", "accelerator.topograph.run/domain")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("NVLink-domain level", r.stderr)
         # Unconstrained: the node with the least free capacity that holds the job.
         state = self.path("s.json")
         fragmented_state(state)  # every node of the first leaf has 6 GPUs free
