@@ -4,8 +4,10 @@ DGX H100 nodes in 2 leaves (32 nodes each) with the labels `toposched export --t
 k8s-labels` writes, and `toposched serve --k8s-extender` binding through the API server.
 
 Real Pod objects are created through the API, interleaved by a seeded shuffle: Kueue pod
-groups, scheduler-plugins coscheduling groups, Volcano groups and single pods (200+ pods in
-30+ groups), plus one group larger than the cluster. kube-scheduler runs
+groups (some with Kueue's TAS annotations: a required leaf, a preferred leaf with multi-layer
+slices, placed by kueue-bestfit), scheduler-plugins coscheduling groups, Volcano groups, KAI
+groups (`pod-group-name`) and single pods (200+ pods in 30+ groups), plus one group larger
+than the cluster. kube-scheduler runs
 deploy/kubernetes/scheduler-config.yaml's profile, once with nodeCacheCapable: true (node
 names) and once with false (full Node objects). The assertions read the pods back from the
 API server:
@@ -45,9 +47,11 @@ WAIT_S = 600
 class Group:
     """One job: `size` pods of `gpus` GPUs, keyed the way `family` keys its pods."""
 
-    def __init__(self, family, name, size, gpus, shape=None):
+    def __init__(self, family, name, size, gpus, shape=None, kueue_tas=None):
         self.family, self.name, self.size, self.gpus = family, name, size, gpus
         self.shape = shape or {}
+        # Kueue's TAS annotations on the pods, and the POST /v1/jobs fields they stand for.
+        self.kueue_tas = kueue_tas or ({}, {})
 
     def job_id(self):
         return f"k8s:{NAMESPACE}:pod:{self.name}-0" if self.family == "single" else f"k8s:{NAMESPACE}:{self.name}"
@@ -56,6 +60,7 @@ class Group:
         """The POST /v1/jobs body the extender's plan must equal (docs/kubernetes.md)."""
         body = {"job": self.job_id(), "gpus": self.size * self.gpus, "gpus_per_node": self.gpus, "policy": "topo"}
         body.update(self.shape)
+        body.update(self.kueue_tas[1])
         return body
 
     def pod_names(self):
@@ -75,8 +80,13 @@ class Group:
             annotations["scheduling.k8s.io/group-name"] = self.name
             annotations["toposched.io/group-size"] = str(self.size)
             annotations["toposched.io/rank"] = str(index)
+        elif self.family == "kai":  # KAI's pod-grouper names the PodGroup in this annotation
+            annotations["pod-group-name"] = self.name
+            annotations["toposched.io/group-size"] = str(self.size)
+            annotations["toposched.io/rank"] = str(index)
         for k, v in self.shape.items():
             annotations[f"toposched.io/{k}"] = str(v)
+        annotations.update(self.kueue_tas[0])
         resources = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(self.gpus)}
         return {
             "apiVersion": "v1", "kind": "Pod",
@@ -89,6 +99,23 @@ class Group:
         }
 
 
+def kueue_tas(i):
+    """What Kueue would put on a PodSet's pods, by group: a required leaf (as Kueue's Topology
+    from `export --to kueue` names it), a preferred leaf with one pod per node as multi-layer
+    slices, or nothing; with kueue-bestfit, which implements them."""
+    if i % 3 == 0:
+        return ({"kueue.x-k8s.io/podset-required-topology": LEAF_LABEL, "toposched.io/policy": "kueue-bestfit"},
+                {"required_tier": LEAF_LABEL, "policy": "kueue-bestfit"})
+    if i % 3 == 1:
+        constraints = json.dumps([{"topology": "kubernetes.io/hostname", "size": 1}])
+        return ({"kueue.x-k8s.io/podset-preferred-topology": LEAF_LABEL,
+                 "kueue.x-k8s.io/podset-slice-required-topology-constraints": constraints,
+                 "toposched.io/policy": "kueue-bestfit"},
+                {"preferred_tier": LEAF_LABEL, "slice_tier": "kubernetes.io/hostname", "slice_size": 1,
+                 "policy": "kueue-bestfit"})
+    return None
+
+
 def seeded_mix(seed):
     """30+ groups and 200+ pods, about 80% of the 512 GPUs, in a seeded order; plus a group
     of 70 x 8 GPUs (560 > 512) that never fits."""
@@ -98,12 +125,14 @@ def seeded_mix(seed):
         size = rng.choice([2, 3])
         groups.append(Group("coscheduling", f"train{i}", size, 8, {"tp": 8, "pp": size}))
     for i in range(8):
-        groups.append(Group("kueue", f"kq{i}", rng.choice([2, 3]), 4))
+        groups.append(Group("kueue", f"kq{i}", rng.choice([2, 3]), 4, kueue_tas=kueue_tas(i)))
     for i in range(8):
         groups.append(Group("volcano", f"vc{i}", rng.choice([2, 3, 4]), 2))
     for i in range(8):
         family = "kueue" if i % 2 else "coscheduling"
         groups.append(Group(family, f"one{i}", rng.choice([6, 8, 10]), 1))
+    for i in range(3):
+        groups.append(Group("kai", f"kai{i}", rng.choice([2, 3]), 4))
     singles = [Group("single", f"solo{i}", 1, rng.choice([1, 1, 1, 2])) for i in range(80)]
     oversized = Group("coscheduling", "huge", 70, 8, {"tp": 8, "pp": 70})
     pods = [(g, i) for g in groups + singles + [oversized] for i in range(g.size)]
