@@ -106,10 +106,10 @@ JobShape job_shape(const SimJob& job, int gpus_per_node);
 // Estimated compute time of one step (µs) of the job's workload class on `gpu_model`
 // GPUs with that plan: the cost layer's compute_us_per_step (cost/compute.h).
 double compute_us_per_step(const JobShape& shape, std::string_view gpu_model);
-// The same for a job's own model and plan (a job file's): training 6 x active parameters x
-// tokens per replica / (tp x pp x cp) at 40% of peak; inference one memory-bound decode step.
+// The same for a job's own model and plan (a job file's): cost/compute.h's step_compute on
+// the GPU's row of the hardware table (topology/hardware.h).
 double model_compute_us_per_step(const WorkloadModel& model, const ParallelPlan& plan, std::string_view gpu_model);
-// Dense BF16/FP16 tensor peak of one GPU (FLOP/s) as the compute-time model assumes it.
+// Dense BF16/FP16 tensor peak of one GPU (FLOP/s), from the hardware table.
 double gpu_peak_flops(std::string_view gpu_model);
 
 }  // namespace toposched::sim
