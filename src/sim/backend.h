@@ -10,6 +10,7 @@
 // CommModel must be safe to call from several threads at once (it only reads the Cluster).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -72,10 +73,20 @@ struct UplinkUse {
   double demand = 0;
 };
 
+// What a job's step is made of on its GPUs, as fractions of the step (the cost model's
+// estimate_job_comm): the pipeline bubble, and per parallel kind (kParallelKinds order: tp,
+// cp, ep, dp, pp) the communication time and the part of it the step waits for; the rest
+// is hidden behind compute by the per-kind overlap rules. Zeros without an estimate.
+struct StepBreakdown {
+  double bubble = 0;
+  std::array<double, 5> comm{}, exposed{};
+};
+
 struct CommEstimate {
   double slowdown = 1.0;             // runtime factor of this placement alone (>= 1)
   double network_share = 0.0;        // fraction of the step spent on inter-node links (0..1)
   std::vector<UplinkUse> uplinks;    // shared links it loads, for contention
+  StepBreakdown step;
 };
 
 class CommModel {

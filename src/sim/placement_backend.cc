@@ -174,6 +174,20 @@ class RegistryPlacer final : public Placer {
   std::map<std::string, bool> model_ok_;
 };
 
+// The estimate's step as fractions (sim/backend.h's StepBreakdown).
+StepBreakdown step_breakdown(const JobCommEstimate& est) {
+  StepBreakdown b;
+  if (!(est.step_us > 0)) return b;
+  b.bubble = est.bubble_us / est.step_us;
+  for (const GroupComm& g : est.groups)
+    for (std::size_t k = 0; k < b.comm.size(); ++k)
+      if (g.kind == kParallelKinds[k]) {
+        b.comm[k] = g.time_us / est.step_us;
+        b.exposed[k] = g.exposed_us / est.step_us;
+      }
+  return b;
+}
+
 class CostCommModel final : public CommModel {
  public:
   explicit CostCommModel(const Cluster& c) : c_(c) {
@@ -213,6 +227,7 @@ class CostCommModel final : public CommModel {
       out.slowdown = std::max(1.0, est->step_slowdown);
       const double step = est->step_us;
       out.network_share = step > 0 ? std::clamp(est->exposed_comm_us / step, 0.0, 1.0) : 0.0;
+      out.step = step_breakdown(*est);
     }
     // Uplinks: a job crosses the uplink of every switch that holds some but not all of its
     // nodes, with the cost layer's demand (zero inside one node or accelerator domain).
