@@ -150,6 +150,7 @@ Result<void> validate_plan(const ParallelPlan& plan) {
   return {};
 }
 
+// long: one block per class, each field with its published source beside it
 Result<WorkloadModel> workload_class(std::string_view name) {
   WorkloadModel m;
   m.name = std::string(name);
