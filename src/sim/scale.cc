@@ -174,6 +174,7 @@ Result<ScalePoint> step_on(const Cluster& cluster, std::span<const GpuId> gpus, 
   pt.placed = true;
   pt.compute_s = (est.compute_us + est.bubble_us + est.straggler_us) / 1e6;
   pt.bubble_s = est.bubble_us / 1e6;
+  pt.straggler_s = est.straggler_us / 1e6;
   pt.exposed_comm_s = est.exposed_comm_us / 1e6;
   pt.step_time_s = est.step_us / 1e6;
   const double sequences = static_cast<double>(spec.plan.dp) * spec.plan.ep * model.micro_batch * std::max(model.micro_batches, 1);
@@ -295,7 +296,11 @@ Result<std::string> scale_json(const ScaleResult& r) {
         j["throughput_samples_per_s"] = round_decimals(p.samples_per_s, 4);
         j["compute_s"] = round_decimals(p.compute_s, 6);
         j["bubble_s"] = round_decimals(p.bubble_s, 6);
+        j["straggler_s"] = round_decimals(p.straggler_s, 6);
         j["exposed_comm_s"] = round_decimals(p.exposed_comm_s, 6);
+        Json kinds = Json::object();  // exposed communication per kind, s
+        for (const GroupComm& g : p.groups) kinds[g.kind] = round_decimals(g.exposed_us / 1e6, 6);
+        j["exposed_comm_by_kind_s"] = kinds;
         j["widest_level"] = p.widest_level;
       }
       points.push_back(std::move(j));

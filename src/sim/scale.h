@@ -49,6 +49,7 @@ struct ScalePoint {
   std::string why_not;          // when not placed: the policy's reason
   double compute_s = 0;         // per step, pipeline bubble and straggler lag included
   double bubble_s = 0;          // of compute_s, the pipeline bubble
+  double straggler_s = 0;       // of compute_s, the slowest GPU's lag
   double exposed_comm_s = 0;    // per step
   double step_time_s = 0;
   double samples_per_s = 0;     // sequences per second, all replicas

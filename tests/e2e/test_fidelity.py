@@ -70,6 +70,7 @@ class Predictor:
         self.tmp = tmp
         self.count = 0
         self.clusters = {}
+        self.points = []  # every scale point predicted, in order (the last is a row's own)
         # A weak-scaling row's settings are its step-time rows' (same model, notes left empty).
         self.notes = {}
         with open(ROWS, encoding="utf-8") as f:
@@ -123,6 +124,7 @@ class Predictor:
             point = result["policies"]["first-fit"][0]
             assert point["placed"], point
             out.append(point["step_time_s"])
+            self.points.append(point)
         return out
 
 
@@ -160,21 +162,29 @@ class Fidelity(unittest.TestCase):
             pred = Predictor(tmp)
             for row in csv.DictReader(f):
                 kind, measured, predicted = predict(pred, row)
-                cls.rows.append((row, kind, measured, predicted))
-        print("\n| model | plan (tp/pp/dp, GPUs) | metric | measured | predicted | error |")
-        print("|---|---|---|---|---|---|")
-        for row, kind, measured, predicted in cls.rows:
+                cls.rows.append((row, kind, measured, predicted, pred.points[-1]))
+        print("\n| model | tp/pp/dp (GPUs) | metric | measured | predicted | error | compute | bubble | straggler |"
+              " exposed comm (tp/cp/ep/dp/pp) |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for row, kind, measured, predicted, point in cls.rows:
             err = predicted - measured if kind == "weak" else predicted / measured - 1
             shown = f"{err:+.3f}" if kind == "weak" else f"{100 * err:+.1f}%"
-            print(f"| {row['model']} | {row['tp']}/{row['pp']}/{row['dp']}, {row['gpus']} | {row['metric'][:40]} | "
-                  f"{measured:.4g} | {predicted:.4g} | {shown} |")
+            terms = "| | | |"
+            if kind == "step":
+                by_kind = point.get("exposed_comm_by_kind_s", {})
+                exposed = "/".join(f"{by_kind[k]:.2f}" if k in by_kind else "–" for k in ("tp", "cp", "ep", "dp", "pp"))
+                own = point["compute_s"] - point["bubble_s"] - point["straggler_s"]
+                terms = f"| {own:.3f} | {point['bubble_s']:.3f} | {point['straggler_s']:.3f} | {exposed}"
+            metric = {"step": "step (s)", "weak": "efficiency", "added": "added step (s)"}[kind]
+            print(f"| {row['model']} | {row['tp']}/{row['pp']}/{row['dp']} ({row['gpus']}) | {metric} | "
+                  f"{measured:.4g} | {predicted:.4g} | {shown} {terms} |")
 
     def step_errors(self):
-        return [abs(p / m - 1) for _, kind, m, p in self.rows if kind == "step"]
+        return [abs(p / m - 1) for _, kind, m, p, _ in self.rows if kind == "step"]
 
     def test_every_row_predicted(self):
         self.assertEqual(len(self.rows), 28)
-        for row, _, _, predicted in self.rows:
+        for row, _, _, predicted, _ in self.rows:
             self.assertGreater(predicted, 0, row["model"])
 
     def test_step_time_median_and_worst(self):
@@ -186,7 +196,7 @@ class Fidelity(unittest.TestCase):
 
     def test_weak_scaling(self):
         checked = 0
-        for row, kind, measured, predicted in self.rows:
+        for row, kind, measured, predicted, _ in self.rows:
             if kind != "weak":
                 continue
             in_node = "one node" in row["model"] or "inside one node" in row["metric"]
@@ -196,7 +206,7 @@ class Fidelity(unittest.TestCase):
         self.assertEqual(checked, 6)
 
     def test_resnet50_single_gpu(self):
-        rows = [(m, p) for row, kind, m, p in self.rows if kind == "step" and "ResNet-50" in row["model"]]
+        rows = [(m, p) for row, kind, m, p, _ in self.rows if kind == "step" and "ResNet-50" in row["model"]]
         self.assertTrue(rows)
         measured, predicted = rows[0]
         self.assertLessEqual(abs(predicted / measured - 1), 0.25)
