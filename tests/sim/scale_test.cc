@@ -190,6 +190,27 @@ TEST(Scale, TheBreakNamesTheGroupAndTheLevelItReaches) {
   EXPECT_EQ(curve.points.front().widest_level, "tier:leaf");  // 8 nodes of one leaf
 }
 
+// Issue 32, acceptance 3: every workload class has a compute time (the vision and
+// recommendation classes from their per-sample FLOPs, inference from its decode step).
+TEST(Scale, EveryWorkloadClassComputes) {
+  Cluster c = dgx_h100(4);
+  AllocationState empty(c);
+  for (std::string_view name : workload_class_names()) {
+    JobSpec spec;
+    auto m = workload_class(name);
+    ASSERT_TRUE(m) << name;
+    spec.model = *m;
+    spec.name = std::string(name);
+    spec.plan.tp = m->hidden > 0 ? 8 : 1;
+    spec.plan.dp = 2;
+    auto pt = predict_step(c, empty, "topo", spec);
+    ASSERT_TRUE(pt) << name << ": " << pt.error().to_string();
+    ASSERT_TRUE(pt->placed) << name;
+    EXPECT_GT(pt->compute_s, 0) << name;
+    EXPECT_GE(pt->step_time_s, pt->compute_s) << name;
+  }
+}
+
 TEST(Scale, RejectsSizesAndPoliciesItCannotUse) {
   Cluster c = dgx_h100(16);
   AllocationState empty(c);
