@@ -8,6 +8,7 @@
 #include "cli/common.h"
 #include "cost/collective.h"
 #include "cost/job_comm.h"
+#include "cost/compute.h"
 #include "cost/job_file.h"
 #include "cost/selection.h"
 
@@ -40,6 +41,10 @@ int run_job(const CostOptionsCli& o, const Cluster& c) {
     report(gpus.error());
     return kExitError;
   }
+  // Without the job file's compute_ms_per_step, the compute model on the first GPU's product.
+  if (job->model.compute_us_per_step <= 0 && !gpus->empty())
+    job->model.compute_us_per_step =
+        step_compute(job->model, job->plan, gpu_datasheet_of(c.node_type(c.gpu_node(gpus->front())))).total_us;
   auto est = estimate_job_comm(c, *gpus, job->plan, job->model, CostOptions{o.network_share});
   if (!est) {
     report(est.error());
@@ -57,6 +62,11 @@ int run_job(const CostOptionsCli& o, const Cluster& c) {
     j["exposed_comm_us"] = est->exposed_comm_us;
     j["ideal_exposed_comm_us"] = est->ideal_exposed_comm_us;
     j["step_slowdown"] = est->step_slowdown;
+    j["compute_us"] = est->compute_us;
+    j["bubble_us"] = est->bubble_us;
+    j["straggler_us"] = est->straggler_us;
+    j["step_us"] = est->step_us;
+    j["ideal_step_us"] = est->ideal_step_us;
     Json groups = Json::array();
     for (const GroupComm& g : est->groups)
       groups.push_back({{"kind", g.kind},
@@ -66,20 +76,25 @@ int run_job(const CostOptionsCli& o, const Cluster& c) {
                         {"bytes", g.bytes},
                         {"calls", g.calls},
                         {"time_us", g.time_us},
-                        {"ideal_time_us", g.ideal_time_us}});
+                        {"ideal_time_us", g.ideal_time_us},
+                        {"exposed_us", g.exposed_us}});
     j["groups"] = groups;
     return print_json(j);
   }
   fmt::print("job {} on {} GPUs (tp={} pp={} dp={} ep={} cp={}, order {})\n", job->name, gpus->size(), job->plan.tp,
              job->plan.pp, job->plan.dp, job->plan.ep, job->plan.cp, job->plan.order);
-  fmt::print("{:>5} {:>14} {:>7} {:>6} {:>10} {:>6} {:>14} {:>14}\n", "group", "collective", "groups", "size", "bytes",
-             "calls", "time(us)", "ideal(us)");
+  fmt::print("{:>5} {:>14} {:>7} {:>6} {:>10} {:>6} {:>14} {:>14} {:>14}\n", "group", "collective", "groups", "size",
+             "bytes", "calls", "time(us)", "ideal(us)", "exposed(us)");
   for (const GroupComm& g : est->groups)
-    fmt::print("{:>5} {:>14} {:>7} {:>6} {:>10} {:>6} {:>14.1f} {:>14.1f}\n", g.kind, g.collective, g.groups,
-               g.group_size, format_size(g.bytes), g.calls, g.time_us, g.ideal_time_us);
+    fmt::print("{:>5} {:>14} {:>7} {:>6} {:>10} {:>6} {:>14.1f} {:>14.1f} {:>14.1f}\n", g.kind, g.collective, g.groups,
+               g.group_size, format_size(g.bytes), g.calls, g.time_us, g.ideal_time_us, g.exposed_us);
   fmt::print(
       "step communication {:.1f} us, ideal {:.1f} us, slowdown {:.3f}x; exposed {:.1f} us, step slowdown {:.3f}x\n",
       est->step_comm_us, est->ideal_step_comm_us, est->slowdown, est->exposed_comm_us, est->step_slowdown);
+  if (est->compute_us > 0)
+    fmt::print("step {:.1f} ms = compute {:.1f} + pipeline bubble {:.1f} + straggler {:.1f} + exposed communication {:.1f}\n",
+               est->step_us / 1e3, est->compute_us / 1e3, est->bubble_us / 1e3, est->straggler_us / 1e3,
+               est->exposed_comm_us / 1e3);
   return kExitOk;
 }
 

@@ -23,7 +23,7 @@ struct ScaleOptionsCli {
   std::vector<int> gpus;
   std::string state;
   std::string report;
-  int virtual_stages = 1;
+  int virtual_stages = 0;  // 0: the job file's
   std::uint64_t seed = 1;
   OutputFormat format = OutputFormat::kText;
 };
@@ -35,7 +35,7 @@ int run_scale(const ScaleOptionsCli& o) {
   so.gpu_counts = o.gpus;
   so.virtual_stages = o.virtual_stages;
   so.seed = o.seed;
-  if (o.virtual_stages < 1) return usage_error("--virtual-stages must be >= 1");
+  if (o.virtual_stages < 0) return usage_error("--virtual-stages must be >= 1");
   if (int code = kExitOk; !output_dir_usable_or_report(o.report, code)) return code;
   int code = kExitOk;
   auto cluster = load_cluster_or_report(o.cluster, code);
@@ -91,12 +91,14 @@ void register_scale(CLI::App& app, int& exit_code) {
   cmd->add_option("--state", o->state, "Allocation state file: place on the cluster as loaded by its jobs (default: empty)");
   cmd->add_option("--report,-r", o->report, "Write DIR/report.json and DIR/report.html (efficiency and step-time charts)");
   cmd->add_option("--virtual-stages", o->virtual_stages,
-                  "Interleaved pipeline chunks per stage; the bubble is (pp-1)/(this x micro_batches) of compute (default 1)");
+                  "Interleaved pipeline chunks per stage; the bubble is (pp-1)/(this x micro_batches) of compute\n"
+                  "(default: the job file's model.virtual_stages, itself 1 by default)");
   cmd->add_option("--seed", o->seed, "Seed for the random policy (default 1)");
   add_format_option(*cmd, o->format);
   cmd->footer(
       "For each size the policy places the job on the empty cluster (or the --state one), holding nothing;\n"
-      "the cost model predicts its step: compute (with the pipeline bubble) + exposed communication.\n"
+      "the cost model predicts its step: compute (with the pipeline bubble and the slowest GPU's lag) +\n"
+      "communication left exposed by the per-kind overlap rules (docs/cost-model.md).\n"
       "Efficiency = speed-up x smallest size / size. JSON: {\"policies\":{NAME:[{\"gpus\",\"step_time_s\",\n"
       "\"speedup\",\"efficiency\",...}]},\"breaks\":{NAME:\"...\"}}.\n"
       "random, when named, is one random draw per size (--seed), not a scaling curve: a larger size is a\n"

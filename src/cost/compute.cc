@@ -1,57 +1,200 @@
 #include "cost/compute.h"
 
 #include <algorithm>
-#include <array>
-#include <cctype>
-#include <string>
+#include <cmath>
 
 namespace toposched {
 
 namespace {
-struct ComputeRow {
-  std::string_view needle;  // lower-case substring of the model name; first match wins
-  GpuCompute compute;
-};
-// Datasheets: NVIDIA B200 / H200 / H100 SXM / A100 / L40 / V100 / T4 / P100 (dense tensor
-// FP16/BF16, HBM or GDDR bandwidth).
-constexpr std::array<ComputeRow, 10> kRows = {{
-    {"gb200", {2250e12, 8.0e12}},
-    {"b200", {2250e12, 8.0e12}},
-    {"h200", {989e12, 4.8e12}},
-    {"h100", {989e12, 3.35e12}},
-    {"h800", {989e12, 3.35e12}},
-    {"a100", {312e12, 2.0e12}},
-    {"a800", {312e12, 2.0e12}},
-    {"l40", {362e12, 0.86e12}},
-    {"v100", {125e12, 0.9e12}},
-    {"t4", {65e12, 0.32e12}},
-}};
-constexpr GpuCompute kP100 = {21e12, 0.73e12};
-constexpr GpuCompute kDefault = {312e12, 2.0e12};
-}  // namespace
 
-GpuCompute gpu_compute(std::string_view gpu_model) {
-  std::string m(gpu_model);
-  std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (const ComputeRow& row : kRows)
-    if (m.find(row.needle) != std::string::npos) return row.compute;
-  if (m.find("p100") != std::string::npos) return kP100;
-  return kDefault;
+// Output tile of a tensor-core GEMM kernel; one tile per SM at a time (NVIDIA, "Matrix
+// Multiplication Background User's Guide": tile and wave quantization).
+constexpr double kTile = 128;
+// Activation bytes are written once in the forward pass and read once in the backward.
+constexpr double kMemoryPasses = 2;
+// Adam with mixed precision: fp32 master weight, gradient, two moments read (16 B) and the
+// weight, moments and a bf16 copy written (14 B), rounded to 32 B per parameter.
+constexpr double kOptimizerBytesPerParameter = 32;
+
+double gemm_peak(const GpuDatasheet& g, Precision p) {
+  switch (p) {
+    case Precision::kFp8: return g.fp8_dense_flops > 0 ? g.fp8_dense_flops * kFp8GemmShare : g.bf16_dense_flops;
+    case Precision::kFp32: return g.bf16_dense_flops / 2;  // TF32 tensor cores: half the BF16 rate
+    default: return g.bf16_dense_flops;
+  }
 }
 
-double compute_us_per_step(const WorkloadModel& m, std::string_view workload_class, int tp, int pp,
-                           std::string_view gpu_model) {
-  const GpuCompute speed = gpu_compute(gpu_model);
-  const double achieved = kTrainingMfu * speed.peak_flops;
-  const double mp = static_cast<double>(std::max(tp, 1) * std::max(pp, 1));
-  if (workload_class == "dp-vision") return 3.0 * 4.1e9 * 256 / achieved * 1e6;
-  if (!m.training) return m.parameters * m.bytes_per_element / mp / speed.hbm_Bps * 1e6;
+double element_bytes(Precision p) { return p == Precision::kFp8 ? 1 : p == Precision::kFp32 ? 4 : 2; }
+
+// One GEMM (m x k) x (k x n), in seconds: the longer of its FLOPs at the achievable rate
+// (wave-quantized over the SMs) and its operands' bytes at HBM speed.
+double gemm_s(double m, double k, double n, double peak, double bytes, const GpuDatasheet& g) {
+  if (m <= 0 || k <= 0 || n <= 0) return 0;
+  const double tiles = std::ceil(m / kTile) * std::ceil(n / kTile);
+  const double sms = std::max(g.sm_count, 1);
+  const double wave_efficiency = tiles / (std::ceil(tiles / sms) * sms);
+  const double compute = 2 * m * k * n / (peak * g.gemm_efficiency * wave_efficiency);
+  const double memory = bytes * (m * k + k * n + m * n) / g.hbm_Bps;
+  return std::max(compute, memory);
+}
+
+// A linear layer's forward and backward (input gradient and weight gradient) in seconds.
+struct LinearTimes {
+  double forward = 0, backward = 0;
+};
+LinearTimes linear_s(double m, double k, double n, double peak, double bytes, const GpuDatasheet& g, double count = 1) {
+  return {count * gemm_s(m, k, n, peak, bytes, g),
+          count * (gemm_s(m, n, k, peak, bytes, g) + gemm_s(k, m, n, peak, bytes, g))};
+}
+
+struct Shape {
+  double h, kv_dim, ffn, mlp_mats, heads, vocab;
+};
+
+Shape shape_of(const WorkloadModel& m) {
+  Shape s;
+  s.h = m.hidden;
+  s.heads = m.heads > 0 ? m.heads : std::max(1.0, s.h / 128);
+  const double kv = m.kv_heads > 0 ? m.kv_heads : s.heads;
+  s.kv_dim = s.h * kv / s.heads;
+  s.ffn = m.ffn_hidden > 0 ? m.ffn_hidden : 4 * s.h;
+  s.mlp_mats = m.gated_mlp ? 3 : 2;
+  s.vocab = m.vocabulary;
+  return s;
+}
+
+int moe_layers_of(const WorkloadModel& m, int layers) {
+  if (m.experts <= 0) return 0;
+  const int every = std::max(1, m.moe_layer_interval);
+  return (layers + every - 1) / every;
+}
+
+// Model FLOPs of one step (Megatron-LM's count, generalized to GQA, gated MLPs and MoE).
+double transformer_model_flops(const WorkloadModel& m, const ParallelPlan& plan) {
+  const Shape s = shape_of(m);
+  const double moe = moe_layers_of(m, m.layers);
+  const double dense = m.layers - moe;
+  const double attn = 2 * (s.h * (s.h + 2 * s.kv_dim) + s.h * s.h) + 4.0 * m.sequence * s.h;
+  const double mlp = 2 * s.h * s.ffn * s.mlp_mats;
+  const double per_token = m.layers * attn + dense * mlp + moe * mlp * std::max(1, m.top_k) + 2 * s.h * s.vocab;
+  const double tokens = static_cast<double>(m.sequence) * m.micro_batch * m.micro_batches * plan.dp * plan.ep;
+  return 3 * per_token * tokens;
+}
+
+StepCompute transformer_training(const WorkloadModel& m, const ParallelPlan& plan, const GpuDatasheet& g) {
+  StepCompute out;
+  const Shape s = shape_of(m);
+  const double tp = plan.tp, cp = plan.cp;
+  const double t = static_cast<double>(m.micro_batch) * m.sequence / cp;  // tokens on this GPU
+  const double peak = gemm_peak(g, m.precision), bytes = element_bytes(m.precision);
+  const int layers = (m.layers + plan.pp - 1) / plan.pp;  // per stage (the last stage's)
+  const int moe = moe_layers_of(m, layers);
+  // GEMMs of one layer.
+  const LinearTimes qkv = linear_s(t, s.h, (s.h + 2 * s.kv_dim) / tp, peak, bytes, g);
+  const LinearTimes proj = linear_s(t, s.h / tp, s.h, peak, bytes, g);
+  const double up_n = s.ffn * (s.mlp_mats - 1) / tp;
+  const LinearTimes up = linear_s(t, s.h, up_n, peak, bytes, g), down = linear_s(t, s.ffn / tp, s.h, peak, bytes, g);
+  // MoE: each of the experts / ep local experts sees the routed tokens of the ep ranks.
+  const double local_experts = m.experts > 0 ? std::max(1.0, static_cast<double>(m.experts) / plan.ep) : 0;
+  const double expert_tokens = m.experts > 0 ? t * std::max(1, m.top_k) * plan.ep / m.experts : 0;
+  const LinearTimes eup = linear_s(expert_tokens, s.h, up_n, peak, bytes, g, local_experts);
+  const LinearTimes edown = linear_s(expert_tokens, s.ffn / tp, s.h, peak, bytes, g, local_experts);
+  const double dense_layers = layers - moe;
+  const double gemm_fwd = layers * (qkv.forward + proj.forward) + dense_layers * (up.forward + down.forward) +
+                          moe * (eup.forward + edown.forward);
+  const double gemm_bwd = layers * (qkv.backward + proj.backward) + dense_layers * (up.backward + down.backward) +
+                          moe * (eup.backward + edown.backward);
+  // Attention core: causal with fused kernels (half the score matrix), full otherwise.
+  const double score_flops = 4 * t * m.sequence * s.h / tp * (m.flash_attention ? 0.5 : 1.0);
+  const double attn_rate = m.flash_attention ? kAttentionEfficiency * g.bf16_dense_flops : g.gemm_efficiency * g.bf16_dense_flops;
+  const double attn_fwd = layers * score_flops / attn_rate, attn_bwd = 2.5 * attn_fwd;
+  // Memory-bound work: Korthikanti et al.'s activation bytes per layer.
+  const double per_token_bytes = s.h * (m.sequence_parallel ? 34 / tp : 10 + 24 / tp) +
+                                 (m.flash_attention ? 0 : 5 * s.heads * m.sequence / tp);
+  const double mem_fwd = layers * t * per_token_bytes / g.hbm_Bps;  // written forward; read backward
+  // Recomputation before the backward.
+  double again = 0;
+  if (m.recompute == Recompute::kFull) again = gemm_fwd + attn_fwd + mem_fwd;
+  if (m.recompute == Recompute::kSelective && !m.flash_attention) again = attn_fwd;
+  // Output layer (last stage): logits GEMM in BF16, fp32 cross-entropy over the logits.
+  const LinearTimes logits = linear_s(t, s.h, s.vocab / tp, g.bf16_dense_flops, 2, g);
+  const double loss = 3 * 4 * t * s.vocab / tp / g.hbm_Bps;
+  const double mb = m.micro_batches;
+  out.gemm_us = mb * (gemm_fwd + gemm_bwd + (m.recompute == Recompute::kFull ? gemm_fwd : 0)) * 1e6;
+  out.attention_us = mb * (attn_fwd + attn_bwd + (again > 0 ? attn_fwd : 0)) * 1e6;
+  out.memory_us = mb * (kMemoryPasses * mem_fwd + (m.recompute == Recompute::kFull ? mem_fwd : 0)) * 1e6;
+  out.logits_us = mb * (logits.forward + logits.backward + loss) * 1e6;
+  // Optimizer step over this GPU's shard of the parameters.
+  const double f = std::clamp(m.expert_parameter_fraction, 0.0, 1.0);
+  const double shard = m.parameters * ((1 - f) + f / plan.ep) / (tp * plan.pp) / (m.distributed_optimizer ? std::max(plan.dp, 1) : 1);
+  out.memory_us += shard * kOptimizerBytesPerParameter / g.hbm_Bps * 1e6;
+  out.total_us = out.gemm_us + out.attention_us + out.memory_us + out.logits_us;
+  out.per_microbatch_us = out.total_us / mb;
+  out.model_flops = transformer_model_flops(m, plan);
+  return out;
+}
+
+// Training without a shape (no hidden size or layers): 6 x active parameters x tokens at
+// the largest GEMMs' achievable rate.
+StepCompute parameter_count_training(const WorkloadModel& m, const ParallelPlan& plan, const GpuDatasheet& g) {
+  StepCompute out;
   double active = m.parameters;
   if (m.experts > 0)
     active = m.parameters * (1 - m.expert_parameter_fraction) +
              m.parameters * m.expert_parameter_fraction * m.top_k / m.experts;
   const double tokens = static_cast<double>(m.sequence) * m.micro_batch * m.micro_batches;
-  return 6.0 * active * tokens / mp / achieved * 1e6;
+  const double flops = 6.0 * active * tokens / (static_cast<double>(plan.tp) * plan.pp * plan.cp);
+  out.gemm_us = flops / (gemm_peak(g, m.precision) * g.gemm_efficiency) * 1e6;
+  out.total_us = out.gemm_us;
+  out.per_microbatch_us = out.total_us / m.micro_batches;
+  out.model_flops = 6.0 * active * tokens * plan.dp * plan.ep;
+  return out;
+}
+
+StepCompute per_sample_training(const WorkloadModel& m, const ParallelPlan& plan, const GpuDatasheet& g) {
+  StepCompute out;
+  const double samples = static_cast<double>(m.micro_batch) * m.micro_batches;
+  const double gflops = m.forward_gflops_per_sample > 0 ? m.forward_gflops_per_sample
+                        : m.family == ModelFamily::kVision ? kResnet50ForwardGflops
+                                                           : 0;
+  const double passes = m.training ? 3 : 1;
+  const double flops = passes * gflops * 1e9 * samples;
+  const double efficiency = m.family == ModelFamily::kVision ? kVisionEfficiency : g.gemm_efficiency;
+  out.gemm_us = flops / (efficiency * gemm_peak(g, m.precision)) * 1e6;
+  // Embedding rows read forward, their gradients written backward (and read by the update).
+  out.memory_us = (m.training ? 3 : 1) * m.embedding_bytes_per_sample * samples / g.hbm_Bps * 1e6;
+  out.total_us = out.gemm_us + out.memory_us;
+  out.per_microbatch_us = out.total_us / m.micro_batches;
+  out.model_flops = flops * plan.dp * plan.ep;
+  return out;
+}
+
+}  // namespace
+
+GpuCompute gpu_compute(std::string_view gpu_model) {
+  const GpuDatasheet& g = gpu_datasheet_or_default(gpu_model);
+  return {g.bf16_dense_flops, g.hbm_Bps};
+}
+
+StepCompute step_compute(const WorkloadModel& m, const ParallelPlan& plan, const GpuDatasheet& g) {
+  if (m.family != ModelFamily::kTransformer) return per_sample_training(m, plan, g);
+  if (!m.training) {
+    // One decode step: every weight of this GPU's shard read once from HBM.
+    StepCompute out;
+    out.memory_us = m.parameters * m.bytes_per_element / (static_cast<double>(plan.tp) * plan.pp) / g.hbm_Bps * 1e6;
+    out.total_us = out.per_microbatch_us = out.memory_us;
+    out.model_flops = 2 * m.parameters * m.micro_batch * plan.dp;
+    return out;
+  }
+  if (m.hidden > 0 && m.layers > 0 && m.sequence > 0) return transformer_training(m, plan, g);
+  return parameter_count_training(m, plan, g);
+}
+
+double compute_us_per_step(const WorkloadModel& m, std::string_view, int tp, int pp, std::string_view gpu_model) {
+  ParallelPlan plan;
+  plan.tp = std::max(tp, 1);
+  plan.pp = std::max(pp, 1);
+  return step_compute(m, plan, gpu_datasheet_or_default(gpu_model)).total_us;
 }
 
 }  // namespace toposched

@@ -1,33 +1,87 @@
-// Compute side of a training or inference step: published peak throughput and memory
-// bandwidth per GPU product, and the time of one step of a workload class on given GPUs
-// with a given model parallelism. The communication side is job_comm.h; the simulator adds
-// the two. Constant data and pure functions; thread-safe.
+// Compute side of a training or inference step: the time one GPU spends computing per step
+// for a workload on given hardware with a given parallel plan, from first principles (the
+// model's FLOPs and memory traffic) and the GPU's datasheet (topology/hardware.h's
+// GpuDatasheet, the one hardware table). The communication side is job_comm.h; the two meet in
+// estimate_job_comm. Constant data and pure functions; thread-safe.
+//
+// Transformer training (family kTransformer), per micro-batch on one GPU of the slowest
+// pipeline stage (the last: it also holds the logits), t = micro_batch x sequence / cp tokens:
+//   GEMMs of each layer split by tp (QKV with GQA, attention output, MLP up (x2 gated) and
+//     down; MoE layers run top_k experts' MLPs per token), forward 2mkn FLOPs, backward twice
+//     that; each GEMM's time is its roofline (FLOPs at peak x gemm_efficiency x the wave
+//     quantization of its 128x128 output tiles over the SMs, or its bytes at HBM speed,
+//     whichever is longer);
+//   attention core: 4 t s h / tp FLOPs forward, causal (half the scores computed), backward
+//     2.5x (FlashAttention-2's count), at kAttentionEfficiency of the BF16 peak;
+//   memory-bound work (norms, activations, dropout, residuals): the activation bytes of
+//     Korthikanti et al. (2022) table 2 (sbh(34/tp) with sequence parallelism, sbh(10 + 24/tp)
+//     without, + 5as^2 b/tp without fused attention), written once and read once, at HBM speed;
+//   the logits GEMM (h x vocabulary / tp) on the last stage;
+//   recomputation: full adds every layer's forward again, selective the attention core's
+//     (nothing with fused attention, whose backward recomputes it anyway);
+//   the optimizer (Adam, mixed precision): 32 bytes per parameter of this GPU's shard
+//     (split by dp: the distributed optimizer) read and written once per step.
+// Precision: FP8 runs the GEMMs at the FP8 peak (where the GPU has one); attention, memory
+// work and the logits stay BF16 (Transformer Engine's recipe).
+// Vision (kVision): 3 x forward FLOPs per image (forward + backward) x images at
+// kVisionEfficiency of the peak. Recommendation (kRecommendation): the same for the MLPs
+// plus the embedding bytes per sample read and their gradients written, at HBM speed.
+// Inference: one decode step, memory-bound (the weights read once from HBM per step).
 #pragma once
 
 #include <string_view>
 
 #include "cost/job_comm.h"
+#include "topology/hardware.h"
 
 namespace toposched {
 
-// Dense BF16/FP16 tensor throughput (no sparsity) and HBM bandwidth of one GPU, from the
-// vendor's datasheets (docs/cost-model.md "Compute"). Matched by a case-insensitive
-// substring of the model name; unknown models get A100's figures.
+// Peak (dense) throughput and HBM bandwidth of one GPU as the compute model uses them.
 struct GpuCompute {
-  double peak_flops = 0;  // FLOP/s
+  double peak_flops = 0;  // FLOP/s, dense BF16
   double hbm_Bps = 0;     // bytes/s
 };
 GpuCompute gpu_compute(std::string_view gpu_model);
 
-// Fraction of peak a well-tuned large training job sustains (model FLOPs utilisation);
-// 40% is the middle of the published 35-55% for Megatron-style LLM training.
-inline constexpr double kTrainingMfu = 0.4;
+// Fraction of the BF16 peak that fused attention kernels sustain, forward and backward
+// together: FlashAttention-2 (Dao, 2023) reaches 50-73% of the A100's peak forward and
+// less backward; FlashAttention-3 (Shah et al., 2024) reports 35% for FA2 and up to 75% for
+// FA3 forward on H100. Half the peak is the middle of that range.
+inline constexpr double kAttentionEfficiency = 0.5;
+// FP8 GEMMs reach a smaller share of their (twice as high) peak than BF16 ones: the MAMF
+// tables (topology/hardware.cc) give 0.709 / 0.803 on H100, 0.734 / 0.838 on H200, 0.763 /
+// 0.776 on B200, 0.723 / 0.729 on GB200; 0.9 is their mean ratio.
+inline constexpr double kFp8GemmShare = 0.9;
+// Convolutional networks sustain a small share of the tensor peak (memory-bound batch norm
+// and activations between small convolutions): ResNet-50 v1.5 trains at 1,156 images/s
+// with mixed precision on one V100 32GB (NVIDIA DeepLearningExamples, PyTorch ConvNets
+// README, DGX-1 table), i.e. 1,156 x 3 x 4.1 GFLOP / 125 TFLOP/s = 0.114 of its peak.
+inline constexpr double kVisionEfficiency = 0.114;
+// ResNet-50's forward pass: 4.1 GFLOPs per 224x224 image (He et al., 2016, table 1: 3.8e9
+// multiply-adds counted as the v1.5 variant's 4.1e9 FLOPs in NVIDIA's model card).
+inline constexpr double kResnet50ForwardGflops = 4.1;
 
-// Time (µs) of one step of `model` (workload class `workload_class`) per GPU with tp x pp
-// model parallelism on `gpu_model` GPUs: dense training 6 x active parameters x tokens /
-// (tp x pp) at kTrainingMfu of peak; dp-vision ResNet-50 (4.1 GFLOPs forward per image,
-// x3 for the backward) with 256 images per GPU; inference one memory-bound decode step
-// (the weights read once per token from HBM). 0 for a class it does not know.
+// One step's compute on one GPU (the slowest pipeline stage), in µs, by part. The parts sum
+// to total_us; the pipeline bubble is not included (job_comm.h adds it).
+struct StepCompute {
+  double gemm_us = 0;       // tensor-core GEMMs (logits excluded)
+  double attention_us = 0;  // attention core
+  double memory_us = 0;     // memory-bound work, embeddings, the optimizer step
+  double logits_us = 0;     // output layer on the last stage
+  double total_us = 0;
+  double per_microbatch_us = 0;  // forward + backward of one micro-batch
+  // Model FLOPs of one step of the whole job (no recomputation; attention counted in
+  // full, as Megatron-LM reports them), for MFU = model_flops / (step x GPUs x peak).
+  double model_flops = 0;
+};
+
+// kInvalidArgument-free: a model without the shape the rule needs gives zeros (callers
+// check total_us > 0). `gpu` is a row of gpu_datasheet_table().
+StepCompute step_compute(const WorkloadModel& model, const ParallelPlan& plan, const GpuDatasheet& gpu);
+
+// Time (µs) of one step of `model` per GPU with tp x pp model parallelism on `gpu_model`
+// GPUs (step_compute's total with cp = ep = 1). `workload_class` is kept for callers that
+// pass a class name; the model's own family decides the rule.
 double compute_us_per_step(const WorkloadModel& model, std::string_view workload_class, int tp, int pp,
                            std::string_view gpu_model);
 

@@ -11,7 +11,7 @@ namespace toposched {
 
 namespace {
 
-constexpr std::array<std::string_view, 4> kClassNames = {"llm-dense", "llm-moe", "dp-vision", "inference"};
+constexpr std::array<std::string_view, 5> kClassNames = {"llm-dense", "llm-moe", "dp-vision", "recommendation", "inference"};
 
 int kind_index(std::string_view kind) {
   for (int i = 0; i < 5; ++i)
@@ -76,14 +76,21 @@ std::array<KindTraffic, 5> traffic_of(const ParallelPlan& plan, const WorkloadMo
   const int passes = m.training ? 2 : 1;  // forward (+ backward)
   std::array<KindTraffic, 5> t{};
   t[0] = {Collective::kAllReduce, act, 2 * passes * layers_per_stage * m.micro_batches};
-  t[1] = {Collective::kAllGather,  // K and V; the backward reduce-scatter moves the same bytes
-          2.0 * m.sequence * m.micro_batch * m.hidden * m.bytes_per_element / plan.tp,
+  // K and V of this rank's heads (GQA: kv_heads of them); the backward reduce-scatter moves the same bytes.
+  const double kv_share = m.heads > 0 && m.kv_heads > 0 ? static_cast<double>(m.kv_heads) / m.heads : 1.0;
+  t[1] = {Collective::kAllGather, 2.0 * m.sequence * m.micro_batch * m.hidden * kv_share * m.bytes_per_element / plan.tp,
           passes * layers_per_stage * m.micro_batches};
   t[2] = {Collective::kAllToAll, act / plan.tp * std::max(1, m.top_k), 2 * passes * moe_layers * m.micro_batches};
   const double f = std::clamp(m.expert_parameter_fraction, 0.0, 1.0);
   const double params_per_rank = m.parameters * ((1 - f) + f / plan.ep) / (static_cast<double>(plan.tp) * plan.pp);
-  t[3] = {Collective::kAllReduce, params_per_rank * m.grad_bytes_per_element, m.training ? 1 : 0};
-  t[4] = {Collective::kSendRecv, act / plan.tp, passes * m.micro_batches};
+  // The distributed optimizer reduce-scatters the gradients and all-gathers the updated
+  // (activation-precision) parameters: per element half of each, as one all-reduce's bytes.
+  const double dp_element = m.distributed_optimizer ? (m.grad_bytes_per_element + m.bytes_per_element) / 2
+                                                    : m.grad_bytes_per_element;
+  t[3] = {Collective::kAllReduce, params_per_rank * dp_element, m.training ? 1 : 0};
+  // Interleaved (virtual_stages chunks per stage): each micro-batch crosses every stage
+  // boundary once per chunk.
+  t[4] = {Collective::kSendRecv, act / plan.tp, passes * m.micro_batches * std::max(m.virtual_stages, 1)};
   return t;
 }
 
@@ -143,43 +150,79 @@ Result<void> validate_plan(const ParallelPlan& plan) {
   return {};
 }
 
+// long: one block per class, each field with its published source beside it
 Result<WorkloadModel> workload_class(std::string_view name) {
   WorkloadModel m;
   m.name = std::string(name);
   if (name == "llm-dense") {
-    // Llama 2 70B (Touvron et al., 2023): 80 layers, hidden 8192, 4k context.
+    // Llama 2 70B (Touvron et al., 2023, table 1 and the released config): 80 layers, hidden
+    // 8192, 64 heads with 8 KV heads (GQA), SwiGLU MLP of 28672, vocabulary 32000, 4k context.
     m.parameters = 70e9;
     m.hidden = 8192;
     m.layers = 80;
+    m.heads = 64;
+    m.kv_heads = 8;
+    m.ffn_hidden = 28672;
+    m.gated_mlp = true;
+    m.vocabulary = 32000;
     m.sequence = 4096;
     m.micro_batch = 1;
     m.micro_batches = 8;
-    m.overlap = 0.3;
+    m.grad_bytes_per_element = 4;  // Megatron reduces bf16 training's gradients in fp32
   } else if (name == "llm-moe") {
-    // Mixtral 8x7B (Jiang et al., 2024): 46.7B parameters, 32 layers, hidden 4096, 8 experts,
-    // top-2 routing; about 45B of the parameters are in the experts.
+    // Mixtral 8x7B (Jiang et al., 2024): 46.7B parameters, 32 layers, hidden 4096, 32 heads
+    // with 8 KV heads, SwiGLU experts of 14336, 8 experts, top-2 routing, vocabulary 32000;
+    // about 45B of the parameters are in the experts.
     m.parameters = 46.7e9;
     m.hidden = 4096;
     m.layers = 32;
+    m.heads = 32;
+    m.kv_heads = 8;
+    m.ffn_hidden = 14336;
+    m.gated_mlp = true;
+    m.vocabulary = 32000;
     m.sequence = 4096;
     m.micro_batch = 1;
     m.micro_batches = 8;
     m.experts = 8;
     m.top_k = 2;
     m.expert_parameter_fraction = 0.96;
-    m.overlap = 0.2;
+    m.grad_bytes_per_element = 4;
   } else if (name == "dp-vision") {
-    // ResNet-50 (He et al., 2016) data-parallel: 25.6M parameters, fp32 gradients; DDP
+    // ResNet-50 (He et al., 2016) data-parallel: 25.6M parameters, fp32 gradients (AMP keeps
+    // fp32 weights), 256 images per GPU and step (NVIDIA DeepLearningExamples' batch); DDP
     // overlaps its bucketed allreduce with the backward pass.
+    m.family = ModelFamily::kVision;
+    m.distributed_optimizer = false;
     m.parameters = 25.6e6;
     m.grad_bytes_per_element = 4;
     m.bytes_per_element = 4;
-    m.overlap = 0.5;
+    m.micro_batch = 256;
+    m.precision = Precision::kFp16;
+    m.forward_gflops_per_sample = 4.1;
+  } else if (name == "recommendation") {
+    // DLRM-DCNv2 as in MLPerf Training's recommendation benchmark (Criteo 4 TB; Wang et
+    // al., "DCN V2", 2021): dense part ~16M parameters (bottom MLP 13-512-256-128, three
+    // low-rank cross layers on 27 x 128 inputs, top MLP 1024-1024-512-256-1), so 0.032
+    // GFLOPs forward per sample; 26 embedding lookups of 128 fp32 values (13 KB) per sample;
+    // 6,912 samples per GPU (MLPerf's global batch of 55,296 on 8 GPUs). The dense gradients
+    // are all-reduced across DP; the embedding all-to-all is not modelled (docs/cost-model.md).
+    m.family = ModelFamily::kRecommendation;
+    m.distributed_optimizer = false;
+    m.parameters = 16e6;
+    m.grad_bytes_per_element = 4;
+    m.bytes_per_element = 4;
+    m.micro_batch = 6912;
+    m.precision = Precision::kFp16;
+    m.forward_gflops_per_sample = 0.032;
+    m.embedding_bytes_per_sample = 26 * 128 * 4;
   } else if (name == "inference") {
     // Serving a 70B model: one decode step of 64 sequences, forward only, TP allreduces.
     m.parameters = 70e9;
     m.hidden = 8192;
     m.layers = 80;
+    m.heads = 64;
+    m.kv_heads = 8;
     m.sequence = 1;
     m.micro_batch = 64;
     m.micro_batches = 1;
@@ -210,7 +253,14 @@ Result<void> validate_workload(const WorkloadModel& m) {
   if (!(m.expert_parameter_fraction >= 0 && m.expert_parameter_fraction <= 1))
     return bad("expert parameter fraction must be in [0, 1]");
   if (m.moe_layer_interval < 1) return bad("MoE layer interval must be at least 1");
-  if (!(m.overlap >= 0 && m.overlap < 1)) return bad("overlap must be in [0, 1)");
+  if (!(m.overlap < 1)) return bad("overlap must be below 1 (a negative value selects the per-kind rules)");
+  if (!(m.tp_overlap >= 0 && m.tp_overlap < 1)) return bad("tp_overlap must be in [0, 1)");
+  if (m.virtual_stages < 1) return bad("virtual stages must be at least 1");
+  if (m.heads < 0 || m.kv_heads < 0 || m.ffn_hidden < 0 || m.vocabulary < 0)
+    return bad("heads, kv_heads, ffn_hidden and vocabulary must not be negative");
+  if (m.heads > 0 && m.kv_heads > m.heads) return bad("kv_heads must not exceed heads");
+  if (!(m.forward_gflops_per_sample >= 0) || !(m.embedding_bytes_per_sample >= 0))
+    return bad("per-sample FLOPs and embedding bytes must not be negative");
   if (!std::isfinite(m.compute_us_per_step) || m.compute_us_per_step < 0)
     return bad("compute time per step must not be negative");
   return {};
@@ -319,6 +369,48 @@ Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count
 
 namespace {
 
+// What of the DP time `time_us` (`bytes` per call) the step waits for (job_comm.h): the
+// reduce-scatter of a bucket starts once the last micro-batch's backward has produced it and
+// the all-gather of updated parameters runs ahead of the next forward, so one micro-batch's
+// compute hides DP time; without the distributed optimizer (no all-gather; PyTorch DDP,
+// Megatron 2020) its backward only, 2/3 of it. At least the last bucket is exposed. The
+// same window with an interleaved pipeline: the DGX Cloud recipes (VP 5-12) lose what this
+// rule predicts when DP grows 16-32x (docs/cost-model.md, "Fidelity against published runs").
+double dp_exposed_us(double time_us, double bytes, const WorkloadModel& m) {
+  const double compute = m.compute_us_per_step;
+  if (compute <= 0) return time_us;
+  const bool transformer = m.family == ModelFamily::kTransformer;
+  const double per_microbatch = compute / std::max(m.micro_batches, 1);
+  const double window = transformer && m.distributed_optimizer ? per_microbatch : per_microbatch * 2.0 / 3.0;
+  const double bucket_bytes = transformer ? kMegatronBucketParameters * m.grad_bytes_per_element : kDdpBucketBytes;
+  const double last_bucket = time_us * std::min(1.0, bytes > 0 ? bucket_bytes / bytes : 1.0);
+  return std::max(time_us - window, last_bucket);
+}
+
+// What of one kind's per-step time `time_us` the step waits for (job_comm.h).
+double exposed_us(int kind, double time_us, double bytes, int calls, const ParallelPlan& plan, const WorkloadModel& m) {
+  if (time_us <= 0) return 0;
+  if (m.overlap >= 0) return time_us * (1 - m.overlap);
+  const double compute = m.compute_us_per_step;
+  switch (kind) {
+    case 0:  // tp: inside the layer, on the critical path
+      return time_us * (1 - m.tp_overlap);
+    case 3:  // dp: bucketed, overlapped with backward (and, sharded, the next forward)
+      return dp_exposed_us(time_us, bytes, m);
+    case 4: {  // pp: only the fill and drain transfers wait
+      // One transfer per bubble slot lies on the critical path: pp - 1 in the fill (forward)
+      // and pp - 1 in the drain (backward), with or without interleaving (the interleaved
+      // schedule's bubble is pp - 1 chunk slots; its other sends, v times as many, overlap
+      // other micro-batches' chunks).
+      if (compute <= 0 || calls <= 0) return time_us;
+      const double critical = (m.training ? 2.0 : 1.0) * (plan.pp - 1);
+      return std::min(time_us, time_us / calls * critical);
+    }
+    default:  // cp, ep: between dependent computations
+      return time_us;
+  }
+}
+
 Result<void> check_job(const Cluster& cluster, std::span<const GpuId> gpus_by_rank, const ParallelPlan& plan,
                        const WorkloadModel& model) {
   if (auto v = validate_plan(plan); !v) return tl::unexpected(v.error());
@@ -392,26 +484,44 @@ Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<cons
     GroupComm g;
     g.kind = std::string(kParallelKinds[k]);
     g.time_us = actual->time[static_cast<std::size_t>(k)];
-    g.ideal_time_us = ideal.kind_time_us[static_cast<std::size_t>(k)];
+    g.ideal_time_us = std::min(ideal.kind_time_us[static_cast<std::size_t>(k)], g.time_us);
     g.groups = actual->groups[static_cast<std::size_t>(k)];
     g.group_size = size;
     g.collective = std::string(collective_name(traffic[static_cast<std::size_t>(k)].collective));
     g.bytes = traffic[static_cast<std::size_t>(k)].bytes;
     g.calls = traffic[static_cast<std::size_t>(k)].calls;
+    g.exposed_us = exposed_us(k, g.time_us, g.bytes, g.calls, plan, model);
+    g.ideal_exposed_us = exposed_us(k, g.ideal_time_us, g.bytes, g.calls, plan, model);
     est.step_comm_us += g.time_us;
     est.ideal_step_comm_us += g.ideal_time_us;
+    est.exposed_comm_us += g.exposed_us;
+    est.ideal_exposed_comm_us += g.ideal_exposed_us;
     est.groups.push_back(std::move(g));
   }
   est.ideal_step_comm_us = std::min(est.ideal_step_comm_us, est.step_comm_us);
   est.slowdown = est.ideal_step_comm_us > 0 ? est.step_comm_us / est.ideal_step_comm_us : 1.0;
-  est.exposed_comm_us = est.step_comm_us * (1 - model.overlap);
-  est.ideal_exposed_comm_us = est.ideal_step_comm_us * (1 - model.overlap);
+  est.compute_us = model.compute_us_per_step;
+  est.bubble_us = pipeline_bubble_us(model, plan);
+  est.straggler_us = straggler_us(model.compute_us_per_step, plan.gpus());
+  const double fixed = est.compute_us + est.bubble_us + est.straggler_us;
+  est.step_us = fixed + est.exposed_comm_us;
+  est.ideal_step_us = fixed + est.ideal_exposed_comm_us;
   if (model.compute_us_per_step > 0)
-    est.step_slowdown =
-        (model.compute_us_per_step + est.exposed_comm_us) / (model.compute_us_per_step + est.ideal_exposed_comm_us);
+    est.step_slowdown = est.ideal_step_us > 0 ? std::max(1.0, est.step_us / est.ideal_step_us) : 1.0;
   else
     est.step_slowdown = est.slowdown;
   return est;
+}
+
+double pipeline_bubble_us(const WorkloadModel& model, const ParallelPlan& plan) {
+  if (!model.training || plan.pp <= 1) return 0;
+  return model.compute_us_per_step * (plan.pp - 1.0) /
+         (static_cast<double>(std::max(model.virtual_stages, 1)) * std::max(model.micro_batches, 1));
+}
+
+double straggler_us(double compute_us, int gpus) {
+  if (gpus <= 1 || compute_us <= 0) return 0;
+  return compute_us * kGpuSpeedSigma * std::sqrt(2 * std::log(static_cast<double>(gpus)));
 }
 
 }  // namespace toposched

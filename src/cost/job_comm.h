@@ -19,10 +19,17 @@
 //   dp: one allreduce of the rank's gradients per step (reduce-scatter + allgather with a
 //       distributed optimizer moves the same bytes),
 //   pp: 2 point-to-point transfers (activation forward, gradient backward) per micro-batch
-//       at every stage boundary.
+//       and virtual stage at every stage boundary.
 // Inference (training = false) runs the forward halves only and has no DP traffic. The
 // formulas and the workload classes are tabulated in docs/cost-model.md.
-// step_comm_us is the sum over kinds; exposed_comm_us = step_comm_us x (1 - overlap).
+// step_comm_us is the sum over kinds. What of it the step waits for (exposed_us per kind):
+//   tp, cp, ep: all of it (Megatron runs them on the critical path; tp_overlap hides a share);
+//   dp: what outlasts the compute of one micro-batch (the reduce-scatter overlaps the last
+//       micro-batch's backward, the all-gather the next forward), at least the last bucket;
+//       without the distributed optimizer (DDP) what outlasts the backward;
+//   pp: the transfers of pipeline fill and drain, 2 x (pp - 1) of them (one per bubble
+//       slot); the steady-state ones overlap other micro-batches' compute.
+// A model's `overlap` >= 0 replaces these rules with one fraction for every kind.
 //
 // Invariants: slowdown >= 1; ideal_step_comm_us <= step_comm_us. Pure functions;
 // thread-safe.
@@ -52,14 +59,36 @@ Result<void> validate_plan(const ParallelPlan& plan);
 // The five parallel kinds, in the order of Megatron's default rank order.
 inline constexpr std::string_view kParallelKinds[5] = {"tp", "cp", "ep", "dp", "pp"};
 
+// What a job computes with: numeric precision of the tensor-core GEMMs, and how much of the
+// forward pass the backward recomputes (Korthikanti et al., "Reducing Activation
+// Recomputation in Large Transformer Models", 2022: none, selective = the attention core,
+// full = every layer's forward).
+enum class Precision { kBf16, kFp16, kFp8, kFp32 };
+enum class Recompute { kNone, kSelective, kFull };
+// Which compute rule applies (cost/compute.h): a transformer's FLOPs from its shape, a
+// vision network's per-image FLOPs, a recommendation model's MLP FLOPs and embedding bytes.
+enum class ModelFamily { kTransformer, kVision, kRecommendation };
+
 struct WorkloadModel {
   std::string name;                      // class name or free text, for reports
+  ModelFamily family = ModelFamily::kTransformer;
   double parameters = 0;                 // total trainable parameters
   int hidden = 0;                        // hidden size
   int layers = 0;                        // transformer layers (whole model)
+  int heads = 0;                         // attention heads (0 = hidden / 128)
+  int kv_heads = 0;                      // key/value heads, GQA (0 = heads)
+  int ffn_hidden = 0;                    // MLP inner size (0 = 4 x hidden); per expert for MoE
+  bool gated_mlp = false;                // SwiGLU-style MLP: three matrices instead of two
+  int vocabulary = 0;                    // output vocabulary (0 = no logits layer counted)
   int sequence = 0;                      // tokens per sequence
-  int micro_batch = 1;                   // sequences per micro-batch
+  int micro_batch = 1;                   // sequences (images, samples) per micro-batch
   int micro_batches = 1;                 // micro-batches per step (gradient accumulation)
+  int virtual_stages = 1;                // interleaved pipeline chunks per stage (1 = plain 1F1B)
+  Precision precision = Precision::kBf16;
+  Recompute recompute = Recompute::kNone;
+  bool sequence_parallel = true;         // Megatron SP: norms and dropout split by tp
+  bool flash_attention = true;           // fused attention: no s x s scores in memory
+  bool distributed_optimizer = true;     // optimizer state sharded across DP (Megatron's ZeRO-1)
   double bytes_per_element = 2;          // activations (bf16 = 2)
   double grad_bytes_per_element = 2;     // gradients as reduced across DP
   int experts = 0;                       // MoE experts (0 = dense)
@@ -67,7 +96,12 @@ struct WorkloadModel {
   double expert_parameter_fraction = 0;  // share of `parameters` in experts (sharded by ep)
   int moe_layer_interval = 1;            // every n-th layer is MoE
   bool training = true;                  // false: forward only, no DP gradients, no backward
-  double overlap = 0;                    // fraction [0, 1) of communication hidden behind compute
+  // Fraction [0, 1) of all communication hidden behind compute, applied to every kind alike;
+  // < 0 (the default): the per-kind rules of estimate_job_comm (docs/cost-model.md).
+  double overlap = -1;
+  double tp_overlap = 0;                 // share of TP/SP traffic hidden (0: Megatron's default)
+  double forward_gflops_per_sample = 0;  // vision / recommendation: forward FLOPs per sample / 1e9
+  double embedding_bytes_per_sample = 0; // recommendation: embedding rows read per sample
   double compute_us_per_step = 0;        // 0 = unknown
 };
 
@@ -88,16 +122,27 @@ struct GroupComm {
   std::string collective;  // what it runs: "allreduce", "all-to-all", "send-recv", ...
   double bytes = 0;        // per collective call
   int calls = 0;           // calls per step
+  double exposed_us = 0;   // of time_us, what the per-kind overlap rule leaves on the step
+  double ideal_exposed_us = 0;
 };
 
 struct JobCommEstimate {
   double step_comm_us = 0;
   double ideal_step_comm_us = 0;
   double slowdown = 1;         // step_comm_us / ideal_step_comm_us, >= 1
-  double exposed_comm_us = 0;  // step_comm_us x (1 - overlap)
+  double exposed_comm_us = 0;  // sum of the groups' exposed_us
   double ideal_exposed_comm_us = 0;
-  // (compute + exposed) / (compute + ideal exposed): what the step time grows by; equals
-  // `slowdown` when compute_us_per_step is 0.
+  double compute_us = 0;       // model.compute_us_per_step
+  // The pipeline bubble: compute x (pp - 1) / (virtual_stages x micro_batches) for training
+  // (Narayanan et al., SC21, eq. 1-2), 0 for inference or pp = 1.
+  double bubble_us = 0;
+  // A synchronous step waits for its slowest GPU: compute x kGpuSpeedSigma x
+  // sqrt(2 ln gpus) (the expected maximum of that many normal draws; docs/cost-model.md).
+  double straggler_us = 0;
+  double step_us = 0;          // compute + bubble + straggler + exposed
+  double ideal_step_us = 0;    // the same with the ideal exposed communication
+  // step_us / ideal_step_us: what the step time grows by; equals `slowdown` when
+  // compute_us_per_step is 0.
   double step_slowdown = 1;
   std::vector<GroupComm> groups;  // only kinds of size > 1, in tp, cp, ep, dp, pp order
 };
@@ -106,6 +151,22 @@ struct JobCommEstimate {
 Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
                                           const ParallelPlan& plan, const WorkloadModel& model,
                                           const CostOptions& options = {});
+
+// Megatron-LM's gradient bucket (DDP bucket_size: 40M parameters) and PyTorch DDP's default
+// bucket (25 MB): the last bucket is reduced after the backward ends, so at least its share
+// of the DP time is exposed.
+inline constexpr double kMegatronBucketParameters = 40e6;
+inline constexpr double kDdpBucketBytes = 25e6;
+// Spread of per-GPU speed among GPUs of one product in one cluster (σ, as a fraction):
+// Sinha et al., "Not All GPUs Are Created Equal" (SC22, arXiv 2208.11035) measure an 8%
+// average performance variation between identical GPUs across clusters of thousands, about
+// 8 σ for a normal spread over that many; a synchronous step runs at its slowest GPU.
+inline constexpr double kGpuSpeedSigma = 0.01;
+
+// compute x (pp - 1) / (virtual_stages x micro_batches) for training, else 0.
+double pipeline_bubble_us(const WorkloadModel& model, const ParallelPlan& plan);
+// compute x kGpuSpeedSigma x sqrt(2 ln gpus): the expected lag of the slowest of `gpus`.
+double straggler_us(double compute_us, int gpus);
 
 // The ideal side of a job's estimate: per-kind step times (indexed like kParallelKinds) of
 // the same job alone on ideal_placement(). Callers that compare many placements of one job

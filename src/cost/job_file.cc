@@ -1,6 +1,8 @@
 #include "cost/job_file.h"
 
+#include <array>
 #include <charconv>
+#include <initializer_list>
 #include <cmath>
 #include <set>
 
@@ -99,21 +101,28 @@ class Reader {
     return fail(n, fmt::format("expected '{}' to be true or false, found {}", key, describe(n)));
   }
 
+  // The index of the scalar in `options`.
+  Result<std::size_t> choice(const YAML::Node& n, std::string_view key, std::initializer_list<std::string_view> options) const {
+    std::string list;
+    for (auto o : options) list += (list.empty() ? "" : ", ") + std::string(o);
+    if (n.IsScalar()) {
+      std::size_t i = 0;
+      for (auto o : options) {
+        if (n.Scalar() == o) return i;
+        ++i;
+      }
+    }
+    return fail(n, fmt::format("expected '{}' to be one of {}, found {}", key, list, describe(n)));
+  }
+
   const std::string& file() const { return file_; }
 
  private:
   std::string file_;
 };
 
-Result<JobSpec> parse_job(const Reader& in, const YAML::Node& root) {
-  if (auto k = in.keys(root, "the job file", {"name", "plan", "workload", "model"}); !k)
-    return tl::unexpected(k.error());
-  JobSpec job;
-  if (root["name"]) {
-    auto s = in.string(root["name"], "name");
-    if (!s) return tl::unexpected(s.error());
-    job.name = *s;
-  }
+// The job file's `plan` mapping into job.plan.
+Result<void> parse_plan(const Reader& in, const YAML::Node& root, JobSpec& job) {
   if (!root["plan"])
     return in.fail(root, "the job file needs a 'plan' mapping with tp, pp, dp, ep, cp (each default 1)");
   const YAML::Node plan = root["plan"];
@@ -132,7 +141,117 @@ Result<JobSpec> parse_job(const Reader& in, const YAML::Node& root) {
     job.plan.order = *s;
   }
   if (auto v = validate_plan(job.plan); !v) return in.fail(plan, v.error().message);
+  return {};
+}
 
+// The job file's `model` mapping over the workload class's model `w`.
+// long: one table per kind of field (integers, numbers, booleans), each read in one loop
+Result<void> parse_model(const Reader& in, const YAML::Node& root, WorkloadModel& w) {
+  const YAML::Node m = root["model"];
+  if (auto k =
+          in.keys(m, "'model'",
+                  {"parameters", "hidden", "layers", "heads", "kv_heads", "ffn_hidden", "gated_mlp", "vocabulary",
+                   "sequence", "micro_batch", "micro_batches", "virtual_stages", "precision", "recompute",
+                   "sequence_parallel", "flash_attention", "distributed_optimizer", "bytes_per_element", "grad_bytes_per_element", "experts",
+                   "top_k", "expert_parameter_fraction", "moe_layer_interval", "training", "overlap", "tp_overlap",
+                   "forward_gflops_per_sample", "embedding_bytes_per_sample", "compute_ms_per_step"});
+      !k)
+    return tl::unexpected(k.error());
+  // A model of its own shape (hidden or layers given) does not inherit the class's
+  // architecture details: heads, KV heads, FFN size, gating and vocabulary start unset
+  // (heads = hidden / 128, FFN = 4 x hidden, no logits) unless given too.
+  if (m["hidden"] || m["layers"]) {
+    w.heads = w.kv_heads = w.ffn_hidden = w.vocabulary = 0;
+    w.gated_mlp = false;
+  }
+  struct IntField {
+    const char* key;
+    int* field;
+    int lo;
+    int hi;
+  };
+  IntField ints[] = {{"hidden", &w.hidden, 0, 1 << 24},
+                     {"layers", &w.layers, 0, 100000},
+                     {"heads", &w.heads, 0, 1 << 20},
+                     {"kv_heads", &w.kv_heads, 0, 1 << 20},
+                     {"ffn_hidden", &w.ffn_hidden, 0, 1 << 26},
+                     {"vocabulary", &w.vocabulary, 0, 1 << 26},
+                     {"virtual_stages", &w.virtual_stages, 1, 1024},
+                     {"sequence", &w.sequence, 0, 1 << 30},
+                     {"micro_batch", &w.micro_batch, 1, 1 << 20},
+                     {"micro_batches", &w.micro_batches, 1, 1 << 20},
+                     {"experts", &w.experts, 0, 1 << 20},
+                     {"top_k", &w.top_k, 1, 1 << 20},
+                     {"moe_layer_interval", &w.moe_layer_interval, 1, 100000}};
+  for (const auto& f : ints)
+    if (m[f.key]) {
+      auto v = in.integer(m[f.key], f.key, f.lo, f.hi);
+      if (!v) return tl::unexpected(v.error());
+      *f.field = *v;
+    }
+  struct NumField {
+    const char* key;
+    double* field;
+    double lo;
+    double hi;
+    double scale;
+  };
+  double compute_ms = w.compute_us_per_step / 1e3;
+  NumField nums[] = {{"parameters", &w.parameters, 0, 1e16, 1},
+                     {"bytes_per_element", &w.bytes_per_element, 0.125, 16, 1},
+                     {"grad_bytes_per_element", &w.grad_bytes_per_element, 0.125, 16, 1},
+                     {"expert_parameter_fraction", &w.expert_parameter_fraction, 0, 1, 1},
+                     {"overlap", &w.overlap, 0, 0.999, 1},
+                     {"tp_overlap", &w.tp_overlap, 0, 0.999, 1},
+                     {"forward_gflops_per_sample", &w.forward_gflops_per_sample, 0, 1e9, 1},
+                     {"embedding_bytes_per_sample", &w.embedding_bytes_per_sample, 0, 1e12, 1},
+                     {"compute_ms_per_step", &compute_ms, 0, 1e9, 1}};
+  for (const auto& f : nums)
+    if (m[f.key]) {
+      auto v = in.number(m[f.key], f.key, f.lo, f.hi);
+      if (!v) return tl::unexpected(v.error());
+      *f.field = *v * f.scale;
+    }
+  w.compute_us_per_step = compute_ms * 1e3;
+  struct BoolField {
+    const char* key;
+    bool* field;
+  };
+  BoolField bools[] = {{"training", &w.training},
+                       {"gated_mlp", &w.gated_mlp},
+                       {"sequence_parallel", &w.sequence_parallel},
+                       {"flash_attention", &w.flash_attention},
+                       {"distributed_optimizer", &w.distributed_optimizer}};
+  for (const auto& f : bools)
+    if (m[f.key]) {
+      auto b = in.boolean(m[f.key], f.key);
+      if (!b) return tl::unexpected(b.error());
+      *f.field = *b;
+    }
+  if (m["precision"]) {
+    auto p = in.choice(m["precision"], "precision", {"bf16", "fp16", "fp8", "fp32"});
+    if (!p) return tl::unexpected(p.error());
+    w.precision = std::array{Precision::kBf16, Precision::kFp16, Precision::kFp8, Precision::kFp32}[*p];
+  }
+  if (m["recompute"]) {
+    auto r = in.choice(m["recompute"], "recompute", {"none", "selective", "full"});
+    if (!r) return tl::unexpected(r.error());
+    w.recompute = std::array{Recompute::kNone, Recompute::kSelective, Recompute::kFull}[*r];
+  }
+  if (auto v = validate_workload(w); !v) return in.fail(m, v.error().message);
+  return {};
+}
+
+Result<JobSpec> parse_job(const Reader& in, const YAML::Node& root) {
+  if (auto k = in.keys(root, "the job file", {"name", "plan", "workload", "model"}); !k)
+    return tl::unexpected(k.error());
+  JobSpec job;
+  if (root["name"]) {
+    auto s = in.string(root["name"], "name");
+    if (!s) return tl::unexpected(s.error());
+    job.name = *s;
+  }
+  if (auto p = parse_plan(in, root, job); !p) return tl::unexpected(p.error());
   std::string cls = "llm-dense";
   if (root["workload"]) {
     auto s = in.string(root["workload"], "workload");
@@ -143,62 +262,7 @@ Result<JobSpec> parse_job(const Reader& in, const YAML::Node& root) {
   if (!base) return in.fail(root["workload"] ? root["workload"] : root, base.error().message);
   job.model = *base;
   if (root["model"]) {
-    const YAML::Node m = root["model"];
-    if (auto k =
-            in.keys(m, "'model'",
-                    {"parameters", "hidden", "layers", "sequence", "micro_batch", "micro_batches", "bytes_per_element",
-                     "grad_bytes_per_element", "experts", "top_k", "expert_parameter_fraction", "moe_layer_interval",
-                     "training", "overlap", "compute_ms_per_step"});
-        !k)
-      return tl::unexpected(k.error());
-    WorkloadModel& w = job.model;
-    struct IntField {
-      const char* key;
-      int* field;
-      int lo;
-      int hi;
-    };
-    IntField ints[] = {{"hidden", &w.hidden, 0, 1 << 24},
-                       {"layers", &w.layers, 0, 100000},
-                       {"sequence", &w.sequence, 0, 1 << 30},
-                       {"micro_batch", &w.micro_batch, 1, 1 << 20},
-                       {"micro_batches", &w.micro_batches, 1, 1 << 20},
-                       {"experts", &w.experts, 0, 1 << 20},
-                       {"top_k", &w.top_k, 1, 1 << 20},
-                       {"moe_layer_interval", &w.moe_layer_interval, 1, 100000}};
-    for (const auto& f : ints)
-      if (m[f.key]) {
-        auto v = in.integer(m[f.key], f.key, f.lo, f.hi);
-        if (!v) return tl::unexpected(v.error());
-        *f.field = *v;
-      }
-    struct NumField {
-      const char* key;
-      double* field;
-      double lo;
-      double hi;
-      double scale;
-    };
-    double compute_ms = w.compute_us_per_step / 1e3;
-    NumField nums[] = {{"parameters", &w.parameters, 0, 1e16, 1},
-                       {"bytes_per_element", &w.bytes_per_element, 0.125, 16, 1},
-                       {"grad_bytes_per_element", &w.grad_bytes_per_element, 0.125, 16, 1},
-                       {"expert_parameter_fraction", &w.expert_parameter_fraction, 0, 1, 1},
-                       {"overlap", &w.overlap, 0, 0.999, 1},
-                       {"compute_ms_per_step", &compute_ms, 0, 1e9, 1}};
-    for (const auto& f : nums)
-      if (m[f.key]) {
-        auto v = in.number(m[f.key], f.key, f.lo, f.hi);
-        if (!v) return tl::unexpected(v.error());
-        *f.field = *v * f.scale;
-      }
-    w.compute_us_per_step = compute_ms * 1e3;
-    if (m["training"]) {
-      auto b = in.boolean(m["training"], "training");
-      if (!b) return tl::unexpected(b.error());
-      w.training = *b;
-    }
-    if (auto v = validate_workload(w); !v) return in.fail(m, v.error().message);
+    if (auto m = parse_model(in, root, job.model); !m) return tl::unexpected(m.error());
   }
   if (job.name.empty()) job.name = job.model.name;
   return job;

@@ -28,33 +28,17 @@ Result<ModelSpec> find_model(std::string_view name) {
 
 namespace {
 
-// Dense (no sparsity) BF16 tensor throughput, HBM bandwidth, memory and maximum board power.
-// Order matters: "GB200" before "B200".
-struct GpuRow {
-  std::string_view key;  // matched against the GPU model name, upper-case, no spaces or dashes
-  GpuSpec spec;
-};
-
-const std::vector<GpuRow>& gpu_table() {
-  static const std::vector<GpuRow> rows = {
-      {"GB200", {"GB200", "NVIDIA GB200 NVL72 data sheet (per GPU: 2.5 PF dense BF16, 8 TB/s, 186 GB, 1200 W)", 2500, 8.0, 186, 1200}},
-      {"B200", {"B200", "NVIDIA HGX B200 data sheet (per GPU: 2.25 PF dense BF16, 8 TB/s, 180 GB, 1000 W)", 2250, 8.0, 180, 1000}},
-      {"H200", {"H200", "NVIDIA H200 SXM data sheet (989 TF dense BF16, 4.8 TB/s, 141 GB, 700 W)", 989, 4.8, 141, 700}},
-      {"H100", {"H100-SXM5", "NVIDIA H100 SXM data sheet (989 TF dense BF16, 3.35 TB/s, 80 GB, 700 W)", 989, 3.35, 80, 700}},
-  };
-  return rows;
-}
-
+// The products the router has an inference time model for; their dense BF16 throughput,
+// HBM bandwidth, memory and board power come from the one hardware table
+// (topology/hardware.h's gpu_datasheet_table), so cost, router and power agree.
+constexpr std::string_view kServedProducts[] = {"GB200", "B200", "H200", "H100-SXM5"};
 
 }  // namespace
 
 Result<GpuSpec> find_gpu_spec(std::string_view gpu_model) {
-  std::string key = gpu_model_key(gpu_model);
-  for (const GpuRow& r : gpu_table())
-    if (key.find(r.key) != std::string::npos) {
-      if (r.key == "H100" && (key.find("NVL") != std::string::npos || key.find("PCIE") != std::string::npos)) break;
-      return r.spec;
-    }
+  const GpuDatasheet* d = find_gpu_datasheet(gpu_model);
+  if (d && std::find(std::begin(kServedProducts), std::end(kServedProducts), d->product) != std::end(kServedProducts))
+    return GpuSpec{d->product, d->source, d->bf16_dense_flops / 1e12, d->hbm_Bps / 1e12, d->memory_gb, d->tdp_w};
   return make_error(ErrorCode::kInvalidArgument,
                     fmt::format("no inference time model for GPU '{}'; the router knows H100-SXM5, H200, B200 and GB200", gpu_model));
 }

@@ -10,6 +10,7 @@
 // CommModel must be safe to call from several threads at once (it only reads the Cluster).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -72,10 +73,20 @@ struct UplinkUse {
   double demand = 0;
 };
 
+// What a job's step is made of on its GPUs, as fractions of the step (the cost model's
+// estimate_job_comm): the pipeline bubble, and per parallel kind (kParallelKinds order: tp,
+// cp, ep, dp, pp) the communication time and the part of it the step waits for; the rest
+// is hidden behind compute by the per-kind overlap rules. Zeros without an estimate.
+struct StepBreakdown {
+  double bubble = 0;
+  std::array<double, 5> comm{}, exposed{};
+};
+
 struct CommEstimate {
   double slowdown = 1.0;             // runtime factor of this placement alone (>= 1)
   double network_share = 0.0;        // fraction of the step spent on inter-node links (0..1)
   std::vector<UplinkUse> uplinks;    // shared links it loads, for contention
+  StepBreakdown step;
 };
 
 class CommModel {
@@ -106,10 +117,10 @@ JobShape job_shape(const SimJob& job, int gpus_per_node);
 // Estimated compute time of one step (µs) of the job's workload class on `gpu_model`
 // GPUs with that plan: the cost layer's compute_us_per_step (cost/compute.h).
 double compute_us_per_step(const JobShape& shape, std::string_view gpu_model);
-// The same for a job's own model and plan (a job file's): training 6 x active parameters x
-// tokens per replica / (tp x pp x cp) at 40% of peak; inference one memory-bound decode step.
+// The same for a job's own model and plan (a job file's): cost/compute.h's step_compute on
+// the GPU's row of the hardware table (topology/hardware.h).
 double model_compute_us_per_step(const WorkloadModel& model, const ParallelPlan& plan, std::string_view gpu_model);
-// Dense BF16/FP16 tensor peak of one GPU (FLOP/s) as the compute-time model assumes it.
+// Dense BF16/FP16 tensor peak of one GPU (FLOP/s), from the hardware table.
 double gpu_peak_flops(std::string_view gpu_model);
 
 }  // namespace toposched::sim

@@ -237,6 +237,7 @@ class Engine {
     CommEstimate ce = comm_.estimate(job, *gpus);
     est_[j] = {std::max(1.0, ce.slowdown), std::clamp(ce.network_share, 0.0, 1.0)};
     out.placement_slowdown = est_[j].first;
+    out.step = ce.step;
     remaining_[j] = job.duration_s;
     last_update_[j] = now_;
     uses_[j] = std::move(ce.uplinks);

@@ -55,6 +55,7 @@ struct JobOutcome {
   int nodes = 0;           // distinct nodes it ran on
   // Power of its GPUs, summed (sim/power.h): computing, and stalled on communication.
   double busy_w = 0, comm_w = 0;
+  StepBreakdown step;  // its step on its GPUs (bubble, communication per kind), alone
 };
 
 struct TimelinePoint {

@@ -42,6 +42,12 @@ PolicySummary summarize(const Trace& trace, const SimulationResult& r) {
     ideal_gpu_s += j.gpus * j.duration_s;
     useful_j += o.busy_w * j.duration_s;
     lost_j += o.comm_w * added_s;
+    const double run_h = j.gpus * (o.end_s - o.start_s) / 3600.0;
+    s.gpu_hours_bubble += run_h * o.step.bubble;
+    for (std::size_t k = 0; k < s.gpu_hours_comm.size(); ++k) {
+      s.gpu_hours_comm[k] += run_h * o.step.comm[k];
+      s.gpu_hours_comm_exposed[k] += run_h * o.step.exposed[k];
+    }
     if (o.nodes > 1) ++multi;
   }
   s.jobs = jct.size();

@@ -13,6 +13,7 @@
 // result. Pure functions; thread-safe.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -46,6 +47,12 @@ struct PolicySummary {
   double useful_gpu_hours_per_mwh = 0;   // gpu_hours_useful / (energy_kwh / 1000); 0 without energy
   double fragmentation_mean = 0;
   double multi_node_jobs = 0;    // fraction of jobs that spanned more than one node
+  // The step's parts over the jobs' runs (GPUs x runtime x the part's share of the step on
+  // the job's GPUs, sim/backend.h's StepBreakdown): GPU-hours in the pipeline bubble, and
+  // per parallel kind (tp, cp, ep, dp, pp) GPU-hours of communication and of the part the
+  // steps waited for; the rest was hidden behind compute.
+  double gpu_hours_bubble = 0;
+  std::array<double, 5> gpu_hours_comm{}, gpu_hours_comm_exposed{};
 };
 
 // Nearest-rank percentile (q in 0..100) of unsorted values; 0 when empty.

@@ -174,6 +174,20 @@ class RegistryPlacer final : public Placer {
   std::map<std::string, bool> model_ok_;
 };
 
+// The estimate's step as fractions (sim/backend.h's StepBreakdown).
+StepBreakdown step_breakdown(const JobCommEstimate& est) {
+  StepBreakdown b;
+  if (!(est.step_us > 0)) return b;
+  b.bubble = est.bubble_us / est.step_us;
+  for (const GroupComm& g : est.groups)
+    for (std::size_t k = 0; k < b.comm.size(); ++k)
+      if (g.kind == kParallelKinds[k]) {
+        b.comm[k] = g.time_us / est.step_us;
+        b.exposed[k] = g.exposed_us / est.step_us;
+      }
+  return b;
+}
+
 class CostCommModel final : public CommModel {
  public:
   explicit CostCommModel(const Cluster& c) : c_(c) {
@@ -211,8 +225,9 @@ class CostCommModel final : public CommModel {
     auto est = estimate_job_comm(c_, gpus, plan, model);
     if (est) {
       out.slowdown = std::max(1.0, est->step_slowdown);
-      double step = model.compute_us_per_step + est->exposed_comm_us;
+      const double step = est->step_us;
       out.network_share = step > 0 ? std::clamp(est->exposed_comm_us / step, 0.0, 1.0) : 0.0;
+      out.step = step_breakdown(*est);
     }
     // Uplinks: a job crosses the uplink of every switch that holds some but not all of its
     // nodes, with the cost layer's demand (zero inside one node or accelerator domain).
@@ -272,16 +287,19 @@ JobShape job_shape(const SimJob& job, int gpus_per_node) {
 double compute_us_per_step(const JobShape& shape, std::string_view gpu_model) {
   auto model = workload_class(shape.workload_class);
   if (!model) return 0;
-  return toposched::compute_us_per_step(*model, shape.workload_class, shape.tp, shape.pp, gpu_model);
+  ParallelPlan plan;
+  plan.tp = shape.tp;
+  plan.pp = shape.pp;
+  plan.ep = shape.ep;
+  plan.dp = std::max(1, shape.dp / std::max(shape.ep, 1));
+  return model_compute_us_per_step(*model, plan, gpu_model);
 }
 
 double model_compute_us_per_step(const WorkloadModel& m, const ParallelPlan& plan, std::string_view gpu_model) {
-  // The cost layer's step model; context parallelism splits a training step's tokens.
-  const double us = toposched::compute_us_per_step(m, "", plan.tp, plan.pp, gpu_model);
-  return m.training ? us / std::max(plan.cp, 1) : us;
+  return step_compute(m, plan, gpu_datasheet_or_default(gpu_model)).total_us;
 }
 
-double gpu_peak_flops(std::string_view gpu_model) { return gpu_compute(gpu_model).peak_flops; }
+double gpu_peak_flops(std::string_view gpu_model) { return gpu_datasheet_or_default(gpu_model).bf16_dense_flops; }
 
 std::vector<std::string> placer_names() {
   std::vector<std::string> out;

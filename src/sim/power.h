@@ -4,8 +4,8 @@
 //  - comm_w: running but stalled on communication (the time a placement adds to a job):
 //    NCCL kernels poll on few SMs, so the draw sits between idle and TDP;
 //  - idle_w: allocated to no job, driver loaded (what a scheduled-but-empty GPU draws).
-// Defaults per GPU product from data sheets and published measurements (the table in
-// power.cc, sources in docs/simulator.md); a node type's `gpu.power` in the cluster spec
+// Defaults per GPU product from the hardware table (topology/hardware.h: TDP and idle draw
+// per product, with sources; docs/simulator.md); a node type's `gpu.power` in the cluster spec
 // overrides any of them. Invariant: 0 <= idle_w <= comm_w <= busy_w for the defaults (an
 // override is taken as given). Constant data and pure functions; thread-safe.
 #pragma once
@@ -23,9 +23,9 @@ struct GpuPower {
   double idle_w = 0;
 };
 
-// One row of the defaults: the product (matched as a case-insensitive substring of the GPU
-// model name, spaces and dashes ignored, first row that matches wins) and where the
-// figures come from.
+// One row of the defaults: the product (the hardware table's key, matched as a
+// case-insensitive substring of the GPU model name, spaces and dashes ignored, first row
+// that matches wins) and where the figures come from.
 struct GpuPowerRow {
   std::string_view key;
   std::string_view product;

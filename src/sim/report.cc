@@ -17,6 +17,35 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// "tp/dp/pp" hidden shares in percent, "-" for a kind that did not communicate.
+std::string hidden_shares(const PolicySummary& s) {
+  std::string out;
+  for (std::size_t k : {std::size_t{0}, std::size_t{3}, std::size_t{4}}) {
+    if (!out.empty()) out += "/";
+    const double all = s.gpu_hours_comm[k];
+    out += all > 0 ? fmt::format("{:.0f}", 100 * (1 - s.gpu_hours_comm_exposed[k] / all)) : "-";
+  }
+  return out + " %";
+}
+
+// {"gpu_hours_bubble", "kinds": {kind: {"gpu_hours", "gpu_hours_exposed", "hidden_share"}}}
+// for the kinds that communicated.
+Json step_breakdown_json(const PolicySummary& s) {
+  Json b;
+  b["gpu_hours_bubble"] = round_decimals(s.gpu_hours_bubble, 3);
+  Json kinds = Json::object();
+  for (std::size_t k = 0; k < s.gpu_hours_comm.size(); ++k) {
+    if (!(s.gpu_hours_comm[k] > 0)) continue;
+    Json kind;
+    kind["gpu_hours"] = round_decimals(s.gpu_hours_comm[k], 3);
+    kind["gpu_hours_exposed"] = round_decimals(s.gpu_hours_comm_exposed[k], 3);
+    kind["hidden_share"] = round_decimals(1 - s.gpu_hours_comm_exposed[k] / s.gpu_hours_comm[k], 6);
+    kinds[std::string(kParallelKinds[k])] = kind;
+  }
+  b["kinds"] = kinds;
+  return b;
+}
+
 Json summary_json(const PolicySummary& s) {
   Json p;
   p["jobs"] = s.jobs;
@@ -46,6 +75,7 @@ Json summary_json(const PolicySummary& s) {
   p["fragmentation_mean"] = round_decimals(s.fragmentation_mean, 6);
   p["multi_node_jobs"] = round_decimals(s.multi_node_jobs, 6);
   p["never_placed"] = s.never_placed;
+  p["step_breakdown"] = step_breakdown_json(s);
   return p;
 }
 
@@ -104,6 +134,8 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
       {"comm slowdown p95", [](const PolicySummary& s) { return fmt::format("{:.3f}x", s.comm_slowdown_p95); }},
       {"GPU-hours lost to comm", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.gpu_hours_lost_comm); }},
       {"GPU-hours idle, jobs waiting", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.gpu_hours_idle_queued); }},
+      {"GPU-hours in pipeline bubble", [](const PolicySummary& s) { return fmt::format("{:.0f}", s.gpu_hours_bubble); }},
+      {"comm hidden (tp/dp/pp)", [](const PolicySummary& s) { return hidden_shares(s); }},
       {"GPU energy (MWh)", [](const PolicySummary& s) { return fmt::format("{:.2f}", s.energy_kwh / 1000); }},
       {"energy lost to comm (MWh)", [](const PolicySummary& s) { return fmt::format("{:.2f}", s.energy_kwh_lost_comm / 1000); }},
       {"energy idle, jobs waiting (MWh)", [](const PolicySummary& s) { return fmt::format("{:.2f}", s.energy_kwh_idle_queued / 1000); }},

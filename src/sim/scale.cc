@@ -9,6 +9,7 @@
 
 #include "formats/html_page.h"
 #include "formats/json_output.h"
+#include "cost/compute.h"
 #include "placement/engine.h"
 #include "placement/placement.h"
 #include "sim/backend.h"
@@ -166,14 +167,16 @@ Result<ScalePoint> step_on(const Cluster& cluster, std::span<const GpuId> gpus, 
   pt.gpus = spec.plan.gpus();
   pt.dp = spec.plan.dp;
   WorkloadModel model = spec.model;
-  std::string_view gpu_model = cluster.node_type(cluster.gpu_node(gpus.front())).gpu_model;
-  if (model.compute_us_per_step <= 0) model.compute_us_per_step = model_compute_us_per_step(model, spec.plan, gpu_model);
+  if (virtual_stages > 0) model.virtual_stages = virtual_stages;  // --virtual-stages overrides the job file
+  const GpuDatasheet& gpu = gpu_datasheet_of(cluster.node_type(cluster.gpu_node(gpus.front())));
+  if (model.compute_us_per_step <= 0) model.compute_us_per_step = step_compute(model, spec.plan, gpu).total_us;
   TOPOSCHED_TRY(est, estimate_job_comm(cluster, gpus, spec.plan, model));
-  const double bubble = model.training ? (spec.plan.pp - 1.0) / (virtual_stages * std::max(model.micro_batches, 1)) : 0.0;
   pt.placed = true;
-  pt.compute_s = model.compute_us_per_step * (1 + bubble) / 1e6;
+  pt.compute_s = (est.compute_us + est.bubble_us + est.straggler_us) / 1e6;
+  pt.bubble_s = est.bubble_us / 1e6;
+  pt.straggler_s = est.straggler_us / 1e6;
   pt.exposed_comm_s = est.exposed_comm_us / 1e6;
-  pt.step_time_s = pt.compute_s + pt.exposed_comm_s;
+  pt.step_time_s = est.step_us / 1e6;
   const double sequences = static_cast<double>(spec.plan.dp) * spec.plan.ep * model.micro_batch * std::max(model.micro_batches, 1);
   pt.samples_per_s = pt.step_time_s > 0 ? sequences / pt.step_time_s : 0;
   pt.widest_level = job_widest_level(cluster, gpus);
@@ -203,7 +206,7 @@ std::vector<std::string> scale_policies_all() {
 Result<ScalePoint> predict_step(const Cluster& cluster, const AllocationState& start, const std::string& policy, const JobSpec& spec,
                                 int virtual_stages, std::uint64_t seed) {
   TOPOSCHED_CHECK(validate_plan(spec.plan));
-  if (virtual_stages < 1) return make_error(ErrorCode::kInvalidArgument, "virtual_stages must be >= 1");
+  if (virtual_stages < 0) return make_error(ErrorCode::kInvalidArgument, "virtual_stages must be >= 1 (0: the job file's)");
   AllocationState state = start;
   PlaceRequest req;
   req.job = request_for(spec);
@@ -236,7 +239,7 @@ Result<ScaleResult> scale_job(const Cluster& cluster, const AllocationState& sta
   out.cluster = cluster.name();
   out.plan = spec.plan;
   out.model = spec.model;
-  out.virtual_stages = o.virtual_stages;
+  out.virtual_stages = o.virtual_stages > 0 ? o.virtual_stages : spec.model.virtual_stages;
   JobSpec smallest = spec;
   smallest.plan.dp = o.gpu_counts.front() / model_parallel(spec.plan);
   auto ideal = ideal_per_gpu_throughput(cluster, smallest, o.virtual_stages);
@@ -292,7 +295,12 @@ Result<std::string> scale_json(const ScaleResult& r) {
         j["efficiency_vs_ideal"] = round_decimals(p.efficiency_vs_ideal, 6);
         j["throughput_samples_per_s"] = round_decimals(p.samples_per_s, 4);
         j["compute_s"] = round_decimals(p.compute_s, 6);
+        j["bubble_s"] = round_decimals(p.bubble_s, 6);
+        j["straggler_s"] = round_decimals(p.straggler_s, 6);
         j["exposed_comm_s"] = round_decimals(p.exposed_comm_s, 6);
+        Json kinds = Json::object();  // exposed communication per kind, s
+        for (const GroupComm& g : p.groups) kinds[g.kind] = round_decimals(g.exposed_us / 1e6, 6);
+        j["exposed_comm_by_kind_s"] = kinds;
         j["widest_level"] = p.widest_level;
       }
       points.push_back(std::move(j));

@@ -4,10 +4,11 @@
 //  - the GPUs the policy chooses on the starting allocation (empty cluster, or a state
 //    file's jobs), through the placement engine's place transaction, holding nothing;
 //  - the step time predicted by the cost model on those GPUs:
-//      compute x (1 + (pp - 1) / (virtual_stages x micro_batches)) + exposed communication,
-//    compute from the job file's compute_ms_per_step or from its FLOPs
-//    (model_compute_us_per_step), the bracket the pipeline bubble of the 1F1B schedule
-//    (interleaved with `virtual_stages` chunks per stage; Narayanan et al., SC21, eq. 1-2);
+//      compute + bubble + straggler + exposed communication (estimate_job_comm's step_us),
+//    compute from the job file's compute_ms_per_step or from its shape (cost/compute.h's
+//    step_compute), the bubble of the 1F1B schedule interleaved with `virtual_stages`
+//    chunks per stage (the job file's, or the option's when > 0; Narayanan et al., SC21,
+//    eq. 1-2), the exposed communication after the per-kind overlap rules;
 //  - throughput (sequences/s), speed-up and scaling efficiency against the smallest size
 //    the policy placed: efficiency = speed-up x smallest GPUs / GPUs (1 at the first point),
 //    and efficiency_vs_ideal against the smallest size on the ideal placement;
@@ -37,7 +38,7 @@ namespace toposched::sim {
 struct ScaleOptions {
   std::vector<std::string> policies;  // in output order
   std::vector<int> gpu_counts;        // ascending
-  int virtual_stages = 1;             // interleaved pipeline chunks per stage (1 = plain 1F1B)
+  int virtual_stages = 0;             // interleaved pipeline chunks per stage; 0 = the job file's
   std::uint64_t seed = 1;             // for the random policy
 };
 
@@ -46,7 +47,9 @@ struct ScalePoint {
   int dp = 0;
   bool placed = false;
   std::string why_not;          // when not placed: the policy's reason
-  double compute_s = 0;         // per step, pipeline bubble included
+  double compute_s = 0;         // per step, pipeline bubble and straggler lag included
+  double bubble_s = 0;          // of compute_s, the pipeline bubble
+  double straggler_s = 0;       // of compute_s, the slowest GPU's lag
   double exposed_comm_s = 0;    // per step
   double step_time_s = 0;
   double samples_per_s = 0;     // sequences per second, all replicas
@@ -89,7 +92,7 @@ std::vector<std::string> scale_policies_all();
 // `start`. kInvalidArgument for an unknown policy or an invalid plan; a placement the
 // policy refuses is a point with placed = false.
 Result<ScalePoint> predict_step(const Cluster& cluster, const AllocationState& start, const std::string& policy,
-                                const JobSpec& spec, int virtual_stages = 1, std::uint64_t seed = 1);
+                                const JobSpec& spec, int virtual_stages = 0, std::uint64_t seed = 1);
 
 Result<ScaleResult> scale_job(const Cluster& cluster, const AllocationState& start, const JobSpec& spec, const ScaleOptions& options);
 

@@ -49,7 +49,14 @@ TEST(JobComm, MegatronOrderBeatsScrambledOrderOnTheSameGpus) {
   EXPECT_GT(bad->step_comm_us, good->step_comm_us);
   EXPECT_DOUBLE_EQ(good->slowdown, 1.0);
   EXPECT_GT(bad->slowdown, 1.5);
-  EXPECT_NEAR(bad->exposed_comm_us, bad->step_comm_us * (1 - model->overlap), 1e-6 * bad->step_comm_us);
+  // No compute time given: nothing to hide behind, every kind is exposed in full.
+  EXPECT_NEAR(bad->exposed_comm_us, bad->step_comm_us, 1e-6 * bad->step_comm_us);
+  // One fraction given: it applies to every kind alike.
+  WorkloadModel uniform = *model;
+  uniform.overlap = 0.3;
+  auto u = estimate_job_comm(c, scrambled, plan, uniform);
+  ASSERT_TRUE(u.has_value());
+  EXPECT_NEAR(u->exposed_comm_us, u->step_comm_us * 0.7, 1e-6 * u->step_comm_us);
 }
 
 TEST(JobComm, SplittingTensorParallelAcrossNodesIsSlower) {
@@ -198,7 +205,11 @@ TEST(JobComm, ComputeTimeDilutesTheStepSlowdown) {
   ASSERT_TRUE(e.has_value());
   EXPECT_GT(e->step_slowdown, 1.0);
   EXPECT_LT(e->step_slowdown, e->slowdown);
-  double expected = (1e7 + e->exposed_comm_us) / (1e7 + e->ideal_exposed_comm_us);
+  // Compute, bubble (none: pp 1) and the straggler lag are the same on both placements.
+  EXPECT_DOUBLE_EQ(e->bubble_us, 0);
+  EXPECT_GT(e->straggler_us, 0);
+  const double fixed = 1e7 + e->straggler_us;
+  double expected = (fixed + e->exposed_comm_us) / (fixed + e->ideal_exposed_comm_us);
   EXPECT_NEAR(e->step_slowdown, expected, 1e-12);
 }
 

@@ -138,6 +138,40 @@ TEST(Backend, SpreadPlacementIsSlowerThanPacked) {
   EXPECT_TRUE(comm->estimate(j, one_node).uplinks.empty());
 }
 
+// Issue 32, acceptance 3: the simulator's estimate carries the step's parts: a pipelined job
+// has a bubble, and every kind it runs has communication, of which the step waits for a
+// part (DP mostly hidden behind the last micro-batch, TP not at all).
+TEST(Backend, TheEstimateBreaksTheStepIntoBubbleAndCommunicationPerKind) {
+  Cluster c = dgx(8);
+  auto comm = make_comm_model(c);
+  SimJob j;
+  j.gpus = 64;
+  j.tp = 8;
+  j.pp = 4;
+  j.dp = 2;
+  j.kind = "llm-dense";
+  std::vector<GpuId> gpus;
+  for (int k = 0; k < 64; ++k) gpus.push_back(c.node_gpu(NodeId(static_cast<std::uint32_t>(k / 8)), k % 8));
+  const StepBreakdown b = comm->estimate(j, gpus).step;
+  EXPECT_GT(b.bubble, 0.0);
+  EXPECT_LT(b.bubble, 0.5);
+  for (std::size_t k : {std::size_t{0}, std::size_t{3}, std::size_t{4}}) EXPECT_GT(b.comm[k], 0.0) << kParallelKinds[k];
+  EXPECT_DOUBLE_EQ(b.comm[1], 0.0);  // no CP, no EP
+  EXPECT_DOUBLE_EQ(b.comm[2], 0.0);
+  EXPECT_DOUBLE_EQ(b.exposed[0], b.comm[0]);  // TP: inside the layer
+  EXPECT_LT(b.exposed[3], b.comm[3]);         // DP: behind the last micro-batch
+  EXPECT_LT(b.exposed[4], b.comm[4]);         // PP: only fill and drain
+  double parts = b.bubble;
+  for (double e : b.exposed) parts += e;
+  EXPECT_LT(parts, 1.0);  // compute is the rest
+  // A one-GPU job: nothing to break down but compute.
+  j.gpus = 1;
+  j.tp = j.pp = j.dp = 1;
+  const StepBreakdown one = comm->estimate(j, std::vector<GpuId>{gpus.front()}).step;
+  EXPECT_DOUBLE_EQ(one.bubble, 0.0);
+  for (double x : one.comm) EXPECT_DOUBLE_EQ(x, 0.0);
+}
+
 TEST(Backend, PoliciesSideBySideAreDeterministic) {
   Cluster c = dgx(16);
   GeneratorParams gp;
@@ -169,6 +203,14 @@ TEST(Backend, PoliciesSideBySideAreDeterministic) {
       EXPECT_TRUE(s.contains(key)) << p << " " << key;
     EXPECT_EQ(s["jobs"].get<int>() + s["never_placed"].get<int>(), 150) << p;
     EXPECT_GE(s["comm_slowdown_mean"].get<double>(), 1.0);
+    // The step's parts over the run (issue 32, acceptance 3): hidden shares are shares.
+    const auto& b = s["step_breakdown"];
+    EXPECT_GE(b["gpu_hours_bubble"].get<double>(), 0.0) << p;
+    for (const auto& [kind, k] : b["kinds"].items()) {
+      EXPECT_GE(k["hidden_share"].get<double>(), 0.0) << p << " " << kind;
+      EXPECT_LE(k["hidden_share"].get<double>(), 1.0) << p << " " << kind;
+      EXPECT_LE(k["gpu_hours_exposed"].get<double>(), k["gpu_hours"].get<double>() + 1e-3) << p << " " << kind;
+    }
     EXPECT_GT(s["utilization"].get<double>(), 0.0);
     EXPECT_LE(s["utilization"].get<double>(), 1.0);
   }

@@ -1,0 +1,215 @@
+// The compute model (cost/compute.h) and the step model of estimate_job_comm: FLOPs from the
+// shape, recomputation, precision, the efficiency rule, per-kind overlap, the pipeline
+// bubble and the straggler term; and the one hardware table that cost, router and power read.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "cost/compute.h"
+#include "cost/job_comm.h"
+#include "cost/selection.h"
+#include "router/model.h"
+#include "sim/power.h"
+#include "topology/hardware.h"
+#include "topology/presets.h"
+
+namespace toposched {
+namespace {
+
+// GPT-3 175B (Brown et al. 2020) as NVIDIA's DGX H100 recipe runs it: TP 4, PP 8, 64
+// micro-batches of one 2,048-token sequence.
+WorkloadModel gpt3() {
+  WorkloadModel m = *workload_class("llm-dense");
+  m.parameters = 175e9;
+  m.hidden = 12288;
+  m.layers = 96;
+  m.heads = 96;
+  m.kv_heads = 0;
+  m.ffn_hidden = 49152;
+  m.gated_mlp = false;
+  m.vocabulary = 51200;
+  m.sequence = 2048;
+  m.micro_batches = 64;
+  return m;
+}
+
+ParallelPlan plan_of(int tp, int pp, int dp = 1) {
+  ParallelPlan p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  return p;
+}
+
+const GpuDatasheet& h100() { return *find_gpu_datasheet("H100-SXM5"); }
+
+TEST(Compute, ModelFlopsMatchMegatronsFormula) {
+  // Narayanan et al. (SC21) eq. 3 without recomputation: 72 B s l h^2 (1 + s/6h + V/12lh).
+  WorkloadModel m = gpt3();
+  m.micro_batches = 1;
+  const double B = 1, s = 2048, l = 96, h = 12288, V = 51200;
+  const double megatron = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  EXPECT_NEAR(step_compute(m, plan_of(1, 1), h100()).model_flops / megatron, 1.0, 1e-9);
+}
+
+TEST(Compute, TrainingRunsBetweenHalfAndAllOfTheAchievableRate) {
+  const StepCompute c = step_compute(gpt3(), plan_of(4, 8), h100());
+  // Per GPU, model FLOPs over the time: below MAMF (0.80 of peak), above a third of peak.
+  const double mfu = c.model_flops / 32 / (c.total_us / 1e6) / h100().bf16_dense_flops;
+  EXPECT_LT(mfu, h100().gemm_efficiency);
+  EXPECT_GT(mfu, 0.33);
+  EXPECT_NEAR(c.gemm_us + c.attention_us + c.memory_us + c.logits_us, c.total_us, 1e-6 * c.total_us);
+  EXPECT_NEAR(c.per_microbatch_us * 64, c.total_us, 1e-6 * c.total_us);
+  EXPECT_GT(c.attention_us, 0);
+  EXPECT_GT(c.logits_us, 0);
+}
+
+TEST(Compute, RecomputationAddsAForwardPass) {
+  WorkloadModel m = gpt3();
+  const double none = step_compute(m, plan_of(4, 8), h100()).gemm_us;
+  m.recompute = Recompute::kFull;
+  const double full = step_compute(m, plan_of(4, 8), h100()).gemm_us;
+  EXPECT_NEAR(full / none, 4.0 / 3.0, 0.01);  // forward 1 + backward 2, plus 1 forward again
+  m.recompute = Recompute::kSelective;         // with fused attention: its backward recomputes anyway
+  EXPECT_DOUBLE_EQ(step_compute(m, plan_of(4, 8), h100()).total_us,
+                   step_compute(gpt3(), plan_of(4, 8), h100()).total_us);
+  m.flash_attention = false;
+  WorkloadModel unfused = gpt3();
+  unfused.flash_attention = false;
+  EXPECT_GT(step_compute(m, plan_of(4, 8), h100()).attention_us, step_compute(unfused, plan_of(4, 8), h100()).attention_us);
+}
+
+TEST(Compute, Fp8SpeedsUpTheGemmsOnly) {
+  WorkloadModel m = gpt3();
+  const StepCompute bf16 = step_compute(m, plan_of(4, 8), h100());
+  m.precision = Precision::kFp8;
+  const StepCompute fp8 = step_compute(m, plan_of(4, 8), h100());
+  // The H100's FP8 peak is twice its BF16 peak, reached to kFp8GemmShare of BF16's share.
+  EXPECT_NEAR(fp8.gemm_us / bf16.gemm_us, 0.5 / kFp8GemmShare, 0.05);
+  EXPECT_DOUBLE_EQ(fp8.attention_us, bf16.attention_us);
+  EXPECT_GT(fp8.total_us / bf16.total_us, 0.5);
+  // A GPU without FP8 runs it at the BF16 rate.
+  const GpuDatasheet& a100 = *find_gpu_datasheet("A100-SXM4");
+  WorkloadModel a = gpt3();
+  const double a_bf16 = step_compute(a, plan_of(4, 8), a100).total_us;
+  a.precision = Precision::kFp8;
+  EXPECT_DOUBLE_EQ(step_compute(a, plan_of(4, 8), a100).total_us, a_bf16);
+}
+
+TEST(Compute, SplittingTheGemmsLosesEfficiency) {
+  // The same model's work per GPU x GPUs grows as tp shrinks each GEMM (memory-bound
+  // non-GEMM work without sequence parallelism, wave quantization, the roofline).
+  WorkloadModel m = gpt3();
+  m.layers = 8;
+  m.vocabulary = 0;
+  m.sequence_parallel = false;
+  double last = 0;
+  for (int tp : {1, 2, 4, 8, 16}) {
+    const double gpu_time = step_compute(m, plan_of(tp, 1), h100()).total_us * tp;
+    EXPECT_GT(gpu_time, last) << tp;
+    last = gpu_time;
+  }
+  // A micro-batch too small to fill the SMs runs below the large-GEMM rate.
+  WorkloadModel tiny = m;
+  tiny.sequence = 128;
+  const double per_token_tiny = step_compute(tiny, plan_of(8, 1), h100()).gemm_us / 128;
+  const double per_token_big = step_compute(m, plan_of(8, 1), h100()).gemm_us / 2048;
+  EXPECT_GT(per_token_tiny, per_token_big * 1.2);
+}
+
+TEST(Compute, EveryClassComputes) {
+  for (std::string_view name : workload_class_names()) {
+    WorkloadModel m = *workload_class(name);
+    EXPECT_GT(step_compute(m, plan_of(1, 1), h100()).total_us, 0) << name;
+  }
+  // ResNet-50 on an A100 80GB: 256 images at the vision efficiency rule.
+  WorkloadModel v = *workload_class("dp-vision");
+  const double us = step_compute(v, plan_of(1, 1), *find_gpu_datasheet("NVIDIA A100-SXM4-80GB")).total_us;
+  EXPECT_NEAR(us, 3 * 4.1e9 * 256 / (kVisionEfficiency * 312e12) * 1e6, 1);
+}
+
+TEST(Hardware, OneTableForCostRouterAndPower) {
+  for (std::string_view name : {"H100-SXM5", "NVIDIA H100 80GB HBM3", "H200", "B200", "NVIDIA GB200"}) {
+    const GpuDatasheet* d = find_gpu_datasheet(name);
+    ASSERT_TRUE(d) << name;
+    auto r = router::find_gpu_spec(name);
+    ASSERT_TRUE(r.has_value()) << name;
+    EXPECT_DOUBLE_EQ(gpu_compute(name).peak_flops, r->bf16_dense_tflops * 1e12) << name;
+    EXPECT_DOUBLE_EQ(gpu_compute(name).hbm_Bps, r->hbm_TBps * 1e12) << name;
+    EXPECT_DOUBLE_EQ(find_gpu_product(name)->memory_gb, r->memory_gb) << name;
+    EXPECT_DOUBLE_EQ(sim::default_gpu_power(name).busy_w, r->board_power_w) << name;
+  }
+  for (std::string_view name : {"A100-SXM4", "NVIDIA A100-SXM4-40GB", "L40S", "V100"}) {
+    const GpuDatasheet* d = find_gpu_datasheet(name);
+    ASSERT_TRUE(d) << name;
+    EXPECT_DOUBLE_EQ(gpu_compute(name).peak_flops, d->bf16_dense_flops) << name;
+    EXPECT_DOUBLE_EQ(find_gpu_product(name)->memory_gb, d->memory_gb) << name;
+    EXPECT_DOUBLE_EQ(sim::default_gpu_power(name).busy_w, d->tdp_w) << name;
+  }
+  EXPECT_EQ(find_gpu_product("NVIDIA A100-SXM4-40GB")->memory_gb, 40);
+  // Discovery names both A100 SXM4 boards as users know them; memory tells the rows apart.
+  EXPECT_EQ(find_gpu_product("NVIDIA A100-SXM4-40GB")->canonical, "A100-SXM4");
+  EXPECT_EQ(find_gpu_product("NVIDIA A100-SXM4-80GB")->canonical, "A100-SXM4");
+  EXPECT_EQ(find_gpu_datasheet("A100-SXM4", 40), find_gpu_datasheet("NVIDIA A100-SXM4-40GB"));
+  EXPECT_EQ(find_gpu_datasheet("A100-SXM4", 80), find_gpu_datasheet("A100-SXM4"));
+  EXPECT_LT(find_gpu_datasheet("A100-SXM4", 40)->hbm_Bps, find_gpu_datasheet("A100-SXM4", 80)->hbm_Bps);
+  EXPECT_LT(gpu_compute("A100 40GB").hbm_Bps, gpu_compute("A100 80GB").hbm_Bps);
+  for (const GpuDatasheet& d : gpu_datasheet_table()) {
+    EXPECT_GT(d.bf16_dense_flops, 0) << d.product;
+    EXPECT_TRUE(d.fp8_dense_flops == 0 || d.fp8_dense_flops > d.bf16_dense_flops) << d.product;
+    EXPECT_GT(d.gemm_efficiency, 0.5) << d.product;
+    EXPECT_LT(d.gemm_efficiency, 1) << d.product;
+    EXPECT_GT(d.tdp_w, d.idle_w) << d.product;
+    EXPECT_FALSE(d.source.empty()) << d.product;
+  }
+}
+
+Cluster preset(std::string_view spec) {
+  auto c = build_preset(spec);
+  EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
+  return std::move(*c);
+}
+
+const GroupComm* group(const JobCommEstimate& e, std::string_view kind) {
+  for (const auto& g : e.groups)
+    if (g.kind == kind) return &g;
+  return nullptr;
+}
+
+TEST(StepModel, PerKindOverlapBubbleAndStraggler) {
+  Cluster c = preset("dgx-h100?nodes=16");
+  ParallelPlan plan = plan_of(4, 8, 4);
+  WorkloadModel m = gpt3();
+  m.virtual_stages = 12;
+  m.compute_us_per_step = step_compute(m, plan, h100()).total_us;
+  auto gpus = parse_gpu_selection(c, "dgx-h100-[001-016]");
+  ASSERT_TRUE(gpus.has_value());
+  auto e = estimate_job_comm(c, *gpus, plan, m);
+  ASSERT_TRUE(e.has_value()) << e.error().message;
+  const GroupComm* tp = group(*e, "tp");
+  const GroupComm* dp = group(*e, "dp");
+  const GroupComm* pp = group(*e, "pp");
+  ASSERT_TRUE(tp && dp && pp);
+  EXPECT_DOUBLE_EQ(tp->exposed_us, tp->time_us);  // inside the layer
+  EXPECT_LT(dp->exposed_us, dp->time_us);         // behind the last micro-batch
+  EXPECT_GE(dp->exposed_us, dp->time_us * std::min(1.0, 40e6 * 4 / dp->bytes) - 1e-9);
+  // What outlasts one micro-batch's compute (interleaved or not).
+  EXPECT_NEAR(dp->exposed_us, std::max(dp->time_us - m.compute_us_per_step / 64, dp->time_us * std::min(1.0, 40e6 * 4 / dp->bytes)), 1e-6 * dp->time_us);
+  // Fill and drain: 2 x (8 - 1) of the 2 x 64 x 12 transfers (interleaved: one per chunk),
+  // one per bubble slot.
+  EXPECT_EQ(pp->calls, 2 * 64 * 12);
+  EXPECT_NEAR(pp->exposed_us, pp->time_us / pp->calls * 2 * (8 - 1), 1e-6 * pp->time_us);
+  EXPECT_NEAR(e->bubble_us, m.compute_us_per_step * 7 / (12.0 * 64), 1e-6 * e->bubble_us);
+  EXPECT_NEAR(e->straggler_us, m.compute_us_per_step * kGpuSpeedSigma * std::sqrt(2 * std::log(128.0)), 1e-6);
+  EXPECT_NEAR(e->step_us, e->compute_us + e->bubble_us + e->straggler_us + e->exposed_comm_us, 1e-6 * e->step_us);
+  // More micro-batches: a smaller bubble.
+  WorkloadModel more = m;
+  more.micro_batches = 128;
+  more.compute_us_per_step *= 2;
+  auto e2 = estimate_job_comm(c, *gpus, plan, more);
+  ASSERT_TRUE(e2.has_value());
+  EXPECT_LT(e2->bubble_us / e2->compute_us, e->bubble_us / e->compute_us);
+}
+
+}  // namespace
+}  // namespace toposched
