@@ -83,6 +83,7 @@ int run_job(const CostOptionsCli& o, const Cluster& c) {
   return kExitOk;
 }
 
+// long: the collective mode's flags checked and printed in one place; the job mode is run_job
 int run_cost(const CostOptionsCli& o) {
   const bool job_mode = !o.job.empty() || !o.placement.empty();
   if (job_mode) {

@@ -105,6 +105,7 @@ class Reader {
   std::string file_;
 };
 
+// long: the job file's schema read key by key, in the order docs/cost-model.md lists it
 Result<JobSpec> parse_job(const Reader& in, const YAML::Node& root) {
   if (auto k = in.keys(root, "the job file", {"name", "plan", "workload", "model"}); !k)
     return tl::unexpected(k.error());

@@ -136,6 +136,7 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
   return out;
 }
 
+// long: every field of a placement's explanation from one rank order, which each step shares
 void describe(const AllocationState& s, const JobRequest& r, Placement& p, const PlacementPolicy& policy) {
   const Cluster& c = s.cluster();
   const auto& gpus = p.gpus_by_rank;
