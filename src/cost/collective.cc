@@ -70,22 +70,6 @@ constexpr double kPcieEfficiency = 24.0 / 31.5;
 constexpr int kTree = 0, kRingIdx = 1, kNvlsIdx = 2;
 constexpr int kHwNvlink = 0, kHwPci = 1, kHwNet = 2;
 
-struct CollectiveName {
-  Collective c;
-  std::string_view canonical;
-  std::array<std::string_view, 3> aliases;
-};
-
-constexpr std::array<CollectiveName, 7> kCollectiveNames = {{
-    {Collective::kAllReduce, "allreduce", {"all_reduce", "all-reduce", ""}},
-    {Collective::kAllGather, "allgather", {"all_gather", "all-gather", ""}},
-    {Collective::kReduceScatter, "reduce-scatter", {"reduce_scatter", "reducescatter", ""}},
-    {Collective::kBroadcast, "broadcast", {"bcast", "", ""}},
-    {Collective::kReduce, "reduce", {"", "", ""}},
-    {Collective::kAllToAll, "all-to-all", {"alltoall", "all_to_all", "a2a"}},
-    {Collective::kSendRecv, "send-recv", {"sendrecv", "send_recv", "p2p"}},
-}};
-
 std::string lower(std::string_view s) {
   std::string out;
   for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -340,41 +324,46 @@ Scratch& scratch() {
 
 }  // namespace
 
-std::string_view collective_name(Collective c) { return kCollectiveNames[static_cast<std::size_t>(c)].canonical; }
+const Registry<Collective>& collectives() {
+  // In the enum's order: collective_name indexes the rows.
+  static const Registry<Collective> kCollectives(
+      "collective", {{"allreduce", "every rank ends with the sum of all ranks' buffers", Collective::kAllReduce,
+                      {"all_reduce", "all-reduce"}},
+                     {"allgather", "every rank ends with all ranks' buffers", Collective::kAllGather,
+                      {"all_gather", "all-gather"}},
+                     {"reduce-scatter", "every rank ends with its share of the sum", Collective::kReduceScatter,
+                      {"reduce_scatter", "reducescatter"}},
+                     {"broadcast", "one rank's buffer to every rank", Collective::kBroadcast, {"bcast"}},
+                     {"reduce", "the sum of all ranks' buffers on one rank", Collective::kReduce},
+                     {"all-to-all", "every rank sends a share of its buffer to every other", Collective::kAllToAll,
+                      {"alltoall", "all_to_all", "a2a"}},
+                     {"send-recv", "point-to-point, rank pairs", Collective::kSendRecv,
+                      {"sendrecv", "send_recv", "p2p"}}});
+  return kCollectives;
+}
+
+const Registry<Algorithm>& algorithms() {
+  static const Registry<Algorithm> kAlgorithms(
+      "algorithm", {{"auto", "the fastest that applies, as NCCL's tuner picks", Algorithm::kAuto},
+                    {"ring", "NCCL's ring", Algorithm::kRing},
+                    {"tree", "NCCL's double binary tree (allreduce)", Algorithm::kTree},
+                    {"nvls", "NVLink SHARP on NVSwitch (Hopper and later)", Algorithm::kNvls},
+                    {"hierarchical", "allreduce: reduce-scatter in each island, allreduce across, allgather in each", Algorithm::kHierarchical},
+                    {"direct", "point-to-point sends (all-to-all, send-recv)", Algorithm::kDirect}});
+  return kAlgorithms;
+}
+
+std::string_view collective_name(Collective c) { return collectives().rows()[static_cast<std::size_t>(c)].name; }
 
 std::optional<Collective> parse_collective(std::string_view name) {
-  std::string key = lower(name);
-  for (const auto& e : kCollectiveNames) {
-    if (key == e.canonical) return e.c;
-    for (auto a : e.aliases)
-      if (!a.empty() && key == a) return e.c;
-  }
+  if (const auto* row = collectives().row(lower(name))) return row->value;
   return std::nullopt;
 }
 
-std::string_view algorithm_name(Algorithm a) {
-  switch (a) {
-    case Algorithm::kAuto:
-      return "auto";
-    case Algorithm::kRing:
-      return "ring";
-    case Algorithm::kTree:
-      return "tree";
-    case Algorithm::kNvls:
-      return "nvls";
-    case Algorithm::kHierarchical:
-      return "hierarchical";
-    case Algorithm::kDirect:
-      return "direct";
-  }
-  return "unknown";
-}
+std::string_view algorithm_name(Algorithm a) { return algorithms().rows()[static_cast<std::size_t>(a)].name; }
 
 std::optional<Algorithm> parse_algorithm(std::string_view name) {
-  std::string key = lower(name);
-  for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kHierarchical,
-                      Algorithm::kDirect})
-    if (key == algorithm_name(a)) return a;
+  if (const auto* row = algorithms().row(lower(name))) return row->value;
   return std::nullopt;
 }
 

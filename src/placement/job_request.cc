@@ -4,6 +4,7 @@
 
 #include "cost/job_comm.h"
 #include "placement/job_schema.h"
+#include "topology/registry.h"
 
 #include <algorithm>
 #include <cctype>
@@ -15,22 +16,24 @@
 
 namespace toposched {
 
-std::string_view workload_kind_name(WorkloadKind k) {
-  switch (k) {
-    case WorkloadKind::kTraining:
-      return "training";
-    case WorkloadKind::kInference:
-      return "inference";
-    case WorkloadKind::kInferencePD:
-      return "inference-pd";
-  }
-  return "training";
+namespace {
+
+// In the enum's order: workload_kind_name indexes the rows.
+const Registry<WorkloadKind>& workload_kinds() {
+  static const Registry<WorkloadKind> kKinds(
+      "workload kind", {{"training", "one job of tp x cp x ep x dp x pp GPUs", WorkloadKind::kTraining},
+                        {"inference", "independent replicas of tp x pp GPUs", WorkloadKind::kInference},
+                        {"inference-pd", "replicas split into prefill and decode (at least two)",
+                         WorkloadKind::kInferencePD}});
+  return kKinds;
 }
 
+}  // namespace
+
+std::string_view workload_kind_name(WorkloadKind k) { return workload_kinds().rows()[static_cast<std::size_t>(k)].name; }
+
 std::optional<WorkloadKind> parse_workload_kind(std::string_view name) {
-  if (name == "training") return WorkloadKind::kTraining;
-  if (name == "inference") return WorkloadKind::kInference;
-  if (name == "inference-pd") return WorkloadKind::kInferencePD;
+  if (const auto* row = workload_kinds().row(name)) return row->value;
   return std::nullopt;
 }
 
