@@ -8,9 +8,10 @@ namespace or class scope opens a function whose length runs to its matching `}`.
 blocks inside a function count towards that function. Good enough for the limit it checks
 (docs/design.md "Function length"); it reads every file of src/ in well under a second.
 
-Usage: tools/function_lengths.py [--max N] [--warn N] DIR...
+Usage: tools/function_lengths.py [--max N] [--warn N] [--list N] [--check] DIR...
 Exit 1 if a function is longer than --max, or longer than --warn without a one-line reason
-comment (`// long: ...`) on the line above its signature.
+comment (`// long: ...`) on the line above its signature. --check (what ctest runs, test
+`function_lengths`) also says so in one line when every function is within the limits.
 """
 import argparse
 import os
@@ -108,6 +109,7 @@ def main():
     parser.add_argument("--max", type=int, default=100)
     parser.add_argument("--warn", type=int, default=80)
     parser.add_argument("--list", type=int, default=0, help="print the N longest functions")
+    parser.add_argument("--check", action="store_true", help="print one line when every function is within the limits")
     args = parser.parse_args()
     found = []
     for d in args.dirs:
@@ -123,6 +125,13 @@ def main():
     bad = [(n, p, s) for n, p, s, _ in found if n > args.max or (n > args.warn and not has_reason(p, s))]
     for n, p, s in bad:
         print(f"{p}:{s}: function of {n} lines (limit {args.max}; over {args.warn} needs a '// long: why' line above it)")
+    if args.check and not bad:
+        longest = found[0][0] if found else 0
+        print(f"function lengths: {len(found)} functions, the longest {longest} lines; none over {args.max}, "
+              f"none over {args.warn} without a '// long:' reason")
+    if args.check and not found:
+        print("function lengths: no function found (wrong folder?)")
+        return 1
     return 1 if bad else 0
 
 

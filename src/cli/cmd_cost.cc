@@ -98,6 +98,7 @@ int run_job(const CostOptionsCli& o, const Cluster& c) {
   return kExitOk;
 }
 
+// long: the collective mode's flags checked and printed in one place; the job mode is run_job
 int run_cost(const CostOptionsCli& o) {
   const bool job_mode = !o.job.empty() || !o.placement.empty();
   if (job_mode) {
@@ -111,15 +112,9 @@ int run_cost(const CostOptionsCli& o) {
   if (!(o.network_share > 0 && o.network_share <= 1)) return usage_error("--network-share must be in (0, 1]");
   if (!(o.step_factor > 1 && o.step_factor <= 1024)) return usage_error("--step-factor must be in (1, 1024]");
   auto coll = parse_collective(o.collective);
-  if (!coll)
-    return usage_error(
-        fmt::format("unknown collective '{}'; expected allreduce, allgather, reduce-scatter, broadcast, "
-                    "reduce, all-to-all or send-recv",
-                    o.collective));
+  if (!coll) return report(collectives().unknown(o.collective));
   auto algo = parse_algorithm(o.algorithm);
-  if (!algo)
-    return usage_error(
-        fmt::format("unknown algorithm '{}'; expected auto, ring, tree, nvls, hierarchical or direct", o.algorithm));
+  if (!algo) return report(algorithms().unknown(o.algorithm));
   double lo = 0, hi = 0;
   if (!o.bytes.empty()) {
     auto b = parse_size(o.bytes);

@@ -117,7 +117,7 @@ void register_export(CLI::App& app, int& exit_code) {
   cmd->add_option("--cluster,-c", opts->cluster, "Cluster SPEC: a spec file or preset:NAME[?k=v&...]")->required();
   std::vector<std::string> names;
   std::string list;
-  for (const auto& f : export_formats()) {
+  for (const auto& f : export_formats().rows()) {
     names.emplace_back(f.name);
     list += fmt::format("  {:<12} {}\n", f.name, f.description);
   }

@@ -5,6 +5,7 @@
 
 namespace toposched::cli {
 
+// long: one add_option per flag of serve, a flat list in --help order
 void register_serve(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<service::ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "Run the placement engine as an HTTP/JSON service with a durable store");

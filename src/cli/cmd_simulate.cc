@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -39,26 +40,29 @@ struct SimulateOptions {
   OutputFormat format = OutputFormat::kText;
 };
 
-int run_simulate(const SimulateOptions& o) {
+// An exit code when a step ends the command; nothing when the command goes on.
+using Stop = std::optional<int>;
+
+// The options' ranges, the queue discipline and the policy list; the output paths usable.
+Stop check_options(const SimulateOptions& o, sim::Discipline& discipline, std::vector<std::string>& policies) {
   if (o.trace.empty() == o.generate.empty()) return usage_error("simulate needs exactly one of --trace FILE or --generate YAML");
-  auto discipline = sim::parse_discipline(o.discipline);
-  if (!discipline) return report(discipline.error());
+  auto d = sim::parse_discipline(o.discipline);
+  if (!d) return report(d.error());
+  discipline = *d;
   if (!(o.estimate_factor > 0)) return usage_error("--estimate-factor must be > 0");
   if (!(o.load > 0 && o.load <= 10)) return usage_error("--load must be in (0, 10]");
-  std::vector<std::string> policies = o.policies.empty() || o.policies == "all" ? sim::placer_names() : split_comma_list(o.policies);
+  policies = o.policies.empty() || o.policies == "all" ? sim::placer_names() : split_comma_list(o.policies);
   if (policies.empty()) return usage_error("--policies lists no policy");
   for (std::size_t i = 0; i < policies.size(); ++i)
     for (std::size_t k = 0; k < i; ++k)
       if (policies[i] == policies[k]) return usage_error(fmt::format("policy '{}' is listed twice in --policies", policies[i]));
-
   if (int code = kExitOk; !output_dir_usable_or_report(o.report, code) || !output_usable_or_report(o.write_trace, code))
     return code;
-  auto cluster = sim::load_sim_cluster(o.cluster);
-  if (!cluster) {
-    int code = report(cluster.error());
-    return o.cluster.starts_with("preset:") ? code : kExitError;
-  }
-  sim::Trace trace;
+  return std::nullopt;
+}
+
+// The trace: generated from --generate's YAML, or read from --trace.
+Stop read_trace(const SimulateOptions& o, sim::Trace& trace) {
   if (!o.generate.empty()) {
     auto params = sim::load_generator_yaml(o.generate);
     if (!params) {
@@ -68,16 +72,22 @@ int run_simulate(const SimulateOptions& o) {
     // Only the jobs simulated are drawn: --max-jobs bounds the memory of a huge `jobs:`.
     trace = sim::generate_trace(*params, o.max_jobs > 0 ? static_cast<std::size_t>(o.max_jobs) : 0);
     trace.source = o.generate;
-  } else {
-    sim::TraceReadOptions ro;
-    ro.skip_bad_rows = o.skip_bad_rows;
-    auto t = sim::load_trace(o.trace, o.trace_format, ro);
-    if (!t) {
-      report(t.error());
-      return t.error().code == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
-    }
-    trace = std::move(*t);
+    return std::nullopt;
   }
+  sim::TraceReadOptions ro;
+  ro.skip_bad_rows = o.skip_bad_rows;
+  auto t = sim::load_trace(o.trace, o.trace_format, ro);
+  if (!t) {
+    report(t.error());
+    return t.error().code == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;
+  }
+  trace = std::move(*t);
+  return std::nullopt;
+}
+
+// Cut to --max-jobs, say what was skipped, give times to a trace without them, and write
+// it out when --write-trace asks.
+Stop prepare_trace(const SimulateOptions& o, const Cluster& cluster, sim::Trace& trace) {
   if (o.max_jobs > 0 && trace.jobs.size() > static_cast<std::size_t>(o.max_jobs)) trace.jobs.resize(static_cast<std::size_t>(o.max_jobs));
   if (!o.quiet) {
     if (trace.skipped_rows > 0)
@@ -86,7 +96,7 @@ int run_simulate(const SimulateOptions& o) {
       fmt::print(stderr, "toposched: ignored {} rows of {} that hold no GPU job (no GPU, never ran)\n", trace.ignored_rows, trace.source);
   }
   if (!trace.has_times) {
-    sim::assign_synthetic_times(trace, cluster->gpu_count(), o.seed, o.load);
+    sim::assign_synthetic_times(trace, cluster.gpu_count(), o.seed, o.load);
     if (!o.quiet)
       fmt::print(stderr, "toposched: {} has no submit or run times; using Poisson arrivals for {:.0f}% load and log-normal durations (seed {})\n",
                  trace.source, 100 * o.load, o.seed);
@@ -101,10 +111,15 @@ int run_simulate(const SimulateOptions& o) {
       return kExitError;
     }
   }
+  return std::nullopt;
+}
 
-  auto comm = sim::make_comm_model(*cluster);
+// Every policy on the trace, with a progress bar on a terminal.
+Result<std::vector<sim::PolicyOutcome>> simulate_all(const SimulateOptions& o, const Cluster& cluster, const sim::Trace& trace,
+                                                     const std::vector<std::string>& policies, sim::Discipline discipline) {
+  auto comm = sim::make_comm_model(cluster);
   sim::EngineOptions eo;
-  eo.discipline = *discipline;
+  eo.discipline = discipline;
   eo.estimate_factor = o.estimate_factor;
   eo.seed = o.seed;
   bool bar = !o.quiet && isatty(STDERR_FILENO);
@@ -117,24 +132,14 @@ int run_simulate(const SimulateOptions& o) {
     fmt::print(stderr, "\rsimulating {} policies [{:<40}] {:3d}%", policies.size(), std::string(static_cast<std::size_t>(filled), '#'), pct);
     std::fflush(stderr);
   };
-  auto results = sim::simulate_policies(*cluster, trace, policies, *comm, eo, {}, bar ? std::function<void(double)>(progress) : nullptr);
+  auto results = sim::simulate_policies(cluster, trace, policies, *comm, eo, {}, bar ? std::function<void(double)>(progress) : nullptr);
   if (bar) fmt::print(stderr, "\r{:<70}\r", "");
-  if (!results) {
-    report(results.error());
-    return kExitUsage;  // only an unknown policy name fails here
-  }
+  return results;
+}
 
-  sim::RunInfo info;
-  info.cluster = cluster->name();
-  info.cluster_gpus = cluster->gpu_count();
-  info.cluster_nodes = cluster->node_count();
-  info.trace = trace.source;
-  info.trace_format = trace.format;
-  info.trace_jobs = trace.jobs.size();
-  info.discipline = std::string(sim::discipline_name(*discipline));
-  info.seed = o.seed;
-  std::vector<sim::PolicyRun> runs;
-  for (const auto& r : *results) runs.push_back({r.summary, &r.result});
+// The report directory, then the comparison on stdout.
+int write_outputs(const SimulateOptions& o, const sim::RunInfo& info, const sim::Trace& trace,
+                  const std::vector<sim::PolicyRun>& runs) {
   if (!o.report.empty()) {
     if (auto w = sim::write_report(o.report, info, trace, runs); !w) {
       report(w.error());
@@ -150,6 +155,40 @@ int run_simulate(const SimulateOptions& o) {
     if (!o.report.empty()) fmt::print("\nreport: {} (and report.json)\n", path_in_dir(o.report, "report.html"));
   }
   return kExitOk;
+}
+
+// Phases: check the options → load the cluster → read and prepare the trace → simulate
+// every policy → write the report and print the comparison.
+int run_simulate(const SimulateOptions& o) {
+  sim::Discipline discipline{};
+  std::vector<std::string> policies;
+  if (Stop stop = check_options(o, discipline, policies)) return *stop;
+  auto cluster = sim::load_sim_cluster(o.cluster);
+  if (!cluster) {
+    int code = report(cluster.error());
+    return o.cluster.starts_with("preset:") ? code : kExitError;
+  }
+  sim::Trace trace;
+  if (Stop stop = read_trace(o, trace)) return *stop;
+  if (Stop stop = prepare_trace(o, *cluster, trace)) return *stop;
+  auto results = simulate_all(o, *cluster, trace, policies, discipline);
+  if (!results) {
+    report(results.error());
+    return kExitUsage;  // only an unknown policy name fails here
+  }
+
+  sim::RunInfo info;
+  info.cluster = cluster->name();
+  info.cluster_gpus = cluster->gpu_count();
+  info.cluster_nodes = cluster->node_count();
+  info.trace = trace.source;
+  info.trace_format = trace.format;
+  info.trace_jobs = trace.jobs.size();
+  info.discipline = std::string(sim::discipline_name(discipline));
+  info.seed = o.seed;
+  std::vector<sim::PolicyRun> runs;
+  for (const auto& r : *results) runs.push_back({r.summary, &r.result});
+  return write_outputs(o, info, trace, runs);
 }
 
 }  // namespace

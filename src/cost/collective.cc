@@ -70,22 +70,6 @@ constexpr double kPcieEfficiency = 24.0 / 31.5;
 constexpr int kTree = 0, kRingIdx = 1, kNvlsIdx = 2;
 constexpr int kHwNvlink = 0, kHwPci = 1, kHwNet = 2;
 
-struct CollectiveName {
-  Collective c;
-  std::string_view canonical;
-  std::array<std::string_view, 3> aliases;
-};
-
-constexpr std::array<CollectiveName, 7> kCollectiveNames = {{
-    {Collective::kAllReduce, "allreduce", {"all_reduce", "all-reduce", ""}},
-    {Collective::kAllGather, "allgather", {"all_gather", "all-gather", ""}},
-    {Collective::kReduceScatter, "reduce-scatter", {"reduce_scatter", "reducescatter", ""}},
-    {Collective::kBroadcast, "broadcast", {"bcast", "", ""}},
-    {Collective::kReduce, "reduce", {"", "", ""}},
-    {Collective::kAllToAll, "all-to-all", {"alltoall", "all_to_all", "a2a"}},
-    {Collective::kSendRecv, "send-recv", {"sendrecv", "send_recv", "p2p"}},
-}};
-
 std::string lower(std::string_view s) {
   std::string out;
   for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -340,41 +324,46 @@ Scratch& scratch() {
 
 }  // namespace
 
-std::string_view collective_name(Collective c) { return kCollectiveNames[static_cast<std::size_t>(c)].canonical; }
+const Registry<Collective>& collectives() {
+  // In the enum's order: collective_name indexes the rows.
+  static const Registry<Collective> kCollectives(
+      "collective", {{"allreduce", "every rank ends with the sum of all ranks' buffers", Collective::kAllReduce,
+                      {"all_reduce", "all-reduce"}},
+                     {"allgather", "every rank ends with all ranks' buffers", Collective::kAllGather,
+                      {"all_gather", "all-gather"}},
+                     {"reduce-scatter", "every rank ends with its share of the sum", Collective::kReduceScatter,
+                      {"reduce_scatter", "reducescatter"}},
+                     {"broadcast", "one rank's buffer to every rank", Collective::kBroadcast, {"bcast"}},
+                     {"reduce", "the sum of all ranks' buffers on one rank", Collective::kReduce},
+                     {"all-to-all", "every rank sends a share of its buffer to every other", Collective::kAllToAll,
+                      {"alltoall", "all_to_all", "a2a"}},
+                     {"send-recv", "point-to-point, rank pairs", Collective::kSendRecv,
+                      {"sendrecv", "send_recv", "p2p"}}});
+  return kCollectives;
+}
+
+const Registry<Algorithm>& algorithms() {
+  static const Registry<Algorithm> kAlgorithms(
+      "algorithm", {{"auto", "the fastest that applies, as NCCL's tuner picks", Algorithm::kAuto},
+                    {"ring", "NCCL's ring", Algorithm::kRing},
+                    {"tree", "NCCL's double binary tree (allreduce)", Algorithm::kTree},
+                    {"nvls", "NVLink SHARP on NVSwitch (Hopper and later)", Algorithm::kNvls},
+                    {"hierarchical", "allreduce: reduce-scatter in each island, allreduce across, allgather in each", Algorithm::kHierarchical},
+                    {"direct", "point-to-point sends (all-to-all, send-recv)", Algorithm::kDirect}});
+  return kAlgorithms;
+}
+
+std::string_view collective_name(Collective c) { return collectives().rows()[static_cast<std::size_t>(c)].name; }
 
 std::optional<Collective> parse_collective(std::string_view name) {
-  std::string key = lower(name);
-  for (const auto& e : kCollectiveNames) {
-    if (key == e.canonical) return e.c;
-    for (auto a : e.aliases)
-      if (!a.empty() && key == a) return e.c;
-  }
+  if (const auto* row = collectives().row(lower(name))) return row->value;
   return std::nullopt;
 }
 
-std::string_view algorithm_name(Algorithm a) {
-  switch (a) {
-    case Algorithm::kAuto:
-      return "auto";
-    case Algorithm::kRing:
-      return "ring";
-    case Algorithm::kTree:
-      return "tree";
-    case Algorithm::kNvls:
-      return "nvls";
-    case Algorithm::kHierarchical:
-      return "hierarchical";
-    case Algorithm::kDirect:
-      return "direct";
-  }
-  return "unknown";
-}
+std::string_view algorithm_name(Algorithm a) { return algorithms().rows()[static_cast<std::size_t>(a)].name; }
 
 std::optional<Algorithm> parse_algorithm(std::string_view name) {
-  std::string key = lower(name);
-  for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kNvls, Algorithm::kHierarchical,
-                      Algorithm::kDirect})
-    if (key == algorithm_name(a)) return a;
+  if (const auto* row = algorithms().row(lower(name))) return row->value;
   return std::nullopt;
 }
 
@@ -407,9 +396,19 @@ double bus_factor(Collective c, int ranks) {
   return 1;
 }
 
-Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span<const GpuId> ranks,
-                                               Collective collective, double bytes, Algorithm algorithm,
-                                               const CostOptions& options) {
+namespace {
+
+tl::unexpected<Error> unsupported(Algorithm algorithm, Collective collective, std::string_view why) {
+  return make_error(ErrorCode::kUnsupported, fmt::format("algorithm '{}' does not apply to {}: {}",
+                                                         algorithm_name(algorithm), collective_name(collective), why));
+}
+
+bool is_direct_collective(Collective c) { return c == Collective::kAllToAll || c == Collective::kSendRecv; }
+
+// The arguments' ranges, and whether the algorithm applies to the collective at all; read
+// before any rank is.
+Result<void> check_request(std::span<const GpuId> ranks, Collective collective, double bytes, Algorithm algorithm,
+                           const CostOptions& options) {
   if (ranks.empty()) return make_error(ErrorCode::kInvalidArgument, "a collective needs at least one GPU");
   if (ranks.size() > std::numeric_limits<std::uint32_t>::max() / 2)
     return make_error(ErrorCode::kInvalidArgument, "too many ranks");
@@ -420,24 +419,24 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("network share must be in (0, 1], not {}", options.network_share));
 
-  const bool is_direct = collective == Collective::kAllToAll || collective == Collective::kSendRecv;
-  auto reject = [&](std::string why) -> tl::unexpected<Error> {
-    return make_error(ErrorCode::kUnsupported,
-                      fmt::format("algorithm '{}' does not apply to {}: {}", algorithm_name(algorithm),
-                                  collective_name(collective), why));
-  };
+  const bool is_direct = is_direct_collective(collective);
   if (is_direct && algorithm != Algorithm::kAuto && algorithm != Algorithm::kDirect)
-    return reject("it is point-to-point; use 'direct' or 'auto'");
-  if (!is_direct && algorithm == Algorithm::kDirect) return reject("use ring, tree, nvls or hierarchical");
+    return unsupported(algorithm, collective, "it is point-to-point; use 'direct' or 'auto'");
+  if (!is_direct && algorithm == Algorithm::kDirect)
+    return unsupported(algorithm, collective, "use ring, tree, nvls or hierarchical");
   if ((algorithm == Algorithm::kTree || algorithm == Algorithm::kHierarchical) && collective != Collective::kAllReduce)
-    return reject("NCCL runs it for allreduce only");
+    return unsupported(algorithm, collective, "NCCL runs it for allreduce only");
   if (algorithm == Algorithm::kNvls && collective != Collective::kAllReduce && collective != Collective::kAllGather &&
       collective != Collective::kReduceScatter)
-    return reject("NVLS serves allreduce, allgather and reduce-scatter");
+    return unsupported(algorithm, collective, "NVLS serves allreduce, allgather and reduce-scatter");
+  return {};
+}
 
-  // Group the ranks into islands (GPU ids of a node are contiguous and increase with the
-  // node id, so sorting by (island, gpu) groups nodes and keeps each node's GPUs in order).
-  Scratch& s = scratch();
+// Fills s.entries with one key per rank and sorts them, so that the ranks of an island are
+// adjacent. GPU ids of a node are contiguous and increase with the node id, so sorting by
+// (island, gpu) groups nodes and keeps each node's GPUs in order. Returns the number of low
+// key bits that hold the GPU id.
+Result<int> sort_ranks_by_island(const Cluster& cluster, std::span<const GpuId> ranks, Scratch& s) {
   s.entries.resize(ranks.size());
   Entry* const out = s.entries.data();  // a plain pointer: the TLS vector is not re-read per rank
   const auto gpu_total = cluster.gpu_count();
@@ -450,7 +449,6 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
   };
   const int gpu_bits = width(gpu_total);
   const int key_bits = gpu_bits + width(domains + cluster.node_count());
-  const std::uint64_t gpu_mask = (std::uint64_t{1} << gpu_bits) - 1;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     GpuId g = ranks[r];
     if (!g.valid() || g.index() >= gpu_total)
@@ -468,7 +466,13 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
     else
       radix_sort(s.entries, s.spare, key_bits);
   }
+  return gpu_bits;
+}
 
+// Walks the sorted entries into s.islands (in key order): each island's GPUs, nodes, slowest
+// hop inside, oldest generation and NIC egress. A GPU given twice is an error.
+Result<void> collect_islands(const Cluster& cluster, int gpu_bits, Scratch& s) {
+  const std::uint64_t gpu_mask = (std::uint64_t{1} << gpu_bits) - 1;
   s.islands.clear();
   NodeTypeId cached_type;  // the generation and NVLink efficiency of the last node type seen
   Arch cached_arch = Arch::kAmpere;
@@ -521,13 +525,17 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
     }
   }
   s.islands.push_back(isl);
+  return {};
+}
 
+// The graph-level quantities of the islands' insides (the crossings come from cross_islands).
+Graph summarise_islands(std::size_t ranks, const std::vector<Island>& islands) {
   Graph g;
-  g.ranks = static_cast<int>(ranks.size());
-  g.islands = static_cast<int>(s.islands.size());
-  for (const Island& isl : s.islands) {
+  g.ranks = static_cast<int>(ranks);
+  g.islands = static_cast<int>(islands.size());
+  for (const Island& isl : islands) {
     g.max_local = std::max(g.max_local, isl.gpus);
-    if (isl.gpus != s.islands.front().gpus) g.equal_local = false;
+    if (isl.gpus != islands.front().gpus) g.equal_local = false;
     if (isl.gpus > 1) {
       g.intra_bw = std::min(g.intra_bw, isl.intra_bw);
       g.intra_lat = std::max(g.intra_lat, isl.intra_lat);
@@ -537,51 +545,59 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
     g.arch = std::min(g.arch, isl.arch);
   }
   if (g.max_local <= 1) g.intra_nvlink = true;  // no intra hop: the protocols are not limited by one
+  return g;
+}
 
-  // Islands in the order of their first rank; each consecutive pair (and the last back to
-  // the first) is crossed once by every channel.
-  if (g.islands > 1) {
-    std::sort(s.islands.begin(), s.islands.end(),
-              [](const Island& a, const Island& b) { return a.first_rank < b.first_rank; });
-    const auto& tiers = cluster.tiers();
-    for (std::size_t i = 0; i < s.islands.size(); ++i) {
-      const Island& a = s.islands[i];
-      const Island& b = s.islands[(i + 1) % s.islands.size()];
-      if (s.islands.size() == 2 && i == 1) break;  // the same pair
-      Path p = cluster.node_path(a.node, b.node);
-      double bw = std::min(a.egress, b.egress);
-      if (p.level == PathLevel::kTier) {
-        double over = 1, cap = kInf;
-        for (std::size_t k = 0; k <= p.tier && k < tiers.size(); ++k) {
-          if (tiers[k].bandwidth_GBps_per_node > 0) cap = std::min(cap, tiers[k].bandwidth_GBps_per_node);
-          if (k < p.tier && !options.share_accounts_for_oversubscription) over *= tiers[k].oversubscription;
-        }
-        bw = std::min({bw, cap * a.nodes, cap * b.nodes}) / over;
-      } else if (p.level == PathLevel::kCrossRoot) {
-        if (cluster.cross_root_bandwidth_GBps() > 0) {
-          bw = std::min(bw, cluster.cross_root_bandwidth_GBps() * std::min(a.gpus, b.gpus));
-        } else {
-          double over = 1;
-          if (!options.share_accounts_for_oversubscription)
-            for (const Tier& t : tiers) over *= t.oversubscription;
-          bw /= over;
-        }
-      }
-      bw *= options.network_share;
-      g.cross_bw = std::min(g.cross_bw, bw);
-      g.cross_lat = std::max(g.cross_lat, p.latency_us);
+// Usable GB/s between two islands over path p: their egress, capped by the tiers crossed
+// and divided by the oversubscription the share does not already account for.
+double crossing_bandwidth(const Cluster& cluster, const CostOptions& options, const Island& a, const Island& b,
+                          const Path& p) {
+  const auto& tiers = cluster.tiers();
+  double bw = std::min(a.egress, b.egress);
+  if (p.level == PathLevel::kTier) {
+    double over = 1, cap = kInf;
+    for (std::size_t k = 0; k <= p.tier && k < tiers.size(); ++k) {
+      if (tiers[k].bandwidth_GBps_per_node > 0) cap = std::min(cap, tiers[k].bandwidth_GBps_per_node);
+      if (k < p.tier && !options.share_accounts_for_oversubscription) over *= tiers[k].oversubscription;
+    }
+    bw = std::min({bw, cap * a.nodes, cap * b.nodes}) / over;
+  } else if (p.level == PathLevel::kCrossRoot) {
+    if (cluster.cross_root_bandwidth_GBps() > 0) {
+      bw = std::min(bw, cluster.cross_root_bandwidth_GBps() * std::min(a.gpus, b.gpus));
+    } else {
+      double over = 1;
+      if (!options.share_accounts_for_oversubscription)
+        for (const Tier& t : tiers) over *= t.oversubscription;
+      bw /= over;
     }
   }
+  return bw * options.network_share;
+}
 
-  CollectiveEstimate est;
-  est.collective = collective;
-  est.ranks = g.ranks;
-  est.islands = g.islands;
-  if (g.ranks == 1) {
-    est.algorithm = algorithm == Algorithm::kAuto ? (is_direct ? Algorithm::kDirect : Algorithm::kRing) : algorithm;
-    return est;  // nothing crosses a link
+// Sorts the islands in the order of their first rank and sets g's slowest crossing: each
+// consecutive pair (and the last back to the first) is crossed once by every channel.
+void cross_islands(const Cluster& cluster, const CostOptions& options, std::vector<Island>& islands, Graph& g) {
+  if (g.islands <= 1) return;
+  std::sort(islands.begin(), islands.end(), [](const Island& a, const Island& b) { return a.first_rank < b.first_rank; });
+  for (std::size_t i = 0; i < islands.size(); ++i) {
+    const Island& a = islands[i];
+    const Island& b = islands[(i + 1) % islands.size()];
+    if (islands.size() == 2 && i == 1) break;  // the same pair
+    Path p = cluster.node_path(a.node, b.node);
+    g.cross_bw = std::min(g.cross_bw, crossing_bandwidth(cluster, options, a, b, p));
+    g.cross_lat = std::max(g.cross_lat, p.latency_us);
   }
+}
 
+struct Choice {
+  Candidate candidate;
+  double time_us;
+};
+
+// The algorithm and protocol that run the collective on g: the fastest of those that apply
+// when the caller asked for auto, else the one asked for (or why it cannot run here).
+Result<Choice> choose_algorithm(const Graph& g, const std::vector<Island>& islands, Collective collective,
+                                double bytes, Algorithm algorithm) {
   Candidate chosen{Algorithm::kRing, Protocol::kSimple, 0, kInf};
   double best = kInf;
   auto consider_algo = [&](Algorithm a) {
@@ -589,16 +605,17 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
     double t = best_time(g, collective, bytes, a, &c);
     if (t < best) best = t, chosen = c;
   };
-  if (is_direct) {
+  if (is_direct_collective(collective)) {
     // Fraction of a rank's all-to-all data that stays in its island (the smallest island
     // has the most remote traffic).
     int min_local = g.max_local;
-    for (const Island& isl : s.islands) min_local = std::min(min_local, isl.gpus);
+    for (const Island& isl : islands) min_local = std::min(min_local, isl.gpus);
     double local = (min_local - 1.0) / g.ranks;
     chosen = direct_candidate(g, collective, local);
     best = chosen.time(bytes);
   } else if (algorithm == Algorithm::kHierarchical) {
-    if (!g.equal_local) return reject("it needs the same number of GPUs in every node (or NVLink domain)");
+    if (!g.equal_local)
+      return unsupported(algorithm, collective, "it needs the same number of GPUs in every node (or NVLink domain)");
     best = hierarchical_time(g, bytes);
     chosen = {Algorithm::kHierarchical, Protocol::kSimple, 0, 0};
   } else if (algorithm == Algorithm::kAuto) {
@@ -609,17 +626,46 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
       consider_algo(Algorithm::kNvls);
   } else {
     if (algorithm == Algorithm::kNvls && !nvls_supported(g))
-      return reject("NVLS needs NVSwitch nodes of the Hopper generation or later and at least two GPUs per node");
+      return unsupported(algorithm, collective,
+                         "NVLS needs NVSwitch nodes of the Hopper generation or later and at least two GPUs per node");
     if (algorithm == Algorithm::kNvls && g.islands > 1 && collective != Collective::kAllReduce)
-      return reject("across nodes NCCL runs NVLS (as NVLS+Tree) for allreduce only");
+      return unsupported(algorithm, collective, "across nodes NCCL runs NVLS (as NVLS+Tree) for allreduce only");
     consider_algo(algorithm);
   }
   if (!std::isfinite(best)) best = chosen.latency_us;  // only when bytes are 0 and bw is infinite
-  est.algorithm = chosen.algorithm;
-  est.protocol = chosen.protocol;
-  est.time_us = best;
-  if (best > 0 && bytes > 0) {
-    est.algbw_GBps = bytes / (best * 1e3);
+  return Choice{chosen, best};
+}
+
+}  // namespace
+
+// Phases: check the request → sort the ranks by island → collect the islands → summarise
+// them and their crossings into a Graph → choose the algorithm and protocol.
+Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span<const GpuId> ranks,
+                                               Collective collective, double bytes, Algorithm algorithm,
+                                               const CostOptions& options) {
+  TOPOSCHED_CHECK(check_request(ranks, collective, bytes, algorithm, options));
+  Scratch& s = scratch();
+  TOPOSCHED_TRY(gpu_bits, sort_ranks_by_island(cluster, ranks, s));
+  TOPOSCHED_CHECK(collect_islands(cluster, gpu_bits, s));
+  Graph g = summarise_islands(ranks.size(), s.islands);
+  cross_islands(cluster, options, s.islands, g);
+
+  CollectiveEstimate est;
+  est.collective = collective;
+  est.ranks = g.ranks;
+  est.islands = g.islands;
+  if (g.ranks == 1) {
+    est.algorithm = algorithm == Algorithm::kAuto
+                        ? (is_direct_collective(collective) ? Algorithm::kDirect : Algorithm::kRing)
+                        : algorithm;
+    return est;  // nothing crosses a link
+  }
+  TOPOSCHED_TRY(choice, choose_algorithm(g, s.islands, collective, bytes, algorithm));
+  est.algorithm = choice.candidate.algorithm;
+  est.protocol = choice.candidate.protocol;
+  est.time_us = choice.time_us;
+  if (choice.time_us > 0 && bytes > 0) {
+    est.algbw_GBps = bytes / (choice.time_us * 1e3);
     est.busbw_GBps = est.algbw_GBps * bus_factor(collective, g.ranks);
   }
   return est;

@@ -33,6 +33,7 @@
 
 #include "topology/cluster.h"
 #include "topology/error.h"
+#include "topology/registry.h"
 
 namespace toposched {
 
@@ -52,6 +53,9 @@ enum class Algorithm : std::uint8_t { kAuto, kRing, kTree, kNvls, kHierarchical,
 // NCCL's protocols: LL (8-byte flag+data lines), LL128 (128-byte lines), Simple.
 enum class Protocol : std::uint8_t { kLL, kLL128, kSimple };
 
+// The collectives and algorithms by name, in their enums' order; find's error lists them.
+const Registry<Collective>& collectives();
+const Registry<Algorithm>& algorithms();
 // "allreduce", "allgather", "reduce-scatter", "broadcast", "reduce", "all-to-all", "send-recv".
 std::string_view collective_name(Collective c);
 // Accepts the names above and common spellings ("all_reduce", "reducescatter", "alltoall",

@@ -40,6 +40,7 @@ double uplink_capacity(const Cluster& cluster, SwitchId s) {
 
 }  // namespace
 
+// long: the progressive-filling loop of the simulator's hot path, kept in one body for its workspace
 void max_min_rates(std::span<const double> demand, std::span<const double> capacity,
                    std::span<const std::uint32_t> link_begin, std::span<const std::uint32_t> link_jobs,
                    MaxMinWorkspace& ws, std::vector<double>& rate) {

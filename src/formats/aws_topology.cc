@@ -42,6 +42,7 @@ bool looks_like_aws_topology(std::string_view text) {
   }
 }
 
+// long: the DescribeInstanceTopology schema read field by field, then its NetworkNodes paths into tiers
 Result<DiscoveredTopology> read_aws_topology(std::string_view text, const std::string& file) {
   YamlInput in(file);
   try {

@@ -24,8 +24,8 @@ Result<ExportOutput> write_yaml(const Cluster& c, const ExportOptions&) { return
 
 }  // namespace
 
-const std::vector<ExportFormat>& export_formats() {
-  static const std::vector<ExportFormat> kFormats = {
+const Registry<ExportWriter>& export_formats() {
+  static const Registry<ExportWriter> kFormats("export format", {
       {"slurm-tree", "Slurm topology.conf for topology/tree (SwitchName= ... Switches=/Nodes=)", write_slurm_tree},
       {"slurm-block", "Slurm topology.conf for topology/block, blocks as NVIDIA Topograph lays them out (BlockName=, BlockSizes=)", write_slurm_block},
       {"slurm-yaml", "Slurm 25.05+ topology.yaml (a tree and a block topology, or per partition: --topologies)", write_slurm_yaml},
@@ -37,16 +37,13 @@ const std::vector<ExportFormat>& export_formats() {
       {"dot", "Graphviz DOT: tiers as nested clusters", write_dot},
       {"json", "native cluster spec, JSON", write_json},
       {"yaml", "native cluster spec, YAML", write_yaml},
-  };
+  });
   return kFormats;
 }
 
 Result<ExportOutput> export_cluster(const Cluster& cluster, std::string_view format, const ExportOptions& options) {
-  for (const auto& f : export_formats())
-    if (f.name == format) return f.write(cluster, options);
-  std::string names;
-  for (const auto& f : export_formats()) names += (names.empty() ? "" : ", ") + std::string(f.name);
-  return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown export format '{}'; formats: {}", format, names));
+  TOPOSCHED_TRY(write, export_formats().find(format));
+  return write(cluster, options);
 }
 
 }  // namespace toposched

@@ -81,45 +81,30 @@ struct SwitchRec {
   int height = 0;
 };
 
-}  // namespace
+// Reads a topology.conf in named steps: each statement is split into fields and read as a
+// switch, a block or a block-sizes line; then the switches are linked to their parents,
+// their heights found, and the tree emitted. One reader per call.
+class SlurmTopologyReader {
+ public:
+  explicit SlurmTopologyReader(const std::string& file) : file_(file) { out_.source = file; }
 
-bool looks_like_slurm_topology(std::string_view text) {
-  for (const auto& st : statements(text.substr(0, 1 << 16))) {
-    std::string t = lower(trim(st.text));
-    return t.starts_with("switchname=") || t.starts_with("blockname=") || t.starts_with("blocksizes=");
+  Result<DiscoveredTopology> read(std::string_view text) {
+    for (const Statement& st : statements(text)) TOPOSCHED_CHECK(read_statement(st));
+    if (!tree_ && !block_)
+      return make_error(ErrorCode::kParse, "expected SwitchName= or BlockName= statements, found none", at(file_, 1, 1));
+    TOPOSCHED_CHECK(link_parents());
+    TOPOSCHED_TRY(max_height, switch_heights());
+    if (tree_) emit_tree(max_height);
+    return std::move(out_);
   }
-  return false;
-}
 
-Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std::string& file) {
-  DiscoveredTopology out;
-  out.source = file;
-  std::vector<SwitchRec> switches;
-  std::unordered_map<std::string, int> switch_index;
-  std::unordered_map<std::string, std::size_t> node_index;
-  bool tree = false, block = false;
-  auto where = [&](SourceLocation l) {
-    l.file = file;
+ private:
+  SourceLocation where(SourceLocation l) const {
+    l.file = file_;
     return l;
-  };
-  auto add_node = [&](const std::string& name, const std::string& sw, const std::string& domain,
-                      SourceLocation at) -> bool {
-    auto [it, inserted] = node_index.try_emplace(name, out.nodes.size());
-    if (inserted) {
-      DiscoveredNode n;
-      n.name = name;
-      n.switch_name = sw;
-      n.domain = domain;
-      out.nodes.push_back(std::move(n));
-      return true;
-    }
-    const DiscoveredNode& prev = out.nodes[it->second];
-    out.warnings.push_back(fmt::format("line {}: node '{}' is already under {} '{}'; keeping it there", at.line, name,
-                                       sw.empty() ? "block" : "switch", sw.empty() ? prev.domain : prev.switch_name));
-    return false;
-  };
+  }
 
-  for (const Statement& st : statements(text)) {
+  Result<std::vector<Field>> fields_of(const Statement& st) const {
     std::vector<Field> fields;
     for (const Token& t : tokenize(st.text)) {
       const auto start = static_cast<std::size_t>(t.column - 1);
@@ -144,89 +129,21 @@ Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std:
         f.value = f.value.substr(1, f.value.size() - 2);
       fields.push_back(std::move(f));
     }
+    return fields;
+  }
+
+  Result<void> read_statement(const Statement& st) {
+    TOPOSCHED_TRY(fields, fields_of(st));
     const Field& head = fields.front();
-    auto hostlist = [&](const Field& f) -> Result<std::vector<std::string>> {
-      auto names = expand_hostlist(f.value);
-      if (!names) {
-        SourceLocation l = f.value_at;
-        if (names.error().where.column > 0) l.column += names.error().where.column - 1;
-        return make_error(ErrorCode::kParse,
-                          fmt::format("in {} hostlist '{}': {}", f.key == "nodes" ? "Nodes" : "Switches",
-                                      printable(f.value), names.error().message),
-                          where(l));
-      }
-      return names;
-    };
-    auto unknown_key = [&](const Field& f, std::string_view allowed) {
-      return make_error(ErrorCode::kParse, fmt::format("unknown key '{}' here; expected {}", printable(f.key), allowed),
-                        where(f.key_at));
-    };
     if (head.key == "switchname") {
-      tree = true;
-      if (head.value.empty())
-        return make_error(ErrorCode::kParse, "expected a switch name after SwitchName=", where(head.value_at));
-      if (switch_index.contains(head.value))
-        return make_error(ErrorCode::kParse, fmt::format("switch '{}' is defined twice", printable(head.value)),
-                          where(head.value_at));
-      const int id = static_cast<int>(switches.size());
-      switch_index.emplace(head.value, id);
-      switches.push_back({head.value, head.value_at, {}, {}, -1, 0});
-      for (std::size_t k = 1; k < fields.size(); ++k) {
-        const Field& f = fields[k];
-        if (f.key == "nodes") {
-          auto names = hostlist(f);
-          if (!names) return tl::unexpected(names.error());
-          for (const auto& n : *names) add_node(n, head.value, "", f.value_at);
-        } else if (f.key == "switches") {
-          auto names = hostlist(f);
-          if (!names) return tl::unexpected(names.error());
-          for (auto& n : *names) {
-            // Point at the child's own name when it is written out in the value.
-            SourceLocation child_at = f.value_at;
-            if (auto off = f.value.find(n); off != std::string::npos) child_at.column += static_cast<int>(off);
-            switches[static_cast<std::size_t>(id)].children.push_back(std::move(n));
-            switches[static_cast<std::size_t>(id)].child_at.push_back(child_at);
-          }
-        } else if (f.key == "linkspeed") {
-          // Slurm uses it only as a relative weight; the model takes bandwidths from the NICs.
-        } else {
-          return unknown_key(f, "Switches=, Nodes= or LinkSpeed= after SwitchName=");
-        }
-      }
+      tree_ = true;
+      TOPOSCHED_CHECK(read_switch(fields));
     } else if (head.key == "blockname") {
-      block = true;
-      if (head.value.empty())
-        return make_error(ErrorCode::kParse, "expected a block name after BlockName=", where(head.value_at));
-      bool any = false;
-      for (std::size_t k = 1; k < fields.size(); ++k) {
-        const Field& f = fields[k];
-        if (f.key != "nodes") return unknown_key(f, "Nodes= after BlockName=");
-        auto names = hostlist(f);
-        if (!names) return tl::unexpected(names.error());
-        for (const auto& n : *names) any = add_node(n, "", head.value, f.value_at) || any;
-      }
-      if (!any)
-        out.warnings.push_back(
-            fmt::format("line {}: block '{}' has no nodes of its own", head.key_at.line, head.value));
+      block_ = true;
+      TOPOSCHED_CHECK(read_block(fields));
     } else if (head.key == "blocksizes") {
-      block = true;
-      if (fields.size() > 1) return unknown_key(fields[1], "nothing else on a BlockSizes= line");
-      for (std::string_view part : std::vector<std::string_view>{head.value}) {
-        std::size_t start = 0;
-        while (start <= part.size()) {
-          auto comma = part.find(',', start);
-          std::string_view v =
-              part.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-          if (v.empty() ||
-              !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-            return make_error(
-                ErrorCode::kParse,
-                fmt::format("expected BlockSizes as numbers separated by commas, found '{}'", printable(head.value)),
-                where(head.value_at));
-          if (comma == std::string_view::npos) break;
-          start = comma + 1;
-        }
-      }
+      block_ = true;
+      TOPOSCHED_CHECK(read_block_sizes(fields));
     } else {
       return make_error(ErrorCode::kParse,
                         fmt::format("expected a statement starting with SwitchName=, BlockName= or BlockSizes=, found "
@@ -234,69 +151,204 @@ Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std:
                                     printable(head.key)),
                         where(head.key_at));
     }
-    if (tree && block)
+    if (tree_ && block_)
       return make_error(ErrorCode::kParse,
                         "this file mixes tree statements (SwitchName=) and block statements (BlockName=, BlockSizes=); "
                         "Slurm reads one topology plugin per file",
                         where(head.key_at));
+    return {};
   }
-  if (!tree && !block)
-    return make_error(ErrorCode::kParse, "expected SwitchName= or BlockName= statements, found none", at(file, 1, 1));
 
-  // Parents, then heights (Kahn's order from the leaves; what is left over is a cycle).
-  for (std::size_t s = 0; s < switches.size(); ++s)
-    for (std::size_t c = 0; c < switches[s].children.size(); ++c) {
-      const std::string& child = switches[s].children[c];
-      auto it = switch_index.find(child);
-      if (it == switch_index.end())
-        return make_error(ErrorCode::kParse,
-                          fmt::format("switch '{}' lists switch '{}', which no SwitchName= line defines",
-                                      switches[s].name, printable(child)),
-                          where(switches[s].child_at[c]));
-      SwitchRec& ch = switches[static_cast<std::size_t>(it->second)];
-      if (it->second == static_cast<int>(s))
-        return make_error(ErrorCode::kParse, fmt::format("switch '{}' lists itself", ch.name),
-                          where(switches[s].child_at[c]));
-      if (ch.parent >= 0 && ch.parent != static_cast<int>(s)) {
-        out.warnings.push_back(
-            fmt::format("line {}: switch '{}' is also listed under '{}'; keeping it under '{}' (the "
-                        "model is a tree)",
-                        switches[s].child_at[c].line, ch.name, switches[s].name,
-                        switches[static_cast<std::size_t>(ch.parent)].name));
-        continue;
-      }
-      ch.parent = static_cast<int>(s);
+  Result<std::vector<std::string>> hostlist(const Field& f) const {
+    auto names = expand_hostlist(f.value);
+    if (!names) {
+      SourceLocation l = f.value_at;
+      if (names.error().where.column > 0) l.column += names.error().where.column - 1;
+      return make_error(ErrorCode::kParse,
+                        fmt::format("in {} hostlist '{}': {}", f.key == "nodes" ? "Nodes" : "Switches",
+                                    printable(f.value), names.error().message),
+                        where(l));
     }
-  std::vector<int> pending(switches.size(), 0);
-  for (const auto& s : switches)
-    if (s.parent >= 0) ++pending[static_cast<std::size_t>(s.parent)];
-  std::vector<int> queue;
-  for (std::size_t s = 0; s < switches.size(); ++s)
-    if (pending[s] == 0) queue.push_back(static_cast<int>(s));
-  std::size_t done = 0;
-  int max_height = 0;
-  while (done < queue.size()) {
-    const SwitchRec& s = switches[static_cast<std::size_t>(queue[done++])];
-    max_height = std::max(max_height, s.height);
-    if (s.parent < 0) continue;
-    SwitchRec& p = switches[static_cast<std::size_t>(s.parent)];
-    p.height = std::max(p.height, s.height + 1);
-    if (--pending[static_cast<std::size_t>(s.parent)] == 0) queue.push_back(s.parent);
+    return names;
   }
-  if (done < switches.size()) {
-    for (std::size_t s = 0; s < switches.size(); ++s)
-      if (pending[s] > 0)
-        return make_error(ErrorCode::kParse,
-                          fmt::format("switch '{}' is part of a cycle of switches", switches[s].name),
-                          where(switches[s].at));
+
+  tl::unexpected<Error> unknown_key(const Field& f, std::string_view allowed) const {
+    return make_error(ErrorCode::kParse, fmt::format("unknown key '{}' here; expected {}", printable(f.key), allowed),
+                      where(f.key_at));
   }
-  if (tree) {
-    for (int t = 0; t <= max_height; ++t) out.tiers.push_back(tier_name_for_level(t));
-    for (const auto& s : switches)
-      out.switches.push_back(
-          {s.name, s.height, s.parent >= 0 ? switches[static_cast<std::size_t>(s.parent)].name : ""});
+
+  bool add_node(const std::string& name, const std::string& sw, const std::string& domain, SourceLocation at) {
+    auto [it, inserted] = node_index_.try_emplace(name, out_.nodes.size());
+    if (inserted) {
+      DiscoveredNode n;
+      n.name = name;
+      n.switch_name = sw;
+      n.domain = domain;
+      out_.nodes.push_back(std::move(n));
+      return true;
+    }
+    const DiscoveredNode& prev = out_.nodes[it->second];
+    out_.warnings.push_back(fmt::format("line {}: node '{}' is already under {} '{}'; keeping it there", at.line, name,
+                                        sw.empty() ? "block" : "switch", sw.empty() ? prev.domain : prev.switch_name));
+    return false;
   }
-  return out;
+
+  // SwitchName=NAME [Nodes=HOSTLIST] [Switches=HOSTLIST] [LinkSpeed=N]
+  Result<void> read_switch(const std::vector<Field>& fields) {
+    const Field& head = fields.front();
+    if (head.value.empty())
+      return make_error(ErrorCode::kParse, "expected a switch name after SwitchName=", where(head.value_at));
+    if (switch_index_.contains(head.value))
+      return make_error(ErrorCode::kParse, fmt::format("switch '{}' is defined twice", printable(head.value)),
+                        where(head.value_at));
+    const auto id = switches_.size();
+    switch_index_.emplace(head.value, static_cast<int>(id));
+    switches_.push_back({head.value, head.value_at, {}, {}, -1, 0});
+    for (std::size_t k = 1; k < fields.size(); ++k) {
+      const Field& f = fields[k];
+      if (f.key == "nodes") {
+        TOPOSCHED_TRY(names, hostlist(f));
+        for (const auto& n : names) add_node(n, head.value, "", f.value_at);
+      } else if (f.key == "switches") {
+        TOPOSCHED_TRY(names, hostlist(f));
+        for (auto& n : names) {
+          // Point at the child's own name when it is written out in the value.
+          SourceLocation child_at = f.value_at;
+          if (auto off = f.value.find(n); off != std::string::npos) child_at.column += static_cast<int>(off);
+          switches_[id].children.push_back(std::move(n));
+          switches_[id].child_at.push_back(child_at);
+        }
+      } else if (f.key == "linkspeed") {
+        // Slurm uses it only as a relative weight; the model takes bandwidths from the NICs.
+      } else {
+        return unknown_key(f, "Switches=, Nodes= or LinkSpeed= after SwitchName=");
+      }
+    }
+    return {};
+  }
+
+  // BlockName=NAME Nodes=HOSTLIST...
+  Result<void> read_block(const std::vector<Field>& fields) {
+    const Field& head = fields.front();
+    if (head.value.empty())
+      return make_error(ErrorCode::kParse, "expected a block name after BlockName=", where(head.value_at));
+    bool any = false;
+    for (std::size_t k = 1; k < fields.size(); ++k) {
+      const Field& f = fields[k];
+      if (f.key != "nodes") return unknown_key(f, "Nodes= after BlockName=");
+      TOPOSCHED_TRY(names, hostlist(f));
+      for (const auto& n : names) any = add_node(n, "", head.value, f.value_at) || any;
+    }
+    if (!any)
+      out_.warnings.push_back(fmt::format("line {}: block '{}' has no nodes of its own", head.key_at.line, head.value));
+    return {};
+  }
+
+  // BlockSizes=N[,N...]: checked for form only (the model derives block sizes itself).
+  Result<void> read_block_sizes(const std::vector<Field>& fields) const {
+    const Field& head = fields.front();
+    if (fields.size() > 1) return unknown_key(fields[1], "nothing else on a BlockSizes= line");
+    const std::string_view part = head.value;
+    std::size_t start = 0;
+    while (start <= part.size()) {
+      auto comma = part.find(',', start);
+      std::string_view v = part.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      if (v.empty() ||
+          !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+        return make_error(
+            ErrorCode::kParse,
+            fmt::format("expected BlockSizes as numbers separated by commas, found '{}'", printable(head.value)),
+            where(head.value_at));
+      if (comma == std::string_view::npos) break;
+      start = comma + 1;
+    }
+    return {};
+  }
+
+  // Each switch's parent, from the Switches= lists (the first listing wins: the model is a tree).
+  Result<void> link_parents() {
+    for (std::size_t s = 0; s < switches_.size(); ++s)
+      for (std::size_t c = 0; c < switches_[s].children.size(); ++c) {
+        const std::string& child = switches_[s].children[c];
+        auto it = switch_index_.find(child);
+        if (it == switch_index_.end())
+          return make_error(ErrorCode::kParse,
+                            fmt::format("switch '{}' lists switch '{}', which no SwitchName= line defines",
+                                        switches_[s].name, printable(child)),
+                            where(switches_[s].child_at[c]));
+        SwitchRec& ch = switches_[static_cast<std::size_t>(it->second)];
+        if (it->second == static_cast<int>(s))
+          return make_error(ErrorCode::kParse, fmt::format("switch '{}' lists itself", ch.name),
+                            where(switches_[s].child_at[c]));
+        if (ch.parent >= 0 && ch.parent != static_cast<int>(s)) {
+          out_.warnings.push_back(
+              fmt::format("line {}: switch '{}' is also listed under '{}'; keeping it under '{}' (the "
+                          "model is a tree)",
+                          switches_[s].child_at[c].line, ch.name, switches_[s].name,
+                          switches_[static_cast<std::size_t>(ch.parent)].name));
+          continue;
+        }
+        ch.parent = static_cast<int>(s);
+      }
+    return {};
+  }
+
+  // Heights in Kahn's order from the leaves; what is left over is a cycle. Returns the
+  // greatest height.
+  Result<int> switch_heights() {
+    std::vector<int> pending(switches_.size(), 0);
+    for (const auto& s : switches_)
+      if (s.parent >= 0) ++pending[static_cast<std::size_t>(s.parent)];
+    std::vector<int> queue;
+    for (std::size_t s = 0; s < switches_.size(); ++s)
+      if (pending[s] == 0) queue.push_back(static_cast<int>(s));
+    std::size_t done = 0;
+    int max_height = 0;
+    while (done < queue.size()) {
+      const SwitchRec& s = switches_[static_cast<std::size_t>(queue[done++])];
+      max_height = std::max(max_height, s.height);
+      if (s.parent < 0) continue;
+      SwitchRec& p = switches_[static_cast<std::size_t>(s.parent)];
+      p.height = std::max(p.height, s.height + 1);
+      if (--pending[static_cast<std::size_t>(s.parent)] == 0) queue.push_back(s.parent);
+    }
+    if (done < switches_.size()) {
+      for (std::size_t s = 0; s < switches_.size(); ++s)
+        if (pending[s] > 0)
+          return make_error(ErrorCode::kParse,
+                            fmt::format("switch '{}' is part of a cycle of switches", switches_[s].name),
+                            where(switches_[s].at));
+    }
+    return max_height;
+  }
+
+  void emit_tree(int max_height) {
+    for (int t = 0; t <= max_height; ++t) out_.tiers.push_back(tier_name_for_level(t));
+    for (const auto& s : switches_)
+      out_.switches.push_back(
+          {s.name, s.height, s.parent >= 0 ? switches_[static_cast<std::size_t>(s.parent)].name : ""});
+  }
+
+  const std::string& file_;
+  DiscoveredTopology out_;
+  std::vector<SwitchRec> switches_;
+  std::unordered_map<std::string, int> switch_index_;
+  std::unordered_map<std::string, std::size_t> node_index_;
+  bool tree_ = false, block_ = false;
+};
+
+}  // namespace
+
+bool looks_like_slurm_topology(std::string_view text) {
+  for (const auto& st : statements(text.substr(0, 1 << 16))) {
+    std::string t = lower(trim(st.text));
+    return t.starts_with("switchname=") || t.starts_with("blockname=") || t.starts_with("blocksizes=");
+  }
+  return false;
+}
+
+Result<DiscoveredTopology> read_slurm_topology(std::string_view text, const std::string& file) {
+  return SlurmTopologyReader(file).read(text);
 }
 
 }  // namespace toposched

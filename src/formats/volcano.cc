@@ -24,6 +24,7 @@ SwitchId domain_leaf(const Cluster& c, DomainId d) {
 
 }  // namespace
 
+// long: the HyperNode tree in one pass; its member lambdas share the name map and the tier offset
 Result<ExportOutput> write_volcano(const Cluster& c, const ExportOptions& options) {
   ExportOutput out;
   // A HyperNode is named by its parent's exactMatch member too, which Volcano's admission

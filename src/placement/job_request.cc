@@ -5,6 +5,7 @@
 #include "cost/job_comm.h"
 #include "formats/export_common.h"
 #include "placement/job_schema.h"
+#include "topology/registry.h"
 
 #include <algorithm>
 #include <cctype>
@@ -16,22 +17,24 @@
 
 namespace toposched {
 
-std::string_view workload_kind_name(WorkloadKind k) {
-  switch (k) {
-    case WorkloadKind::kTraining:
-      return "training";
-    case WorkloadKind::kInference:
-      return "inference";
-    case WorkloadKind::kInferencePD:
-      return "inference-pd";
-  }
-  return "training";
+namespace {
+
+// In the enum's order: workload_kind_name indexes the rows.
+const Registry<WorkloadKind>& workload_kinds() {
+  static const Registry<WorkloadKind> kKinds(
+      "workload kind", {{"training", "one job of tp x cp x ep x dp x pp GPUs", WorkloadKind::kTraining},
+                        {"inference", "independent replicas of tp x pp GPUs", WorkloadKind::kInference},
+                        {"inference-pd", "replicas split into prefill and decode (at least two)",
+                         WorkloadKind::kInferencePD}});
+  return kKinds;
 }
 
+}  // namespace
+
+std::string_view workload_kind_name(WorkloadKind k) { return workload_kinds().rows()[static_cast<std::size_t>(k)].name; }
+
 std::optional<WorkloadKind> parse_workload_kind(std::string_view name) {
-  if (name == "training") return WorkloadKind::kTraining;
-  if (name == "inference") return WorkloadKind::kInference;
-  if (name == "inference-pd") return WorkloadKind::kInferencePD;
+  if (const auto* row = workload_kinds().row(name)) return row->value;
   return std::nullopt;
 }
 
@@ -217,20 +220,28 @@ bool model_matches(const JobRequest& r, const Cluster& cluster, NodeId n) {
   return r.gpu_model.empty() || icontains(cluster.node_type(n).gpu_model, r.gpu_model);
 }
 
-Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
-  auto bad = [](std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); };
-  if (r.gpus < 0 || r.nodes < 0 || r.gpus_per_node < 0) return bad("GPU and node counts must be positive");
+namespace {
+
+tl::unexpected<Error> invalid_request(std::string m) { return make_error(ErrorCode::kInvalidArgument, std::move(m)); }
+
+// The request's own ranges, before the cluster is looked at.
+Result<void> check_ranges(const JobRequest& r) {
+  if (r.gpus < 0 || r.nodes < 0 || r.gpus_per_node < 0) return invalid_request("GPU and node counts must be positive");
   if ((r.gpus > 0) == (r.nodes > 0))
-    return bad("give exactly one of a GPU count (--gpus N) or a node count (--nodes N)");
+    return invalid_request("give exactly one of a GPU count (--gpus N) or a node count (--nodes N)");
   if (r.tp < 1 || r.pp < 1 || r.ep < 1 || r.cp < 1 || r.dp < 0)
-    return bad("parallelism degrees (--tp --pp --dp --ep --cp) must be at least 1");
-  if (r.max_switches < 0 || r.segment < 0) return bad("--switches and --segment must be positive");
+    return invalid_request("parallelism degrees (--tp --pp --dp --ep --cp) must be at least 1");
+  if (r.max_switches < 0 || r.segment < 0) return invalid_request("--switches and --segment must be positive");
   if (!r.slurm_version.empty() && r.slurm_version != "22.05" && r.slurm_version != "24.05" &&
       r.slurm_version != "25.11" && r.slurm_version != "26.05")
-    return bad(fmt::format("--slurm-version must be 22.05, 24.05, 25.11 or 26.05, not '{}'", r.slurm_version));
-  if (r.consolidate_segments && r.segment == 0) return bad("--consolidate-segments needs --segment");
-  TOPOSCHED_CHECK(parse_text_forms(r));
+    return invalid_request(
+        fmt::format("--slurm-version must be 22.05, 24.05, 25.11 or 26.05, not '{}'", r.slurm_version));
+  if (r.consolidate_segments && r.segment == 0) return invalid_request("--consolidate-segments needs --segment");
+  return {};
+}
 
+// The GPU counts of the node types whose model the request accepts (never empty).
+Result<std::set<int>> eligible_node_sizes(const JobRequest& r, const Cluster& c) {
   std::set<int> sizes;
   std::set<std::string> models;
   bool any_model = false;
@@ -250,14 +261,19 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
   if (!any_model) {
     std::string list;
     for (const auto& m : models) list += (list.empty() ? "" : ", ") + m;
-    return bad(fmt::format("no node of cluster '{}' has GPU model '{}'; its models: {}", c.name(), r.gpu_model, list));
+    return invalid_request(
+        fmt::format("no node of cluster '{}' has GPU model '{}'; its models: {}", c.name(), r.gpu_model, list));
   }
+  return sizes;
+}
 
+// total_gpus, and nodes and gpus_per_node where the request implies them.
+Result<void> resolve_node_shape(JobRequest& r, const Cluster& c, const std::set<int>& sizes) {
   if (r.nodes > 0) {
     r.exclusive = true;
     if (r.gpus_per_node == 0) {
       if (sizes.size() != 1)
-        return bad("the eligible nodes have different GPU counts; give --gpus-per-node with --nodes");
+        return invalid_request("the eligible nodes have different GPU counts; give --gpus-per-node with --nodes");
       r.gpus_per_node = *sizes.begin();
     }
     const std::int64_t total = static_cast<std::int64_t>(r.nodes) * r.gpus_per_node;  // both <= kMaxCount
@@ -270,65 +286,88 @@ Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
     if (r.exclusive && r.gpus_per_node == 0) {
       // Exclusive GPUs come as whole nodes: every policy takes a node's GPUs or none.
       if (sizes.size() != 1 || r.gpus % *sizes.begin() != 0)
-        return bad(fmt::format("--exclusive with {} GPUs takes whole nodes: give --gpus-per-node G (G divides {})",
-                               r.gpus, r.gpus));
+        return invalid_request(fmt::format(
+            "--exclusive with {} GPUs takes whole nodes: give --gpus-per-node G (G divides {})", r.gpus, r.gpus));
       r.gpus_per_node = *sizes.begin();
     }
     if (r.gpus_per_node > 0) {
       if (r.gpus % r.gpus_per_node != 0)
-        return bad(fmt::format("{} GPUs cannot be split into nodes of {} GPUs", r.gpus, r.gpus_per_node));
+        return invalid_request(fmt::format("{} GPUs cannot be split into nodes of {} GPUs", r.gpus, r.gpus_per_node));
       r.nodes = r.gpus / r.gpus_per_node;
     }
   }
   if (r.gpus_per_node > *sizes.rbegin())
-    return bad(fmt::format("{} GPUs per node requested, but the largest eligible node has {}", r.gpus_per_node,
-                           *sizes.rbegin()));
+    return invalid_request(fmt::format("{} GPUs per node requested, but the largest eligible node has {}",
+                                       r.gpus_per_node, *sizes.rbegin()));
   if (r.total_gpus > static_cast<int>(c.gpu_count()))
     return make_error(ErrorCode::kInfeasible,
                       fmt::format("needs {} GPUs; cluster '{}' has {} in all", r.total_gpus, c.name(), c.gpu_count()));
+  return {};
+}
 
+// dp (and replica_gpus for inference) from the GPU count and the other degrees.
+Result<void> resolve_parallelism(JobRequest& r) {
   if (r.workload == WorkloadKind::kTraining) {
     // The cost model's convention: tp x cp x ep x dp x pp GPUs (ep is its own dimension).
     // A checked product: degrees from a request body can be up to kMaxCount each.
     TOPOSCHED_TRY(world, parallel_product(r, false));
     if (r.total_gpus % world != 0)
-      return bad(fmt::format("{} GPUs is not a multiple of tp x cp x ep x pp = {}", r.total_gpus, world));
+      return invalid_request(fmt::format("{} GPUs is not a multiple of tp x cp x ep x pp = {}", r.total_gpus, world));
     const int dp = static_cast<int>(r.total_gpus / world);
     if (r.dp != 0 && r.dp != dp) {
       TOPOSCHED_TRY(all, parallel_product(r, true));
-      return bad(fmt::format("tp x cp x ep x pp x dp = {} but the job has {} GPUs", all, r.total_gpus));
+      return invalid_request(fmt::format("tp x cp x ep x pp x dp = {} but the job has {} GPUs", all, r.total_gpus));
     }
     r.dp = dp;
     r.replica_gpus = 0;
-  } else {
-    if (r.replica_gpus == 0) {
-      JobRequest tp_pp = r;
-      tp_pp.cp = tp_pp.ep = 1;
-      TOPOSCHED_TRY(replica, parallel_product(tp_pp, false));
-      if (replica > r.total_gpus)
-        return bad(fmt::format("{} GPUs cannot be split into replicas of tp x pp = {} GPUs", r.total_gpus, replica));
-      r.replica_gpus = static_cast<int>(replica);
-    }
-    if (r.replica_gpus < 1 || r.total_gpus % r.replica_gpus != 0)
-      return bad(fmt::format("{} GPUs cannot be split into replicas of {} GPUs", r.total_gpus, r.replica_gpus));
-    if (r.workload == WorkloadKind::kInferencePD && (r.total_gpus / r.replica_gpus) < 2)
-      return bad("inference-pd needs at least two replicas (one prefill, one decode)");
-    r.dp = r.total_gpus / r.replica_gpus;  // independent replicas
+    return {};
   }
+  if (r.replica_gpus == 0) {
+    JobRequest tp_pp = r;
+    tp_pp.cp = tp_pp.ep = 1;
+    TOPOSCHED_TRY(replica, parallel_product(tp_pp, false));
+    if (replica > r.total_gpus)
+      return invalid_request(
+          fmt::format("{} GPUs cannot be split into replicas of tp x pp = {} GPUs", r.total_gpus, replica));
+    r.replica_gpus = static_cast<int>(replica);
+  }
+  if (r.replica_gpus < 1 || r.total_gpus % r.replica_gpus != 0)
+    return invalid_request(
+        fmt::format("{} GPUs cannot be split into replicas of {} GPUs", r.total_gpus, r.replica_gpus));
+  if (r.workload == WorkloadKind::kInferencePD && (r.total_gpus / r.replica_gpus) < 2)
+    return invalid_request("inference-pd needs at least two replicas (one prefill, one decode)");
+  r.dp = r.total_gpus / r.replica_gpus;  // independent replicas
+  return {};
+}
 
+// The model class, the tier names, Kueue's pod-set slices and Slurm's segments.
+Result<void> resolve_placement_constraints(JobRequest& r, const Cluster& c) {
   if (!r.model_class.empty()) {
-    if (auto m = workload_class(r.model_class); !m) return bad(m.error().message);
+    if (auto m = workload_class(r.model_class); !m) return invalid_request(m.error().message);
   }
-  auto req = resolve_tier(r.required_tier, c, "required");
-  if (!req) return tl::unexpected(req.error());
-  r.required_tier_index = *req;
-  auto pref = resolve_tier(r.preferred_tier, c, "preferred");
-  if (!pref) return tl::unexpected(pref.error());
-  r.preferred_tier_index = *pref;
-  if (auto ok = normalize_kueue_podset(r, c); !ok) return tl::unexpected(ok.error());
-  if (r.segment > 0 && r.nodes == 0) return bad("--segment counts nodes: use it with --nodes or --gpus-per-node");
+  TOPOSCHED_TRY(req, resolve_tier(r.required_tier, c, "required"));
+  r.required_tier_index = req;
+  TOPOSCHED_TRY(pref, resolve_tier(r.preferred_tier, c, "preferred"));
+  r.preferred_tier_index = pref;
+  TOPOSCHED_CHECK(normalize_kueue_podset(r, c));
+  if (r.segment > 0 && r.nodes == 0)
+    return invalid_request("--segment counts nodes: use it with --nodes or --gpus-per-node");
   if (r.segment > 0 && r.nodes % r.segment != 0)
-    return bad(fmt::format("{} nodes cannot be split into segments of {}", r.nodes, r.segment));
+    return invalid_request(fmt::format("{} nodes cannot be split into segments of {}", r.nodes, r.segment));
+  return {};
+}
+
+}  // namespace
+
+// Phases: the request's ranges → its text forms → the eligible node sizes → the node shape
+// → the parallel degrees → tiers, slices and segments.
+Result<JobRequest> normalize(JobRequest r, const Cluster& c) {
+  TOPOSCHED_CHECK(check_ranges(r));
+  TOPOSCHED_CHECK(parse_text_forms(r));
+  TOPOSCHED_TRY(sizes, eligible_node_sizes(r, c));
+  TOPOSCHED_CHECK(resolve_node_shape(r, c, sizes));
+  TOPOSCHED_CHECK(resolve_parallelism(r));
+  TOPOSCHED_CHECK(resolve_placement_constraints(r, c));
   return r;
 }
 

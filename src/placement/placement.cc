@@ -26,17 +26,17 @@ const std::vector<const PlacementPolicy*>& policy_variants() {
   return all;
 }
 
-Result<const PlacementPolicy*> find_policy(std::string_view name) {
-  for (const PlacementPolicy* p : policy_variants())
-    if (p->name() == name) return p;
-  std::string names;
-  for (const PlacementPolicy* p : placement_policies()) {
-    if (p->name() == name) return p;
-    names += (names.empty() ? "" : ", ") + std::string(p->name());
-  }
-  for (const PlacementPolicy* p : policy_variants()) names += ", " + std::string(p->name());
-  return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown policy '{}'; policies: {}", name, names));
+const Registry<const PlacementPolicy*>& policy_registry() {
+  static const Registry<const PlacementPolicy*> policies = [] {
+    std::vector<Registry<const PlacementPolicy*>::Row> rows;
+    for (const PlacementPolicy* p : placement_policies()) rows.push_back({std::string(p->name()), std::string(p->summary()), p});
+    for (const PlacementPolicy* p : policy_variants()) rows.push_back({std::string(p->name()), std::string(p->summary()), p});
+    return Registry<const PlacementPolicy*>("policy", std::move(rows));
+  }();
+  return policies;
 }
+
+Result<const PlacementPolicy*> find_policy(std::string_view name) { return policy_registry().find(name); }
 
 Result<void> check_placement(const AllocationState& state, const JobRequest& r, std::span<const GpuId> gpus) {
   const Cluster& c = state.cluster();
@@ -136,6 +136,7 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
   return out;
 }
 
+// long: every field of a placement's explanation from one rank order, which each step shares
 void describe(const AllocationState& s, const JobRequest& r, Placement& p, const PlacementPolicy& policy) {
   const Cluster& c = s.cluster();
   const auto& gpus = p.gpus_by_rank;

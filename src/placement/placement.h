@@ -22,6 +22,7 @@
 
 #include "placement/allocation_state.h"
 #include "placement/job_request.h"
+#include "topology/registry.h"
 
 namespace toposched {
 
@@ -75,7 +76,9 @@ const std::vector<const PlacementPolicy*>& placement_policies();
 // Variants of those with a peer's non-default setting (kueue-balanced: Kueue with
 // TASBalancedPlacement on): found by name, left out of "every policy" (simulate, scale).
 const std::vector<const PlacementPolicy*>& policy_variants();
-// kInvalidArgument listing the known names when `name` is unknown.
+// Both lists by name (descriptions: the policies' summaries).
+const Registry<const PlacementPolicy*>& policy_registry();
+// The registry's kInvalidArgument listing the known names when `name` is unknown.
 Result<const PlacementPolicy*> find_policy(std::string_view name);
 
 // How much of a Placement place() fills in: everything (the `place` JSON's fields, the

@@ -8,6 +8,8 @@
 #include <msgpack.hpp>
 #include <xxhash.h>
 
+#include "topology/registry.h"
+
 namespace toposched::router {
 
 std::string_view storage_tier_name(StorageTier tier) {
@@ -20,13 +22,25 @@ std::string_view storage_tier_name(StorageTier tier) {
   return "device";
 }
 
+namespace {
+
+// vLLM's and Dynamo's spellings of where a KV block lives (matched in lower case).
+const Registry<StorageTier>& storage_tiers() {
+  static const Registry<StorageTier> kTiers(
+      "storage tier", {{"device", "GPU memory (HBM)", StorageTier::kDevice, {"gpu", "hbm"}},
+                       {"host_pinned", "pinned host memory", StorageTier::kHostPinned,
+                        {"hostpinned", "host", "cpu", "cpu_tier1"}},
+                       {"disk", "local disk", StorageTier::kDisk, {"storage", "cpu_tier2"}},
+                       {"external", "outside the node", StorageTier::kExternal}});
+  return kTiers;
+}
+
+}  // namespace
+
 std::optional<StorageTier> parse_storage_tier(std::string_view name) {
   std::string n;
   for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (n == "device" || n == "gpu" || n == "hbm") return StorageTier::kDevice;
-  if (n == "host_pinned" || n == "hostpinned" || n == "host" || n == "cpu" || n == "cpu_tier1") return StorageTier::kHostPinned;
-  if (n == "disk" || n == "storage" || n == "cpu_tier2") return StorageTier::kDisk;
-  if (n == "external") return StorageTier::kExternal;
+  if (const auto* row = storage_tiers().row(n)) return row->value;
   return std::nullopt;
 }
 

@@ -199,12 +199,22 @@ const std::vector<PolicyEntry>& policy_catalog() {
   return entries;
 }
 
+const Registry<const PolicyEntry*>& policy_registry() {
+  static const Registry<const PolicyEntry*> policies = [] {
+    std::vector<Registry<const PolicyEntry*>::Row> rows;
+    for (const PolicyEntry& e : policy_catalog()) rows.push_back({std::string(e.name), std::string(e.description), &e});
+    return Registry<const PolicyEntry*>("routing policy", std::move(rows));
+  }();
+  return policies;
+}
+
 Result<const PolicyEntry*> find_policy(std::string_view name) {
-  for (const PolicyEntry& e : policy_catalog())
-    if (e.name == name) return &e;
-  std::string known;
-  for (const PolicyEntry& e : policy_catalog()) known += (known.empty() ? "" : ", ") + std::string(e.name);
-  return make_error(ErrorCode::kNotFound, fmt::format("unknown routing policy '{}'; known policies: {}", name, known));
+  if (const auto* row = policy_registry().row(name)) return row->value;
+  // kNotFound, not the registry's kInvalidArgument: `serve --router-policy` exits 1 on it,
+  // as on an unknown model (route's --policies checks names itself, as usage errors).
+  Error e = policy_registry().unknown(name);
+  e.code = ErrorCode::kNotFound;
+  return tl::unexpected(std::move(e));
 }
 
 Router::Router(const PolicyEntry& policy, int workers, TimeModel time, TransferTable transfers, RouterConfig config)

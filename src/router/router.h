@@ -28,6 +28,7 @@
 
 #include "router/kv_index.h"
 #include "router/model.h"
+#include "topology/registry.h"
 #include "topology/cluster.h"
 
 namespace toposched::router {
@@ -94,6 +95,8 @@ struct PolicyEntry {
   PolicyFn choose;
 };
 const std::vector<PolicyEntry>& policy_catalog();
+const Registry<const PolicyEntry*>& policy_registry();  // the catalog by name
+// kNotFound "unknown routing policy 'x'; known: ..." when `name` is unknown.
 Result<const PolicyEntry*> find_policy(std::string_view name);
 
 class Router {

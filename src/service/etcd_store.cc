@@ -170,6 +170,7 @@ Result<std::vector<StoreEvent>> EtcdStore::events(std::int64_t after_seq, std::s
   return out;
 }
 
+// long: one etcd Txn built, sent and its outcome applied; splitting would pass the Txn's parts around
 Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
   if (batch.empty()) return {};
   if (batch.size() > kMaxBatch)

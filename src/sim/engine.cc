@@ -14,12 +14,17 @@
 
 namespace toposched::sim {
 
-Result<Discipline> parse_discipline(std::string_view name) {
-  if (name == "fifo") return Discipline::kFifo;
-  if (name == "easy-backfill" || name == "backfill") return Discipline::kEasyBackfill;
-  if (name == "priority") return Discipline::kPriority;
-  return make_error(ErrorCode::kInvalidArgument, fmt::format("unknown queue discipline '{}'; expected fifo, easy-backfill or priority", name));
+const Registry<Discipline>& disciplines() {
+  static const Registry<Discipline> kDisciplines(
+      "queue discipline",
+      {{"fifo", "in submit order; the head blocks everything behind it", Discipline::kFifo},
+       {"easy-backfill", "fifo, but later jobs may start when they do not delay the head's reservation",
+        Discipline::kEasyBackfill, {"backfill"}},
+       {"priority", "by priority (high first), then submit order; the head blocks", Discipline::kPriority}});
+  return kDisciplines;
 }
+
+Result<Discipline> parse_discipline(std::string_view name) { return disciplines().find(name); }
 
 std::string_view discipline_name(Discipline d) {
   switch (d) {

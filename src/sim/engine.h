@@ -29,10 +29,13 @@
 #include "sim/backend.h"
 #include "sim/trace.h"
 #include "topology/cluster.h"
+#include "topology/registry.h"
 
 namespace toposched::sim {
 
 enum class Discipline { kFifo, kEasyBackfill, kPriority };
+// fifo, easy-backfill (alias backfill), priority; find's error names them.
+const Registry<Discipline>& disciplines();
 Result<Discipline> parse_discipline(std::string_view name);
 std::string_view discipline_name(Discipline d);
 

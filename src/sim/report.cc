@@ -164,106 +164,123 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
   return out;
 }
 
-Result<std::string> report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
-  Json cdf = Json::array(), timeline = Json::array(), slow = Json::array(), summary = Json::array(), hours = Json::array(),
-       energy = Json::array();
-  for (const PolicyRun& run : runs) {
-    const std::string& name = run.summary.policy;
-    const PolicySummary& s = run.summary;
-    const std::pair<const char*, double> parts[] = {{"1 useful (ideal work)", s.gpu_hours_useful},
-                                                    {"2 lost to communication", s.gpu_hours_lost_comm},
-                                                    {"3 idle while jobs waited", s.gpu_hours_idle_queued},
-                                                    {"4 idle, nothing waiting", s.gpu_hours_idle_no_demand}};
-    for (auto [part, value] : parts) hours.push_back({{"policy", name}, {"part", part}, {"gpu_hours", round_decimals(value, 2)}});
-    const std::pair<const char*, double> energy_parts[] = {{"1 useful (ideal work)", s.energy_kwh_useful},
-                                                           {"2 lost to communication", s.energy_kwh_lost_comm},
-                                                           {"3 idle while jobs waited", s.energy_kwh_idle_queued},
-                                                           {"4 idle, nothing waiting", s.energy_kwh_idle_no_demand}};
-    for (auto [part, value] : energy_parts) energy.push_back({{"policy", name}, {"part", part}, {"mwh", round_decimals(value / 1000, 4)}});
-    summary.push_back({{"policy", name}, {"metric", "useful GPU-hours per MWh"}, {"value", round_decimals(s.useful_gpu_hours_per_mwh, 2)}});
-    summary.push_back({{"policy", name}, {"metric", "mean JCT (h)"}, {"value", round_decimals(s.jct_mean_s / 3600, 4)}});
-    summary.push_back({{"policy", name}, {"metric", "mean wait (h)"}, {"value", round_decimals(s.wait_mean_s / 3600, 4)}});
-    summary.push_back({{"policy", name}, {"metric", "GPU utilisation (%)"}, {"value", round_decimals(100 * s.utilization, 3)}});
-    summary.push_back({{"policy", name}, {"metric", "useful utilisation (%)"}, {"value", round_decimals(100 * s.useful_utilization, 3)}});
-    summary.push_back({{"policy", name}, {"metric", "mean comm slowdown"}, {"value", round_decimals(s.comm_slowdown_mean, 4)}});
-    if (!run.result) continue;
-    const SimulationResult& r = *run.result;
-    std::vector<double> jct, sd;
-    for (std::size_t i = 0; i < r.jobs.size(); ++i)
-      if (r.jobs[i].placed) {
-        jct.push_back(r.jobs[i].end_s - trace.jobs[i].submit_s);
-        sd.push_back(r.jobs[i].slowdown);
-      }
-    std::sort(jct.begin(), jct.end());
-    std::sort(sd.begin(), sd.end());
-    // At most 200 quantile points per policy keep the page small for any trace size.
-    std::size_t steps = std::min<std::size_t>(jct.size(), 200);
-    for (std::size_t k = 1; k <= steps; ++k) {
-      std::size_t idx = (k * jct.size() + steps - 1) / steps - 1;
-      cdf.push_back({{"policy", name}, {"jct_h", round_decimals(std::max(jct[idx], 1.0) / 3600, 5)},
+namespace {
+
+// The data series of the report's charts, one point per policy and quantity.
+struct ChartData {
+  Json cdf = Json::array(), timeline = Json::array(), slow = Json::array(), summary = Json::array(),
+       hours = Json::array(), energy = Json::array();
+};
+
+// The points that come from a policy's summary: where its GPU-hours and energy went, and
+// its bars in the summary chart.
+void add_summary_points(const PolicySummary& s, ChartData& d) {
+  const std::string& name = s.policy;
+  const std::pair<const char*, double> parts[] = {{"1 useful (ideal work)", s.gpu_hours_useful},
+                                                  {"2 lost to communication", s.gpu_hours_lost_comm},
+                                                  {"3 idle while jobs waited", s.gpu_hours_idle_queued},
+                                                  {"4 idle, nothing waiting", s.gpu_hours_idle_no_demand}};
+  for (auto [part, value] : parts) d.hours.push_back({{"policy", name}, {"part", part}, {"gpu_hours", round_decimals(value, 2)}});
+  const std::pair<const char*, double> energy_parts[] = {{"1 useful (ideal work)", s.energy_kwh_useful},
+                                                         {"2 lost to communication", s.energy_kwh_lost_comm},
+                                                         {"3 idle while jobs waited", s.energy_kwh_idle_queued},
+                                                         {"4 idle, nothing waiting", s.energy_kwh_idle_no_demand}};
+  for (auto [part, value] : energy_parts) d.energy.push_back({{"policy", name}, {"part", part}, {"mwh", round_decimals(value / 1000, 4)}});
+  d.summary.push_back({{"policy", name}, {"metric", "useful GPU-hours per MWh"}, {"value", round_decimals(s.useful_gpu_hours_per_mwh, 2)}});
+  d.summary.push_back({{"policy", name}, {"metric", "mean JCT (h)"}, {"value", round_decimals(s.jct_mean_s / 3600, 4)}});
+  d.summary.push_back({{"policy", name}, {"metric", "mean wait (h)"}, {"value", round_decimals(s.wait_mean_s / 3600, 4)}});
+  d.summary.push_back({{"policy", name}, {"metric", "GPU utilisation (%)"}, {"value", round_decimals(100 * s.utilization, 3)}});
+  d.summary.push_back({{"policy", name}, {"metric", "useful utilisation (%)"}, {"value", round_decimals(100 * s.useful_utilization, 3)}});
+  d.summary.push_back({{"policy", name}, {"metric", "mean comm slowdown"}, {"value", round_decimals(s.comm_slowdown_mean, 4)}});
+}
+
+// The points that come from a policy's per-job results: JCT CDF, slowdowns, timeline.
+void add_result_points(const std::string& name, const SimulationResult& r, const Trace& trace, ChartData& d) {
+  std::vector<double> jct, sd;
+  for (std::size_t i = 0; i < r.jobs.size(); ++i)
+    if (r.jobs[i].placed) {
+      jct.push_back(r.jobs[i].end_s - trace.jobs[i].submit_s);
+      sd.push_back(r.jobs[i].slowdown);
+    }
+  std::sort(jct.begin(), jct.end());
+  std::sort(sd.begin(), sd.end());
+  // At most 200 quantile points per policy keep the page small for any trace size.
+  std::size_t steps = std::min<std::size_t>(jct.size(), 200);
+  for (std::size_t k = 1; k <= steps; ++k) {
+    std::size_t idx = (k * jct.size() + steps - 1) / steps - 1;
+    d.cdf.push_back({{"policy", name}, {"jct_h", round_decimals(std::max(jct[idx], 1.0) / 3600, 5)},
                      {"fraction", round_decimals(static_cast<double>(idx + 1) / static_cast<double>(jct.size()), 5)}});
-    }
-    std::size_t sd_steps = std::min<std::size_t>(sd.size(), 500);
-    for (std::size_t k = 1; k <= sd_steps; ++k) {
-      std::size_t idx = (k * sd.size() + sd_steps - 1) / sd_steps - 1;
-      slow.push_back({{"policy", name}, {"slowdown", round_decimals(sd[idx], 4)}});
-    }
-    double gpus = static_cast<double>(std::max<std::size_t>(r.cluster_gpus, 1));
-    for (const TimelinePoint& p : r.timeline)
-      timeline.push_back({{"policy", name}, {"hours", round_decimals((p.t - r.first_submit_s) / 3600, 4)},
+  }
+  std::size_t sd_steps = std::min<std::size_t>(sd.size(), 500);
+  for (std::size_t k = 1; k <= sd_steps; ++k) {
+    std::size_t idx = (k * sd.size() + sd_steps - 1) / sd_steps - 1;
+    d.slow.push_back({{"policy", name}, {"slowdown", round_decimals(sd[idx], 4)}});
+  }
+  double gpus = static_cast<double>(std::max<std::size_t>(r.cluster_gpus, 1));
+  for (const TimelinePoint& p : r.timeline)
+    d.timeline.push_back({{"policy", name}, {"hours", round_decimals((p.t - r.first_submit_s) / 3600, 4)},
                           {"utilisation", round_decimals(100 * p.busy_gpus / gpus, 3)}, {"queued", round_decimals(p.queued_jobs, 3)},
                           {"fragmentation", round_decimals(p.fragmentation, 4)}});
-  }
-  auto line = [](std::string title, Json data, std::string x, std::string xtitle, std::string y, std::string ytitle, bool logx) {
-    Json xenc = {{"field", x}, {"type", "quantitative"}, {"title", xtitle}};
-    if (logx) xenc["scale"] = {{"type", "log"}};
-    return Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
-                {"title", title},
-                {"width", 520},
-                {"height", 260},
-                {"data", {{"values", std::move(data)}}},
-                {"mark", {{"type", "line"}, {"interpolate", "step-after"}}},
-                {"encoding", {{"x", xenc}, {"y", {{"field", y}, {"type", "quantitative"}, {"title", ytitle}}},
-                              {"color", {{"field", "policy"}, {"type", "nominal"}}}}}};
-  };
+}
+
+Json line_chart(std::string title, Json data, std::string x, std::string xtitle, std::string y, std::string ytitle, bool logx) {
+  Json xenc = {{"field", x}, {"type", "quantitative"}, {"title", xtitle}};
+  if (logx) xenc["scale"] = {{"type", "log"}};
+  return Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+              {"title", title},
+              {"width", 520},
+              {"height", 260},
+              {"data", {{"values", std::move(data)}}},
+              {"mark", {{"type", "line"}, {"interpolate", "step-after"}}},
+              {"encoding", {{"x", xenc}, {"y", {{"field", y}, {"type", "quantitative"}, {"title", ytitle}}},
+                            {"color", {{"field", "policy"}, {"type", "nominal"}}}}}};
+}
+
+Json stacked_chart(std::string title, Json data, std::string x, std::string xtitle) {
+  return Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
+              {"title", title},
+              {"width", 520},
+              {"height", 260},
+              {"data", {{"values", std::move(data)}}},
+              {"mark", "bar"},
+              {"encoding", {{"y", {{"field", "policy"}, {"type", "nominal"}, {"title", nullptr}}},
+                            {"x", {{"field", x}, {"type", "quantitative"}, {"stack", "zero"}, {"title", xtitle}}},
+                            {"color", {{"field", "part"}, {"type", "nominal"}, {"title", nullptr}}},
+                            {"order", {{"field", "part"}, {"type", "nominal"}}}}}};
+}
+
+// The Vega-Lite spec of every chart, by the id of its element on the page.
+Json chart_specs(const ChartData& d) {
   Json specs = Json::object();
-  specs["chart-jct-cdf"] = line("Job completion time, CDF per policy", cdf, "jct_h", "JCT (hours, log scale)", "fraction", "fraction of jobs", true);
-  specs["chart-utilisation"] = line("GPU utilisation over time", timeline, "hours", "time since first submit (h)", "utilisation", "busy GPUs (%)", false);
-  specs["chart-queue"] = line("Queue length over time", timeline, "hours", "time since first submit (h)", "queued", "queued jobs", false);
-  specs["chart-fragmentation"] = line("GPUs stranded by fragmentation over time", timeline, "hours", "time since first submit (h)", "fragmentation", "free GPUs unusable by a typical job (share of all GPUs)", false);
+  specs["chart-jct-cdf"] = line_chart("Job completion time, CDF per policy", d.cdf, "jct_h", "JCT (hours, log scale)", "fraction", "fraction of jobs", true);
+  specs["chart-utilisation"] = line_chart("GPU utilisation over time", d.timeline, "hours", "time since first submit (h)", "utilisation", "busy GPUs (%)", false);
+  specs["chart-queue"] = line_chart("Queue length over time", d.timeline, "hours", "time since first submit (h)", "queued", "queued jobs", false);
+  specs["chart-fragmentation"] = line_chart("GPUs stranded by fragmentation over time", d.timeline, "hours", "time since first submit (h)", "fragmentation", "free GPUs unusable by a typical job (share of all GPUs)", false);
   specs["chart-slowdown"] = Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
                                  {"title", "Communication slowdown per job (runtime / ideal)"},
                                  {"width", 520},
                                  {"height", 260},
-                                 {"data", {{"values", slow}}},
+                                 {"data", {{"values", d.slow}}},
                                  {"mark", {{"type", "boxplot"}, {"extent", "min-max"}}},
                                  {"encoding", {{"x", {{"field", "policy"}, {"type", "nominal"}, {"title", "policy"}}},
                                                {"y", {{"field", "slowdown"}, {"type", "quantitative"}, {"title", "slowdown (x)"}, {"scale", {{"zero", false}}}}},
                                                {"color", {{"field", "policy"}, {"type", "nominal"}}}}}};
-  auto stacked = [](std::string title, Json data, std::string x, std::string xtitle) {
-    return Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
-                {"title", title},
-                {"width", 520},
-                {"height", 260},
-                {"data", {{"values", std::move(data)}}},
-                {"mark", "bar"},
-                {"encoding", {{"y", {{"field", "policy"}, {"type", "nominal"}, {"title", nullptr}}},
-                              {"x", {{"field", x}, {"type", "quantitative"}, {"stack", "zero"}, {"title", xtitle}}},
-                              {"color", {{"field", "part"}, {"type", "nominal"}, {"title", nullptr}}},
-                              {"order", {{"field", "part"}, {"type", "nominal"}}}}}};
-  };
-  specs["chart-gpu-hours"] = stacked("Where the cluster's GPU-hours went (first submit to last end)", hours, "gpu_hours", "GPU-hours");
-  specs["chart-energy"] = stacked("GPU energy per policy, split like the GPU-hours", energy, "mwh", "MWh");
+  specs["chart-gpu-hours"] = stacked_chart("Where the cluster's GPU-hours went (first submit to last end)", d.hours, "gpu_hours", "GPU-hours");
+  specs["chart-energy"] = stacked_chart("GPU energy per policy, split like the GPU-hours", d.energy, "mwh", "MWh");
   specs["chart-summary"] = Json{{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"},
                                 {"title", "Per-policy summary"},
-                                {"data", {{"values", summary}}},
+                                {"data", {{"values", d.summary}}},
                                 {"facet", {{"column", {{"field", "metric"}, {"type", "nominal"}, {"title", nullptr}}}}},
                                 {"spec", {{"width", 150}, {"height", 200}, {"mark", "bar"},
                                           {"encoding", {{"x", {{"field", "policy"}, {"type", "nominal"}, {"title", nullptr}}},
                                                         {"y", {{"field", "value"}, {"type", "quantitative"}, {"title", nullptr}}},
                                                         {"color", {{"field", "policy"}, {"type", "nominal"}}}}}}},
                                 {"resolve", {{"scale", {{"y", "independent"}}}}}};
+  return specs;
+}
 
+// The HTML summary table: one column per policy.
+std::string summary_table(const std::vector<PolicyRun>& runs) {
   std::string table = "<table><thead><tr><th></th>";
   for (const PolicyRun& r : runs) table += "<th>" + html::escape(r.summary.policy) + "</th>";
   table += "</tr></thead><tbody>";
@@ -293,14 +310,25 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
   row("GPUs stranded by fragmentation, time mean (% of all GPUs)",
       [](const PolicySummary& s) { return fmt::format("{:.2f}", 100 * s.fragmentation_mean); });
   table += "</tbody></table>";
+  return table;
+}
 
+}  // namespace
+
+// Phases: the chart data of every policy → the chart specs → the summary table → the page.
+Result<std::string> report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
+  ChartData data;
+  for (const PolicyRun& run : runs) {
+    add_summary_points(run.summary, data);
+    if (run.result) add_result_points(run.summary.policy, *run.result, trace, data);
+  }
   html::ChartPage page;
   page.title = "toposched simulation report";
   page.intro_html = fmt::format("<p>Cluster <b>{}</b> ({} nodes, {} GPUs); trace <b>{}</b> ({}, {} jobs); queue discipline <b>{}</b>; seed {}.</p>\n",
                                 html::escape(info.cluster), info.cluster_nodes, info.cluster_gpus, html::escape(info.trace),
                                 html::escape(info.trace_format), info.trace_jobs, html::escape(info.discipline), info.seed);
-  page.summary_html = std::move(table);
-  page.charts = std::move(specs);
+  page.summary_html = summary_table(runs);
+  page.charts = chart_specs(data);
   return html::render_chart_page(page);
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "topology/hardware.h"
+#include "topology/registry.h"
 
 namespace toposched {
 namespace {
@@ -333,8 +334,8 @@ struct PresetEntry {
   std::function<Result<Cluster>(ParamReader&)> build;
 };
 
-const std::vector<PresetEntry>& registry() {
-  static const std::vector<PresetEntry> entries = {
+std::vector<PresetEntry> preset_entries() {
+  return {
       {{"dgx-a100",
         "NVIDIA DGX SuperPOD (A100): 8x A100-SXM4 on NVSwitch (12 NVLinks/GPU), 8x 200G HDR rails, SUs of 20 nodes",
         {{"nodes", "140", "number of DGX A100 nodes"},
@@ -386,7 +387,15 @@ const std::vector<PresetEntry>& registry() {
          {"fanout", "32,16", "children per switch for each tier, closest first; a root tier joins the rest"}}},
        build_synthetic},
   };
-  return entries;
+}
+
+const Registry<PresetEntry>& registry() {
+  static const Registry<PresetEntry> presets = [] {
+    std::vector<Registry<PresetEntry>::Row> rows;
+    for (auto& e : preset_entries()) rows.push_back({e.info.name, e.info.description, e});
+    return Registry<PresetEntry>("preset", std::move(rows));
+  }();
+  return presets;
 }
 
 }  // namespace
@@ -394,7 +403,7 @@ const std::vector<PresetEntry>& registry() {
 const std::vector<PresetInfo>& preset_catalog() {
   static const std::vector<PresetInfo> infos = [] {
     std::vector<PresetInfo> v;
-    for (const auto& e : registry()) v.push_back(e.info);
+    for (const auto& row : registry().rows()) v.push_back(row.value.info);
     return v;
   }();
   return infos;
@@ -402,14 +411,15 @@ const std::vector<PresetInfo>& preset_catalog() {
 
 Result<Cluster> build_preset(std::string_view spec) {
   std::string_view name = spec.substr(0, spec.find('?'));
-  const PresetEntry* entry = nullptr;
-  for (const auto& e : registry())
-    if (e.info.name == name) entry = &e;
-  if (!entry) {
-    std::string names;
-    for (const auto& e : registry()) names += (names.empty() ? "" : ", ") + e.info.name;
-    return make_error(ErrorCode::kNotFound, fmt::format("unknown preset '{}'; known presets: {}", name, names));
+  const auto* row = registry().row(name);
+  if (!row) {
+    // kNotFound, not the registry's kInvalidArgument: an unknown preset exits 1 and is an
+    // HTTP 404, as a missing spec file is.
+    Error e = registry().unknown(name);
+    e.code = ErrorCode::kNotFound;
+    return tl::unexpected(std::move(e));
   }
+  const PresetEntry* entry = &row->value;
   Params given;
   if (auto q = spec.find('?'); q != std::string_view::npos) {
     std::string_view query = spec.substr(q + 1);

@@ -27,8 +27,8 @@ struct PresetInfo {
 const std::vector<PresetInfo>& preset_catalog();
 
 // `spec` is "NAME" or "NAME?key=value&key=value" (without the "preset:" prefix).
-// Unknown presets or keys, and out-of-range values, are kInvalidArgument errors that list
-// what is accepted.
+// An unknown preset is kNotFound ("unknown preset 'x'; known: ..."); unknown keys and
+// out-of-range values are kInvalidArgument errors that list what is accepted.
 Result<Cluster> build_preset(std::string_view spec);
 
 }  // namespace toposched

@@ -397,8 +397,8 @@ TEST(ExportRoundTrip, NativeJsonAndYamlReadBackIntoTheSameCluster) {
 TEST(ExportAllFormats, NeverFailOnValidClusters) {
   for (const auto& [what, c] : all_clusters()) {
     SCOPED_TRACE(what);
-    for (const auto& f : export_formats()) {
-      auto out = f.write(c, {});
+    for (const auto& f : export_formats().rows()) {
+      auto out = f.value(c, {});
       bool blockless = (f.name == "slurm-block") && TopographBlockLayout(c).empty();
       bool treeless = (f.name == "slurm-tree") && slurm_tree(c).switches.empty();
       if (blockless || treeless) {

@@ -51,7 +51,7 @@ inline void write_cluster(const Cluster& c) {
   if (c.gpu_count() > 4096) return;
   (void)write_native_json(c);
   (void)write_native_yaml(c);
-  for (const ExportFormat& f : export_formats()) (void)f.write(c, ExportOptions{});
+  for (const auto& f : export_formats().rows()) (void)f.value(c, ExportOptions{});
 }
 
 // A small cluster for the readers that need one (state files, placements).

@@ -69,6 +69,7 @@ class SlurmTree final : public PlacementPolicy {
  private:
   enum class Pass { kWholeJobOnOneNode, kIdleNodes, kAnyNode };
 
+  // long: a port of one pass of Slurm's eval_nodes_tree, kept in Slurm's order to compare line by line
   static Result<std::vector<GpuId>> select_pass(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
                                                 Pass pass) {
     const bool new_leaf_rule = r.slurm_version != "22.05";

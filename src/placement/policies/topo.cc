@@ -527,6 +527,7 @@ class Topo final : public PlacementPolicy {
 
   // TP groups larger than a node: each inside one accelerator (multi-node NVLink) domain,
   // each PP stage inside one domain when one holds it.
+  // long: TP groups to domains, then each group's GPUs in the same pass over the domains' free state
   static Result<std::vector<GpuId>> place_in_domains(const AllocationState& s, const JobRequest& r,
                                                      const NodeMask& allowed, const Plan& plan) {
     const Cluster& c = s.cluster();

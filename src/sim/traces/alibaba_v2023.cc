@@ -92,6 +92,7 @@ Result<Trace> read_alibaba_v2023_pods(std::string_view text, const std::string& 
   return trace;
 }
 
+// long: the node table's columns read per row, then the ToRs and node types built from them
 Result<Cluster> read_alibaba_v2023_nodes(std::string_view text, const std::string& file, const AlibabaClusterOptions& options) {
   if (options.nodes_per_tor < 1 || !(options.tor_oversubscription >= 1)) return make_error(ErrorCode::kInvalidArgument, "nodes_per_tor must be >= 1 and tor_oversubscription >= 1");
   csv::Reader reader(text, file);

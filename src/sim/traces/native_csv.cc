@@ -14,6 +14,7 @@ constexpr std::array<std::string_view, 12> kColumns = {"id", "submit_s", "gpus",
 constexpr std::array<std::string_view, 4> kKinds = {"llm-dense", "llm-moe", "dp-vision", "inference"};
 }  // namespace
 
+// long: the header's column map, then twelve optional columns read and checked in place per row
 Result<Trace> read_native_csv(std::string_view text, const std::string& file, const TraceReadOptions& options) {
   Trace trace;
   trace.source = file;

@@ -40,42 +40,87 @@ std::string_view field(const csv::Record& r, int i) {
 }  // namespace
 
 // ---------------------------------------------------------------- Alibaba PAI v2020
-Result<Trace> read_pai_v2020(const TextFile& tasks, const std::optional<TextFile>& jobs, const TraceReadOptions& options) {
-  Trace trace;
-  trace.source = tasks.name;
-  trace.format = "pai-v2020";
-  // Job table first: submit times.
+namespace {
+
+// A PAI job as its tasks add up: GPUs summed, times spanned, one GPU model or mixed.
+struct PaiJob {
+  double start = std::numeric_limits<double>::infinity(), end = -1;
+  long long gpus = 0;
+  std::string model;
+  bool mixed_model = false, unfinished = false;
+  std::size_t order = 0;  // first appearance in the task table
+};
+using PaiJobs = std::map<std::string, PaiJob>;
+
+// The job table: submit time by job name.
+Result<std::map<std::string, double>> pai_submit_times(const TextFile& jobs, Trace& trace, const TraceReadOptions& options) {
   std::map<std::string, double> submit;
-  if (jobs) {
-    csv::Reader reader(jobs->text, jobs->name);
-    for (bool first = true;; first = false) {
-      auto rec = reader.next();
-      if (!rec) return tl::unexpected(rec.error());
-      if (!*rec) break;
-      const csv::Record& r = **rec;
-      if (first && field(r, 0) == "job_name") continue;  // an optional header
-      if (r.fields.size() != 6) {
-        auto ok = reject_row(trace, options, csv::field_error(jobs->name, r, static_cast<int>(r.fields.size()) - 1,
-            fmt::format("a PAI job table row has 6 fields (job_name,inst_id,user,status,start_time,end_time), found {}", r.fields.size())).value());
-        if (!ok) return tl::unexpected(ok.error());
-        continue;
-      }
-      auto t = csv::to_double(jobs->name, r, 4, "start_time");
-      if (!t) {
-        if (auto ok = reject_row(trace, options, t.error()); !ok) return tl::unexpected(ok.error());
-        continue;
-      }
-      submit[std::string(field(r, 0))] = *t;
+  csv::Reader reader(jobs.text, jobs.name);
+  for (bool first = true;; first = false) {
+    auto rec = reader.next();
+    if (!rec) return tl::unexpected(rec.error());
+    if (!*rec) break;
+    const csv::Record& r = **rec;
+    if (first && field(r, 0) == "job_name") continue;  // an optional header
+    if (r.fields.size() != 6) {
+      auto ok = reject_row(trace, options, csv::field_error(jobs.name, r, static_cast<int>(r.fields.size()) - 1,
+          fmt::format("a PAI job table row has 6 fields (job_name,inst_id,user,status,start_time,end_time), found {}", r.fields.size())).value());
+      if (!ok) return tl::unexpected(ok.error());
+      continue;
     }
+    auto t = csv::to_double(jobs.name, r, 4, "start_time");
+    if (!t) {
+      if (auto ok = reject_row(trace, options, t.error()); !ok) return tl::unexpected(ok.error());
+      continue;
+    }
+    submit[std::string(field(r, 0))] = *t;
   }
-  struct Agg {
-    double start = std::numeric_limits<double>::infinity(), end = -1;
-    long long gpus = 0;
-    std::string model;
-    bool mixed_model = false, unfinished = false;
-    std::size_t order = 0;
-  };
-  std::map<std::string, Agg> agg;
+  return submit;
+}
+
+// One task table row, added to its job.
+Result<void> add_pai_task(const csv::Record& r, const std::string& file, PaiJobs& agg, std::size_t& order) {
+  if (r.fields.size() != 10)
+    return csv::field_error(file, r, static_cast<int>(r.fields.size()) - 1,
+        fmt::format("a PAI task table row has 10 fields (job_name,task_name,inst_num,status,start_time,end_time,"
+                    "plan_cpu,plan_mem,plan_gpu,gpu_type), found {}", r.fields.size()));
+  std::string job(field(r, 0));
+  if (job.empty()) return csv::field_error(file, r, 0, "expected a job_name, found an empty field");
+  auto inst = csv::to_double(file, r, 2, "inst_num");
+  if (!inst) return tl::unexpected(inst.error());
+  if (*inst < 0 || *inst > 1e6) return csv::field_error(file, r, 2, fmt::format("inst_num must be in 0..1000000, found {}", *inst));
+  double plan_gpu = 0;
+  if (!field(r, 8).empty()) {
+    auto g = csv::to_double(file, r, 8, "plan_gpu");
+    if (!g) return tl::unexpected(g.error());
+    if (*g < 0 || *g > 10000) return csv::field_error(file, r, 8, fmt::format("plan_gpu must be in 0..10000 (percent of a GPU), found {}", *g));
+    plan_gpu = *g;
+  }
+  PaiJob& a = agg[job];
+  if (a.gpus == 0 && a.end < 0 && !std::isfinite(a.start)) a.order = order++;
+  a.gpus += static_cast<long long>(std::llround(*inst)) * static_cast<long long>(std::ceil(plan_gpu / 100.0 - 1e-9));
+  if (field(r, 4).empty() || field(r, 5).empty()) {
+    a.unfinished = true;
+  } else {
+    auto s = csv::to_double(file, r, 4, "start_time");
+    if (!s) return tl::unexpected(s.error());
+    auto e = csv::to_double(file, r, 5, "end_time");
+    if (!e) return tl::unexpected(e.error());
+    if (*e < *s) return csv::field_error(file, r, 5, fmt::format("end_time {} is before start_time {}", *e, *s));
+    a.start = std::min(a.start, *s);
+    a.end = std::max(a.end, *e);
+  }
+  std::string model(field(r, 9));
+  if (plan_gpu > 0 && !model.empty() && model != "MISC") {
+    if (a.model.empty()) a.model = model;
+    else if (a.model != model) a.mixed_model = true;
+  }
+  return {};
+}
+
+// The task table, aggregated by job.
+Result<PaiJobs> pai_jobs(const TextFile& tasks, Trace& trace, const TraceReadOptions& options) {
+  PaiJobs agg;
   std::size_t order = 0;
   csv::Reader reader(tasks.text, tasks.name);
   for (bool first = true;; first = false) {
@@ -84,47 +129,14 @@ Result<Trace> read_pai_v2020(const TextFile& tasks, const std::optional<TextFile
     if (!*rec) break;
     const csv::Record& r = **rec;
     if (first && field(r, 0) == "job_name") continue;
-    auto parse = [&]() -> Result<void> {
-      if (r.fields.size() != 10)
-        return csv::field_error(tasks.name, r, static_cast<int>(r.fields.size()) - 1,
-            fmt::format("a PAI task table row has 10 fields (job_name,task_name,inst_num,status,start_time,end_time,"
-                        "plan_cpu,plan_mem,plan_gpu,gpu_type), found {}", r.fields.size()));
-      std::string job(field(r, 0));
-      if (job.empty()) return csv::field_error(tasks.name, r, 0, "expected a job_name, found an empty field");
-      auto inst = csv::to_double(tasks.name, r, 2, "inst_num");
-      if (!inst) return tl::unexpected(inst.error());
-      if (*inst < 0 || *inst > 1e6) return csv::field_error(tasks.name, r, 2, fmt::format("inst_num must be in 0..1000000, found {}", *inst));
-      double plan_gpu = 0;
-      if (!field(r, 8).empty()) {
-        auto g = csv::to_double(tasks.name, r, 8, "plan_gpu");
-        if (!g) return tl::unexpected(g.error());
-        if (*g < 0 || *g > 10000) return csv::field_error(tasks.name, r, 8, fmt::format("plan_gpu must be in 0..10000 (percent of a GPU), found {}", *g));
-        plan_gpu = *g;
-      }
-      Agg& a = agg[job];
-      if (a.gpus == 0 && a.end < 0 && !std::isfinite(a.start)) a.order = order++;
-      a.gpus += static_cast<long long>(std::llround(*inst)) * static_cast<long long>(std::ceil(plan_gpu / 100.0 - 1e-9));
-      if (field(r, 4).empty() || field(r, 5).empty()) {
-        a.unfinished = true;
-      } else {
-        auto s = csv::to_double(tasks.name, r, 4, "start_time");
-        if (!s) return tl::unexpected(s.error());
-        auto e = csv::to_double(tasks.name, r, 5, "end_time");
-        if (!e) return tl::unexpected(e.error());
-        if (*e < *s) return csv::field_error(tasks.name, r, 5, fmt::format("end_time {} is before start_time {}", *e, *s));
-        a.start = std::min(a.start, *s);
-        a.end = std::max(a.end, *e);
-      }
-      std::string model(field(r, 9));
-      if (plan_gpu > 0 && !model.empty() && model != "MISC") {
-        if (a.model.empty()) a.model = model;
-        else if (a.model != model) a.mixed_model = true;
-      }
-      return {};
-    };
-    if (auto ok = parse(); !ok)
+    if (auto ok = add_pai_task(r, tasks.name, agg, order); !ok)
       if (auto ok2 = reject_row(trace, options, ok.error()); !ok2) return tl::unexpected(ok2.error());
   }
+  return agg;
+}
+
+// The jobs that ran on GPUs and finished, in the order they first appear.
+void emit_pai_jobs(PaiJobs& agg, const std::map<std::string, double>& submit, Trace& trace) {
   std::vector<std::pair<std::size_t, SimJob>> out;
   for (auto& [name, a] : agg) {
     if (a.gpus <= 0 || a.unfinished || a.end <= a.start || a.gpus > 10'000'000) {
@@ -142,6 +154,22 @@ Result<Trace> read_pai_v2020(const TextFile& tasks, const std::optional<TextFile
   }
   std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   for (auto& [o, j] : out) trace.jobs.push_back(std::move(j));
+}
+
+}  // namespace
+
+// Phases: the job table's submit times (optional) → the task table by job → the jobs.
+Result<Trace> read_pai_v2020(const TextFile& tasks, const std::optional<TextFile>& jobs, const TraceReadOptions& options) {
+  Trace trace;
+  trace.source = tasks.name;
+  trace.format = "pai-v2020";
+  std::map<std::string, double> submit;
+  if (jobs) {
+    TOPOSCHED_TRY(times, pai_submit_times(*jobs, trace, options));
+    submit = std::move(times);
+  }
+  TOPOSCHED_TRY(agg, pai_jobs(tasks, trace, options));
+  emit_pai_jobs(agg, submit, trace);
   return finish(std::move(trace), tasks.name);
 }
 

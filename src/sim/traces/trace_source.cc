@@ -1,6 +1,7 @@
 #include "sim/traces/trace_source.h"
 
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -13,8 +14,40 @@
 
 namespace toposched::sim {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// A PAI v2020 task table, with the job table beside it when there is one.
+Result<Trace> read_pai_files(std::string_view text, const std::string& file, const TraceReadOptions& options) {
+  std::error_code ec;
+  std::optional<TextFile> jobs;
+  std::string job_file = (fs::path(file).parent_path() / "pai_job_table.csv").string();
+  std::string job_text;
+  if (fs::path(file).filename() == "pai_task_table.csv" && fs::exists(job_file, ec)) {
+    auto jt = read_text_file(job_file);
+    if (!jt) return tl::unexpected(jt.error());
+    job_text = std::move(*jt);
+    jobs = TextFile{job_text, job_file};
+  }
+  return read_pai_v2020(TextFile{text, file}, jobs, options);
+}
+
+}  // namespace
+
+const Registry<TraceReader>& trace_readers() {
+  static const Registry<TraceReader> kReaders(
+      "trace format", {{"auto", "detected from the header or content (detect_trace_format)", nullptr},
+                       {"native", "toposched's own CSV", read_native_csv},
+                       {"alibaba-v2023", "Alibaba cluster-trace-gpu-v2023 (OpenB) pods", read_alibaba_v2023_pods},
+                       {"pai-v2020", "Alibaba PAI cluster-trace-gpu-v2020 task table (and job table)", read_pai_files},
+                       {"philly", "Microsoft Philly cluster_job_log", read_philly},
+                       {"helios", "SenseTime HeliosData cluster_log.csv", read_helios}});
+  return kReaders;
+}
+
 const std::vector<std::string>& trace_formats() {
-  static const std::vector<std::string> kFormats = {"auto", "native", "alibaba-v2023", "pai-v2020", "philly", "helios"};
+  static const std::vector<std::string> kFormats = trace_readers().names();
   return kFormats;
 }
 
@@ -79,24 +112,8 @@ Result<Trace> load_trace(const std::string& path, std::string_view format, const
                         "native|alibaba-v2023|pai-v2020|philly|helios (see docs/traces.md)",
                         {file, 1, 1});
   }
-  if (fmt_name == "native") return read_native_csv(*text, file, options);
-  if (fmt_name == "alibaba-v2023") return read_alibaba_v2023_pods(*text, file, options);
-  if (fmt_name == "philly") return read_philly(*text, file, options);
-  if (fmt_name == "helios") return read_helios(*text, file, options);
-  if (fmt_name == "pai-v2020") {
-    std::optional<TextFile> jobs;
-    std::string job_file = (fs::path(file).parent_path() / "pai_job_table.csv").string();
-    std::string job_text;
-    if (fs::path(file).filename() == "pai_task_table.csv" && fs::exists(job_file, ec)) {
-      auto jt = read_text_file(job_file);
-      if (!jt) return tl::unexpected(jt.error());
-      job_text = std::move(*jt);
-      jobs = TextFile{job_text, job_file};
-    }
-    return read_pai_v2020(TextFile{*text, file}, jobs, options);
-  }
-  return make_error(ErrorCode::kInvalidArgument,
-                    fmt::format("unknown trace format '{}'; expected auto, native, alibaba-v2023, pai-v2020, philly or helios", format));
+  TOPOSCHED_TRY(read, trace_readers().find(fmt_name));
+  return read(*text, file, options);
 }
 
 Result<Cluster> load_sim_cluster(const std::string& spec) {

@@ -10,10 +10,15 @@
 
 #include "sim/trace.h"
 #include "topology/cluster.h"
+#include "topology/registry.h"
 
 namespace toposched::sim {
 
-const std::vector<std::string>& trace_formats();  // the names above, "auto" first
+// The readers by format name, "auto" first (its reader is null: load_trace detects the
+// format and reads with that one's).
+using TraceReader = Result<Trace> (*)(std::string_view text, const std::string& file, const TraceReadOptions& options);
+const Registry<TraceReader>& trace_readers();
+const std::vector<std::string>& trace_formats();  // trace_readers().names()
 
 Result<Trace> load_trace(const std::string& path, std::string_view format = "auto", const TraceReadOptions& options = {});
 
