@@ -13,15 +13,12 @@
 #include "cost/selection.h"
 #include "support/two_leaf_cluster.h"
 #include "topology/presets.h"
+#include "support/preset_cluster.h"
 
 namespace toposched {
 namespace {
 
-Cluster preset(std::string_view spec) {
-  auto c = build_preset(spec);
-  EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
-  return std::move(*c);
-}
+using toposched::testing::preset;
 
 std::vector<GpuId> select(const Cluster& c, std::string_view sel) {
   auto g = parse_gpu_selection(c, sel);

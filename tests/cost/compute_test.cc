@@ -12,6 +12,7 @@
 #include "sim/power.h"
 #include "topology/hardware.h"
 #include "topology/presets.h"
+#include "support/preset_cluster.h"
 
 namespace toposched {
 namespace {
@@ -164,11 +165,7 @@ TEST(Hardware, OneTableForCostRouterAndPower) {
   }
 }
 
-Cluster preset(std::string_view spec) {
-  auto c = build_preset(spec);
-  EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
-  return std::move(*c);
-}
+using toposched::testing::preset;
 
 const GroupComm* group(const JobCommEstimate& e, std::string_view kind) {
   for (const auto& g : e.groups)

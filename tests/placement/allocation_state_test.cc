@@ -4,15 +4,12 @@
 #include "placement/allocation_state.h"
 #include "placement/state_file.h"
 #include "topology/presets.h"
+#include "support/preset_cluster.h"
 
 namespace toposched {
 namespace {
 
-Cluster preset(std::string_view spec) {
-  auto c = build_preset(spec);
-  EXPECT_TRUE(c) << (c ? "" : c.error().message);
-  return std::move(*c);
-}
+using toposched::testing::preset;
 
 std::vector<GpuId> node_gpus(const Cluster& c, std::uint32_t node, int from, int to) {
   std::vector<GpuId> out;

@@ -8,15 +8,12 @@
 
 #include "placement/engine.h"
 #include "topology/presets.h"
+#include "support/preset_cluster.h"
 
 namespace toposched {
 namespace {
 
-Cluster preset(std::string_view spec) {
-  auto c = build_preset(spec);
-  EXPECT_TRUE(c) << (c ? "" : c.error().message);
-  return std::move(*c);
-}
+using toposched::testing::preset;
 
 PlaceRequest request(const char* json) {
   auto r = place_request_from_json(nlohmann::json::parse(json));

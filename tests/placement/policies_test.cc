@@ -12,15 +12,12 @@
 #include "placement/select_util.h"
 #include "topology/presets.h"
 #include "support/two_leaf_cluster.h"
+#include "support/preset_cluster.h"
 
 namespace toposched {
 namespace {
 
-Cluster preset(std::string_view spec) {
-  auto c = build_preset(spec);
-  EXPECT_TRUE(c) << (c ? "" : c.error().message);
-  return std::move(*c);
-}
+using toposched::testing::preset;
 
 JobRequest gpus_job(int gpus, int tp = 1, int pp = 1) {
   JobRequest r;

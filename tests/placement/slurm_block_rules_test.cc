@@ -31,15 +31,12 @@
 #include "placement/select_util.h"
 #include "topology/hostlist.h"
 #include "topology/presets.h"
+#include "support/preset_cluster.h"
 
 namespace toposched {
 namespace {
 
-Cluster preset(std::string_view spec) {
-  auto c = build_preset(spec);
-  EXPECT_TRUE(c) << c.error().message;
-  return std::move(*c);
-}
+using toposched::testing::preset;
 
 // The topology.conf as Slurm's block_record.c reads it.
 struct Conf {

@@ -42,17 +42,14 @@
 #include "placement/select_util.h"
 #include "topology/hostlist.h"
 #include "topology/presets.h"
+#include "support/preset_cluster.h"
 
 namespace toposched {
 namespace {
 
 constexpr long kInfinite = std::numeric_limits<int>::max() / 4;
 
-Cluster preset(std::string_view spec) {
-  auto c = build_preset(spec);
-  EXPECT_TRUE(c) << c.error().message;
-  return std::move(*c);
-}
+using toposched::testing::preset;
 
 // Slurm's switch table as switch_record_validate builds it from topology.conf.
 struct SwitchTable {
