@@ -248,20 +248,32 @@ class Framing(unittest.TestCase):
             self.assertIn(b'"error"', reply, name)
 
     def test_a_chunked_flood_is_refused_before_its_body(self):
+        # The answer (411, Connection: close) comes after the headers alone, before any chunk;
+        # a 20-second flood after it leaves the server alive and answering.
+        # Known defect (docs/service.md, "Limits"): the connection is not closed after that
+        # answer; the HTTP library keeps reading (and discarding) the refused body while the
+        # client sends it, so the flood ties up one connection for as long as it lasts. A
+        # count of the chunks sent is not asserted: it measured the machine's load.
         s = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
-        sent = 0
+        chunk = b"100000\r\n" + b"[" * 0x100000 + b"\r\n"
         try:
             s.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-            chunk = b"100000\r\n" + b"[" * 0x100000 + b"\r\n"
+            reply = b""  # no chunk sent yet
+            while b"\r\n\r\n" not in reply:
+                data = s.recv(65536)
+                if not data:
+                    break
+                reply += data
+            self.assertEqual(status_of(reply), 411, reply[:300])
+            self.assertIn(b"Connection: close", reply)
             deadline = time.monotonic() + 20
-            while sent < 1024 and time.monotonic() < deadline:  # up to 1 GB
+            while time.monotonic() < deadline:
                 s.sendall(chunk)
-                sent += 1
         except (BrokenPipeError, ConnectionResetError, socket.timeout):
             pass
         finally:
             s.close()
-        self.assertLess(sent, 1024, "the server read 1 GB of chunks")
+        self.assertIsNone(self.server.proc.poll(), "the server died")
         # (RSS is not compared here: under ASan its quarantine keeps up to 256 MB of freed
         # memory, so the figure says nothing about what the server holds.)
         self.assertEqual(self.server.request("GET", "/healthz")[0], 200)
