@@ -251,8 +251,8 @@ class Framing(unittest.TestCase):
         # The answer (411, Connection: close) comes after the headers alone, before any chunk;
         # a 20-second flood after it leaves the server alive and answering.
         # Known defect (docs/service.md, "Limits"): the connection is not closed after that
-        # answer; the HTTP library keeps reading (and discarding) the refused body while the
-        # client sends it, so the flood ties up one connection for as long as it lasts. A
+        # answer; it keeps accepting (and discarding) the refused body while the client sends
+        # it, so the flood ties up one connection for as long as it lasts. A
         # count of the chunks sent is not asserted: it measured the machine's load.
         s = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
         chunk = b"100000\r\n" + b"[" * 0x100000 + b"\r\n"
