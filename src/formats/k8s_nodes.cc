@@ -207,7 +207,25 @@ class NodeListReader {
   std::vector<std::string> skipped_;
 };
 
+std::optional<int> builtin_role(std::string_view key) {
+  static const std::vector<std::pair<std::string, int>> kLabels = builtin_labels();
+  for (const auto& [label, role] : kLabels)
+    if (label == key) return role;
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<int> builtin_label_tier(std::string_view key) {
+  auto role = builtin_role(key);
+  if (role && *role < kMaxTiers) return role;
+  return std::nullopt;
+}
+
+bool builtin_label_is_domain(std::string_view key) {
+  auto role = builtin_role(key);
+  return role && (*role == kDomain || *role == kSubDomain);
+}
 
 bool looks_like_k8s_nodes(std::string_view text) {
   try {

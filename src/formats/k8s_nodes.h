@@ -13,6 +13,7 @@
 // Errors name file:line:col. Pure function; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,5 +27,11 @@ Result<DiscoveredTopology> read_k8s_nodes(std::string_view text, const std::stri
                                           const std::vector<std::string>& label_map = {});
 
 bool looks_like_k8s_nodes(std::string_view text);
+
+// What a built-in label key above stands for (the same table read_k8s_nodes uses): the
+// fabric tier it names (0 = closest), or nullopt; and whether it names an accelerator
+// (NVLink) domain or sub-domain.
+std::optional<int> builtin_label_tier(std::string_view key);
+bool builtin_label_is_domain(std::string_view key);
 
 }  // namespace toposched

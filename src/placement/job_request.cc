@@ -4,6 +4,7 @@
 
 #include "cost/job_comm.h"
 #include "formats/export_common.h"
+#include "formats/k8s_nodes.h"
 #include "placement/job_schema.h"
 #include "topology/registry.h"
 
@@ -48,29 +49,13 @@ bool icontains(std::string_view hay, std::string_view needle) {
 }
 
 // A Kubernetes node label that names a level, as Kueue's TAS annotations do (the levels of
-// the Topology that `export --to kueue` writes, and Topograph's older keys): the tier index,
-// kNodeTier for the hostname, nullopt when the label names no tier.
+// the Topology that `export --to kueue` writes, and Topograph's older keys: read_k8s_nodes'
+// table): the tier index, kNodeTier for the hostname, nullopt when it names no tier here.
 std::optional<int> tier_of_label(std::string_view label, const Cluster& c) {
   if (label == kHostnameLabel) return kNodeTier;
-  const int tiers = static_cast<int>(c.tiers().size());
-  if (label.starts_with(kFabricTierLabelPrefix)) {
-    const std::string_view digits = label.substr(kFabricTierLabelPrefix.size());
-    int tier = -1;
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), tier);
-    if (ec == std::errc() && end == digits.data() + digits.size() && tier >= 0 && tier < tiers) return tier;
-    return std::nullopt;
-  }
-  static constexpr std::pair<std::string_view, int> kNvidiaLabels[] = {
-      {"network.topology.nvidia.com/leaf", 0}, {"network.topology.nvidia.com/spine", 1},
-      {"network.topology.nvidia.com/core", 2}};
-  for (auto [key, tier] : kNvidiaLabels)
-    if (label == key && tier < tiers) return tier;
+  auto tier = builtin_label_tier(label);
+  if (tier && *tier < static_cast<int>(c.tiers().size())) return tier;
   return std::nullopt;
-}
-
-bool is_domain_label(std::string_view label) {
-  return label == kAcceleratorDomainLabel || label == kAcceleratorSubDomainLabel ||
-         label == "network.topology.nvidia.com/accelerator" || label == "nvidia.com/gpu.clique";
 }
 
 Result<std::optional<int>> resolve_tier(const std::string& name, const Cluster& c, std::string_view what) {
@@ -82,7 +67,7 @@ Result<std::optional<int>> resolve_tier(const std::string& name, const Cluster& 
     known += ", " + c.tiers()[i].name;
   }
   if (auto tier = tier_of_label(name, c)) return std::optional<int>(*tier);
-  if (is_domain_label(name))
+  if (builtin_label_is_domain(name))
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{} tier '{}' is an NVLink-domain level: toposched's tiers are the fabric tiers "
                                   "and the node (policy topo keeps each job's groups inside NVLink domains by itself)",

@@ -9,6 +9,7 @@
 // is malformed), every endpoint answers 501 with why.
 // Thread-safety: RouterService serialises calls on its own mutex.
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -132,12 +133,18 @@ RouterState build_router(ServiceContext& ctx) {
 // that becomes leader holds them (or finds them in the store, held by the previous leader).
 class RouterHolder {
  public:
-  explicit RouterHolder(ServiceContext& ctx) : ctx_(ctx), state_(build_router(ctx)) { log(); }
+  explicit RouterHolder(ServiceContext& ctx) : ctx_(ctx), state_(build_router(ctx)) {
+    log();
+    built_.store(state_.service != nullptr, std::memory_order_release);
+  }
+  // Once built the state never changes again, so routing takes no lock then.
   RouterState current() {
+    if (built_.load(std::memory_order_acquire)) return state_;
     std::lock_guard lock(mutex_);
     if (!state_.service && state_.retryable) {
       state_ = build_router(ctx_);
       log();
+      built_.store(state_.service != nullptr, std::memory_order_release);
     }
     return state_;
   }
@@ -152,7 +159,8 @@ class RouterHolder {
   }
   ServiceContext& ctx_;
   std::mutex mutex_;
-  RouterState state_;  // guarded by mutex_
+  RouterState state_;              // guarded by mutex_ until built_, then read-only
+  std::atomic<bool> built_{false};  // state_ holds a router
 };
 
 }  // namespace

@@ -31,6 +31,7 @@
 #include "placement/select_util.h"
 #include "topology/hostlist.h"
 #include "topology/presets.h"
+#include "support/policy_run.h"
 #include "support/preset_cluster.h"
 
 namespace toposched {
@@ -257,11 +258,7 @@ void run_shape(const Cluster& c, const Shape& shape, int submissions, unsigned s
   }
 }
 
-JobRequest nodes_job(int n) {
-  JobRequest r;
-  r.nodes = n;
-  return r;
-}
+using toposched::testing::nodes_job;
 
 TEST(SlurmBlockRules, RandomSubmissionsFollowThePluginsChoice) {
   // 8 NVL72 racks of 18 trays: base blocks of 18 nodes, BlockSizes=18,36,72,144.
@@ -321,11 +318,7 @@ class SlurmBlockCase : public ::testing::Test {
     for (GpuId g : gpus) out.insert(static_cast<int>(c.gpu_node(g).index() / 18));
     return out;
   }
-  Result<std::vector<GpuId>> run(JobRequest r) {
-    auto n = normalize(r, c);
-    if (!n) return tl::unexpected(n.error());
-    return policy.select(s, *n, {});
-  }
+  Result<std::vector<GpuId>> run(const JobRequest& r) { return toposched::testing::normalize_and_select(policy, s, r); }
 };
 
 // 672-679: `bnc <= block_node_cnt`: of equally tight blocks the last in file order.

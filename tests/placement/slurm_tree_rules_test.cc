@@ -42,6 +42,7 @@
 #include "placement/select_util.h"
 #include "topology/hostlist.h"
 #include "topology/presets.h"
+#include "support/policy_run.h"
 #include "support/preset_cluster.h"
 
 namespace toposched {
@@ -340,11 +341,7 @@ void run_shape(const Cluster& c, const SwitchTable& table, const Shape& shape, i
   EXPECT_GT(pended, 0);
 }
 
-JobRequest nodes_job(int n) {
-  JobRequest r;
-  r.nodes = n;
-  return r;
-}
+using toposched::testing::nodes_job;
 
 TEST(SlurmTreeRules, RandomSubmissionsFollowThePluginsChoice) {
   // Rack switches of 3 servers, 4 racks per pod, 3 pods under one aggregation switch: 36
@@ -400,11 +397,7 @@ class SlurmTreeCase : public ::testing::Test {
       if (out.empty() || out.back() != static_cast<int>(n.index() / 4)) out.push_back(static_cast<int>(n.index() / 4));
     return out;
   }
-  Result<std::vector<GpuId>> run(JobRequest r) {
-    auto n = normalize(r, c);
-    if (!n) return tl::unexpected(n.error());
-    return policy.select(s, *n, {});
-  }
+  Result<std::vector<GpuId>> run(const JobRequest& r) { return toposched::testing::normalize_and_select(policy, s, r); }
 };
 
 // job_test.c 1024-1026: in 26.05 a one-node job takes the first free node, even when a
