@@ -60,8 +60,9 @@ struct GpuSpec {
 const std::vector<ModelSpec>& model_catalog();
 Result<ModelSpec> find_model(std::string_view name);  // kNotFound lists the known names
 // By the cluster's GPU model name ("H100-SXM5", "NVIDIA H200", "B200", ...).
-// The one place the router looks GPUs up (cost, router and power share a hardware table in
-// topology/hardware at merge time: switch this function to it).
+// The one place the router looks GPUs up: a row of topology/hardware's gpu_datasheet_table,
+// the table cost and power read too (tests/router/one_gpu_table_test.cc); kInvalidArgument
+// for a GPU the router has no time model for.
 Result<GpuSpec> find_gpu_spec(std::string_view gpu_model);
 
 // Efficiencies of the roofline (fractions of peak a serving engine sustains).
