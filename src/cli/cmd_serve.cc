@@ -25,7 +25,8 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-body", o->max_body_bytes, "Largest request body in bytes (default 1048576; larger: 413)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-connections", o->max_connections,
-                  "Connections served at once (default 64); more wait in the listen backlog")
+                  "Connections served at once, a thread each (default 1024); more wait in the listen\n"
+                  "backlog")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--read-timeout", o->read_timeout_s, "Seconds to wait for a request's headers and body (default 10)")
       ->check(CLI::PositiveNumber);

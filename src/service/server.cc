@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include <arpa/inet.h>
 #include <sys/stat.h>
@@ -75,34 +76,40 @@ Result<std::string> read_token(const std::string& path) {
   return text;
 }
 
-// At most `limit` connections are served at once; the acceptor waits for a free worker,
-// so further clients wait in the kernel's listen backlog instead of piling up in memory.
-class BoundedTaskQueue final : public httplib::TaskQueue {
+// One thread per connection, started when the connection is accepted, at most `limit` at
+// once; at the limit the acceptor waits, so further clients wait in the kernel's listen
+// backlog instead of piling up in memory. A fixed pool of workers was the connection limit
+// itself: 200 slowloris connections (one header byte a second) held all 64 workers, and no
+// /healthz was answered for 30 s. A thread per connection costs an idle stack while the
+// client dawdles, so a slow client delays only itself. cpp-httplib 0.11 hides the accepted
+// socket from the task queue, so neither a per-client limit nor a whole-request deadline
+// can be set here (docs/robustness.md, "Service limits").
+class ConnectionThreads final : public httplib::TaskQueue {
  public:
-  explicit BoundedTaskQueue(std::size_t limit) : limit_(limit), pool_(limit) {}
+  explicit ConnectionThreads(std::size_t limit) : limit_(limit) {}
   void enqueue(std::function<void()> fn) override {
-    {
-      std::unique_lock lock(mutex_);
-      free_.wait(lock, [this] { return active_ < limit_; });
-      ++active_;
-    }
-    pool_.enqueue([this, fn = std::move(fn)] {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return active_ < limit_; });
+    ++active_;
+    std::thread([this, fn = std::move(fn)] {
       fn();
-      {
-        std::lock_guard lock(mutex_);
-        --active_;
-      }
-      free_.notify_one();
-    });
+      std::lock_guard done(mutex_);
+      --active_;
+      changed_.notify_all();  // under the lock: shutdown() may destroy this queue once it sees 0
+    }).detach();
   }
-  void shutdown() override { pool_.shutdown(); }
+  // Waits for every connection's thread to end (they end within the read or keep-alive
+  // time-out once the listener is closed).
+  void shutdown() override {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return active_ == 0; });
+  }
 
  private:
   std::size_t limit_;
   std::mutex mutex_;
-  std::condition_variable free_;
+  std::condition_variable changed_;
   std::size_t active_ = 0;  // guarded by mutex_
-  httplib::ThreadPool pool_;
 };
 
 Result<void> check_options(const ServeOptions& o, const std::string& host) {
@@ -147,7 +154,7 @@ void configure_http(httplib::Server& http, const ServeOptions& o, Metrics& metri
   // for the client's delayed ACK (40 ms on Linux) on every keep-alive request.
   http.set_tcp_nodelay(true);
   const auto limit = static_cast<std::size_t>(o.max_connections);
-  http.new_task_queue = [limit] { return new BoundedTaskQueue(limit); };
+  http.new_task_queue = [limit] { return new ConnectionThreads(limit); };
   // Statuses httplib sets itself (404 no route, 413 body too large, 400 bad request line)
   // get the JSON error object too; answers a handler wrote are left alone.
   http.set_error_handler(httplib::Server::HandlerWithResponse([max = o.max_body_bytes](const httplib::Request& req,
