@@ -16,6 +16,11 @@ from ha_harness import Load, Replicas, check_state, request  # noqa: E402
 
 TTL = 2
 FAILOVERS = int(os.environ.get("TOPOSCHED_HA_FAILOVERS", "10"))
+# How long a failover may take before the test calls it lost: the time is measured, not
+# asserted (the bound is TTL + 2 s in an idle Release run, docs/performance.md), so this only
+# has to tell "slow on a loaded CI machine" (CI once saw no acknowledgement 12 s after a kill
+# in round 10 of 10, the rest of the suite running beside it at -j2) from "never".
+ACK_WITHIN_S = TTL + 30
 
 
 @unittest.skipIf(etcd_available(), etcd_available() or "")
@@ -65,16 +70,20 @@ class Failover(unittest.TestCase):
                     self.assertGreaterEqual(load.acked_count(), before + 20, "no progress under load")
                     killed_at = time.monotonic()
                     reps.kill(leader)
-                    new = reps.wait_leader(timeout_s=TTL + 10, exclude=leader)
+                    new = reps.wait_leader(timeout_s=ACK_WITHIN_S, exclude=leader)
                     # Failover ends when the new leader acknowledges a mutation.
-                    while time.monotonic() < killed_at + TTL + 10:
+                    while time.monotonic() < killed_at + ACK_WITHIN_S:
                         with load.lock:
                             first = min((rcv for r, sent, rcv in load.acks if r == new and sent > killed_at),
                                         default=None)
                         if first is not None:
                             break
                         time.sleep(0.01)
-                    self.assertIsNotNone(first, f"round {round_}: the new leader acknowledged nothing")
+                    if first is None:
+                        with load.lock:
+                            refusals = [(st, rep) for r, st, rep in load.errors if r == new][-5:]
+                        self.fail(f"round {round_}: the new leader (replica {new}) acknowledged nothing in "
+                                  f"{ACK_WITHIN_S} s; its last refusals: {refusals}\n{reps.log_tail(new)}")
                     failover_s.append(first - killed_at)
                     load.pause()  # nothing in flight while the lists are compared
                     problems = check_state(reps.get_jobs(new), load)
