@@ -25,8 +25,7 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-body", o->max_body_bytes, "Largest request body in bytes (default 1048576; larger: 413)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-connections", o->max_connections,
-                  "Connections served at once, a thread each (default 1024); more wait in the listen\n"
-                  "backlog")
+                  "Connections open at once, a thread each (default 1024); more are closed at once")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--read-timeout", o->read_timeout_s, "Seconds to wait for a request's headers and body (default 10)")
       ->check(CLI::PositiveNumber);

@@ -57,9 +57,8 @@ std::optional<Refusal> check_body_framing(const httplib::Request& req, std::size
     const std::string te = req.get_header_value("Transfer-Encoding");
     if (encodings > 1 || !iequals(te, "chunked"))
       return bad(fmt::format("unsupported Transfer-Encoding '{}'", te.substr(0, 60)));
-    return Refusal{411, "length_required",
-                   "send the body with a Content-Length: chunked request bodies are not accepted (the body limit "
-                   "is checked before the body is read)"};
+    if (reads_only(req)) return bad(fmt::format("a {} request has no body", req.method));
+    return std::nullopt;  // chunked: cpp-httplib stops reading at --max-body (413) as the chunks arrive
   }
   if (lengths == 0) return std::nullopt;
   if (lengths > 1) return bad("more than one Content-Length header");

@@ -1,8 +1,8 @@
 // The checks every request passes before it is routed, which cpp-httplib runs after the
 // headers are read and BEFORE the body is read (its pre-routing handler): strict framing
-// (one well-formed Content-Length; no Transfer-Encoding on a request, so the --max-body
-// limit is known before a byte of the body is accepted: cpp-httplib 0.11 does not apply
-// it to chunked bodies), well-formed header names and values, at most one Authorization
+// (one well-formed Content-Length, or Transfer-Encoding: chunked alone, whose body
+// cpp-httplib stops reading at --max-body), well-formed header names and values, at most
+// 64 header fields (the library stops reading at 100), at most one Authorization
 // header, and the bearer token on every request that is not a GET or HEAD when a token is
 // set. A refused request is answered with the JSON error object and its connection closed
 // (its body, if any, is never read). Pure functions of the request; thread-safe.
@@ -32,8 +32,8 @@ struct Refusal {
 };
 
 // Framing and header checks: 400 (malformed or conflicting Content-Length or
-// Transfer-Encoding, a header name that is not a token, a control character in a value),
-// 411 (chunked or otherwise unsized request body), 413 (Content-Length over max_body).
+// Transfer-Encoding, a header name that is not a token, a control character in a value, a
+// body on a GET or HEAD), 413 (Content-Length over max_body).
 std::optional<Refusal> check_framing(const httplib::Request& req, std::size_t max_body);
 
 // Token check: 400 for a second Authorization header, 401 when a token is required for this

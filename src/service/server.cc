@@ -77,38 +77,42 @@ Result<std::string> read_token(const std::string& path) {
 }
 
 // One thread per connection, started when the connection is accepted, at most `limit` at
-// once; at the limit the acceptor waits, so further clients wait in the kernel's listen
-// backlog instead of piling up in memory. A fixed pool of workers was the connection limit
-// itself: 200 slowloris connections (one header byte a second) held all 64 workers, and no
-// /healthz was answered for 30 s. A thread per connection costs an idle stack while the
-// client dawdles, so a slow client delays only itself. cpp-httplib 0.11 hides the accepted
-// socket from the task queue, so neither a per-client limit nor a whole-request deadline
-// can be set here (docs/robustness.md, "Service limits").
+// once; a connection beyond the limit is refused at once (cpp-httplib closes it unanswered
+// when enqueue returns false) rather than queued. A fixed pool of workers was the
+// connection limit itself: 200 slowloris connections (one header byte a second) held all 64
+// workers, and no /healthz was answered for 30 s. A thread per connection costs an idle
+// stack while the client dawdles, so a slow client delays only itself. The library hides
+// the accepted socket from the task queue, so there is no per-client limit here
+// (docs/service.md, "Limits").
 class ConnectionThreads final : public httplib::TaskQueue {
  public:
   explicit ConnectionThreads(std::size_t limit) : limit_(limit) {}
-  void enqueue(std::function<void()> fn) override {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [this] { return active_ < limit_; });
+  bool enqueue(std::function<void()> fn) override {
+    std::lock_guard lock(mutex_);
+    if (active_ >= limit_) {
+      spdlog::warn("refused a connection: {} are open (--max-connections)", active_);
+      return false;
+    }
     ++active_;
     std::thread([this, fn = std::move(fn)] {
       fn();
       std::lock_guard done(mutex_);
       --active_;
-      changed_.notify_all();  // under the lock: shutdown() may destroy this queue once it sees 0
+      ended_.notify_all();  // under the lock: shutdown() may destroy this queue once it sees 0
     }).detach();
+    return true;
   }
   // Waits for every connection's thread to end (they end within the read or keep-alive
   // time-out once the listener is closed).
   void shutdown() override {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [this] { return active_ == 0; });
+    ended_.wait(lock, [this] { return active_ == 0; });
   }
 
  private:
   std::size_t limit_;
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable ended_;
   std::size_t active_ = 0;  // guarded by mutex_
 };
 
@@ -155,7 +159,8 @@ void configure_http(httplib::Server& http, const ServeOptions& o, Metrics& metri
   http.set_tcp_nodelay(true);
   const auto limit = static_cast<std::size_t>(o.max_connections);
   http.new_task_queue = [limit] { return new ConnectionThreads(limit); };
-  // Statuses httplib sets itself (404 no route, 413 body too large, 400 bad request line)
+  // Statuses httplib sets itself (404 no route, 413 body too large, 400 bad request line or
+  // headers)
   // get the JSON error object too; answers a handler wrote are left alone.
   http.set_error_handler(httplib::Server::HandlerWithResponse([max = o.max_body_bytes](const httplib::Request& req,
                                                                                         httplib::Response& res) {
@@ -169,6 +174,10 @@ void configure_http(httplib::Server& http, const ServeOptions& o, Metrics& metri
       send_error(res, 413, "payload_too_large", fmt::format("the request body is larger than {} bytes", max));
     else if (res.status == 404)
       send_error(res, 404, "not_found", fmt::format("no endpoint {} {}", req.method, req.path));
+    else if (res.status == 400)
+      send_error(res, 400, "bad_request",
+                 fmt::format("malformed request line or header fields (at most {} fields of at most {} bytes each)",
+                             CPPHTTPLIB_HEADER_MAX_COUNT, CPPHTTPLIB_HEADER_MAX_LENGTH));
     else
       send_error(res, res.status, "http", fmt::format("HTTP error {}", res.status));
     return httplib::Server::HandlerResponse::Handled;

@@ -50,7 +50,7 @@ struct ServeOptions {
   std::string tls_cert, tls_key;          // both or neither
   bool insecure = false;                  // allow a non-loopback address without a token
   std::size_t max_body_bytes = 1 << 20;   // larger bodies get 413
-  int max_connections = 1024;             // connections served at once (a thread each); more wait
+  int max_connections = 1024;             // connections open at once (a thread each); more are closed
   int read_timeout_s = 10;                // per request header/body read
   int write_timeout_s = 10;
   int keep_alive_s = 5;                   // idle keep-alive connections are closed after this
