@@ -138,6 +138,12 @@ def run_http(server, rng, cases, deadline):
     return problems, done
 
 
+def as_flags_read(r):
+    """`r` as the CLI reads its flags: a flag's value is text, so a field drawn as the
+    wrong type "8" is the number 8 there (the HTTP API refuses it as a string)."""
+    return {k: int(v) if isinstance(v, str) and v.isdigit() else v for k, v in r.items()}
+
+
 def run_cli(rng, cases, deadline):
     problems, done = [], 0
     for _ in range(cases):
@@ -150,7 +156,7 @@ def run_cli(rng, cases, deadline):
         if p.returncode not in (0, 1, 2):
             problems.append(f"CLI {' '.join(args[2:])}: exit {p.returncode}: {p.stderr[-300:]}")
         elif p.returncode == 0:
-            problems += [f"CLI {' '.join(args[2:])}: {x}" for x in check_placement(r, json.loads(p.stdout))]
+            problems += [f"CLI {' '.join(args[2:])}: {x}" for x in check_placement(as_flags_read(r), json.loads(p.stdout))]
     return problems, done
 
 
