@@ -8,6 +8,9 @@ A 4-node DGX H100 cluster (32 GPUs) behind real kube-apiserver + kube-scheduler
 cluster; group B (2 x 8 GPUs) stays Pending. Deleting A's pods releases A in toposched and B
 is bound; then group C (3 x 8 GPUs) does not fit beside B until B's pods finish (phase Succeeded
 through the status subresource, as a kubelet would report it). Deleting only some members of a job releases nothing.
+And: a cordoned node and a NotReady one (its condition and the not-ready taint, set as the
+kubelet and the node lifecycle controller would) get no new pods, a group that only fits with
+them waits whole, and each takes pods again once healed.
 
 The release latency (pod deletion to the job gone from GET /v1/jobs) is printed, not
 asserted (tests never assert on wall-clock time); docs/kubernetes.md records it.
@@ -138,6 +141,59 @@ class Lifecycle(unittest.TestCase):
         self.wait_bound(c)
         self.assertEqual(self.jobs(), {"k8s:ml:c"})
         self.assertIsNone(self.controller.poll(), log_tail(self.controller_log_path, 30))
+
+
+    def node_of(self, pods):
+        got = {p["metadata"]["name"]: p for p in self.kube.pods(NS)}
+        return {got[p["metadata"]["name"]]["spec"].get("nodeName") for p in pods}
+
+    def set_schedulable(self, node, on):
+        self.kube.api.ok("PATCH", f"/api/v1/nodes/{node}", {"spec": {"unschedulable": not on}},
+                         "application/merge-patch+json")
+
+    def set_ready(self, node, ready):
+        # What the kubelet (the Ready condition) and the node lifecycle controller (the
+        # not-ready NoSchedule taint, which kube-scheduler filters on) would do; the test
+        # control plane runs neither.
+        self.kube.set_node_status(node, {"nvidia.com/gpu": "8", "cpu": "224", "memory": "2Ti", "pods": "110"},
+                                  ready=ready)
+        taints = [] if ready else [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
+        self.kube.api.ok("PATCH", f"/api/v1/nodes/{node}", {"spec": {"taints": taints}},
+                         "application/merge-patch+json")
+
+    def test_cordoned_and_not_ready_nodes_get_no_new_pods_until_healed(self):
+        nodes = sorted(topology_labels(TOPOSCHED, CLUSTER))
+        cordoned, sick = nodes[0], nodes[1]
+        self.set_schedulable(cordoned, False)
+        a = group_pods("a", 3)
+        self.create(a)
+        self.wait_bound(a)
+        self.assertNotIn(cordoned, self.node_of(a))
+
+        # With a NotReady node too only two nodes take pods: a group of three waits whole.
+        self.set_ready(sick, False)
+        for p in a:
+            self.kube.api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}")
+        self.wait_released("k8s:ml:a", "the deletion of its pods")
+        b = group_pods("b", 3)
+        self.create(b)
+        time.sleep(3)  # kube-scheduler tries B and backs off
+        self.assertEqual(len(self.unbound(b)), 3, "a member of B was bound: a partial group")
+        self.assertNotIn("k8s:ml:b", self.jobs())
+
+        # Uncordoned, the first node takes pods again: B fits beside the NotReady node.
+        self.set_schedulable(cordoned, True)
+        self.wait_bound(b)
+        self.assertNotIn(sick, self.node_of(b))
+        self.assertIn(cordoned, self.node_of(b))
+
+        # Healed, the NotReady node takes the next pod.
+        self.set_ready(sick, True)
+        c = group_pods("c", 1)
+        self.create(c)
+        self.wait_bound(c)
+        self.assertEqual(self.node_of(c), {sick})
+        self.assertEqual(self.jobs(), {"k8s:ml:b", "k8s:ml:c"})
 
 
 if __name__ == "__main__":
