@@ -1,5 +1,5 @@
 """deploy/kubernetes/ is consistent with the extender (a fast check without a cluster; a real
-kube-apiserver applies every file in k8s_apiserver_exports_unfinished.py, not yet in make test): every file parses as YAML, the
+kube-apiserver applies every file in test_k8s_apiserver_exports.py): every file parses as YAML, the
 KubeSchedulerConfiguration points at the Service and prefix toposched serves, with
 percentageOfNodesToScore 100 and the four verbs toposched implements, and the toposched
 container's arguments are accepted by `toposched serve --help`."""
