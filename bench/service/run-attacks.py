@@ -16,10 +16,8 @@ import argparse
 import http.client
 import json
 import os
-import socket
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -32,35 +30,6 @@ def peak_mb(pid):
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return 0.0
-
-
-def flood(port, head, piece, seconds=20.0):
-    """Bytes sent before the server ended the connection (or the deadline), and whether it did."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    drained = threading.Thread(target=lambda: _drain(s), daemon=True)
-    sent, closed = 0, False
-    try:
-        s.sendall(head)
-        drained.start()
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            s.sendall(piece)
-            sent += len(piece)
-    except (BrokenPipeError, ConnectionResetError):
-        closed = True
-    except socket.timeout:
-        pass
-    finally:
-        s.close()
-    return sent, closed
-
-
-def _drain(s):
-    try:
-        while s.recv(65536):
-            pass
-    except OSError:
-        pass
 
 
 def generate_flood(port, count=1100):
@@ -83,7 +52,7 @@ def main():
     a = ap.parse_args()
     os.environ["TOPOSCHED"] = os.path.abspath(a.binary)
     import serve_harness  # noqa: E402  (reads TOPOSCHED)
-    from serve_attack import attack, percentile  # noqa: E402
+    from serve_attack import attack, flood, percentile  # noqa: E402
     with tempfile.TemporaryDirectory() as d:
         s = serve_harness.Server("preset:dgx-h100?nodes=8", "sqlite:" + os.path.join(d, "s.db"), d)
         try:
@@ -95,12 +64,12 @@ def main():
                 line += (f"; p50 {percentile(ok, 50) * 1e3:.1f} ms, p99 {percentile(ok, 99) * 1e3:.1f} ms, "
                          f"max {max(ok) * 1e3:.1f} ms")
             print(f"{line}; peak RSS {peak_mb(s.proc.pid):.0f} MB")
-            sent, closed = flood(s.port, b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+            sent, _, closed = flood(s.port, b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
                                  b"100000\r\n" + b"[" * 0x100000 + b"\r\n")
             print(f"chunked flood: {sent / 2**20:.1f} MiB sent, closed by the server: {closed}; "
                   f"peak RSS {peak_mb(s.proc.pid):.0f} MB")
             line4k = b"X-Flood: " + b"a" * 4000 + b"\r\n"
-            sent, closed = flood(s.port, b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\n", line4k * 16)
+            sent, _, closed = flood(s.port, b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\n", line4k * 16)
             print(f"header flood: {sent / 2**20:.1f} MiB sent, closed by the server: {closed}; "
                   f"peak RSS {peak_mb(s.proc.pid):.0f} MB")
         finally:

@@ -88,6 +88,44 @@ def attack(port, slow=200, busy=64, seconds=30.0, probe_timeout=5.0, token=None)
     return latencies
 
 
+def flood(port, head, piece, seconds=20.0):
+    """Sends `head`, then `piece` over and over until the server ends the connection or
+    `seconds` pass, while a second thread reads what comes back: (bytes sent after the head,
+    the reply, whether the server ended the connection)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    reply = bytearray()
+
+    def read():
+        try:
+            while True:
+                data = s.recv(65536)
+                if not data:
+                    return
+                reply.extend(data)
+        except OSError:
+            return
+
+    reader = threading.Thread(target=read, daemon=True)
+    sent, closed = 0, False
+    try:
+        s.sendall(head)
+        reader.start()
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            s.sendall(piece)
+            sent += len(piece)
+    except (BrokenPipeError, ConnectionResetError, socket.timeout) as e:
+        closed = not isinstance(e, socket.timeout)
+    finally:
+        try:
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        reader.join(timeout=10)
+        s.close()
+    return sent, bytes(reply), closed
+
+
 def percentile(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
@@ -256,44 +255,13 @@ class Framing(unittest.TestCase):
         self.assertEqual(status_of(reply), 200, reply[:300])
         self.assertIn(b'"gpus"', reply)
 
-    def flood(self, head, piece, seconds=20.0):
-        """Sends `head`, then `piece` over and over until the server closes the connection or
-        `seconds` pass, while a second thread reads what comes back. (bytes sent after the
-        head, reply, whether the server ended the connection)."""
-        s = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
-        reply = bytearray()
-
-        def read():
-            try:
-                while True:
-                    data = s.recv(65536)
-                    if not data:
-                        return
-                    reply.extend(data)
-            except OSError:
-                return
-
-        reader = threading.Thread(target=read, daemon=True)
-        sent, closed = 0, False
-        try:
-            s.sendall(head)
-            reader.start()
-            deadline = time.monotonic() + seconds
-            while time.monotonic() < deadline:
-                s.sendall(piece)
-                sent += len(piece)
-        except (BrokenPipeError, ConnectionResetError, socket.timeout) as e:
-            closed = not isinstance(e, socket.timeout)
-        finally:
-            try:
-                s.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-            reader.join(timeout=10)
-            s.close()
+    def flood(self, head, piece):
+        """serve_attack.flood on this server; then the server must be alive and answering."""
+        from serve_attack import flood
+        sent, reply, closed = flood(self.server.port, head, piece)
         self.assertIsNone(self.server.proc.poll(), "the server died")
         self.assertEqual(self.server.request("GET", "/healthz")[0], 200)
-        return sent, bytes(reply), closed
+        return sent, reply, closed
 
     def test_a_chunked_flood_is_cut_off_at_the_body_limit(self):
         # 1 MiB chunks for up to 20 s: the server reads up to --max-body (1 MiB here), answers
