@@ -15,7 +15,9 @@ class Server:
     def __init__(self, cluster, store, workdir, extra=(), cwd=None):
         self.log_path = os.path.join(workdir, f"serve-{time.monotonic_ns()}.log")
         self.log = open(self.log_path, "w")
-        args = [BIN, "serve", "--cluster", cluster, "--listen", "127.0.0.1:0", *extra]
+        # A port of its own unless `extra` names one (a restart on the same address).
+        listen = [] if "--listen" in extra else ["--listen", "127.0.0.1:0"]
+        args = [BIN, "serve", "--cluster", cluster, *listen, *extra]
         if store:
             args += ["--store", store]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.log, cwd=cwd or workdir)
