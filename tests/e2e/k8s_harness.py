@@ -197,7 +197,9 @@ def scheduler_config(extender_url: str, node_cache_capable: bool, kubeconfig: st
     cfg = yaml.safe_load(cm["data"]["config.yaml"])
     cfg["leaderElection"] = {"leaderElect": False}
     cfg["clientConnection"] = {"kubeconfig": kubeconfig, "qps": 200, "burst": 400}
-    for ext in cfg["extenders"]:
+    if not extender_url:  # "": the same profile without the extender (bench/k8s/)
+        cfg.pop("extenders", None)
+    for ext in cfg.get("extenders", []):
         ext["urlPrefix"] = extender_url
         ext["nodeCacheCapable"] = node_cache_capable
     return cfg
