@@ -11,10 +11,17 @@
 //
 // A job is released only when every rank of it (its GPUs / the GPUs of one member) has been
 // seen on a pod and none of those pods is still live: a job whose members are still being
-// bound is never released early. Its weak spot: a pod deleted while this controller was not
-// running is never seen, so that job's GPUs stay held until DELETE /v1/jobs (docs/kubernetes.md).
+// bound is never released early.
 //
-// Thread-safety: event handlers (informer goroutine) and workers share `jobs` under mu.
+// A pod deleted while this controller was not running is never seen as an event. The orphan
+// sweep covers that: every Kubernetes job serve holds (an id starting "k8s:", the ids the
+// extender gives) that no live annotated pod in the informer's cache belongs to for longer
+// than OrphanGrace is released. The grace must exceed serve's --k8s-reservation-timeout: a
+// group the extender has planned but whose first member is not bound yet has no annotated
+// pod, and the extender itself expires it after that timeout.
+//
+// Thread-safety: event handlers (informer goroutine), workers and the sweep share `jobs`
+// under mu; `orphanSince` belongs to the sweep goroutine alone.
 package lifecycle
 
 import (
@@ -48,7 +55,15 @@ type Toposched interface {
 	JobGPUs(ctx context.Context, job string) (gpus int, found bool, err error)
 	// Release releases the job's GPUs; releasing an unknown job is not an error.
 	Release(ctx context.Context, job string) error
+	// Jobs lists the ids of every job serve holds.
+	Jobs(ctx context.Context) ([]string, error)
 }
+
+// KubernetesJobPrefix starts the id of every job the extender places (docs/kubernetes.md).
+const KubernetesJobPrefix = "k8s:"
+
+// DefaultOrphanGrace is longer than serve's default --k8s-reservation-timeout (300 s).
+const DefaultOrphanGrace = 6 * time.Minute
 
 type member struct {
 	rank  int
@@ -64,6 +79,12 @@ type Controller struct {
 
 	mu   sync.Mutex
 	jobs map[string]map[string]member // job id -> pod UID -> what its annotations say
+
+	// OrphanGrace: how long a Kubernetes job may have no live annotated pod before the
+	// sweep releases it; 0 turns the sweep off. Set before Run.
+	OrphanGrace time.Duration
+	now         func() time.Time
+	orphanSince map[string]time.Time
 }
 
 // New builds a controller over all namespaces' pods of client.
@@ -75,7 +96,10 @@ func New(client kubernetes.Interface, toposched Toposched) *Controller {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "toposched-jobs"}),
-		jobs: map[string]map[string]member{},
+		jobs:        map[string]map[string]member{},
+		OrphanGrace: DefaultOrphanGrace,
+		now:         time.Now,
+		orphanSince: map[string]time.Time{},
 	}
 	_, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observe(obj, false) },
@@ -97,8 +121,66 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, c.work, time.Second)
 	}
+	if c.OrphanGrace > 0 {
+		go wait.UntilWithContext(ctx, c.sweep, sweepInterval(c.OrphanGrace))
+	}
 	<-ctx.Done()
 	return nil
+}
+
+// sweepInterval looks a few times per grace period, at most every 30 s.
+func sweepInterval(grace time.Duration) time.Duration {
+	return min(max(grace/4, 100*time.Millisecond), 30*time.Second)
+}
+
+// sweep releases the Kubernetes jobs serve holds that have had no live annotated pod for
+// OrphanGrace (see the package comment). A failure is logged and retried next round.
+func (c *Controller) sweep(ctx context.Context) {
+	ids, err := c.toposched.Jobs(ctx)
+	if err != nil {
+		klog.ErrorS(err, "listing serve's jobs for the orphan sweep; retrying next round")
+		return
+	}
+	held := map[string]bool{}
+	now := c.now()
+	for _, job := range ids {
+		if !strings.HasPrefix(job, KubernetesJobPrefix) {
+			continue
+		}
+		held[job] = true
+		if c.hasLiveMember(job) {
+			delete(c.orphanSince, job)
+			continue
+		}
+		since, seen := c.orphanSince[job]
+		if !seen {
+			c.orphanSince[job] = now
+			continue
+		}
+		if now.Sub(since) < c.OrphanGrace {
+			continue
+		}
+		if err := c.toposched.Release(ctx, job); err != nil {
+			klog.ErrorS(err, "releasing an orphaned job; retrying next round", "job", job)
+			continue
+		}
+		klog.InfoS("released a job no live pod belongs to", "job", job, "orphaned_for", now.Sub(since))
+		delete(c.orphanSince, job)
+		c.forget(job)
+	}
+	for job := range c.orphanSince {
+		if !held[job] {
+			delete(c.orphanSince, job)
+		}
+	}
+}
+
+// hasLiveMember reports whether a pod of job that has not ended is in the informer's cache.
+func (c *Controller) hasLiveMember(job string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	members := c.jobs[job]
+	return members != nil && !allEnded(members)
 }
 
 // HasSynced reports whether the informer's first list has been delivered.

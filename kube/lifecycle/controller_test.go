@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,14 @@ type fakeServe struct {
 func (f *fakeServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/jobs" {
+		var parts []string
+		for job := range f.jobs {
+			parts = append(parts, fmt.Sprintf(`{"job":%q,"gpus":[]}`, job))
+		}
+		fmt.Fprintf(w, `{"jobs":[%s]}`, strings.Join(parts, ","))
+		return
+	}
 	job := strings.TrimPrefix(r.URL.Path, "/v1/jobs/")
 	gpus, ok := f.jobs[job]
 	switch {
@@ -76,6 +85,12 @@ type fixture struct {
 
 func start(t *testing.T, jobs map[string]int, failFirst int, pods ...*corev1.Pod) *fixture {
 	t.Helper()
+	return startWithGrace(t, DefaultOrphanGrace, jobs, failFirst, pods...)
+}
+
+func startWithGrace(t *testing.T, grace time.Duration, jobs map[string]int, failFirst int,
+	pods ...*corev1.Pod) *fixture {
+	t.Helper()
 	serve := &fakeServe{jobs: jobs, failFirst: failFirst, token: "s3cret"}
 	srv := httptest.NewServer(serve)
 	t.Cleanup(srv.Close)
@@ -93,9 +108,10 @@ func start(t *testing.T, jobs map[string]int, failFirst int, pods ...*corev1.Pod
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c := New(client, NewHTTPToposched(srv.URL, tokenFile))
+	c.OrphanGrace = grace
 	go func() { _ = c.Run(ctx, 1) }()
 	// Events before the first list would race with it: a pod deleted before it is listed is
-	// never seen (the package comment's weak spot), so the tests act only after the sync.
+	// never seen as an event (the orphan sweep covers it), so the tests act only after the sync.
 	deadline := time.Now().Add(10 * time.Second)
 	for !c.HasSynced() {
 		if time.Now().After(deadline) {
@@ -182,6 +198,65 @@ func TestJobAlreadyGoneFromServe(t *testing.T) {
 	f := start(t, map[string]int{}, 0, boundPod("solo", "k8s:ml:pod:solo", 0, "5"))
 	f.deletePod("solo")
 	f.expectReleased()
+}
+
+func TestOrphanedJobsReleasedAfterTheGrace(t *testing.T) {
+	// As after a restart: serve holds three Kubernetes jobs and one of its own; the pods of
+	// k8s:ml:gone were deleted while the controller was down (none is listed), k8s:ml:live
+	// has a running member, k8s:ml:done's only member has Succeeded but rank 1 was never
+	// seen. Only the jobs without a live pod go, and only after the grace.
+	f := startWithGrace(t, 400*time.Millisecond,
+		map[string]int{"k8s:ml:gone": 8, "k8s:ml:live": 8, "k8s:ml:done": 16, "slurm-42": 4}, 0,
+		boundPod("live-0", "k8s:ml:live", 0, "0,1,2,3,4,5,6,7"),
+		func() *corev1.Pod {
+			p := boundPod("done-0", "k8s:ml:done", 0, "0,1,2,3,4,5,6,7")
+			p.Status.Phase = corev1.PodSucceeded
+			return p
+		}())
+	time.Sleep(200 * time.Millisecond)
+	if got := f.serve.releasedJobs(); len(got) != 0 {
+		t.Fatalf("released %v before the grace", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && len(f.serve.releasedJobs()) < 2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(600 * time.Millisecond) // two more sweeps: nothing else goes
+	got := f.serve.releasedJobs()
+	if fmt.Sprint(sorted(got)) != "[k8s:ml:done k8s:ml:gone]" {
+		t.Fatalf("released %v, want k8s:ml:done and k8s:ml:gone", got)
+	}
+	// A member of the live job goes too: then it is orphaned and released after the grace.
+	f.deletePod("live-0")
+	f.expectReleasedEventually("k8s:ml:live")
+}
+
+func TestOrphanSweepOff(t *testing.T) {
+	f := startWithGrace(t, 0, map[string]int{"k8s:ml:gone": 8}, 0)
+	time.Sleep(500 * time.Millisecond)
+	if got := f.serve.releasedJobs(); len(got) != 0 {
+		t.Fatalf("released %v with the sweep off", got)
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+func (f *fixture) expectReleasedEventually(job string) {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, j := range f.serve.releasedJobs() {
+			if j == job {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.t.Fatalf("%s not released within 10 s (released: %v)", job, f.serve.releasedJobs())
 }
 
 func writeFile(path, text string) error {

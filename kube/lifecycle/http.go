@@ -64,6 +64,39 @@ func (t *HTTPToposched) JobGPUs(ctx context.Context, job string) (int, bool, err
 	return len(placed.GPUs), true, nil
 }
 
+// Jobs reads GET /v1/jobs and returns each job's id.
+func (t *HTTPToposched) Jobs(ctx context.Context) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.BaseURL+"/v1/jobs", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s/v1/jobs: HTTP %d: %s", t.BaseURL, resp.StatusCode, body)
+	}
+	var list struct {
+		Jobs []struct {
+			Job string `json:"job"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("GET %s/v1/jobs: %w", t.BaseURL, err)
+	}
+	ids := make([]string, 0, len(list.Jobs))
+	for _, j := range list.Jobs {
+		ids = append(ids, j.Job)
+	}
+	return ids, nil
+}
+
 // Release sends DELETE /v1/jobs/ID; 404 (already released) is success.
 func (t *HTTPToposched) Release(ctx context.Context, job string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.jobURL(job), nil)

@@ -12,12 +12,17 @@ And: a cordoned node and a NotReady one (its condition and the not-ready taint, 
 kubelet and the node lifecycle controller would) get no new pods, a group that only fits with
 them waits whole, and each takes pods again once healed.
 
+And: pods deleted while the controller is down (killed with SIGKILL) are never seen as
+events; the controller started again releases their job after its --orphan-grace, and a job
+with a live pod stays.
+
 The release latency (pod deletion to the job gone from GET /v1/jobs) is printed, not
 asserted (tests never assert on wall-clock time); docs/kubernetes.md records it.
 """
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -69,10 +74,13 @@ class Lifecycle(unittest.TestCase):
         self.addCleanup(self.serve.stop)
         self.kube.start_scheduler(f"{self.serve.url()}{PREFIX}", True)
         self.controller_log_path = os.path.join(self.tmp.name, "lifecycle.log")
-        log = open(self.controller_log_path, "wb")
+        self.start_controller()
+
+    def start_controller(self, *flags):
+        log = open(self.controller_log_path, "ab")
         self.addCleanup(log.close)
         self.controller = subprocess.Popen(
-            [LIFECYCLE, "--kubeconfig", k.kubeconfig, "--toposched", self.serve.url(), "--v=2"],
+            [LIFECYCLE, "--kubeconfig", self.kube.kubeconfig, "--toposched", self.serve.url(), "--v=2", *flags],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
         self.addCleanup(stop_processes, [self.controller])
 
@@ -142,6 +150,22 @@ class Lifecycle(unittest.TestCase):
         self.assertEqual(self.jobs(), {"k8s:ml:c"})
         self.assertIsNone(self.controller.poll(), log_tail(self.controller_log_path, 30))
 
+
+    def test_pods_deleted_while_the_controller_is_down(self):
+        a, b = group_pods("a", 2), group_pods("b", 2)
+        self.create(a + b)
+        self.wait_bound(a + b)
+        self.assertEqual(self.jobs(), {"k8s:ml:a", "k8s:ml:b"})
+        stop_processes([self.controller], signal.SIGKILL)
+        for p in a:
+            self.kube.api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}")
+        time.sleep(2)
+        self.assertIn("k8s:ml:a", self.jobs(), "released with no controller running?")
+        self.start_controller("--orphan-grace=3s")
+        self.wait_released("k8s:ml:a", "the controller's restart (orphan grace 3 s)")
+        time.sleep(4)  # more than the grace: B has live pods and stays
+        self.assertEqual(self.jobs(), {"k8s:ml:b"})
+        self.assertIsNone(self.controller.poll(), log_tail(self.controller_log_path, 30))
 
     def node_of(self, pods):
         got = {p["metadata"]["name"]: p for p in self.kube.pods(NS)}

@@ -31,9 +31,12 @@ func main() {
 	toposchedURL := flag.String("toposched", "", "toposched serve's base URL, e.g. http://127.0.0.1:7070 (required)")
 	tokenFile := flag.String("toposched-token-file", "", "bearer token for serve's DELETE (its --token-file)")
 	workers := flag.Int("workers", 2, "jobs released in parallel")
+	orphanGrace := flag.Duration("orphan-grace", lifecycle.DefaultOrphanGrace,
+		"release a Kubernetes job (id k8s:...) serve holds once no live pod has belonged to it this long "+
+			"(pods deleted while this controller was down); keep it above serve's --k8s-reservation-timeout; 0: off")
 	flag.Parse()
-	if *toposchedURL == "" || flag.NArg() != 0 || *workers < 1 {
-		fmt.Fprintln(os.Stderr, "toposched-k8s-lifecycle: error: give --toposched URL (and no arguments); --workers >= 1")
+	if *toposchedURL == "" || flag.NArg() != 0 || *workers < 1 || *orphanGrace < 0 {
+		fmt.Fprintln(os.Stderr, "toposched-k8s-lifecycle: error: give --toposched URL (and no arguments); --workers >= 1; --orphan-grace >= 0")
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -50,6 +53,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	c := lifecycle.New(client, lifecycle.NewHTTPToposched(*toposchedURL, *tokenFile))
+	c.OrphanGrace = *orphanGrace
 	if err := c.Run(ctx, *workers); err != nil {
 		fmt.Fprintf(os.Stderr, "toposched-k8s-lifecycle: error: %v\n", err)
 		os.Exit(1)
