@@ -24,7 +24,14 @@ debug: deps
 # Sanitizer build (ASan + UBSan), then every unit and end-to-end test, real Slurm and a real
 # Kubernetes control plane included (kube-apiserver, kube-scheduler and kubectl are built from
 # Go modules once, into a cached folder: scripts/install-k8s-test-binaries).
-test: debug kube
+# The control plane's Go build runs beside the C++ build (its module downloads and its
+# `nice`d compile fill the C++ build's idle time); both must succeed.
+test: deps
+	@scripts/install-k8s-test-binaries & go_build=$$!; \
+	  cmake --preset debug >/dev/null && cmake --build --preset debug -j $(JOBS); cxx=$$?; \
+	  wait $$go_build; go=$$?; \
+	  [ $$cxx -eq 0 ] && [ $$go -eq 0 ]
+	@scripts/build-kube
 	@ctest --preset debug -j $(JOBS)
 
 # The Go module kube/ (docs/kubernetes.md): the test control plane (built once, cached), the

@@ -12,6 +12,12 @@ And: a cordoned node and a NotReady one (its condition and the not-ready taint, 
 kubelet and the node lifecycle controller would) get no new pods, a group that only fits with
 them waits whole, and each takes pods again once healed.
 
+And: preemption through kube-scheduler's own path (DefaultPreemption, then the extender's
+`preempt` verb, deploy/kubernetes/scheduler-config.yaml): a high-priority pod on a cluster
+full of low-priority ones evicts one victim; a stand-in for the kubelet finishes the graceful
+deletion (no kubelet runs here); the controller releases the victim's job and the preemptor is
+bound through the extender on the victim's node.
+
 And: pods deleted while the controller is down (killed with SIGKILL) are never seen as
 events; the controller started again releases their job after its --orphan-grace, and a job
 with a live pod stays.
@@ -26,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -150,6 +157,51 @@ class Lifecycle(unittest.TestCase):
         self.assertEqual(self.jobs(), {"k8s:ml:c"})
         self.assertIsNone(self.controller.poll(), log_tail(self.controller_log_path, 30))
 
+
+    def single_pod(self, name, gpus, priority_class):
+        pod = group_pods(name, 1, gpus)[0]
+        pod["metadata"] = {"name": name, "namespace": NS}
+        pod["spec"]["priorityClassName"] = priority_class
+        return pod
+
+    def finish_graceful_deletions(self, stop):
+        """What a kubelet does after a graceful delete: confirms it (grace 0)."""
+        while not stop.is_set():
+            for p in self.kube.pods(NS):
+                if p["metadata"].get("deletionTimestamp"):
+                    self.kube.api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}")
+            stop.wait(0.2)
+
+    def test_preemption_through_kube_scheduler(self):
+        for name, value in (("low", 100), ("high", 1000)):
+            self.kube.api.create("/apis/scheduling.k8s.io/v1/priorityclasses", {
+                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": name}, "value": value})
+        low = [self.single_pod(f"low-{i}", 8, "low") for i in range(4)]
+        self.create(low)
+        self.wait_bound(low)
+        node_of_low = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in self.kube.pods(NS)}
+        self.assertEqual(self.jobs(), {f"k8s:ml:pod:low-{i}" for i in range(4)})
+        stop = threading.Event()
+        kubelet = threading.Thread(target=self.finish_graceful_deletions, args=(stop,), daemon=True)
+        kubelet.start()
+        self.addCleanup(kubelet.join, 10)
+        self.addCleanup(stop.set)
+        urgent = self.single_pod("urgent", 8, "high")
+        self.create([urgent])
+        self.wait_bound([urgent])
+        pods = {p["metadata"]["name"]: p for p in self.kube.pods(NS)}
+        gone = sorted(set(node_of_low) - set(pods))
+        self.assertEqual(len(gone), 1, f"victims: {gone}")
+        node = pods["urgent"]["spec"]["nodeName"]
+        self.assertEqual(node, node_of_low[gone[0]], "the preemptor is not on its victim's node")
+        self.assertEqual(pods["urgent"]["metadata"]["annotations"].get("toposched.io/job"), "k8s:ml:pod:urgent")
+        self.assertEqual(len(pods["urgent"]["metadata"]["annotations"]["toposched.io/gpus"].split(",")), 8)
+        want = {f"k8s:ml:pod:{n}" for n in node_of_low if n not in gone} | {"k8s:ml:pod:urgent"}
+        self.assertEqual(self.jobs(), want)
+        status, body = self.serve.request("GET", "/v1/jobs/k8s:ml:pod:urgent")
+        self.assertEqual(status, 200, body)
+        self.assertEqual({g["node"] for g in json.loads(body)["gpus"]}, {node})
 
     def test_pods_deleted_while_the_controller_is_down(self):
         a, b = group_pods("a", 2), group_pods("b", 2)
