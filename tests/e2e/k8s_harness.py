@@ -57,7 +57,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from etcd_harness import EtcdCluster, etcd_available  # noqa: E402
-from proc_harness import die_with_parent, free_ports, log_tail, stop_processes  # noqa: E402
+from proc_harness import StartedByWith, die_with_parent, free_ports, log_tail, stop_processes  # noqa: E402
 
 SOURCE_DIR = os.environ.get("TOPOSCHED_SOURCE_DIR",
                             os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -205,7 +205,7 @@ def scheduler_config(extender_url: str, node_cache_capable: bool, kubeconfig: st
     return cfg
 
 
-class ControlPlane:
+class ControlPlane(StartedByWith):
     """etcd + kube-apiserver + (unless scheduler=False) kube-scheduler; see the module
     docstring. extender_url: the urlPrefix of the extender verbs (None: no scheduler)."""
 
@@ -230,17 +230,6 @@ class ControlPlane:
         self.api = ApiClient("127.0.0.1", self.api_port, TOKEN, self.ca_file)
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def __enter__(self) -> "ControlPlane":
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
     def start(self) -> None:
         make_pki(self.dir)
         self._write_credentials()

@@ -29,7 +29,7 @@ from typing import List, Optional
 import yaml
 
 from k8s_harness import ControlPlane, _openssl, bin_dir
-from proc_harness import die_with_parent, free_ports, stop_processes
+from proc_harness import StartedByWith, die_with_parent, free_ports, stop_processes
 
 KUEUE_NAMESPACE = "kueue-system"
 CRD_DIR = os.path.join(os.path.dirname(bin_dir()), "crds", "kueue")
@@ -63,7 +63,7 @@ def install_crds(kube: ControlPlane) -> List[str]:
     return names
 
 
-class Kueue:
+class Kueue(StartedByWith):
     def __init__(self, kube: ControlPlane):
         reason = kueue_missing()
         if reason:
@@ -74,17 +74,6 @@ class Kueue:
         self.webhook_port, self.metrics_port, self.health_port, self.visibility_port = free_ports(4)
         self.proc: Optional[subprocess.Popen] = None
         self.log = None
-
-    def __enter__(self) -> "Kueue":
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
     def _serving_certificate(self) -> str:
         """tls.crt/tls.key for 127.0.0.1, signed by the control plane's CA."""

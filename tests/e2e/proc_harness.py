@@ -70,3 +70,19 @@ def log_tail(path: str, lines: int = 20, header: bool = False) -> str:
         return f"(no log at {path})"
     tail = "\n".join(text[-lines:])
     return f"--- {path}\n{tail}" if header else tail
+
+
+class StartedByWith:
+    """A mixin for harnesses with start() and stop(): `with X(...) as x` starts x, stops
+    what a failed start left running, and stops x at the end of the block."""
+
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
