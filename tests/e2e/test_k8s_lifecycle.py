@@ -16,7 +16,8 @@ And: preemption through kube-scheduler's own path (DefaultPreemption, then the e
 `preempt` verb, deploy/kubernetes/scheduler-config.yaml): a high-priority pod on a cluster
 full of low-priority ones evicts one victim; a stand-in for the kubelet finishes the graceful
 deletion (no kubelet runs here); the controller releases the victim's job and the preemptor is
-bound through the extender on the victim's node.
+bound through the extender on the victim's node. A high-priority group of 2 x 8 GPUs is bound
+whole on the nodes its victims freed.
 
 And: pods deleted while the controller is down (killed with SIGKILL) are never seen as
 events; the controller started again releases their job after its --orphan-grace, and a job
@@ -202,6 +203,38 @@ class Lifecycle(unittest.TestCase):
         status, body = self.serve.request("GET", "/v1/jobs/k8s:ml:pod:urgent")
         self.assertEqual(status, 200, body)
         self.assertEqual({g["node"] for g in json.loads(body)["gpus"]}, {node})
+
+    def test_group_preemptor_through_kube_scheduler(self):
+        """A high-priority group of 2 x 8 GPUs on 4 nodes full of low-priority pods is bound
+        whole, on 2 nodes its victims freed, each with a toposched rank block. How many low
+        pods go is printed, not asserted: on 2026-12-04 three went where two would do
+        (over-preemption, open in issue 30; docs/kubernetes.md gives the likely cause)."""
+        for name, value in (("low", 100), ("high", 1000)):
+            self.kube.api.create("/apis/scheduling.k8s.io/v1/priorityclasses", {
+                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": name}, "value": value})
+        low = [self.single_pod(f"low-{i}", 8, "low") for i in range(4)]
+        self.create(low)
+        self.wait_bound(low)
+        stop = threading.Event()
+        kubelet = threading.Thread(target=self.finish_graceful_deletions, args=(stop,), daemon=True)
+        kubelet.start()
+        self.addCleanup(kubelet.join, 10)
+        self.addCleanup(stop.set)
+        group = group_pods("g", 2)
+        for p in group:
+            p["spec"]["priorityClassName"] = "high"
+        self.create(group)
+        self.wait_bound(group)
+        pods = {p["metadata"]["name"]: p for p in self.kube.pods(NS)}
+        nodes = {pods[f"g-{i}"]["spec"]["nodeName"] for i in range(2)}
+        self.assertEqual(len(nodes), 2)
+        survivors = [n for n in pods if n.startswith("low-")]
+        self.assertFalse(nodes & {pods[n]["spec"]["nodeName"] for n in survivors}, "a node holds two jobs' 8 GPUs")
+        self.assertEqual(self.jobs(), {"k8s:ml:g"} | {f"k8s:ml:pod:{n}" for n in survivors})
+        ranks = sorted(pods[f"g-{i}"]["metadata"]["annotations"]["toposched.io/rank"] for i in range(2))
+        self.assertEqual(ranks, ["0", "1"])
+        print(f"group preemptor: {4 - len(survivors)} low-priority pods preempted for 2 nodes", file=sys.stderr)
 
     def test_pods_deleted_while_the_controller_is_down(self):
         a, b = group_pods("a", 2), group_pods("b", 2)
