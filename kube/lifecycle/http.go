@@ -33,62 +33,61 @@ func (t *HTTPToposched) jobURL(job string) string {
 	return t.BaseURL + "/v1/jobs/" + url.PathEscape(job)
 }
 
-// JobGPUs reads GET /v1/jobs/ID.
-func (t *HTTPToposched) JobGPUs(ctx context.Context, job string) (int, bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.jobURL(job), nil)
+// getJSON sends GET address and decodes a 200 answer's body into `into`; it returns the status.
+// A status other than 200 and 404 is an error.
+func (t *HTTPToposched) getJSON(ctx context.Context, address string, into any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, address, nil)
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	resp, err := t.Client.Do(req)
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	switch resp.StatusCode {
 	case http.StatusNotFound:
-		return 0, false, nil
+		return resp.StatusCode, nil
 	case http.StatusOK:
 	default:
-		return 0, false, fmt.Errorf("GET %s: HTTP %d: %s", t.jobURL(job), resp.StatusCode, body)
+		return resp.StatusCode, fmt.Errorf("GET %s: HTTP %d: %s", address, resp.StatusCode, body)
 	}
+	if err := json.Unmarshal(body, into); err != nil {
+		return resp.StatusCode, fmt.Errorf("GET %s: %w", address, err)
+	}
+	return resp.StatusCode, nil
+}
+
+// JobGPUs reads GET /v1/jobs/ID.
+func (t *HTTPToposched) JobGPUs(ctx context.Context, job string) (int, bool, error) {
 	var placed struct {
 		GPUs []json.RawMessage `json:"gpus"`
 	}
-	if err := json.Unmarshal(body, &placed); err != nil {
-		return 0, false, fmt.Errorf("GET %s: %w", t.jobURL(job), err)
+	status, err := t.getJSON(ctx, t.jobURL(job), &placed)
+	if err != nil || status == http.StatusNotFound {
+		return 0, false, err
 	}
 	return len(placed.GPUs), true, nil
 }
 
 // Jobs reads GET /v1/jobs and returns each job's id.
 func (t *HTTPToposched) Jobs(ctx context.Context) ([]string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.BaseURL+"/v1/jobs", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := t.Client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s/v1/jobs: HTTP %d: %s", t.BaseURL, resp.StatusCode, body)
-	}
 	var list struct {
 		Jobs []struct {
 			Job string `json:"job"`
 		} `json:"jobs"`
 	}
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("GET %s/v1/jobs: %w", t.BaseURL, err)
+	address := t.BaseURL + "/v1/jobs"
+	status, err := t.getJSON(ctx, address, &list)
+	if err != nil {
+		return nil, err
+	}
+	if status == http.StatusNotFound {
+		return nil, fmt.Errorf("GET %s: HTTP 404 (is this toposched serve?)", address)
 	}
 	ids := make([]string, 0, len(list.Jobs))
 	for _, j := range list.Jobs {

@@ -24,6 +24,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.request
 from typing import List, Optional
 
 import yaml
@@ -121,7 +122,6 @@ class Kueue(StartedByWith):
         self._wait_ready()
 
     def _wait_ready(self, timeout_s: float = 120.0) -> None:
-        import urllib.request
         deadline = time.monotonic() + timeout_s
         url = f"http://127.0.0.1:{self.health_port}/readyz"
         while time.monotonic() < deadline:
