@@ -1,6 +1,15 @@
 // Package lifecycle follows the pods toposched placed through the scheduler extender and
 // releases a job's GPUs in `toposched serve` (DELETE /v1/jobs/ID) once every member of the
-// job has finished (phase Succeeded or Failed) or been deleted.
+// job has finished (phase Succeeded or Failed), been deleted, or is being deleted by
+// kube-scheduler's preemption (condition DisruptionTarget, reason PreemptionByScheduler, and a
+// deletionTimestamp).
+//
+// Why a preempted pod counts as ended before it is gone: kube-scheduler nominates the
+// preemptor on the victim's node and offers that node to it the moment the victim's deletion
+// completes. Released only then, the preemptor's filter call would race the release and, on
+// losing, wait for another cluster event (up to kube-scheduler's 5-minute flush of
+// unschedulable pods). The victim's GPUs stay in use while it terminates; nothing is bound
+// there before kube-scheduler itself sees them free.
 //
 // It holds no placement logic: what it knows of a job comes from the annotations the
 // extender's Binding put on each pod (toposched.io/job, toposched.io/rank, toposched.io/gpus)
@@ -212,7 +221,8 @@ func (c *Controller) observe(obj any, deleted bool) {
 			"pod", klog.KObj(pod), "job", job)
 		return
 	}
-	ended := deleted || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	ended := deleted || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed ||
+		preemptedByScheduler(pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	members := c.jobs[job]
@@ -224,6 +234,20 @@ func (c *Controller) observe(obj any, deleted bool) {
 	if allEnded(members) {
 		c.queue.Add(job)
 	}
+}
+
+// preemptedByScheduler: kube-scheduler marked the pod as its preemption's victim and deleted it.
+func preemptedByScheduler(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp == nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue &&
+			c.Reason == corev1.PodReasonPreemptionByScheduler {
+			return true
+		}
+	}
+	return false
 }
 
 func allEnded(members map[string]member) bool {

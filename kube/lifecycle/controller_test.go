@@ -141,6 +141,20 @@ func (f *fixture) finishPod(name string, phase corev1.PodPhase) {
 	}
 }
 
+// updatePod changes a pod as the API server would show it (the fake clientset keeps a
+// deletionTimestamp set through Update).
+func (f *fixture) updatePod(name string, change func(*corev1.Pod)) {
+	f.t.Helper()
+	p, err := f.client.CoreV1().Pods("ml").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	change(p)
+	if _, err := f.client.CoreV1().Pods("ml").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // eventually waits up to 10 s for the released jobs to be want, then checks they stay so
 // for a moment.
 func (f *fixture) expectReleased(want ...string) {
@@ -172,6 +186,29 @@ func TestReleasedWhenMembersFinish(t *testing.T) {
 	f.expectReleased()
 	f.finishPod("g-1", corev1.PodFailed)
 	f.expectReleased("k8s:ml:g")
+}
+
+// What kube-scheduler's preemption does to a victim: the DisruptionTarget condition, then a
+// graceful delete (a deletionTimestamp; the kubelet would confirm it later). The job is
+// released then; a pod merely being deleted, or only marked, is not ended.
+func TestReleasedWhenPreemptedBeforeTheDeletionCompletes(t *testing.T) {
+	f := start(t, map[string]int{"k8s:ml:pod:low": 8, "k8s:ml:pod:slow": 8, "k8s:ml:pod:marked": 8}, 0,
+		boundPod("low", "k8s:ml:pod:low", 0, "0,1,2,3,4,5,6,7"),
+		boundPod("slow", "k8s:ml:pod:slow", 0, "0,1,2,3,4,5,6,7"),
+		boundPod("marked", "k8s:ml:pod:marked", 0, "0,1,2,3,4,5,6,7"))
+	victim := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: corev1.PodReasonPreemptionByScheduler}
+	f.updatePod("low", func(p *corev1.Pod) {
+		p.Status.Conditions = append(p.Status.Conditions, victim)
+		now := metav1.Now()
+		p.DeletionTimestamp = &now
+	})
+	f.updatePod("slow", func(p *corev1.Pod) {
+		now := metav1.Now()
+		p.DeletionTimestamp = &now // a graceful delete by someone else: its GPUs are still in use
+	})
+	f.updatePod("marked", func(p *corev1.Pod) { p.Status.Conditions = append(p.Status.Conditions, victim) })
+	f.expectReleased("k8s:ml:pod:low")
 }
 
 func TestNotReleasedBeforeEveryRankWasBound(t *testing.T) {

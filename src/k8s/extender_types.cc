@@ -180,6 +180,10 @@ void read_pod_fields(sj::value v, Pod& pod) {
           }
         }
       });
+    } else if (go_key_matches(k, "status")) {
+      for_fields(fv, "v1.PodStatus", [&](std::string_view tk, sj::value tv) {
+        if (go_key_matches(tk, "nominatedNodeName")) read_string(tv, pod.nominated_node_name, "PodStatus.nominatedNodeName");
+      });
     }
   });
 }
@@ -515,6 +519,7 @@ void write_pod(GoJsonWriter& w, const Pod& p) {
   w.end_object();
   w.key("status");
   w.begin_object();
+  if (!p.nominated_node_name.empty()) { w.key("nominatedNodeName"); w.string(p.nominated_node_name); }
   w.end_object();
   w.end_object();
 }

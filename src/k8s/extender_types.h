@@ -50,12 +50,13 @@ struct Pod {
   std::vector<Container> init_containers;
   std::string node_name;
   std::optional<std::int32_t> priority;
+  std::string nominated_node_name;  // status.nominatedNodeName: where a preemption made room for it
   std::string raw_json;  // as received; empty when built in code
 
   bool operator==(const Pod& o) const {
     return name == o.name && namespace_name == o.namespace_name && uid == o.uid && labels == o.labels &&
            annotations == o.annotations && containers == o.containers && init_containers == o.init_containers &&
-           node_name == o.node_name && priority == o.priority;
+           node_name == o.node_name && priority == o.priority && nominated_node_name == o.nominated_node_name;
   }
 };
 

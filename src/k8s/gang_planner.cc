@@ -22,11 +22,11 @@ std::string job_id_for(const Pod& pod, const std::optional<GangInfo>& gang) {
   return gang ? fmt::format("k8s:{}:{}", ns, gang->name) : fmt::format("k8s:{}:pod:{}", ns, pod.name);
 }
 
-namespace {
-
 std::string pod_key(const Pod& pod) {
   return pod.uid.empty() ? fmt::format("{}/{}", pod.namespace_name, pod.name) : pod.uid;
 }
+
+namespace {
 
 std::string join_ints(const std::vector<int>& v) {
   return fmt::format("{}", fmt::join(v, ","));
@@ -124,7 +124,25 @@ std::vector<std::string> GangPlanner::expire_locked(std::int64_t now) {
     released.push_back(g.job_id);
     it = groups_.erase(it);
   }
+  std::erase_if(pending_, [now](const auto& entry) { return now >= entry.second.deadline_ms; });
   return released;
+}
+
+void GangPlanner::note_nomination(const std::string& job_id, const std::string& key, const Pod& pod) {
+  if (pod.nominated_node_name.empty()) return;
+  auto node = ledger_.cluster().find_node(pod.nominated_node_name);
+  if (!node) return;
+  PendingGroup& p = pending_[job_id];
+  p.nominated[key] = *node;
+  p.deadline_ms = clock_() + options_.reservation_timeout_ms;
+}
+
+NodeMask GangPlanner::offer_with_siblings(const std::string& job_id, const std::string& key, NodeMask offered) const {
+  auto it = pending_.find(job_id);
+  if (it == pending_.end()) return offered;
+  for (const auto& [sibling, node] : it->second.nominated)
+    if (sibling != key) offered[node.index()] = 1;
+  return offered;
 }
 
 void GangPlanner::forget(std::string_view job_id) {
@@ -142,7 +160,7 @@ ExtenderFilterResult GangPlanner::filter(const ExtenderArgs& args) {
 }
 
 Result<GangPlanner::Group*> GangPlanner::plan_group(const Pod& pod, const std::string& job_id, int size, int gpus,
-                                                    const Offer& offer) {
+                                                    const NodeMask& usable) {
   const Cluster& c = ledger_.cluster();
   Group g;
   g.job_id = job_id;
@@ -153,7 +171,7 @@ Result<GangPlanner::Group*> GangPlanner::plan_group(const Pod& pod, const std::s
   bool restored = false;
   TOPOSCHED_TRY(request, job_request_for(pod, job_id, size, gpus));
   TOPOSCHED_CHECK(normalize(request, c));  // reject a bad plan before touching the ledger
-  auto placed = ledger_.reserve(request, pod_policy(pod, options_.policy), offer.mask);
+  auto placed = ledger_.reserve(request, pod_policy(pod, options_.policy), usable);
   if (placed) {
     gpus_by_rank = std::move(placed->gpus_by_rank);
   } else if (placed.error().code == ErrorCode::kConflict) {
@@ -180,14 +198,19 @@ Result<GangPlanner::Group*> GangPlanner::plan_group(const Pod& pod, const std::s
   return &it->second;
 }
 
-int GangPlanner::take_slot(Group& g, const Pod& pod, const std::string& key) {
+int GangPlanner::take_slot(Group& g, const Pod& pod, const std::string& key, const NodeMask& offered) {
   if (auto it = slot_of_pod_.find(key); it != slot_of_pod_.end() && it->second.first == g.job_id)
     return it->second.second;
+  const int size = static_cast<int>(g.members.size());
+  auto free_at = [&](int i, bool need_offered) {
+    return g.members[i].pod_key.empty() && (!need_offered || offered[g.members[i].node.index()]);
+  };
   int slot = -1;
-  if (auto r = pod_rank(pod); r && *r < static_cast<int>(g.members.size()) && g.members[*r].pod_key.empty())
-    slot = *r;
-  for (int i = 0; slot < 0 && i < static_cast<int>(g.members.size()); ++i)
-    if (g.members[i].pod_key.empty()) slot = i;
+  if (auto r = pod_rank(pod); r && *r < size && free_at(*r, true)) slot = *r;
+  for (int i = 0; slot < 0 && i < size; ++i)
+    if (free_at(i, true)) slot = i;
+  for (int i = 0; slot < 0 && i < size; ++i)
+    if (free_at(i, false)) slot = i;
   if (slot < 0) return -1;
   g.members[slot].pod_key = key;
   g.members[slot].pod_name = fmt::format("{}/{}", pod.namespace_name, pod.name);
@@ -220,6 +243,7 @@ ExtenderFilterResult GangPlanner::filter_locked(const ExtenderArgs& args) {
     return error_result;
   }
   const std::string job_id = job_id_for(pod, *gang);
+  const std::string key = pod_key(pod);
   const int size = *gang ? (*gang)->size : 1;
   Group* g = nullptr;
   if (auto it = groups_.find(job_id); it != groups_.end() && !ledger_.holds(job_id)) {
@@ -230,7 +254,8 @@ ExtenderFilterResult GangPlanner::filter_locked(const ExtenderArgs& args) {
   if (auto it = groups_.find(job_id); it != groups_.end()) {
     g = &it->second;
   } else {
-    auto planned = plan_group(pod, job_id, size, *gpus, *offer);
+    note_nomination(job_id, key, pod);
+    auto planned = plan_group(pod, job_id, size, *gpus, offer_with_siblings(job_id, key, offer->mask));
     if (!planned) {
       if (planned.error().code == ErrorCode::kInvalidArgument) {
         error_result.error = fmt::format("toposched: pod {}/{}: {}", pod.namespace_name, pod.name,
@@ -242,12 +267,13 @@ ExtenderFilterResult GangPlanner::filter_locked(const ExtenderArgs& args) {
                                        size, *gpus, planned.error().message));
     }
     g = *planned;
+    pending_.erase(job_id);
   }
   if (g->gpus_per_pod != *gpus)
     return offer->answer(false,
                          fmt::format("toposched: pod asks for {} GPUs but group {} was planned with {} per pod", *gpus,
                                      job_id, g->gpus_per_pod));
-  const int slot = take_slot(*g, pod, pod_key(pod));
+  const int slot = take_slot(*g, pod, key, offer->mask);
   if (slot < 0)
     return offer->answer(false,
                          fmt::format("toposched: group {} already has its {} members", job_id, g->size));

@@ -10,7 +10,18 @@
 //
 // Members are placed in rank order: slot i is the node holding the i-th block of GPU ranks
 // (ranks i*g .. i*g+g-1 for g GPUs per pod); a pod takes the slot of its rank (pod_rank)
-// when that slot is free, else the first free slot; a pod keeps its slot across retries.
+// when that slot is free and its node offered, else the first free slot on an offered node,
+// else the first free slot; a pod keeps its slot across retries.
+//
+// Preemption for a group (kube-scheduler preempts for one pod at a time, on one node each):
+// the first member's `preempt` finds the victims that free a whole placement and answers
+// only the node meant for that member; each later member's answer is another node of the
+// same placement, so a group of n needing n freed nodes evicts on n nodes, not more. While
+// the group is not planned, kube-scheduler keeps a node nominated for one member
+// (status.nominatedNodeName) out of its siblings' offers (a nominated pod of equal priority
+// counts as running there); the plan therefore treats the nodes nominated for, or
+// preempted for, the pod's siblings as offered. Those records expire with the reservation
+// timeout and are dropped when the group is planned.
 //
 // Answers (docs/kubernetes.md): pods without GPUs pass through (every offered node); nodes
 // not in the cluster model go to FailedAndUnresolvableNodes; malformed pods (bad quantities
@@ -101,12 +112,21 @@ class GangPlanner {
     std::int64_t deadline_ms = 0;
     std::vector<Member> members;
   };
+  // A group not planned yet for whose members kube-scheduler has preempted or nominated nodes.
+  struct PendingGroup {
+    std::vector<NodeId> victim_nodes;                   // the whole placement's nodes with victims
+    std::map<std::string, NodeId> nominated;            // pod key -> node (preempt's answer, then the pod's status)
+    std::map<std::string, std::vector<std::string>> victim_jobs;  // pod key -> jobs preempted for it
+    std::int64_t deadline_ms = 0;
+  };
   struct Offer;
 
   std::vector<std::string> expire_locked(std::int64_t now);
   ExtenderFilterResult filter_locked(const ExtenderArgs& args);
-  Result<Group*> plan_group(const Pod& pod, const std::string& job_id, int size, int gpus, const Offer& offer);
-  int take_slot(Group& g, const Pod& pod, const std::string& pod_key);
+  Result<Group*> plan_group(const Pod& pod, const std::string& job_id, int size, int gpus, const NodeMask& usable);
+  int take_slot(Group& g, const Pod& pod, const std::string& pod_key, const NodeMask& offered);
+  void note_nomination(const std::string& job_id, const std::string& pod_key, const Pod& pod);
+  NodeMask offer_with_siblings(const std::string& job_id, const std::string& pod_key, NodeMask offered) const;
 
   GpuLedger& ledger_;
   Clock clock_;
@@ -114,9 +134,12 @@ class GangPlanner {
   mutable std::mutex mu_;
   std::map<std::string, Group> groups_;                              // by job id; guarded by mu_
   std::unordered_map<std::string, std::pair<std::string, int>> slot_of_pod_;  // pod key -> (job, slot); mu_
+  std::map<std::string, PendingGroup> pending_;                      // by job id; guarded by mu_
 };
 
 // Job id of the pod's job: "k8s:<ns>:<group>" or "k8s:<ns>:pod:<name>".
 std::string job_id_for(const Pod& pod, const std::optional<struct GangInfo>& gang);
+// The key the planner knows a pod by: its uid, or namespace/name when it has none.
+std::string pod_key(const Pod& pod);
 
 }  // namespace toposched::k8s

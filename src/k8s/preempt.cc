@@ -2,11 +2,15 @@
 // placement for the preemptor's group, at least cost.
 //
 // Greedy: candidate nodes in order of cost (PodDisruptionBudget violations, then number of
-// victims, then the victims' summed priority); the victims' jobs are released one node at a
-// time on a copy of the allocation until the group's request fits; the answer lists the
-// victims of the nodes, among those released, that the found placement uses. Victims whose
-// GPUs toposched does not know (pods it did not place) free nothing in its model. When no
-// prefix frees a whole placement, the answer is empty (null): kube-scheduler preempts nothing.
+// victims, then the victims' summed priority), the nodes of the group's earlier answers
+// first; the victims' jobs are released one node at a time on a copy of the allocation (on
+// which what kube-scheduler already preempts for the pod's siblings is released too) until
+// the group's request fits. kube-scheduler preempts for one pod on one node per attempt, so
+// the answer is one node: the first node of the found placement with victims that is not
+// already meant for a sibling, with its victims. Victims whose GPUs toposched does not know
+// (pods it did not place) free nothing in its model. When no prefix frees a whole
+// placement, or the placement needs no victims for this member, the answer is empty (null):
+// kube-scheduler preempts nothing.
 #include <algorithm>
 #include <set>
 
@@ -72,28 +76,62 @@ ExtenderPreemptionResult GangPlanner::preempt(const ExtenderPreemptionArgs& args
   auto norm = normalize(*request, c);
   auto policy = find_policy(pod_policy(pod, options_.policy));
   if (!norm || !policy) return none;
+  const std::string key = pod_key(pod);
+  note_nomination(job_id, key, pod);
+  const PendingGroup* pending = nullptr;
+  if (auto it = pending_.find(job_id); it != pending_.end()) pending = &it->second;
 
   AllocationState what_if = ledger_.snapshot();
   std::set<std::string> released;
+  auto release = [&](const std::string& job) { return released.insert(job).second && what_if.release(job).has_value(); };
+  auto victim_jobs_of = [&](const Candidate& cand) {
+    std::vector<std::string> jobs;
+    for (const MetaPod& victim : cand.victims.pods)
+      if (auto it = slot_of_pod_.find(victim.uid); it != slot_of_pod_.end()) jobs.push_back(it->second.first);
+    return jobs;
+  };
+  // What kube-scheduler already preempts for the siblings is going: free in the what-if.
+  std::set<NodeId> sibling_nodes;
+  if (pending) {
+    for (const auto& [sibling, jobs] : pending->victim_jobs)
+      if (sibling != key)
+        for (const std::string& j : jobs) release(j);
+    for (const auto& [sibling, node] : pending->nominated)
+      if (sibling != key) sibling_nodes.insert(node);
+  }
   std::vector<Candidate> cands = candidates_of(args, c);
+  if (pending) {  // the group's earlier placement first, so every member's answer belongs to it
+    const auto& earlier = pending->victim_nodes;
+    std::stable_partition(cands.begin(), cands.end(), [&](const Candidate& cand) {
+      return std::find(earlier.begin(), earlier.end(), cand.id) != earlier.end();
+    });
+  }
   for (std::size_t k = 0; k < cands.size(); ++k) {
     bool freed = false;
-    for (const MetaPod& victim : cands[k].victims.pods) {
-      auto it = slot_of_pod_.find(victim.uid);
-      if (it == slot_of_pod_.end() || !released.insert(it->second.first).second) continue;
-      freed = what_if.release(it->second.first).has_value() || freed;
-    }
+    for (const std::string& j : victim_jobs_of(cands[k])) freed = release(j) || freed;
     if (!freed) continue;
     auto p = place(what_if, *norm, **policy);
     if (!p) continue;
     std::set<NodeId> used;
     for (GpuId g : p->gpus_by_rank) used.insert(c.gpu_node(g));
+    // This pod's node: the first of the placement's nodes with victims that is not a
+    // sibling's (kube-scheduler preempts on one node per attempt).
+    std::vector<NodeId> victim_nodes;
+    const Candidate* mine = nullptr;
+    for (std::size_t j = 0; j <= k; ++j) {
+      if (!used.contains(cands[j].id) || cands[j].victims.pods.empty()) continue;
+      victim_nodes.push_back(cands[j].id);
+      if (!mine && !sibling_nodes.contains(cands[j].id)) mine = &cands[j];
+    }
+    if (!mine) return none;  // the placement needs no more victims for this member
+    PendingGroup& record = pending_[job_id];
+    record.victim_nodes = std::move(victim_nodes);
+    record.nominated[key] = mine->id;
+    record.victim_jobs[key] = victim_jobs_of(*mine);
+    record.deadline_ms = clock_() + options_.reservation_timeout_ms;
     ExtenderPreemptionResult out;
     out.node_name_to_meta_victims.emplace();
-    for (std::size_t j = 0; j <= k; ++j)
-      if (used.contains(cands[j].id) && !cands[j].victims.pods.empty())
-        (*out.node_name_to_meta_victims)[cands[j].node] = cands[j].victims;
-    if (out.node_name_to_meta_victims->empty()) return none;
+    (*out.node_name_to_meta_victims)[mine->node] = mine->victims;
     return out;
   }
   return none;

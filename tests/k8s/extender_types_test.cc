@@ -174,7 +174,7 @@ TEST(ExtenderTypes, PodAndNodeReadTheFieldsThatMatterAndKeepTheirBytes) {
       R"("annotations":{"toposched.io/tp":"8"},"managedFields":[{"x":{"y":[1,2,{"z":null}]}}]},)"
       R"("spec":{"priority":100,"initContainers":[{"name":"init","resources":{"limits":{"nvidia.com/gpu":"2"}}}],)"
       R"("containers":[{"name":"main","image":"x","resources":{"limits":{"nvidia.com/gpu":8,"cpu":"500m"},)"
-      R"("requests":{"nvidia.com/gpu":"8"}}}]},"status":{"phase":"Pending"}})";
+      R"("requests":{"nvidia.com/gpu":"8"}}}]},"status":{"phase":"Pending","nominatedNodeName":"n1"}})";
   const std::string body = R"({"Pod":)" + pod_json + R"(,"Nodes":{"items":[{"metadata":{"name":"n1",)"
                            R"("labels":{"l":"v"}},"status":{"images":[{"names":["a","b"]}]}},null]}})";
   auto a = decode_extender_args(body);
@@ -185,6 +185,7 @@ TEST(ExtenderTypes, PodAndNodeReadTheFieldsThatMatterAndKeepTheirBytes) {
   EXPECT_EQ(a->pod->uid, "u-3");
   EXPECT_EQ(a->pod->annotations.at("toposched.io/tp"), "8");
   EXPECT_EQ(a->pod->priority, 100);
+  EXPECT_EQ(a->pod->nominated_node_name, "n1");
   ASSERT_EQ(a->pod->containers.size(), 1u);
   EXPECT_EQ(a->pod->containers[0].limits.at("nvidia.com/gpu"), "8");
   EXPECT_EQ(a->pod->init_containers[0].limits.at("nvidia.com/gpu"), "2");

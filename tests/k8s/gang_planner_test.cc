@@ -185,15 +185,66 @@ TEST_F(GangPlannerTest, PreemptFreesAWholePlacementAtLeastCost) {
     (*args.node_name_to_meta_victims)[g.members[0].node] =
         MetaVictims{{MetaPod{"uid-" + g.members[0].pod.substr(3)}}, pdb};
   }
+  // kube-scheduler preempts for one member on one node per attempt: one node per answer,
+  // never the costlier n(0).
   auto out = planner.preempt(args);
   ASSERT_TRUE(out.node_name_to_meta_victims);
-  EXPECT_EQ(out.node_name_to_meta_victims->size(), 2u);
-  EXPECT_EQ(out.node_name_to_meta_victims->count(n(0)), 0u);
+  ASSERT_EQ(out.node_name_to_meta_victims->size(), 1u);
+  const std::string first = out.node_name_to_meta_victims->begin()->first;
+  EXPECT_NE(first, n(0));
+  // The same member asking again gets the same node.
+  auto again = planner.preempt(args);
+  ASSERT_TRUE(again.node_name_to_meta_victims);
+  EXPECT_EQ(again.node_name_to_meta_victims->begin()->first, first);
+  // The second member gets the other node of the same placement (kube-scheduler no longer
+  // offers the first one: it is nominated for the sibling).
+  args.pod = gpu_pod("hi-1", 8, "hi", 2);
+  args.node_name_to_meta_victims->erase(first);
+  auto second = planner.preempt(args);
+  ASSERT_TRUE(second.node_name_to_meta_victims);
+  ASSERT_EQ(second.node_name_to_meta_victims->size(), 1u);
+  const std::string other = second.node_name_to_meta_victims->begin()->first;
+  EXPECT_NE(other, first);
+  EXPECT_NE(other, n(0));
   // Nothing was changed for real.
   EXPECT_EQ(ledger.snapshot().total_free_gpus(), 0);
   // A group larger than the cluster gets no victims.
   args.pod = gpu_pod("huge-0", 8, "huge", 9);
   EXPECT_FALSE(planner.preempt(args).node_name_to_meta_victims);
+}
+
+// What kube-scheduler does after preempting for a group of 2: each member's offer holds only
+// its own nominated node (the sibling's nominated pod counts as running on the other). The
+// group is planned on both nodes, each member bound on its own.
+TEST_F(GangPlannerTest, NodesNominatedForSiblingsCountAsOfferedWhenPlanningTheGroup) {
+  Pod a = gpu_pod("pair-0", 8, "pair", 2);
+  Pod b = gpu_pod("pair-1", 8, "pair", 2);
+  a.nominated_node_name = n(3);
+  b.nominated_node_name = n(6);
+  // b's attempt comes first and is turned down: a's nomination is not known yet.
+  EXPECT_FALSE(filter(b, std::vector<std::string>{n(6)}).node_names);
+  EXPECT_EQ(ledger.snapshot().total_free_gpus(), 64);
+  auto ra = filter(a, std::vector<std::string>{n(3)});
+  ASSERT_TRUE(ra.node_names) << (ra.failed_nodes ? ra.failed_nodes->begin()->second : "");
+  EXPECT_EQ(ra.node_names->front(), n(3));
+  auto rb = filter(b, std::vector<std::string>{n(6)});
+  ASSERT_TRUE(rb.node_names);
+  EXPECT_EQ(rb.node_names->front(), n(6));
+  EXPECT_EQ(ledger.snapshot().job_gpus("k8s:ml:pair").size(), 16u);
+  // Without a nomination a member's offer is all that is used.
+  Pod c = gpu_pod("trio-0", 8, "trio", 3);
+  EXPECT_FALSE(filter(c, std::vector<std::string>{n(0), n(1)}).node_names);
+}
+
+// The nominations of a group that is never planned are forgotten with the reservation timeout.
+TEST_F(GangPlannerTest, SiblingNominationsExpire) {
+  Pod a = gpu_pod("pair-0", 8, "pair", 2);
+  a.nominated_node_name = n(3);
+  EXPECT_FALSE(filter(a, std::vector<std::string>{n(4)}).node_names);  // n(3) is not offered to a
+  now += 300'001;
+  Pod b = gpu_pod("pair-1", 8, "pair", 2);
+  EXPECT_FALSE(filter(b, std::vector<std::string>{n(6)}).node_names);
+  EXPECT_EQ(ledger.snapshot().total_free_gpus(), 64);
 }
 
 TEST(PodRequest, GpusRanksAndGangs) {
