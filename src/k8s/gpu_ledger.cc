@@ -26,6 +26,23 @@ Result<Placement> EngineLedger::reserve(const JobRequest& request, std::string_v
   return p;
 }
 
+Result<Placement> EngineLedger::what_if(const JobRequest& request, std::string_view policy,
+                                        std::vector<std::string> released) const {
+  Command command;
+  command.kind = Command::Kind::kPlace;
+  command.dry_run = true;
+  command.place.job = request;
+  command.place.policy = std::string(policy);
+  command.assume_released = std::move(released);
+  command.detail = PlaceDetail::kGpusOnly;
+  TOPOSCHED_TRY(decision, submit_(std::move(command)));  // a dry run: nothing held, nothing committed
+  Placement p;
+  p.job_id = decision.job_id;
+  p.policy = std::string(policy);
+  p.gpus_by_rank = std::move(decision.gpus_by_rank);
+  return p;
+}
+
 Result<void> EngineLedger::release(std::string_view job_id) {
   Command command;
   command.kind = Command::Kind::kRelease;

@@ -32,6 +32,10 @@ class GpuLedger {
   // every node) and holds its GPUs under the request's job id, or changes nothing.
   // Errors: kInfeasible (does not fit), kConflict (job id in use), kInvalidArgument.
   virtual Result<Placement> reserve(const JobRequest& request, std::string_view policy, const NodeMask& allowed) = 0;
+  // Where `request` would be placed if the `released` jobs held no GPUs (preemption's
+  // what-if): an engine dry run, nothing held or changed. Errors as reserve().
+  virtual Result<Placement> what_if(const JobRequest& request, std::string_view policy,
+                                    std::vector<std::string> released) const = 0;
   // Frees the job's GPUs; kNotFound when it holds none.
   virtual Result<void> release(std::string_view job_id) = 0;
   virtual AllocationState snapshot() const = 0;
@@ -49,6 +53,8 @@ class EngineLedger final : public GpuLedger {
 
   const Cluster& cluster() const override { return engine_->cluster(); }
   Result<Placement> reserve(const JobRequest& request, std::string_view policy, const NodeMask& allowed) override;
+  Result<Placement> what_if(const JobRequest& request, std::string_view policy,
+                            std::vector<std::string> released) const override;
   Result<void> release(std::string_view job_id) override;
   AllocationState snapshot() const override;
   bool holds(std::string_view job_id) const override;

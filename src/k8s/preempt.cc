@@ -3,8 +3,8 @@
 //
 // Greedy: candidate nodes in order of cost (PodDisruptionBudget violations, then number of
 // victims, then the victims' summed priority), the nodes of the group's earlier answers
-// first; the victims' jobs are released one node at a time on a copy of the allocation (on
-// which what kube-scheduler already preempts for the pod's siblings is released too) until
+// first; the victims' jobs are added one node at a time to the jobs an engine dry run
+// assumes released (with what kube-scheduler already preempts for the pod's siblings) until
 // the group's request fits. kube-scheduler preempts for one pod on one node per attempt, so
 // the answer is one node: the first node of the found placement with victims that is not
 // already meant for a sibling, with its victims. Victims whose GPUs toposched does not know
@@ -73,17 +73,15 @@ ExtenderPreemptionResult GangPlanner::preempt(const ExtenderPreemptionArgs& args
   const Cluster& c = ledger_.cluster();
   auto request = job_request_for(pod, job_id, *gang ? (*gang)->size : 1, *gpus);
   if (!request) return none;
-  auto norm = normalize(*request, c);
-  auto policy = find_policy(pod_policy(pod, options_.policy));
-  if (!norm || !policy) return none;
+  const std::string policy = pod_policy(pod, options_.policy);
   const std::string key = pod_key(pod);
   note_nomination(job_id, key, pod);
   const PendingGroup* pending = nullptr;
   if (auto it = pending_.find(job_id); it != pending_.end()) pending = &it->second;
 
-  AllocationState what_if = ledger_.snapshot();
+  // The jobs the what-if releases (a dry run of the engine: nothing changes for real).
   std::set<std::string> released;
-  auto release = [&](const std::string& job) { return released.insert(job).second && what_if.release(job).has_value(); };
+  auto release = [&](const std::string& job) { return ledger_.holds(job) && released.insert(job).second; };
   auto victim_jobs_of = [&](const Candidate& cand) {
     std::vector<std::string> jobs;
     for (const MetaPod& victim : cand.victims.pods)
@@ -110,7 +108,7 @@ ExtenderPreemptionResult GangPlanner::preempt(const ExtenderPreemptionArgs& args
     bool freed = false;
     for (const std::string& j : victim_jobs_of(cands[k])) freed = release(j) || freed;
     if (!freed) continue;
-    auto p = place(what_if, *norm, **policy);
+    auto p = ledger_.what_if(*request, policy, {released.begin(), released.end()});
     if (!p) continue;
     std::set<NodeId> used;
     for (GpuId g : p->gpus_by_rank) used.insert(c.gpu_node(g));

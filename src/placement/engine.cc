@@ -229,8 +229,16 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Stat
   auto& state = const_cast<AllocationState&>(state_);
   if (command.kind == Command::Kind::kPlace) {
     const bool held_elsewhere = !command.hold_gpus.empty();
+    if (!command.assume_released.empty() && (!command.dry_run || held_elsewhere))
+      return make_error(ErrorCode::kInvalidArgument, "assume_released is for dry runs that place with a policy");
+    std::optional<AllocationState> what_if;
+    if (!command.assume_released.empty()) {
+      what_if.emplace(state_.snapshot());
+      for (const std::string& job : command.assume_released) (void)what_if->release(job);  // unknown: frees nothing
+    }
+    AllocationState& decide_on = what_if ? *what_if : state;
     TOPOSCHED_TRY(p, held_elsewhere ? hold_job(state, command.place, command.hold_gpus, false)
-                                    : place_job(state, command.place, false, command.detail));
+                                    : place_job(decide_on, command.place, false, command.detail));
     PlaceRequest normalised = command.place;
     normalised.job.job_id = p.job_id;
     d.job_id = p.job_id;

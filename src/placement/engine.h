@@ -83,6 +83,9 @@ struct Command {
   // kPlace: kGpusOnly skips the description (explanation, predicted times) for a caller that
   // reads only the GPUs (the Kubernetes extender); the decision is the same.
   PlaceDetail detail = PlaceDetail::kFull;
+  // kPlace with dry_run only: decide as if these jobs held no GPUs (preemption's what-if:
+  // would the job fit once they are gone?). Unknown ids free nothing. The state is unchanged.
+  std::vector<std::string> assume_released;
   std::string job_id;   // kRelease
 };
 

@@ -18,7 +18,7 @@ SRC = os.path.join(SOURCE_DIR, "src")
 SELECT = re.compile(r"(\.|->)select\(")
 # allocate/release called on something that is not the engine, a scheduler or a placer
 # (their release() is a command, not a state change).
-STATE_CHANGE = re.compile(r"\b(state_?|what_if|out\.state|live|fresh|ledger_)\s*(\.|->)\s*(allocate|release)\(")
+STATE_CHANGE = re.compile(r"\b(state_?|what_if|out\.state|live|fresh)\s*(\.|->)\s*(allocate|release)\(")
 STORE_CAST = re.compile(r"dynamic_cast<[^>]*Store\b")
 
 KNOWN = {
@@ -28,10 +28,6 @@ KNOWN = {
         "slurm/submit_plan.cc",
     },
     "state_change": {
-        # Preempt frees victims on a what-if copy of the state instead of a dry run with a
-        # mask (the extender's reservations themselves go through the engine: EngineLedger).
-        "k8s/gang_planner.cc",
-        "k8s/preempt.cc",
         # Slurm's live state marks unavailable GPUs and Slurm's jobs as pseudo jobs
         # ("slurm-unavailable:N") instead of a mask.
         "slurm/live_state.cc",

@@ -178,6 +178,29 @@ TEST(Engine, DecisionsInABatchSeeEachOtherAndDryRunsHoldNothing) {
   EXPECT_EQ(*e.job_json("a"), results[1]->answer_json);
 }
 
+// Preemption's question: would the job fit once these jobs are gone? A dry run answers it
+// and nothing is released; a real placement cannot assume anything.
+TEST(Engine, DryRunsMayAssumeJobsReleased) {
+  Cluster c = preset("dgx-h100?nodes=2");
+  Engine e(c, AllocationState(c));
+  ASSERT_TRUE(e.decide_one(place_command(R"({"job":"a","gpus":8})"), nullptr));
+  ASSERT_TRUE(e.decide_one(place_command(R"({"job":"b","gpus":8})"), nullptr));
+  Command big = place_command(R"({"job":"big","gpus":16})");
+  big.dry_run = true;
+  EXPECT_EQ(e.decide_one(big, nullptr).error().code, ErrorCode::kInfeasible);
+  big.assume_released = {"a"};
+  EXPECT_EQ(e.decide_one(big, nullptr).error().code, ErrorCode::kInfeasible);
+  big.assume_released = {"a", "b", "no-such-job"};
+  auto fits = e.decide_one(big, nullptr);
+  ASSERT_TRUE(fits) << fits.error().message;
+  EXPECT_EQ(fits->gpus_by_rank.size(), 16u);
+  EXPECT_TRUE(e.job_json("a"));
+  EXPECT_TRUE(e.job_json("b"));
+  EXPECT_EQ(e.free_gpus(), 0);
+  big.dry_run = false;
+  EXPECT_EQ(e.decide_one(big, nullptr).error().code, ErrorCode::kInvalidArgument);
+}
+
 TEST(Engine, ReadersSeeConsistentStateWhileWritersDecide) {
   Cluster c = preset("dgx-h100?nodes=16");
   Engine e(c, AllocationState(c));
