@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "service/replication.h"
+
 namespace toposched::service {
 namespace {
 
@@ -287,6 +289,11 @@ Result<void> EtcdStore::diagnose_failed_commit(const EtcdTxnResult& r, const Lea
 Result<std::unique_ptr<Store>> open_etcd_store(std::string_view rest) {
   TOPOSCHED_TRY(parsed, parse_etcd_store_url("etcd://" + std::string(rest)));
   return std::make_unique<EtcdStore>(std::move(parsed), EtcdClient::Options{});
+}
+
+std::shared_ptr<Replica> EtcdStore::replicate(const ReplicaOptions& options, Engine& engine) {
+  start_election(options.advertise, options.lease_ttl);
+  return std::make_shared<Replication>(*this, engine);
 }
 
 }  // namespace toposched::service

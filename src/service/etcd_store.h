@@ -59,6 +59,7 @@ class EtcdStore final : public Store {
   Result<void> commit(std::span<const Mutation> batch) override;
   Result<std::vector<StoreEvent>> events(std::int64_t after_seq, std::size_t limit) override;
   std::size_t max_batch() const override { return kMaxBatch; }
+  std::shared_ptr<Replica> replicate(const ReplicaOptions& options, Engine& engine) override;
 
   // Starts campaigning for leadership as `identity` (what followers report as the leader's
   // address, e.g. "http://127.0.0.1:7070").

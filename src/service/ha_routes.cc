@@ -6,9 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "service/etcd_store.h"
 #include "service/http.h"
-#include "service/replication.h"
+#include "service/replica.h"
 
 namespace toposched::service {
 namespace {
@@ -22,7 +21,7 @@ bool is_mutation(const httplib::Request& req) {
 }
 
 // 503 {"error":{"code":"not_leader"|"unavailable","message"},"leader":URL} + Location.
-void refuse(const Replication& rep, httplib::Response& res) {
+void refuse(const Replica& rep, httplib::Response& res) {
   const std::string leader = rep.leader();
   const Error why = rep.refusal();
   nlohmann::json body = {{"error", {{"code", leader.empty() ? "unavailable" : "not_leader"}, {"message", why.message}}},
@@ -35,12 +34,11 @@ void refuse(const Replication& rep, httplib::Response& res) {
 }  // namespace
 
 void install_ha_routes(httplib::Server& http, ServiceContext& ctx) {
-  auto* store = dynamic_cast<EtcdStore*>(&ctx.scheduler.store());
-  if (store == nullptr) return;
-  store->start_election(ctx.options.advertise, std::chrono::seconds(ctx.options.lease_ttl_s));
-  auto replication = std::make_shared<Replication>(*store, ctx.scheduler.mutable_engine());
-  Replication* rep = replication.get();  // owned by the scheduler, which outlives the HTTP server
-  ctx.scheduler.set_batch_gate(std::move(replication));
+  auto replica = ctx.scheduler.store().replicate(
+      {ctx.options.advertise, std::chrono::seconds(ctx.options.lease_ttl_s)}, ctx.scheduler.mutable_engine());
+  if (!replica) return;  // a store this server uses alone
+  Replica* rep = replica.get();  // owned by the scheduler, which outlives the HTTP server
+  ctx.scheduler.set_batch_gate(std::move(replica));
   ctx.pre_routing.push_back([rep](const httplib::Request& req, httplib::Response& res) {
     if (!is_mutation(req) || rep->leads()) return false;
     refuse(*rep, res);

@@ -25,11 +25,11 @@
 
 #include "placement/engine.h"
 #include "service/etcd_store.h"
-#include "service/scheduler.h"
+#include "service/replica.h"
 
 namespace toposched::service {
 
-class Replication final : public BatchGate {
+class Replication final : public Replica {
  public:
   // `store` and `engine` must outlive this object; the store's election must be started.
   Replication(EtcdStore& store, Engine& engine, std::chrono::milliseconds poll = std::chrono::milliseconds(200));
@@ -39,14 +39,13 @@ class Replication final : public BatchGate {
 
   Result<std::unique_lock<std::mutex>> enter(Engine& engine) override;
 
-  bool leads() const { return store_.election()->term().has_value(); }
-  // The leader's address as last seen (empty: none known).
-  std::string leader() const { return store_.election()->leader(); }
-  // Why mutations are refused here: "this replica is not the leader; the leader is URL", or
-  // that no leader is known, with etcd's last error.
-  Error refusal() const;
-  // {"role","leader","etcd_error","data_revision"} for /readyz.
-  std::string status_json() const;
+  bool leads() const override { return store_.election()->term().has_value(); }
+  std::string leader() const override { return store_.election()->leader(); }
+  // "this replica is not the leader; the leader is URL", or that no leader is known, with
+  // etcd's last error.
+  Error refusal() const override;
+  // {"role","leader","etcd_error","data_revision"}.
+  std::string status_json() const override;
 
  private:
   void follow_loop();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "service/etcd_store.h"
+#include "service/replica.h"
 #include "service/sqlite_store.h"
 
 namespace toposched::service {
@@ -16,6 +17,8 @@ Result<std::unique_ptr<Store>> open_sqlite(std::string_view rest) {
 
 // One row per store kind: the URL prefix, what it is, and how to open the rest of the URL.
 // A new kind adds one row here (and its own file under src/service/).
+std::shared_ptr<Replica> Store::replicate(const ReplicaOptions&, Engine&) { return nullptr; }
+
 const std::vector<StoreScheme>& store_schemes() {
   static const std::vector<StoreScheme> kSchemes = {
       {"sqlite:", "one SQLite file (WAL, synchronous=FULL): sqlite:PATH", open_sqlite},

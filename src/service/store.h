@@ -27,7 +27,14 @@
 
 #include "topology/error.h"
 
+namespace toposched {
+class Engine;
+}
+
 namespace toposched::service {
+
+class Replica;
+struct ReplicaOptions;
 
 // One placed job as the store keeps it.
 struct JobRecord {
@@ -73,6 +80,10 @@ class Store {
   // Most mutations one commit() accepts (etcd: its per-Txn operation limit); the scheduler's
   // group commits stay within it.
   virtual std::size_t max_batch() const { return SIZE_MAX; }
+  // For a store several replicas share (etcd): starts campaigning as options.advertise and
+  // returns the replica that gates `engine`'s decisions (service/replica.h); the store and
+  // the engine must outlive it. A store one server uses alone answers nullptr.
+  virtual std::shared_ptr<Replica> replicate(const ReplicaOptions& options, Engine& engine);
   // How many of the newest events the log keeps: the commit that pushes an event out of the
   // window deletes it in the same transaction, so a service that runs for months keeps a
   // bounded log. 0 keeps every event. Each kind sets its default (SQLite every event; etcd,

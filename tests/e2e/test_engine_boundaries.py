@@ -35,11 +35,7 @@ KNOWN = {
         # no log) and a hold pseudo job for the topo policy's look-ahead.
         "sim/placement_backend.cc",
     },
-    "store_cast": {
-        # The HA routes start the election through a cast to EtcdStore instead of a
-        # replication virtual on the store.
-        "service/ha_routes.cc",
-    },
+    "store_cast": set(),
 }
 
 
