@@ -137,11 +137,16 @@ void GangPlanner::note_nomination(const std::string& job_id, const std::string& 
   p.deadline_ms = clock_() + options_.reservation_timeout_ms;
 }
 
+std::set<NodeId> GangPlanner::sibling_nodes(const std::string& job_id, const std::string& key) const {
+  std::set<NodeId> nodes;
+  if (auto it = pending_.find(job_id); it != pending_.end())
+    for (const auto& [sibling, node] : it->second.nominated)
+      if (sibling != key) nodes.insert(node);
+  return nodes;
+}
+
 NodeMask GangPlanner::offer_with_siblings(const std::string& job_id, const std::string& key, NodeMask offered) const {
-  auto it = pending_.find(job_id);
-  if (it == pending_.end()) return offered;
-  for (const auto& [sibling, node] : it->second.nominated)
-    if (sibling != key) offered[node.index()] = 1;
+  for (NodeId node : sibling_nodes(job_id, key)) offered[node.index()] = 1;
   return offered;
 }
 

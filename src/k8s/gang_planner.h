@@ -37,6 +37,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -126,6 +127,8 @@ class GangPlanner {
   Result<Group*> plan_group(const Pod& pod, const std::string& job_id, int size, int gpus, const NodeMask& usable);
   int take_slot(Group& g, const Pod& pod, const std::string& pod_key, const NodeMask& offered);
   void note_nomination(const std::string& job_id, const std::string& pod_key, const Pod& pod);
+  // The nodes preempted for, or nominated for, the other members of a group not yet planned.
+  std::set<NodeId> sibling_nodes(const std::string& job_id, const std::string& pod_key) const;
   NodeMask offer_with_siblings(const std::string& job_id, const std::string& pod_key, NodeMask offered) const;
 
   GpuLedger& ledger_;

@@ -11,36 +11,42 @@ EngineLedger::EngineLedger(const Cluster& cluster)
   submit_ = [engine = own_.get()](Command command) { return engine->decide_one(command, CommitFn{}); };
 }
 
-Result<Placement> EngineLedger::reserve(const JobRequest& request, std::string_view policy, const NodeMask& allowed) {
+namespace {
+
+// A place command for the extender, which reads only the GPUs.
+Command gpus_only_place(const JobRequest& request, std::string_view policy) {
   Command command;
   command.kind = Command::Kind::kPlace;
   command.place.job = request;
   command.place.policy = std::string(policy);
-  command.place.allowed = allowed;
   command.detail = PlaceDetail::kGpusOnly;
-  TOPOSCHED_TRY(decision, submit_(std::move(command)));
+  return command;
+}
+
+Placement placement_of(Decision decision, std::string_view policy) {
   Placement p;
-  p.job_id = decision.job_id;
+  p.job_id = std::move(decision.job_id);
   p.policy = std::string(policy);
   p.gpus_by_rank = std::move(decision.gpus_by_rank);
   return p;
 }
 
+}  // namespace
+
+Result<Placement> EngineLedger::reserve(const JobRequest& request, std::string_view policy, const NodeMask& allowed) {
+  Command command = gpus_only_place(request, policy);
+  command.place.allowed = allowed;
+  TOPOSCHED_TRY(decision, submit_(std::move(command)));
+  return placement_of(std::move(decision), policy);
+}
+
 Result<Placement> EngineLedger::what_if(const JobRequest& request, std::string_view policy,
                                         std::vector<std::string> released) const {
-  Command command;
-  command.kind = Command::Kind::kPlace;
-  command.dry_run = true;
-  command.place.job = request;
-  command.place.policy = std::string(policy);
+  Command command = gpus_only_place(request, policy);
+  command.dry_run = true;  // nothing held, nothing committed
   command.assume_released = std::move(released);
-  command.detail = PlaceDetail::kGpusOnly;
-  TOPOSCHED_TRY(decision, submit_(std::move(command)));  // a dry run: nothing held, nothing committed
-  Placement p;
-  p.job_id = decision.job_id;
-  p.policy = std::string(policy);
-  p.gpus_by_rank = std::move(decision.gpus_by_rank);
-  return p;
+  TOPOSCHED_TRY(decision, submit_(std::move(command)));
+  return placement_of(std::move(decision), policy);
 }
 
 Result<void> EngineLedger::release(std::string_view job_id) {

@@ -89,14 +89,11 @@ ExtenderPreemptionResult GangPlanner::preempt(const ExtenderPreemptionArgs& args
     return jobs;
   };
   // What kube-scheduler already preempts for the siblings is going: free in the what-if.
-  std::set<NodeId> sibling_nodes;
-  if (pending) {
+  if (pending)
     for (const auto& [sibling, jobs] : pending->victim_jobs)
       if (sibling != key)
         for (const std::string& j : jobs) release(j);
-    for (const auto& [sibling, node] : pending->nominated)
-      if (sibling != key) sibling_nodes.insert(node);
-  }
+  const std::set<NodeId> siblings = sibling_nodes(job_id, key);
   std::vector<Candidate> cands = candidates_of(args, c);
   if (pending) {  // the group's earlier placement first, so every member's answer belongs to it
     const auto& earlier = pending->victim_nodes;
@@ -119,7 +116,7 @@ ExtenderPreemptionResult GangPlanner::preempt(const ExtenderPreemptionArgs& args
     for (std::size_t j = 0; j <= k; ++j) {
       if (!used.contains(cands[j].id) || cands[j].victims.pods.empty()) continue;
       victim_nodes.push_back(cands[j].id);
-      if (!mine && !sibling_nodes.contains(cands[j].id)) mine = &cands[j];
+      if (!mine && !siblings.contains(cands[j].id)) mine = &cands[j];
     }
     if (!mine) return none;  // the placement needs no more victims for this member
     PendingGroup& record = pending_[job_id];

@@ -15,10 +15,10 @@ Result<std::unique_ptr<Store>> open_sqlite(std::string_view rest) {
 }
 }  // namespace
 
-// One row per store kind: the URL prefix, what it is, and how to open the rest of the URL.
-// A new kind adds one row here (and its own file under src/service/).
 std::shared_ptr<Replica> Store::replicate(const ReplicaOptions&, Engine&) { return nullptr; }
 
+// One row per store kind: the URL prefix, what it is, and how to open the rest of the URL.
+// A new kind adds one row here (and its own file under src/service/).
 const std::vector<StoreScheme>& store_schemes() {
   static const std::vector<StoreScheme> kSchemes = {
       {"sqlite:", "one SQLite file (WAL, synchronous=FULL): sqlite:PATH", open_sqlite},
