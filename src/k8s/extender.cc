@@ -61,6 +61,32 @@ ExtenderReply Extender::bind(std::string_view body) {
   return {200, encode(result)};
 }
 
+namespace {
+// The pod a plugin verb is about: ExtenderBindingArgs with PodName and PodNamespace.
+Result<ExtenderBindingArgs> plugin_pod(std::string_view body) {
+  TOPOSCHED_TRY(args, decode_binding_args(body));
+  if (args.pod_name.empty() || args.pod_namespace.empty())
+    return make_error(ErrorCode::kInvalidArgument, "the body needs PodName and PodNamespace (ExtenderBindingArgs)");
+  return args;
+}
+}  // namespace
+
+ExtenderReply Extender::member(std::string_view body) {
+  auto args = plugin_pod(body);
+  if (!args) return bad_request(args.error());
+  auto m = planner_.member_of(*args);
+  if (!m) return {404, nlohmann::json{{"error", {{"code", "not_found"}, {"message", m.error().message}}}}.dump()};
+  return {200, nlohmann::json{{"job", m->job_id}, {"size", m->size}, {"bound", m->bound}, {"slot", m->slot},
+                              {"node", m->node}}
+                   .dump()};
+}
+
+ExtenderReply Extender::unreserve(std::string_view body) {
+  auto args = plugin_pod(body);
+  if (!args) return bad_request(args.error());
+  return {200, nlohmann::json{{"released", planner_.unreserve(*args)}}.dump()};
+}
+
 const std::vector<ExtenderVerb>& extender_verbs() {
   static const std::vector<ExtenderVerb> kVerbs = {
       {"filter", "ExtenderArgs -> ExtenderFilterResult: the pod's planned node only", &Extender::filter},
@@ -69,6 +95,10 @@ const std::vector<ExtenderVerb>& extender_verbs() {
        &Extender::bind},
       {"preempt", "ExtenderPreemptionArgs -> ExtenderPreemptionResult: victims freeing a whole placement",
        &Extender::preempt},
+      {"member", "ExtenderBindingArgs -> {job,size,bound,slot,node}: the pod's planned group (plugin build)",
+       &Extender::member},
+      {"unreserve", "ExtenderBindingArgs -> {released}: frees what a failed attempt held (plugin build)",
+       &Extender::unreserve},
   };
   return kVerbs;
 }

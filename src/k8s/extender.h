@@ -33,6 +33,12 @@ class Extender {
   ExtenderReply prioritize(std::string_view body);
   ExtenderReply bind(std::string_view body);
   ExtenderReply preempt(std::string_view body);
+  // The plugin build's verbs (kube/scheduler; not kube-scheduler extender verbs), both
+  // taking ExtenderBindingArgs: `member` answers the pod's group as planned
+  // ({"job","size","bound","slot","node"}; 404 when toposched holds no slot for it),
+  // `unreserve` gives back what the pod's failed attempt held ({"released": job or ""}).
+  ExtenderReply member(std::string_view body);
+  ExtenderReply unreserve(std::string_view body);
 
   GangPlanner& planner() { return planner_; }
 
@@ -47,7 +53,7 @@ struct ExtenderVerb {
   ExtenderReply (Extender::*handle)(std::string_view body);
 };
 
-// filter, prioritize, bind, preempt.
+// filter, prioritize, bind, preempt; member and unreserve (the plugin build's).
 const std::vector<ExtenderVerb>& extender_verbs();
 
 }  // namespace toposched::k8s

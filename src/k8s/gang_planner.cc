@@ -339,6 +339,47 @@ Result<BindingPlan> GangPlanner::prepare_bind(const ExtenderBindingArgs& args) {
   return plan;
 }
 
+namespace {
+std::string binding_pod_key(const ExtenderBindingArgs& pod) {
+  return pod.pod_uid.empty() ? fmt::format("{}/{}", pod.pod_namespace, pod.pod_name) : pod.pod_uid;
+}
+}  // namespace
+
+Result<MemberStatus> GangPlanner::member_of(const ExtenderBindingArgs& pod) {
+  std::lock_guard lock(mu_);
+  expire_locked(clock_());
+  auto it = slot_of_pod_.find(binding_pod_key(pod));
+  if (it == slot_of_pod_.end())
+    return make_error(ErrorCode::kNotFound, fmt::format("toposched holds no slot for pod {}/{}", pod.pod_namespace,
+                                                        pod.pod_name));
+  const Group& g = groups_.at(it->second.first);
+  const int bound = static_cast<int>(std::count_if(g.members.begin(), g.members.end(),
+                                                   [](const Member& m) { return m.bound; }));
+  return MemberStatus{g.job_id, g.size, bound, it->second.second,
+                      ledger_.cluster().node_name(g.members[it->second.second].node)};
+}
+
+std::string GangPlanner::unreserve(const ExtenderBindingArgs& pod) {
+  std::lock_guard lock(mu_);
+  auto it = slot_of_pod_.find(binding_pod_key(pod));
+  if (it == slot_of_pod_.end()) return {};
+  auto g = groups_.find(it->second.first);
+  if (g == groups_.end()) return {};
+  Group& group = g->second;
+  const bool any_bound = std::any_of(group.members.begin(), group.members.end(), [](const Member& m) { return m.bound; });
+  if (any_bound) {
+    group.members[it->second.second].pod_key.clear();
+    group.members[it->second.second].pod_name.clear();
+    slot_of_pod_.erase(it);
+    return {};
+  }
+  std::string job = group.job_id;
+  (void)ledger_.release(job);  // kNotFound: released through the API already
+  for (const Member& m : group.members) slot_of_pod_.erase(m.pod_key);
+  groups_.erase(g);
+  return job;
+}
+
 void GangPlanner::finish_bind(const BindingPlan& plan, bool posted) {
   if (!posted || plan.job_id.empty()) return;
   std::lock_guard lock(mu_);

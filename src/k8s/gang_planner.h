@@ -70,6 +70,15 @@ struct MemberView {
   bool bound = false;
 };
 
+// A pod's place in its planned group, for the plugin build's Permit (kube/scheduler).
+struct MemberStatus {
+  std::string job_id;
+  int size = 0;    // members the group needs
+  int bound = 0;   // members bound so far
+  int slot = 0;    // this pod's slot (its rank block)
+  std::string node;
+};
+
 struct GroupView {
   std::string job_id;
   int size = 0;
@@ -90,6 +99,16 @@ class GangPlanner {
   Result<BindingPlan> prepare_bind(const ExtenderBindingArgs& args);
   // Records the outcome of posting the Binding (success marks the member bound).
   void finish_bind(const BindingPlan& plan, bool posted);
+  // The group the pod holds a slot in; kNotFound when it holds none (no GPUs, never filtered,
+  // or its reservation expired).
+  Result<MemberStatus> member_of(const ExtenderBindingArgs& pod);
+  // The plugin build's Unreserve: the pod's reservation did not complete (rejected at Permit,
+  // timed out there, or its bind failed). When no member of its group is bound, the whole
+  // group's GPUs are released (kube-scheduler rejects the waiting siblings too, and the next
+  // attempt plans again on the cluster as it is then); otherwise only the pod's claim on its
+  // slot is dropped and the slot's GPUs stay held for its retry. Returns the released job id,
+  // or empty.
+  std::string unreserve(const ExtenderBindingArgs& pod);
   // Releases reservations past their deadline; returns the released job ids.
   std::vector<std::string> expire();
   // Forgets a job (after its release through the service API).

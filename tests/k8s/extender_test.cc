@@ -29,10 +29,10 @@ struct ExtenderVerbsTest : ::testing::Test {
   }
 };
 
-TEST_F(ExtenderVerbsTest, VerbTableNamesTheFourVerbs) {
+TEST_F(ExtenderVerbsTest, VerbTableNamesTheExtenderAndPluginVerbs) {
   std::vector<std::string_view> names;
   for (const auto& v : extender_verbs()) names.push_back(v.name);
-  EXPECT_EQ(names, (std::vector<std::string_view>{"filter", "prioritize", "bind", "preempt"}));
+  EXPECT_EQ(names, (std::vector<std::string_view>{"filter", "prioritize", "bind", "preempt", "member", "unreserve"}));
 }
 
 TEST_F(ExtenderVerbsTest, BadBodiesGetTheDocumentedAnswers) {
@@ -46,6 +46,24 @@ TEST_F(ExtenderVerbsTest, BadBodiesGetTheDocumentedAnswers) {
   EXPECT_EQ(ext.prioritize("nope").status, 400);
   EXPECT_EQ(ext.preempt("{").status, 400);
   EXPECT_TRUE(nlohmann::json::parse(ext.preempt("{").body)["error"].contains("message"));
+  EXPECT_EQ(ext.member("{").status, 400);
+  EXPECT_EQ(ext.unreserve(R"({"PodName":"p"})").status, 400);  // no PodNamespace
+}
+
+TEST_F(ExtenderVerbsTest, MemberAndUnreserveAnswerJson) {
+  Extender ext(planner, std::nullopt);
+  ASSERT_EQ(ext.filter(args_for("p", 4)).status, 200);
+  auto m = ext.member(R"({"PodName":"p","PodNamespace":"ns","PodUID":"u-p","Node":""})");
+  ASSERT_EQ(m.status, 200) << m.body;
+  auto j = nlohmann::json::parse(m.body);
+  EXPECT_EQ(j["job"], "k8s:ns:pod:p");
+  EXPECT_EQ(j["size"], 1);
+  EXPECT_EQ(j["bound"], 0);
+  auto u = ext.unreserve(R"({"PodName":"p","PodNamespace":"ns","PodUID":"u-p","Node":""})");
+  EXPECT_EQ(nlohmann::json::parse(u.body)["released"], "k8s:ns:pod:p");
+  auto gone = ext.member(R"({"PodName":"p","PodNamespace":"ns","PodUID":"u-p","Node":""})");
+  EXPECT_EQ(gone.status, 404);
+  EXPECT_EQ(nlohmann::json::parse(gone.body)["error"]["code"], "not_found");
 }
 
 TEST_F(ExtenderVerbsTest, FilterThenBindWithoutApiServerSaysSo) {

@@ -104,6 +104,54 @@ TEST_F(GangPlannerTest, ReservationsExpireUnlessBound) {
   EXPECT_EQ(ledger.snapshot().total_free_gpus(), 48);  // b keeps its GPUs: a member is bound
 }
 
+TEST_F(GangPlannerTest, MemberOfAnswersThePodsGroupAsPlanned) {
+  filter(gpu_pod("g-0", 8, "g", 2));
+  filter(gpu_pod("g-1", 8, "g", 2));
+  auto m = planner.member_of({"g-1", "ml", "uid-g-1", ""});
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->job_id, "k8s:ml:g");
+  EXPECT_EQ(m->size, 2);
+  EXPECT_EQ(m->bound, 0);
+  EXPECT_EQ(m->slot, 1);
+  EXPECT_EQ(m->node, planner.groups()[0].members[1].node);
+  auto plan = planner.prepare_bind({"g-0", "ml", "uid-g-0", planner.groups()[0].members[0].node});
+  ASSERT_TRUE(plan);
+  planner.finish_bind(*plan, true);
+  EXPECT_EQ(planner.member_of({"g-1", "ml", "uid-g-1", ""})->bound, 1);
+  auto unknown = planner.member_of({"other", "ml", "uid-other", ""});
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(GangPlannerTest, UnreserveBeforeAnyBindReleasesTheWholeGroup) {
+  filter(gpu_pod("u-0", 8, "u", 3));
+  filter(gpu_pod("u-1", 8, "u", 3));
+  EXPECT_EQ(ledger.snapshot().total_free_gpus(), 40);
+  EXPECT_EQ(planner.unreserve({"u-1", "ml", "uid-u-1", ""}), "k8s:ml:u");
+  EXPECT_EQ(ledger.snapshot().total_free_gpus(), 64);
+  EXPECT_TRUE(planner.groups().empty());
+  EXPECT_FALSE(planner.member_of({"u-0", "ml", "uid-u-0", ""}));  // the sibling's slot went too
+  EXPECT_EQ(planner.unreserve({"u-0", "ml", "uid-u-0", ""}), "");  // nothing left: a no-op
+}
+
+TEST_F(GangPlannerTest, UnreserveAfterABindKeepsTheGroupAndFreesOnlyThePodsSlot) {
+  filter(gpu_pod("k-0", 8, "k", 2));
+  filter(gpu_pod("k-1", 8, "k", 2));
+  auto plan = planner.prepare_bind({"k-0", "ml", "uid-k-0", planner.groups()[0].members[0].node});
+  ASSERT_TRUE(plan);
+  planner.finish_bind(*plan, true);
+  EXPECT_EQ(planner.unreserve({"k-1", "ml", "uid-k-1", ""}), "");
+  EXPECT_EQ(ledger.snapshot().total_free_gpus(), 48);  // both slots' GPUs stay held
+  EXPECT_FALSE(planner.member_of({"k-1", "ml", "uid-k-1", ""}));
+  auto g = planner.groups();
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].members[1].pod, "");
+  // A new pod for the freed slot (the member recreated) takes it.
+  auto r = filter(gpu_pod("k-1", 8, "k", 2));
+  ASSERT_TRUE(r.node_names);
+  EXPECT_EQ(r.node_names->front(), g[0].members[1].node);
+}
+
 TEST_F(GangPlannerTest, BindToAnotherNodeIsRefused) {
   filter(gpu_pod("solo", 2));
   auto g = planner.groups();
