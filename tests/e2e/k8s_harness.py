@@ -15,6 +15,9 @@ bin directory). etcd is Debian's, started through etcd_harness.py (one member).
   the extender's urlPrefix replaced by the one given (a single parameter: where the extender
   verbs are served), nodeCacheCapable as asked, no leader election, the kubeconfig written
   here.
+  Or (start_scheduler(plugin=True)) the plugin build: build/kube/toposched-kube-scheduler
+  (TOPOSCHED_KUBE_SCHEDULER overrides it) with deploy/kubernetes/scheduler-plugin-config.yaml's
+  profile, the Toposched plugin's url replaced by the one given.
 - Nodes: add_nodes() creates Node objects (labels as given, kubernetes.io/hostname always)
   and sets their status through the status subresource: capacity and allocatable
   (nvidia.com/gpu, cpu, memory, pods) and Ready=True. Without kubelets a bound pod stays
@@ -205,6 +208,28 @@ def scheduler_config(extender_url: str, node_cache_capable: bool, kubeconfig: st
     return cfg
 
 
+PLUGIN_SCHEDULER = os.environ.get("TOPOSCHED_KUBE_SCHEDULER",
+                                  os.path.join(SOURCE_DIR, "build", "kube", "toposched-kube-scheduler"))
+
+
+def plugin_scheduler_config(serve_url: str, kubeconfig: str, permit_wait_s: Optional[int] = None) -> dict:
+    """deploy/kubernetes/scheduler-plugin-config.yaml's KubeSchedulerConfiguration with the
+    Toposched plugin's url set to serve_url (its address and --url-prefix), optionally
+    another permitWaitSeconds, the harness's kubeconfig and no leader election."""
+    with open(os.path.join(SOURCE_DIR, "deploy", "kubernetes", "scheduler-plugin-config.yaml")) as f:
+        cm = yaml.safe_load(f)
+    cfg = yaml.safe_load(cm["data"]["config.yaml"])
+    cfg["leaderElection"] = {"leaderElect": False}
+    cfg["clientConnection"] = {"kubeconfig": kubeconfig, "qps": 200, "burst": 400}
+    for profile in cfg["profiles"]:
+        for pc in profile.get("pluginConfig", []):
+            if pc["name"] == "Toposched":
+                pc["args"]["url"] = serve_url
+                if permit_wait_s is not None:
+                    pc["args"]["permitWaitSeconds"] = permit_wait_s
+    return cfg
+
+
 class ControlPlane(StartedByWith):
     """etcd + kube-apiserver + (unless scheduler=False) kube-scheduler; see the module
     docstring. extender_url: the urlPrefix of the extender verbs (None: no scheduler)."""
@@ -293,19 +318,30 @@ class ControlPlane(StartedByWith):
         self.apiserver = self._spawn("kube-apiserver", args)
 
     def start_scheduler(self, extender_url: Optional[str] = None,
-                        node_cache_capable: Optional[bool] = None) -> None:
-        """(Re)starts kube-scheduler, optionally with another extender URL or cache mode."""
+                        node_cache_capable: Optional[bool] = None, plugin: bool = False,
+                        permit_wait_s: Optional[int] = None) -> None:
+        """(Re)starts kube-scheduler, optionally with another extender URL or cache mode;
+        plugin=True: the plugin build instead, its Toposched plugin calling extender_url (a
+        test that asks for it fails, not skips, when the binary is missing)."""
         if extender_url is not None:
             self.extender_url = extender_url
         if node_cache_capable is not None:
             self.node_cache_capable = node_cache_capable
         self.stop_scheduler()
         config = os.path.join(self.dir, "scheduler-config.yaml")
+        if plugin:
+            if not os.access(PLUGIN_SCHEDULER, os.X_OK):
+                raise K8sHarnessError(f"{PLUGIN_SCHEDULER} is missing: scripts/build-kube builds it (make test does)")
+            cfg = plugin_scheduler_config(self.extender_url, self.kubeconfig, permit_wait_s)
+            binary = PLUGIN_SCHEDULER
+        else:
+            cfg = scheduler_config(self.extender_url, self.node_cache_capable, self.kubeconfig)
+            binary = os.path.join(self.bin, "kube-scheduler")
         with open(config, "w") as f:
-            yaml.safe_dump(scheduler_config(self.extender_url, self.node_cache_capable, self.kubeconfig), f)
+            yaml.safe_dump(cfg, f)
         self.scheduler_port = free_ports(1)[0]
         args = [
-            os.path.join(self.bin, "kube-scheduler"), f"--config={config}",
+            binary, f"--config={config}",
             "--bind-address=127.0.0.1", f"--secure-port={self.scheduler_port}",
             f"--cert-dir={self.dir}/scheduler-certs",
             f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",

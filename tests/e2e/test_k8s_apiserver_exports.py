@@ -35,7 +35,8 @@ KUEUE_CRDS = os.path.join(os.path.dirname(bin_dir()), "crds", "kueue")
 OTHER_CRDS = [os.path.join(crdv.CRDS, f) for f in ("volcano-hypernodes.yaml", "kai-topologies.yaml",
                                                   "volcano-hypernodes-validating.yaml")]
 DEPLOY_ORDER = ["namespace.yaml", "rbac.yaml", "configmap-cluster.yaml", "toposched.yaml", "networkpolicy.yaml",
-                "lifecycle.yaml", "scheduler-config.yaml", "kube-scheduler.yaml"]
+                "lifecycle.yaml", "scheduler-config.yaml", "kube-scheduler.yaml",
+                "scheduler-plugin-config.yaml", "kube-scheduler-plugin.yaml"]
 # The resource (plural.group) of each kind an export writes, for deleting them all at once.
 RESOURCES = {"HyperNode": "hypernodes", "Topology": "topologies", "ResourceFlavor": "resourceflavors"}
 

@@ -65,6 +65,35 @@ class DeployManifests(unittest.TestCase):
         self.assertEqual(len(rules), 1, rules)
         self.assertEqual(rules[0]["from"], [{"podSelector": {"matchLabels": scheduler_labels}}])
 
+    def test_plugin_build_configuration_matches_the_service_and_the_extender_profile(self):
+        """The plugin build (kube-scheduler-plugin.yaml) replaces the extender's scheduler:
+        the same profile name, labels and service account, and its Toposched plugin calls
+        the same address and prefix as the extender's urlPrefix; Toposched binds before
+        DefaultBinder (pods without GPUs)."""
+        ext_cfg = yaml.safe_load(load("scheduler-config.yaml")[0]["data"]["config.yaml"])
+        cfg = yaml.safe_load(load("scheduler-plugin-config.yaml")[0]["data"]["config.yaml"])
+        self.assertEqual(cfg["kind"], "KubeSchedulerConfiguration")
+        profile = cfg["profiles"][0]
+        self.assertEqual(profile["schedulerName"], ext_cfg["profiles"][0]["schedulerName"])
+        self.assertNotIn("extenders", cfg)
+        args = next(pc["args"] for pc in profile["pluginConfig"] if pc["name"] == "Toposched")
+        self.assertEqual(args["url"], ext_cfg["extenders"][0]["urlPrefix"])
+        plugins = profile["plugins"]
+        for point in ("preFilter", "reserve", "permit"):
+            self.assertIn({"name": "Toposched"}, plugins[point]["enabled"], point)
+        self.assertEqual(plugins["bind"]["enabled"], [{"name": "Toposched"}, {"name": "DefaultBinder"}])
+        self.assertEqual(plugins["bind"]["disabled"], [{"name": "DefaultBinder"}])
+        plugin_dep = load("kube-scheduler-plugin.yaml")[0]
+        ext_dep = load("kube-scheduler.yaml")[0]
+        self.assertEqual(plugin_dep["spec"]["template"]["metadata"]["labels"],
+                         ext_dep["spec"]["template"]["metadata"]["labels"])
+        self.assertEqual(plugin_dep["spec"]["template"]["spec"]["serviceAccountName"],
+                         ext_dep["spec"]["template"]["spec"]["serviceAccountName"])
+        volume = plugin_dep["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"]
+        self.assertEqual(volume, load("scheduler-plugin-config.yaml")[0]["metadata"]["name"])
+        self.assertEqual(plugin_dep["spec"]["template"]["spec"]["containers"][0]["command"][0],
+                         "toposched-kube-scheduler")
+
     def test_rbac_lets_toposched_create_bindings(self):
         rules = [d for d in load("rbac.yaml") if d["kind"] == "ClusterRole"][0]["rules"]
         self.assertTrue(any("pods/binding" in r["resources"] and "create" in r["verbs"] for r in rules))

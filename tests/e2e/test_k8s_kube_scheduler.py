@@ -147,6 +147,8 @@ def seeded_mix(seed):
 
 
 class KubeSchedulerEndToEnd(unittest.TestCase):
+    PLUGIN = False  # test_k8s_plugin.py: the same tests through the plugin build
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="toposched-k8s-e2e-")
@@ -195,7 +197,7 @@ class KubeSchedulerEndToEnd(unittest.TestCase):
         self.assertGreaterEqual(len(order) - oversized.size, 200)
         self.assertGreaterEqual(sum(1 for g in groups if g.family != "single"), 30)
         server = self.start_toposched(f"mode-{node_cache_capable}")
-        self.kube.start_scheduler(f"{server.url()}{PREFIX}", node_cache_capable)
+        self.kube.start_scheduler(f"{server.url()}{PREFIX}", node_cache_capable, plugin=self.PLUGIN)
         self.addCleanup(self.delete_all_pods)
         self.addCleanup(self.kube.stop_scheduler)
         for group, index in order:
@@ -277,7 +279,7 @@ class KubeSchedulerEndToEnd(unittest.TestCase):
         groups, oversized, order = seeded_mix(SEED + 1)
         port = free_ports(1)[0]
         server = self.start_toposched("kills", port)
-        self.kube.start_scheduler(f"http://127.0.0.1:{port}{PREFIX}", True)
+        self.kube.start_scheduler(f"http://127.0.0.1:{port}{PREFIX}", True, plugin=self.PLUGIN)
         self.addCleanup(self.delete_all_pods)
         self.addCleanup(self.kube.stop_scheduler)
         kills_at = {len(order) * k // 4 for k in (1, 2, 3)}

@@ -1,0 +1,309 @@
+// Package scheduler is toposched inside kube-scheduler: the Toposched plugin, registered
+// with app.NewSchedulerCommand(app.WithPlugin(...)) by cmd/toposched-kube-scheduler. It holds
+// no placement logic: every decision is a call to `toposched serve --k8s-extender`
+// (docs/kubernetes.md, "The plugin build"), the same planner the extender asks.
+//
+// Per GPU pod (pods without nvidia.com/gpu pass through: Skip):
+//   - PreFilter: the nodes the pod could run on regardless of GPUs held by toposched
+//     (schedulable, taints tolerated, required node affinity, requests fit) are offered to
+//     serve's filter verb, which plans the pod's whole group on the first member and holds
+//     its GPUs; the answer, the pod's planned node, is the PreFilterResult. The group not
+//     fitting: Unschedulable (retried on the next cluster event, as any unschedulable pod);
+//     serve down: an Error (retried with back-off). Nothing is held either way.
+//   - Permit: a member of a group of n waits until n members are bound or waiting here,
+//     then all are allowed together; after PermitWaitSeconds the waiting members are
+//     rejected and Unreserve gives everything back. A member that cannot be placed
+//     therefore binds no member of its group (which the extender cannot promise).
+//   - Unreserve: serve's unreserve verb releases the group when none of it is bound, and
+//     the waiting siblings are rejected so the group is planned again whole.
+//   - Bind: serve's bind verb posts the Binding with the toposched.io/gpus|ranks|rank|job
+//     annotations (the same bytes as the extender's bind).
+//
+// Thread-safety: kube-scheduler runs PreFilter and Permit on its scheduling goroutine and
+// Bind and Unreserve on binding goroutines; the plugin's only state, the job of each
+// waiting pod, is guarded by mu.
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+)
+
+// Name is the plugin's name in KubeSchedulerConfiguration.
+const Name = "Toposched"
+
+// GPUResource is the extended resource the plugin places.
+const GPUResource v1.ResourceName = "nvidia.com/gpu"
+
+// Args are the plugin's pluginConfig args.
+type Args struct {
+	// URL of serve's extender verbs: its address and --url-prefix, e.g.
+	// http://toposched.toposched.svc:7071/toposched. Required.
+	URL string `json:"url"`
+	// TimeoutSeconds bounds each call to serve (default 5).
+	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
+	// PermitWaitSeconds is how long a group's members wait at Permit for the rest (default
+	// 60; keep it below serve's --k8s-reservation-timeout, 300 s by default).
+	PermitWaitSeconds int `json:"permitWaitSeconds,omitempty"`
+}
+
+// Plugin is the Toposched plugin; see the package comment.
+type Plugin struct {
+	handle     fwk.Handle
+	serve      *client
+	permitWait time.Duration
+
+	mu       sync.Mutex
+	jobOfPod map[types.UID]string // waiting at Permit: the pod's job; guarded by mu
+}
+
+var (
+	_ fwk.PreFilterPlugin = &Plugin{}
+	_ fwk.ReservePlugin   = &Plugin{}
+	_ fwk.PermitPlugin    = &Plugin{}
+	_ fwk.BindPlugin      = &Plugin{}
+)
+
+// New is the plugin's factory for app.WithPlugin.
+func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	var args Args
+	if obj != nil {
+		if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
+			return nil, fmt.Errorf("%s args: %w", Name, err)
+		}
+	}
+	if args.URL == "" {
+		return nil, fmt.Errorf("%s args: url is required (toposched serve's address and --url-prefix, "+
+			"e.g. http://toposched.toposched.svc:7071/toposched)", Name)
+	}
+	if !strings.HasPrefix(args.URL, "http://") && !strings.HasPrefix(args.URL, "https://") {
+		return nil, fmt.Errorf("%s args: url %q: expected http://HOST:PORT/PREFIX", Name, args.URL)
+	}
+	if args.TimeoutSeconds < 0 || args.PermitWaitSeconds < 0 {
+		return nil, fmt.Errorf("%s args: timeoutSeconds and permitWaitSeconds must be >= 0", Name)
+	}
+	timeout, wait := 5*time.Second, 60*time.Second
+	if args.TimeoutSeconds > 0 {
+		timeout = time.Duration(args.TimeoutSeconds) * time.Second
+	}
+	if args.PermitWaitSeconds > 0 {
+		wait = time.Duration(args.PermitWaitSeconds) * time.Second
+	}
+	return &Plugin{handle: h, serve: newClient(args.URL, timeout), permitWait: wait,
+		jobOfPod: map[types.UID]string{}}, nil
+}
+
+// Name implements fwk.Plugin.
+func (p *Plugin) Name() string { return Name }
+
+// gpusOf is the pod's nvidia.com/gpu request (containers and init containers, as the
+// scheduler counts it).
+func gpusOf(pod *v1.Pod) int64 {
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	q, ok := req[GPUResource]
+	if !ok {
+		return 0
+	}
+	return q.Value()
+}
+
+// offerable: the node could take the pod as far as kube-scheduler's own state says, GPUs
+// held in toposched aside (serve knows those): schedulable, every NoSchedule/NoExecute taint
+// tolerated, required node affinity and nodeSelector matched, requests fitting.
+func offerable(logger klog.Logger, pod *v1.Pod, affinity nodeaffinity.RequiredNodeAffinity, info fwk.NodeInfo) bool {
+	node := info.Node()
+	if node == nil {
+		return false
+	}
+	if node.Spec.Unschedulable {
+		unschedulable := v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
+		if !corev1helpers.TolerationsTolerateTaint(logger, pod.Spec.Tolerations, &unschedulable, false) {
+			return false
+		}
+	}
+	noSchedule := func(t *v1.Taint) bool {
+		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+	}
+	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations,
+		noSchedule, false); untolerated {
+		return false
+	}
+	if ok, _ := affinity.Match(node); !ok {
+		return false
+	}
+	return len(noderesources.Fits(pod, info, nil, noderesources.ResourceRequestsOptions{})) == 0
+}
+
+// PreFilter plans the pod's group through serve and answers the pod's planned node.
+func (p *Plugin) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if gpusOf(pod) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	logger := klog.FromContext(ctx)
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	offer := make([]string, 0, len(nodes))
+	for _, info := range nodes {
+		if offerable(logger, pod, affinity, info) {
+			offer = append(offer, info.Node().Name)
+		}
+	}
+	if len(offer) == 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "no node can take the pod (schedulable, taints, affinity, requests)")
+	}
+	sort.Strings(offer) // the same offer for the same cluster, whatever the snapshot's order
+	res, err := p.serve.filter(ctx, pod, offer)
+	if err != nil {
+		// Serve down or slow: an Error, not Unschedulable, so the pod is retried with
+		// kube-scheduler's back-off (at most 10 s by default) rather than waiting for a cluster
+		// event that serve's return would not cause. Nothing is held.
+		return nil, fwk.AsStatus(err)
+	}
+	if res.Error != "" {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, res.Error)
+	}
+	if res.NodeNames == nil || len(*res.NodeNames) == 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, firstReason(res))
+	}
+	return &fwk.PreFilterResult{NodeNames: sets.New(*res.NodeNames...)}, nil
+}
+
+// firstReason: why serve left every node out (one reason for every node when a group cannot
+// be placed whole), from the first node in name order.
+func firstReason(res *extenderv1.ExtenderFilterResult) string {
+	for _, failed := range []extenderv1.FailedNodesMap{res.FailedAndUnresolvableNodes, res.FailedNodes} {
+		names := make([]string, 0, len(failed))
+		for n := range failed {
+			names = append(names, n)
+		}
+		if len(names) > 0 {
+			sort.Strings(names)
+			return failed[names[0]]
+		}
+	}
+	return "toposched: no node for the pod"
+}
+
+// PreFilterExtensions implements fwk.PreFilterPlugin (none: the plan does not change when
+// the preemption dry run adds or removes a pod).
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Reserve implements fwk.ReservePlugin: serve holds the GPUs from PreFilter on.
+func (p *Plugin) Reserve(context.Context, fwk.CycleState, *v1.Pod, string) *fwk.Status { return nil }
+
+// Unreserve gives back what the pod's attempt held and rejects its waiting siblings when
+// the whole group was released.
+func (p *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node string) {
+	if gpusOf(pod) == 0 {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	p.mu.Lock()
+	delete(p.jobOfPod, pod.UID)
+	p.mu.Unlock()
+	released, err := p.serve.unreserve(ctx, pod, node)
+	if err != nil {
+		// The reservation then expires in serve (--k8s-reservation-timeout).
+		logger.Error(err, "toposched unreserve failed", "pod", klog.KObj(pod))
+		return
+	}
+	if released == "" {
+		return
+	}
+	logger.V(2).Info("toposched released the group of an unreserved pod", "pod", klog.KObj(pod), "job", released)
+	for _, uid := range p.waitingOf(released) {
+		if wp := p.handle.GetWaitingPod(uid); wp != nil {
+			wp.Reject(Name, fmt.Sprintf("toposched: a member of %s was unreserved; the group is planned again", released))
+		}
+	}
+}
+
+// waitingOf lists the pods waiting at Permit for `job`.
+func (p *Plugin) waitingOf(job string) []types.UID {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []types.UID
+	for uid, j := range p.jobOfPod {
+		if j == job {
+			out = append(out, uid)
+		}
+	}
+	return out
+}
+
+// Permit holds a member until its whole group is bound or waiting.
+func (p *Plugin) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node string) (*fwk.Status, time.Duration) {
+	if gpusOf(pod) == 0 {
+		return nil, 0
+	}
+	m, err := p.serve.member(ctx, pod, node)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error()), 0
+	}
+	if m.Node != node {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("toposched planned the pod on %s, not %s", m.Node, node)), 0
+	}
+	if m.Size <= 1 {
+		return nil, 0
+	}
+	waiting := p.waitingOf(m.Job)
+	if m.Bound+len(waiting)+1 < m.Size {
+		p.mu.Lock()
+		p.jobOfPod[pod.UID] = m.Job
+		p.mu.Unlock()
+		klog.FromContext(ctx).V(2).Info("toposched: member waits for its group", "pod", klog.KObj(pod), "job", m.Job,
+			"bound", m.Bound, "waiting", len(waiting)+1, "size", m.Size)
+		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting for the rest of %s", m.Job)), p.permitWait
+	}
+	for _, uid := range waiting {
+		if wp := p.handle.GetWaitingPod(uid); wp != nil {
+			wp.Allow(Name)
+		}
+	}
+	p.mu.Lock()
+	for _, uid := range waiting {
+		delete(p.jobOfPod, uid)
+	}
+	p.mu.Unlock()
+	return nil, 0
+}
+
+// Bind has serve post the Binding with toposched's annotations; pods without GPUs go to
+// the next bind plugin (DefaultBinder).
+func (p *Plugin) Bind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
+	if gpusOf(pod) == 0 {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	// Serve binds a pod it holds no slot for as a plain Binding (the extender's bind verb
+	// also gets the pods without GPUs). A GPU pod whose reservation serve lost (it
+	// restarted between this pod's PreFilter and its bind, or the reservation expired) must
+	// not be bound without its GPUs: an Error makes kube-scheduler unreserve and schedule it
+	// again, and its next PreFilter finds the group serve restored from its store.
+	m, err := p.serve.member(ctx, pod, node)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if m.Node != node {
+		return fwk.AsStatus(fmt.Errorf("toposched planned the pod on %s, not %s", m.Node, node))
+	}
+	if err := p.serve.bind(ctx, pod, node); err != nil {
+		return fwk.AsStatus(err)
+	}
+	return nil
+}
