@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Scheduling throughput of the real kube-scheduler on 1,000 fake DGX H100 nodes, without and
-with toposched's extender, in one run (issue 30, acceptance 6; docs/performance.md).
+with toposched's extender, and of the plugin build (toposched-kube-scheduler), in one run
+(issue 30, acceptance 6; issue 31, acceptance 4; docs/performance.md).
 
     bench/k8s/scheduler-throughput.py build/release/toposched [--pods 2000] [--nodes 1000]
 
@@ -10,7 +11,9 @@ the labels `toposched export --to k8s-labels` writes. Each run creates --pods si
 of one GPU from 4 client threads and measures, from the first create to the last pod with
 spec.nodeName, the pods bound per second: first with deploy/kubernetes/scheduler-config.yaml's
 profile without its extender, then with it (nodeCacheCapable: true, a fresh
-`toposched serve --k8s-extender`). Everything it starts is stopped by PID."""
+`toposched serve --k8s-extender`), then the plugin build with
+deploy/kubernetes/scheduler-plugin-config.yaml's profile against another fresh `serve`
+(--no-plugin skips it). Everything it starts is stopped by PID."""
 import argparse
 import os
 import sys
@@ -79,6 +82,7 @@ def main():
     ap.add_argument("binary")
     ap.add_argument("--pods", type=int, default=2000)
     ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--no-plugin", action="store_true", help="skip the plugin build's run")
     a = ap.parse_args()
     os.environ["TOPOSCHED"] = os.path.abspath(a.binary)
     from k8s_harness import SCHEDULER_NAME, ControlPlane, topology_labels  # noqa: E402
@@ -100,6 +104,17 @@ def main():
             kube.start_scheduler(f"{serve.url()}{PREFIX}", True)
             rate, elapsed, created = run(kube, SCHEDULER_NAME, a.pods, "ext")
             print(f"with the extender (nodeCacheCapable): {a.pods} pods bound in {elapsed:.1f} s: "
+                  f"{rate:.1f} pods/s (all created after {created:.1f} s)")
+        kube.stop_scheduler()
+        if a.no_plugin:
+            return
+        delete_all(kube)
+        with Server(cluster, "sqlite:" + os.path.join(d, "bench-plugin.db"), d,
+                    ["--k8s-extender", "--url-prefix", PREFIX, "--k8s-api", kube.url(),
+                     "--k8s-token-file", kube.token_file, "--k8s-ca-file", kube.ca_file]) as serve:
+            kube.start_scheduler(f"{serve.url()}{PREFIX}", True, plugin=True)
+            rate, elapsed, created = run(kube, SCHEDULER_NAME, a.pods, "plugin")
+            print(f"plugin build (toposched-kube-scheduler): {a.pods} pods bound in {elapsed:.1f} s: "
                   f"{rate:.1f} pods/s (all created after {created:.1f} s)")
         kube.stop_scheduler()
 
