@@ -15,8 +15,8 @@ import (
 )
 
 // client calls the verbs `toposched serve --k8s-extender` installs under its URL prefix
-// (docs/kubernetes.md): filter and bind, which the extender uses too, and member and
-// unreserve, which only this plugin uses. One keep-alive connection pool; every call has
+// (docs/kubernetes.md): bind, which the extender uses too, and plan (filter + member),
+// member and unreserve, which only this plugin uses. One keep-alive connection pool; every call has
 // the configured time-out. Safe for concurrent use.
 type client struct {
 	base string // e.g. http://127.0.0.1:7071/toposched
@@ -74,10 +74,18 @@ func bindingArgs(pod *v1.Pod, node string) extenderv1.ExtenderBindingArgs {
 	return extenderv1.ExtenderBindingArgs{PodName: pod.Name, PodNamespace: pod.Namespace, PodUID: pod.UID, Node: node}
 }
 
-// filter asks serve to plan the pod's group within `offer` and answers the pod's node.
-func (c *client) filter(ctx context.Context, pod *v1.Pod, offer []string) (*extenderv1.ExtenderFilterResult, error) {
-	var out extenderv1.ExtenderFilterResult
-	_, err := c.post(ctx, "filter", extenderv1.ExtenderArgs{Pod: pod, NodeNames: &offer}, &out)
+// planned is serve's answer to the plan verb: the filter verb's answer and the pod's group
+// (nil when the pod got no node).
+type planned struct {
+	Filter extenderv1.ExtenderFilterResult `json:"Filter"`
+	Member *member                         `json:"Member"`
+}
+
+// plan asks serve to plan the pod's group within `offer` (the filter verb) and answers the
+// pod's node and group in one round trip.
+func (c *client) plan(ctx context.Context, pod *v1.Pod, offer []string) (*planned, error) {
+	var out planned
+	_, err := c.post(ctx, "plan", extenderv1.ExtenderArgs{Pod: pod, NodeNames: &offer}, &out)
 	return &out, err
 }
 

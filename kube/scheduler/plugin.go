@@ -6,11 +6,11 @@
 // Per GPU pod (pods without nvidia.com/gpu pass through: Skip):
 //   - PreFilter: the nodes the pod could run on regardless of GPUs held by toposched
 //     (schedulable, taints tolerated, required node affinity, requests fit) are offered to
-//     serve's filter verb, which plans the pod's whole group on the first member and holds
+//     serve's plan verb (its filter verb, plus the pod's group as planned), which plans the pod's whole group on the first member and holds
 //     its GPUs; the answer, the pod's planned node, is the PreFilterResult. The group not
 //     fitting: Unschedulable (retried on the next cluster event, as any unschedulable pod);
 //     serve down: an Error (retried with back-off). Nothing is held either way.
-//   - Permit: a member of a group of n waits until n members are bound or waiting here,
+//   - Permit: a pod alone passes; a member of a group of n waits until n members are bound or waiting here,
 //     then all are allowed together; after PermitWaitSeconds the waiting members are
 //     rejected and Unreserve gives everything back. A member that cannot be placed
 //     therefore binds no member of its group (which the extender cannot promise).
@@ -42,7 +42,6 @@ import (
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
@@ -124,10 +123,64 @@ func gpusOf(pod *v1.Pod) int64 {
 	return q.Value()
 }
 
+// podRequest is the pod's resource request, computed once per PreFilter (component-helpers'
+// PodRequests, as kube-scheduler counts it). noderesources.Fits would recompute it for every
+// node: 2.7 ms on 1,000 nodes, a quarter of the plugin's PreFilter. NodeResourcesFit still
+// filters the planned node exactly.
+type podRequest struct {
+	milliCPU, memory, ephemeral int64
+	scalar                      map[v1.ResourceName]int64
+}
+
+func requestOf(pod *v1.Pod) podRequest {
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	r := podRequest{scalar: map[v1.ResourceName]int64{}}
+	for name, q := range req {
+		switch name {
+		case v1.ResourceCPU:
+			r.milliCPU = q.MilliValue()
+		case v1.ResourceMemory:
+			r.memory = q.Value()
+		case v1.ResourceEphemeralStorage:
+			r.ephemeral = q.Value()
+		default:
+			if q.Value() > 0 {
+				r.scalar[name] = q.Value()
+			}
+		}
+	}
+	return r
+}
+
+// fits: the node's allocatable less what its pods request leaves room for the pod.
+func (r podRequest) fits(info fwk.NodeInfo) bool {
+	alloc, used := info.GetAllocatable(), info.GetRequested()
+	if len(info.GetPods())+1 > alloc.GetAllowedPodNumber() {
+		return false
+	}
+	if r.milliCPU > 0 && r.milliCPU > alloc.GetMilliCPU()-used.GetMilliCPU() {
+		return false
+	}
+	if r.memory > 0 && r.memory > alloc.GetMemory()-used.GetMemory() {
+		return false
+	}
+	if r.ephemeral > 0 && r.ephemeral > alloc.GetEphemeralStorage()-used.GetEphemeralStorage() {
+		return false
+	}
+	free, taken := alloc.GetScalarResources(), used.GetScalarResources()
+	for name, want := range r.scalar {
+		if want > free[name]-taken[name] {
+			return false
+		}
+	}
+	return true
+}
+
 // offerable: the node could take the pod as far as kube-scheduler's own state says, GPUs
 // held in toposched aside (serve knows those): schedulable, every NoSchedule/NoExecute taint
 // tolerated, required node affinity and nodeSelector matched, requests fitting.
-func offerable(logger klog.Logger, pod *v1.Pod, affinity nodeaffinity.RequiredNodeAffinity, info fwk.NodeInfo) bool {
+func offerable(logger klog.Logger, pod *v1.Pod, affinity nodeaffinity.RequiredNodeAffinity, req podRequest,
+	info fwk.NodeInfo) bool {
 	node := info.Node()
 	if node == nil {
 		return false
@@ -138,29 +191,33 @@ func offerable(logger klog.Logger, pod *v1.Pod, affinity nodeaffinity.RequiredNo
 			return false
 		}
 	}
-	noSchedule := func(t *v1.Taint) bool {
-		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
-	}
-	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations,
-		noSchedule, false); untolerated {
-		return false
+	if len(node.Spec.Taints) > 0 {
+		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logger, node.Spec.Taints, pod.Spec.Tolerations,
+			noScheduleTaint, false); untolerated {
+			return false
+		}
 	}
 	if ok, _ := affinity.Match(node); !ok {
 		return false
 	}
-	return len(noderesources.Fits(pod, info, nil, noderesources.ResourceRequestsOptions{})) == 0
+	return req.fits(info)
+}
+
+func noScheduleTaint(t *v1.Taint) bool {
+	return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
 }
 
 // PreFilter plans the pod's group through serve and answers the pod's planned node.
-func (p *Plugin) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if gpusOf(pod) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	logger := klog.FromContext(ctx)
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	req := requestOf(pod)
 	offer := make([]string, 0, len(nodes))
 	for _, info := range nodes {
-		if offerable(logger, pod, affinity, info) {
+		if offerable(logger, pod, affinity, req, info) {
 			offer = append(offer, info.Node().Name)
 		}
 	}
@@ -168,21 +225,33 @@ func (p *Plugin) PreFilter(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, n
 		return nil, fwk.NewStatus(fwk.Unschedulable, "no node can take the pod (schedulable, taints, affinity, requests)")
 	}
 	sort.Strings(offer) // the same offer for the same cluster, whatever the snapshot's order
-	res, err := p.serve.filter(ctx, pod, offer)
+	answer, err := p.serve.plan(ctx, pod, offer)
 	if err != nil {
 		// Serve down or slow: an Error, not Unschedulable, so the pod is retried with
 		// kube-scheduler's back-off (at most 10 s by default) rather than waiting for a cluster
 		// event that serve's return would not cause. Nothing is held.
 		return nil, fwk.AsStatus(err)
 	}
+	res := &answer.Filter
 	if res.Error != "" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, res.Error)
 	}
 	if res.NodeNames == nil || len(*res.NodeNames) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, firstReason(res))
 	}
+	if answer.Member != nil && state != nil {
+		state.Write(memberKey, &plannedMember{*answer.Member})
+	}
 	return &fwk.PreFilterResult{NodeNames: sets.New(*res.NodeNames...)}, nil
 }
+
+// memberKey: the pod's group as serve planned it at PreFilter, read at Permit (one call to
+// serve less in kube-scheduler's serial scheduling cycle).
+const memberKey fwk.StateKey = Name + "/member"
+
+type plannedMember struct{ member }
+
+func (m *plannedMember) Clone() fwk.StateData { c := *m; return &c }
 
 // firstReason: why serve left every node out (one reason for every node when a group cannot
 // be placed whole), from the first node in name order.
@@ -248,11 +317,11 @@ func (p *Plugin) waitingOf(job string) []types.UID {
 }
 
 // Permit holds a member until its whole group is bound or waiting.
-func (p *Plugin) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node string) (*fwk.Status, time.Duration) {
+func (p *Plugin) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) (*fwk.Status, time.Duration) {
 	if gpusOf(pod) == 0 {
 		return nil, 0
 	}
-	m, err := p.serve.member(ctx, pod, node)
+	m, err := p.memberAtPermit(ctx, state, pod, node)
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error()), 0
 	}
@@ -282,6 +351,18 @@ func (p *Plugin) Permit(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node
 	}
 	p.mu.Unlock()
 	return nil, 0
+}
+
+// memberAtPermit: the group PreFilter learnt in this cycle, else (no state) serve's answer now.
+func (p *Plugin) memberAtPermit(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) (*member, error) {
+	if state != nil {
+		if data, err := state.Read(memberKey); err == nil {
+			if m, ok := data.(*plannedMember); ok {
+				return &m.member, nil
+			}
+		}
+	}
+	return p.serve.member(ctx, pod, node)
 }
 
 // Bind has serve post the Binding with toposched's annotations; pods without GPUs go to

@@ -73,10 +73,10 @@ func TestPreFilterSkipsPodsWithoutGPUs(t *testing.T) {
 	}
 }
 
-// A fake serve's filter verb: records the offer, answers the first offered node.
+// A fake serve's plan verb: records the offer and answers `answer` as its Filter part.
 func fakeServe(t *testing.T, offered *[]string, answer func([]string) extenderv1.ExtenderFilterResult) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/toposched/filter" {
+		if r.URL.Path != "/toposched/plan" {
 			http.NotFound(w, r)
 			return
 		}
@@ -86,7 +86,7 @@ func fakeServe(t *testing.T, offered *[]string, answer func([]string) extenderv1
 			return
 		}
 		*offered = *args.NodeNames
-		_ = json.NewEncoder(w).Encode(answer(*args.NodeNames))
+		_ = json.NewEncoder(w).Encode(planned{Filter: answer(*args.NodeNames)})
 	}))
 }
 
@@ -141,7 +141,7 @@ func TestPreFilterWithServeDownIsAnErrorSoThePodIsRetriedWithBackOff(t *testing.
 	serve.Close() // nothing listens there now
 	p := newPlugin(t, url+"/toposched")
 	_, status := p.PreFilter(context.Background(), nil, gpuPod("train-0", 8), []fwk.NodeInfo{node("n1", nil)})
-	if status.Code() != fwk.Error || !strings.Contains(status.Message(), "toposched filter") {
+	if status.Code() != fwk.Error || !strings.Contains(status.Message(), "toposched plan") {
 		t.Fatalf("status %v, want Error naming the verb", status)
 	}
 }

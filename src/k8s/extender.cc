@@ -1,5 +1,6 @@
 #include "k8s/extender.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace toposched::k8s {
@@ -71,14 +72,28 @@ Result<ExtenderBindingArgs> plugin_pod(std::string_view body) {
 }
 }  // namespace
 
+namespace {
+nlohmann::json member_json(const MemberStatus& m) {
+  return {{"job", m.job_id}, {"size", m.size}, {"bound", m.bound}, {"slot", m.slot}, {"node", m.node}};
+}
+}  // namespace
+
 ExtenderReply Extender::member(std::string_view body) {
   auto args = plugin_pod(body);
   if (!args) return bad_request(args.error());
   auto m = planner_.member_of(*args);
   if (!m) return {404, nlohmann::json{{"error", {{"code", "not_found"}, {"message", m.error().message}}}}.dump()};
-  return {200, nlohmann::json{{"job", m->job_id}, {"size", m->size}, {"bound", m->bound}, {"slot", m->slot},
-                              {"node", m->node}}
-                   .dump()};
+  return {200, member_json(*m).dump()};
+}
+
+ExtenderReply Extender::plan(std::string_view body) {
+  ExtenderReply filtered = filter(body);
+  std::string member = "null";
+  if (auto args = decode_extender_args(body); args && args->pod) {
+    const Pod& pod = *args->pod;
+    if (auto m = planner_.member_of({pod.name, pod.namespace_name, pod.uid, ""}); m) member = member_json(*m).dump();
+  }
+  return {200, fmt::format(R"({{"Filter":{},"Member":{}}})", filtered.body, member)};
 }
 
 ExtenderReply Extender::unreserve(std::string_view body) {
@@ -95,6 +110,7 @@ const std::vector<ExtenderVerb>& extender_verbs() {
        &Extender::bind},
       {"preempt", "ExtenderPreemptionArgs -> ExtenderPreemptionResult: victims freeing a whole placement",
        &Extender::preempt},
+      {"plan", "ExtenderArgs -> {Filter, Member}: filter and member in one call (plugin build)", &Extender::plan},
       {"member", "ExtenderBindingArgs -> {job,size,bound,slot,node}: the pod's planned group (plugin build)",
        &Extender::member},
       {"unreserve", "ExtenderBindingArgs -> {released}: frees what a failed attempt held (plugin build)",

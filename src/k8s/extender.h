@@ -38,6 +38,10 @@ class Extender {
   // ({"job","size","bound","slot","node"}; 404 when toposched holds no slot for it),
   // `unreserve` gives back what the pod's failed attempt held ({"released": job or ""}).
   ExtenderReply member(std::string_view body);
+  // `plan`: filter and member in one call, for the plugin's PreFilter (one round trip in
+  // kube-scheduler's serial scheduling cycle): ExtenderArgs -> {"Filter": ExtenderFilterResult,
+  // "Member": {job,size,bound,slot,node} or null when the pod got no node or has no GPUs}.
+  ExtenderReply plan(std::string_view body);
   ExtenderReply unreserve(std::string_view body);
 
   GangPlanner& planner() { return planner_; }

@@ -32,7 +32,7 @@ struct ExtenderVerbsTest : ::testing::Test {
 TEST_F(ExtenderVerbsTest, VerbTableNamesTheExtenderAndPluginVerbs) {
   std::vector<std::string_view> names;
   for (const auto& v : extender_verbs()) names.push_back(v.name);
-  EXPECT_EQ(names, (std::vector<std::string_view>{"filter", "prioritize", "bind", "preempt", "member", "unreserve"}));
+  EXPECT_EQ(names, (std::vector<std::string_view>{"filter", "prioritize", "bind", "preempt", "plan", "member", "unreserve"}));
 }
 
 TEST_F(ExtenderVerbsTest, BadBodiesGetTheDocumentedAnswers) {
@@ -48,6 +48,19 @@ TEST_F(ExtenderVerbsTest, BadBodiesGetTheDocumentedAnswers) {
   EXPECT_TRUE(nlohmann::json::parse(ext.preempt("{").body)["error"].contains("message"));
   EXPECT_EQ(ext.member("{").status, 400);
   EXPECT_EQ(ext.unreserve(R"({"PodName":"p"})").status, 400);  // no PodNamespace
+}
+
+TEST_F(ExtenderVerbsTest, PlanIsFilterAndMemberInOneAnswer) {
+  Extender ext(planner, std::nullopt);
+  auto p = ext.plan(args_for("q", 4));
+  ASSERT_EQ(p.status, 200);
+  auto j = nlohmann::json::parse(p.body);
+  ASSERT_EQ(j["Filter"]["NodeNames"].size(), 1u);
+  EXPECT_EQ(j["Member"]["job"], "k8s:ns:pod:q");
+  EXPECT_EQ(j["Member"]["node"], j["Filter"]["NodeNames"][0]);
+  auto bad = nlohmann::json::parse(ext.plan("{\"Pod\":").body);
+  EXPECT_FALSE(bad["Filter"]["Error"].get<std::string>().empty());
+  EXPECT_TRUE(bad["Member"].is_null());
 }
 
 TEST_F(ExtenderVerbsTest, MemberAndUnreserveAnswerJson) {
