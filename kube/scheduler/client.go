@@ -38,6 +38,14 @@ type member struct {
 	Node  string `json:"node"`
 }
 
+// plannedOn: nil when serve planned the pod on `node`.
+func (m *member) plannedOn(node string) error {
+	if m.Node != node {
+		return fmt.Errorf("toposched planned the pod on %s, not %s", m.Node, node)
+	}
+	return nil
+}
+
 // errNoSlot: serve holds nothing for the pod (its reservation expired, or was released).
 var errNoSlot = fmt.Errorf("toposched holds no reservation for the pod")
 

@@ -112,17 +112,6 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 // Name implements fwk.Plugin.
 func (p *Plugin) Name() string { return Name }
 
-// gpusOf is the pod's nvidia.com/gpu request (containers and init containers, as the
-// scheduler counts it).
-func gpusOf(pod *v1.Pod) int64 {
-	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	q, ok := req[GPUResource]
-	if !ok {
-		return 0
-	}
-	return q.Value()
-}
-
 // podRequest is the pod's resource request, computed once per PreFilter (component-helpers'
 // PodRequests, as kube-scheduler counts it). noderesources.Fits would recompute it for every
 // node: 2.7 ms on 1,000 nodes, a quarter of the plugin's PreFilter. NodeResourcesFit still
@@ -151,6 +140,10 @@ func requestOf(pod *v1.Pod) podRequest {
 	}
 	return r
 }
+
+// gpusOf is the pod's nvidia.com/gpu request (containers and init containers, as the
+// scheduler counts it).
+func gpusOf(pod *v1.Pod) int64 { return requestOf(pod).scalar[GPUResource] }
 
 // fits: the node's allocatable less what its pods request leaves room for the pod.
 func (r podRequest) fits(info fwk.NodeInfo) bool {
@@ -209,12 +202,12 @@ func noScheduleTaint(t *v1.Taint) bool {
 
 // PreFilter plans the pod's group through serve and answers the pod's planned node.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if gpusOf(pod) == 0 {
+	req := requestOf(pod)
+	if req.scalar[GPUResource] == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	logger := klog.FromContext(ctx)
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
-	req := requestOf(pod)
 	offer := make([]string, 0, len(nodes))
 	for _, info := range nodes {
 		if offerable(logger, pod, affinity, req, info) {
@@ -325,8 +318,8 @@ func (p *Plugin) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error()), 0
 	}
-	if m.Node != node {
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("toposched planned the pod on %s, not %s", m.Node, node)), 0
+	if err := m.plannedOn(node); err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error()), 0
 	}
 	if m.Size <= 1 {
 		return nil, 0
@@ -380,8 +373,8 @@ func (p *Plugin) Bind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node s
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if m.Node != node {
-		return fwk.AsStatus(fmt.Errorf("toposched planned the pod on %s, not %s", m.Node, node))
+	if err := m.plannedOn(node); err != nil {
+		return fwk.AsStatus(err)
 	}
 	if err := p.serve.bind(ctx, pod, node); err != nil {
 		return fwk.AsStatus(err)

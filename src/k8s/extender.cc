@@ -14,15 +14,16 @@ ExtenderReply bad_request(const Error& e) {
 
 }  // namespace
 
-ExtenderReply Extender::filter(std::string_view body) {
-  auto args = decode_extender_args(body);
+ExtenderFilterResult Extender::filter_decoded(const Result<ExtenderArgs>& args) {
   if (!args) {
     ExtenderFilterResult r;
     r.error = "toposched: " + args.error().to_string();
-    return {200, encode(r)};
+    return r;
   }
-  return {200, encode(planner_.filter(*args))};
+  return planner_.filter(*args);
 }
+
+ExtenderReply Extender::filter(std::string_view body) { return {200, encode(filter_decoded(decode_extender_args(body)))}; }
 
 ExtenderReply Extender::prioritize(std::string_view body) {
   auto args = decode_extender_args(body);
@@ -70,9 +71,7 @@ Result<ExtenderBindingArgs> plugin_pod(std::string_view body) {
     return make_error(ErrorCode::kInvalidArgument, "the body needs PodName and PodNamespace (ExtenderBindingArgs)");
   return args;
 }
-}  // namespace
 
-namespace {
 nlohmann::json member_json(const MemberStatus& m) {
   return {{"job", m.job_id}, {"size", m.size}, {"bound", m.bound}, {"slot", m.slot}, {"node", m.node}};
 }
@@ -87,13 +86,14 @@ ExtenderReply Extender::member(std::string_view body) {
 }
 
 ExtenderReply Extender::plan(std::string_view body) {
-  ExtenderReply filtered = filter(body);
+  auto args = decode_extender_args(body);  // once: the pod and up to every node's name
+  const std::string filtered = encode(filter_decoded(args));
   std::string member = "null";
-  if (auto args = decode_extender_args(body); args && args->pod) {
+  if (args && args->pod) {
     const Pod& pod = *args->pod;
     if (auto m = planner_.member_of({pod.name, pod.namespace_name, pod.uid, ""}); m) member = member_json(*m).dump();
   }
-  return {200, fmt::format(R"({{"Filter":{},"Member":{}}})", filtered.body, member)};
+  return {200, fmt::format(R"({{"Filter":{},"Member":{}}})", filtered, member)};
 }
 
 ExtenderReply Extender::unreserve(std::string_view body) {

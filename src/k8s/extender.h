@@ -47,6 +47,9 @@ class Extender {
   GangPlanner& planner() { return planner_; }
 
  private:
+  // filter's answer for a decoded (or undecodable) body: shared by filter and plan.
+  ExtenderFilterResult filter_decoded(const Result<ExtenderArgs>& args);
+
   GangPlanner& planner_;
   std::optional<BindingClient> api_;
 };
@@ -57,7 +60,7 @@ struct ExtenderVerb {
   ExtenderReply (Extender::*handle)(std::string_view body);
 };
 
-// filter, prioritize, bind, preempt; member and unreserve (the plugin build's).
+// filter, prioritize, bind, preempt; plan, member and unreserve (the plugin build's).
 const std::vector<ExtenderVerb>& extender_verbs();
 
 }  // namespace toposched::k8s

@@ -22,9 +22,20 @@ std::string job_id_for(const Pod& pod, const std::optional<GangInfo>& gang) {
   return gang ? fmt::format("k8s:{}:{}", ns, gang->name) : fmt::format("k8s:{}:pod:{}", ns, pod.name);
 }
 
-std::string pod_key(const Pod& pod) {
-  return pod.uid.empty() ? fmt::format("{}/{}", pod.namespace_name, pod.name) : pod.uid;
+namespace {
+
+// The planner's key for a pod: its uid, or namespace/name when it has none.
+std::string key_of(const std::string& uid, const std::string& ns, const std::string& name) {
+  return uid.empty() ? fmt::format("{}/{}", ns, name) : uid;
 }
+
+std::string binding_pod_key(const ExtenderBindingArgs& pod) {
+  return key_of(pod.pod_uid, pod.pod_namespace, pod.pod_name);
+}
+
+}  // namespace
+
+std::string pod_key(const Pod& pod) { return key_of(pod.uid, pod.namespace_name, pod.name); }
 
 namespace {
 
@@ -114,8 +125,7 @@ std::vector<std::string> GangPlanner::expire_locked(std::int64_t now) {
   std::vector<std::string> released;
   for (auto it = groups_.begin(); it != groups_.end();) {
     Group& g = it->second;
-    const bool any_bound = std::any_of(g.members.begin(), g.members.end(), [](const Member& m) { return m.bound; });
-    if (any_bound || now < g.deadline_ms) {
+    if (g.bound_count() > 0 || now < g.deadline_ms) {
       ++it;
       continue;
     }
@@ -321,8 +331,7 @@ Result<BindingPlan> GangPlanner::prepare_bind(const ExtenderBindingArgs& args) {
   std::lock_guard lock(mu_);
   expire_locked(clock_());
   BindingPlan plan{args.pod_name, args.pod_namespace, args.pod_uid, args.node, {}, {}};
-  std::string key = args.pod_uid.empty() ? fmt::format("{}/{}", args.pod_namespace, args.pod_name) : args.pod_uid;
-  auto it = slot_of_pod_.find(key);
+  auto it = slot_of_pod_.find(binding_pod_key(args));
   if (it == slot_of_pod_.end()) return plan;  // not a pod toposched placed (no GPUs): a plain Binding
   const Group& g = groups_.at(it->second.first);
   const Member& m = g.members[it->second.second];
@@ -339,12 +348,6 @@ Result<BindingPlan> GangPlanner::prepare_bind(const ExtenderBindingArgs& args) {
   return plan;
 }
 
-namespace {
-std::string binding_pod_key(const ExtenderBindingArgs& pod) {
-  return pod.pod_uid.empty() ? fmt::format("{}/{}", pod.pod_namespace, pod.pod_name) : pod.pod_uid;
-}
-}  // namespace
-
 Result<MemberStatus> GangPlanner::member_of(const ExtenderBindingArgs& pod) {
   std::lock_guard lock(mu_);
   expire_locked(clock_());
@@ -353,9 +356,7 @@ Result<MemberStatus> GangPlanner::member_of(const ExtenderBindingArgs& pod) {
     return make_error(ErrorCode::kNotFound, fmt::format("toposched holds no slot for pod {}/{}", pod.pod_namespace,
                                                         pod.pod_name));
   const Group& g = groups_.at(it->second.first);
-  const int bound = static_cast<int>(std::count_if(g.members.begin(), g.members.end(),
-                                                   [](const Member& m) { return m.bound; }));
-  return MemberStatus{g.job_id, g.size, bound, it->second.second,
+  return MemberStatus{g.job_id, g.size, g.bound_count(), it->second.second,
                       ledger_.cluster().node_name(g.members[it->second.second].node)};
 }
 
@@ -366,8 +367,7 @@ std::string GangPlanner::unreserve(const ExtenderBindingArgs& pod) {
   auto g = groups_.find(it->second.first);
   if (g == groups_.end()) return {};
   Group& group = g->second;
-  const bool any_bound = std::any_of(group.members.begin(), group.members.end(), [](const Member& m) { return m.bound; });
-  if (any_bound) {
+  if (group.bound_count() > 0) {
     group.members[it->second.second].pod_key.clear();
     group.members[it->second.second].pod_name.clear();
     slot_of_pod_.erase(it);
@@ -383,8 +383,7 @@ std::string GangPlanner::unreserve(const ExtenderBindingArgs& pod) {
 void GangPlanner::finish_bind(const BindingPlan& plan, bool posted) {
   if (!posted || plan.job_id.empty()) return;
   std::lock_guard lock(mu_);
-  std::string key = plan.pod_uid.empty() ? fmt::format("{}/{}", plan.pod_namespace, plan.pod_name) : plan.pod_uid;
-  auto it = slot_of_pod_.find(key);
+  auto it = slot_of_pod_.find(key_of(plan.pod_uid, plan.pod_namespace, plan.pod_name));
   if (it == slot_of_pod_.end()) return;
   auto g = groups_.find(it->second.first);
   if (g != groups_.end()) g->second.members[it->second.second].bound = true;

@@ -32,6 +32,7 @@
 // itself calls the extender one pod at a time); the Binding is posted outside it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -131,6 +132,9 @@ class GangPlanner {
     int gpus_per_pod = 0;
     std::int64_t deadline_ms = 0;
     std::vector<Member> members;
+    int bound_count() const {
+      return static_cast<int>(std::count_if(members.begin(), members.end(), [](const Member& m) { return m.bound; }));
+    }
   };
   // A group not planned yet for whose members kube-scheduler has preempted or nominated nodes.
   struct PendingGroup {
