@@ -66,6 +66,9 @@ type Toposched interface {
 	Release(ctx context.Context, job string) error
 	// Jobs lists the ids of every job serve holds.
 	Jobs(ctx context.Context) ([]string, error)
+	// Hold places job on `gpus` GPUs of node (a pod placed by someone else); holding a job
+	// serve already holds is not an error.
+	Hold(ctx context.Context, job, node string, gpus int) error
 }
 
 // KubernetesJobPrefix starts the id of every job the extender places (docs/kubernetes.md).
@@ -94,6 +97,13 @@ type Controller struct {
 	OrphanGrace time.Duration
 	now         func() time.Time
 	orphanSince map[string]time.Time
+
+	// HoldExternalPods: hold the GPUs of bound pods without toposched's annotations (external.go).
+	// GPUResource is the extended resource they request. Set before Run.
+	HoldExternalPods bool
+	GPUResource      corev1.ResourceName
+	held             map[string]bool   // under mu: external jobs serve holds
+	externalNode     map[string]string // under mu: external job -> its pod's node
 }
 
 // New builds a controller over all namespaces' pods of client.
@@ -109,6 +119,11 @@ func New(client kubernetes.Interface, toposched Toposched) *Controller {
 		OrphanGrace: DefaultOrphanGrace,
 		now:         time.Now,
 		orphanSince: map[string]time.Time{},
+
+		HoldExternalPods: true,
+		GPUResource:      DefaultGPUResource,
+		held:             map[string]bool{},
+		externalNode:     map[string]string{},
 	}
 	_, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observe(obj, false) },
@@ -153,7 +168,7 @@ func (c *Controller) sweep(ctx context.Context) {
 	held := map[string]bool{}
 	now := c.now()
 	for _, job := range ids {
-		if !strings.HasPrefix(job, KubernetesJobPrefix) {
+		if !isKubernetesJob(job) {
 			continue
 		}
 		held[job] = true
@@ -212,6 +227,7 @@ func (c *Controller) observe(obj any, deleted bool) {
 	}
 	job := pod.Annotations[JobAnnotation]
 	if job == "" {
+		c.observeExternal(pod, deleted)
 		return
 	}
 	rank, err := strconv.Atoi(pod.Annotations[RankAnnotation])
@@ -221,8 +237,7 @@ func (c *Controller) observe(obj any, deleted bool) {
 			"pod", klog.KObj(pod), "job", job)
 		return
 	}
-	ended := deleted || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed ||
-		preemptedByScheduler(pod)
+	ended := deleted || podEnded(pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	members := c.jobs[job]
@@ -234,6 +249,12 @@ func (c *Controller) observe(obj any, deleted bool) {
 	if allEnded(members) {
 		c.queue.Add(job)
 	}
+}
+
+// podEnded: the pod has finished, or is going as kube-scheduler's preemption victim.
+func podEnded(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed ||
+		preemptedByScheduler(pod)
 }
 
 // preemptedByScheduler: kube-scheduler marked the pod as its preemption's victim and deleted it.
@@ -292,6 +313,9 @@ func (c *Controller) sync(ctx context.Context, job string) error {
 	done := members != nil && allEnded(members)
 	c.mu.Unlock()
 	if !done {
+		if strings.HasPrefix(job, ExternalJobPrefix) {
+			return c.holdExternal(ctx, job)
+		}
 		return nil
 	}
 	total, found, err := c.toposched.JobGPUs(ctx, job)
@@ -321,5 +345,7 @@ func (c *Controller) forget(job string) {
 	defer c.mu.Unlock()
 	if members := c.jobs[job]; members != nil && allEnded(members) {
 		delete(c.jobs, job)
+		delete(c.held, job)
+		delete(c.externalNode, job)
 	}
 }

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
@@ -26,6 +28,9 @@ type fakeServe struct {
 	released  []string
 	failFirst int
 	token     string
+	// POST /v1/jobs: the holds made ("JOB on NODE x GPUS"), and how many to refuse first (422).
+	holds       []string
+	refuseHolds int
 }
 
 func (f *fakeServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -37,6 +42,10 @@ func (f *fakeServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			parts = append(parts, fmt.Sprintf(`{"job":%q,"gpus":[]}`, job))
 		}
 		fmt.Fprintf(w, `{"jobs":[%s]}`, strings.Join(parts, ","))
+		return
+	}
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/jobs" {
+		f.hold(w, r)
 		return
 	}
 	job := strings.TrimPrefix(r.URL.Path, "/v1/jobs/")
@@ -60,6 +69,38 @@ func (f *fakeServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.WriteHeader(http.StatusNotFound)
 	}
+}
+
+// hold is POST /v1/jobs as serve answers it: 401 without the token, 409 for a held id, 422
+// while refusing; f.mu is held.
+func (f *fakeServe) hold(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Job         string `json:"job"`
+		GPUs        int    `json:"gpus"`
+		WithinNodes string `json:"within_nodes"`
+		Policy      string `json:"policy"`
+	}
+	switch {
+	case r.Header.Get("Authorization") != "Bearer "+f.token:
+		w.WriteHeader(http.StatusUnauthorized)
+	case json.NewDecoder(r.Body).Decode(&req) != nil || req.Policy != "first-fit":
+		w.WriteHeader(http.StatusBadRequest)
+	case f.jobs[req.Job] > 0:
+		w.WriteHeader(http.StatusConflict)
+	case f.refuseHolds > 0:
+		f.refuseHolds--
+		w.WriteHeader(http.StatusUnprocessableEntity)
+	default:
+		f.jobs[req.Job] = req.GPUs
+		f.holds = append(f.holds, fmt.Sprintf("%s on %s x %d", req.Job, req.WithinNodes, req.GPUs))
+		w.WriteHeader(http.StatusCreated)
+	}
+}
+
+func (f *fakeServe) heldJobs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.holds...)
 }
 
 func (f *fakeServe) releasedJobs() []string {
@@ -298,4 +339,76 @@ func (f *fixture) expectReleasedEventually(job string) {
 
 func writeFile(path, text string) error {
 	return os.WriteFile(path, []byte(text), 0o600)
+}
+
+// externalPod is a pod bound to node by someone else: no toposched annotations, `gpus` of
+// nvidia.com/gpu in its one container.
+func externalPod(name, node string, gpus int64) *corev1.Pod {
+	limits := corev1.ResourceList{}
+	if gpus > 0 {
+		limits[DefaultGPUResource] = *resource.NewQuantity(gpus, resource.DecimalSI)
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{NodeName: node,
+			Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: limits}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
+
+func (f *fixture) expectHeld(want ...string) {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && fmt.Sprint(sorted(f.serve.heldJobs())) != fmt.Sprint(want) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := sorted(f.serve.heldJobs()); fmt.Sprint(got) != fmt.Sprint(want) {
+		f.t.Fatalf("held %v, want %v", got, want)
+	}
+}
+
+func TestExternalPodsGPUsHeldUntilThePodEnds(t *testing.T) {
+	unbound := externalPod("pending", "", 8)
+	noGPU := externalPod("web", "n3", 0)
+	f := start(t, map[string]int{}, 0, externalPod("a", "n1", 2), externalPod("b", "n2", 8), unbound, noGPU,
+		boundPod("placed", "k8s:ml:pod:placed", 0, "0,1"))
+	f.expectHeld("k8s-external:ml:a on n1 x 2", "k8s-external:ml:b on n2 x 8")
+	f.finishPod("a", corev1.PodSucceeded)
+	f.expectReleased("k8s-external:ml:a")
+	f.deletePod("b")
+	f.expectReleased("k8s-external:ml:a", "k8s-external:ml:b")
+	// Bound later (as another scheduler binds it): held then.
+	f.updatePod("pending", func(p *corev1.Pod) { p.Spec.NodeName = "n4" })
+	f.expectHeld("k8s-external:ml:a on n1 x 2", "k8s-external:ml:b on n2 x 8", "k8s-external:ml:pending on n4 x 8")
+}
+
+func TestExternalHoldRetriedWhileServeRefusesAndAnEarlierHoldKept(t *testing.T) {
+	// serve already holds c's GPUs (held before a restart): 409, nothing new; d is refused
+	// twice (its node full in serve's view) and held on the third try.
+	f := start(t, map[string]int{"k8s-external:ml:c": 4}, 0)
+	f.serve.mu.Lock()
+	f.serve.refuseHolds = 2
+	f.serve.mu.Unlock()
+	for _, p := range []*corev1.Pod{externalPod("c", "n1", 4), externalPod("d", "n2", 1)} {
+		if _, err := f.client.CoreV1().Pods("ml").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.expectHeld("k8s-external:ml:d on n2 x 1")
+	f.deletePod("c")
+	f.expectReleased("k8s-external:ml:c")
+}
+
+func TestPodGPUsCountsInitContainersAsKubeSchedulerDoes(t *testing.T) {
+	p := externalPod("x", "n1", 2)
+	p.Spec.Containers = append(p.Spec.Containers, p.Spec.Containers[0])
+	if got := podGPUs(p, DefaultGPUResource); got != 4 {
+		t.Fatalf("two containers of 2: %d GPUs, want 4", got)
+	}
+	p.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{DefaultGPUResource: *resource.NewQuantity(8, resource.DecimalSI)}}}}
+	if got := podGPUs(p, DefaultGPUResource); got != 8 {
+		t.Fatalf("an init container of 8: %d GPUs, want 8", got)
+	}
 }

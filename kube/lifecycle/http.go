@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 type HTTPToposched struct {
 	// BaseURL is serve's address, e.g. http://toposched.toposched.svc:7070.
 	BaseURL string
-	// TokenFile holds the bearer token of serve's --token-file; read on every DELETE so a
+	// TokenFile holds the bearer token of serve's --token-file; read on every POST and DELETE so a
 	// rotated secret is picked up. Empty: no token.
 	TokenFile string
 	Client    *http.Client
@@ -96,12 +97,24 @@ func (t *HTTPToposched) Jobs(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// Release sends DELETE /v1/jobs/ID; 404 (already released) is success.
-func (t *HTTPToposched) Release(ctx context.Context, job string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.jobURL(job), nil)
+// Hold sends POST /v1/jobs for `gpus` GPUs within node, first-fit; 409 (a job of that id
+// exists: held before a restart of this controller) is success.
+func (t *HTTPToposched) Hold(ctx context.Context, job, node string, gpus int) error {
+	body, err := json.Marshal(map[string]any{"job": job, "gpus": gpus, "within_nodes": node, "policy": "first-fit"})
 	if err != nil {
 		return err
 	}
+	address := t.BaseURL + "/v1/jobs"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, address, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return t.send(req, http.StatusConflict)
+}
+
+// send adds the bearer token, sends req and accepts 200, 201 and `alsoFine`.
+func (t *HTTPToposched) send(req *http.Request, alsoFine int) error {
 	if t.TokenFile != "" {
 		token, err := os.ReadFile(t.TokenFile)
 		if err != nil {
@@ -114,9 +127,19 @@ func (t *HTTPToposched) Release(ctx context.Context, job string) error {
 		return err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNotFound {
-		return fmt.Errorf("DELETE %s: HTTP %d: %s", t.jobURL(job), resp.StatusCode, body)
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusCreated, alsoFine:
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%s %s: HTTP %d: %s", req.Method, req.URL, resp.StatusCode, answer)
+}
+
+// Release sends DELETE /v1/jobs/ID; 404 (already released) is success.
+func (t *HTTPToposched) Release(ctx context.Context, job string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.jobURL(job), nil)
+	if err != nil {
+		return err
+	}
+	return t.send(req, http.StatusNotFound)
 }

@@ -135,7 +135,8 @@ Result<Placement> place_job(AllocationState& state, const PlaceRequest& request,
                       fmt::format("job '{}' is already placed; release it first or pick another job id", r.job_id));
   }
   TOPOSCHED_TRY(norm, normalize(r, state.cluster()));
-  auto p = place_within(state, norm, *policy, request.allowed, detail);
+  TOPOSCHED_TRY(allowed, allowed_nodes(state.cluster(), norm, request.allowed));
+  auto p = place_within(state, norm, *policy, allowed, detail);
   if (!p) {
     Error e = p.error();
     e.message = fmt::format("cannot place job '{}' with policy {}: {}", r.job_id, request.policy, e.message);

@@ -38,6 +38,10 @@ struct JobRequest {
   int gpus_per_node = 0;   // 0 = any split (with `nodes`: the node's GPU count)
   bool exclusive = false;  // nodes are not shared (implied by `nodes`)
   std::string gpu_model;   // empty = any; else a case-insensitive substring of the node type's model
+  // A Slurm hostlist ("dgx-[001-004]") of the only nodes the job may use, some or all of
+  // them; empty = any node. Pins a job placed by someone else to its node (the Kubernetes
+  // lifecycle controller holds the GPUs of pods toposched did not place this way).
+  std::string within_nodes;
   // Parallelism; 0 = unspecified (dp defaults to what is left).
   int tp = 1, pp = 1, dp = 0, ep = 1, cp = 1;
   WorkloadKind workload = WorkloadKind::kTraining;

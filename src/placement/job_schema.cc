@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/json_input.h"
+#include "topology/hostlist.h"
 
 namespace toposched {
 
@@ -29,6 +30,16 @@ Result<void> check_slurm_version(std::string_view v) {
 Result<void> check_slice_layers(std::string_view text) {
   auto layers = parse_slice_layers(text);
   if (!layers) return bad(layers.error().message);
+  return {};
+}
+
+// The hostlist's syntax; its names are looked up in the cluster when the job is placed.
+Result<void> check_within_nodes(std::string_view text) {
+  if (text.empty()) return bad("expected a hostlist of node names, found an empty text");
+  // No cluster has more nodes than this; a short text naming more is refused unexpanded.
+  constexpr std::size_t kMaxNodes = 1'000'000;
+  auto names = expand_hostlist(text, kMaxNodes);
+  if (!names) return bad(fmt::format("{} at column {} of '{}'", names.error().message, names.error().where.column, text));
   return {};
 }
 
@@ -76,6 +87,9 @@ const JobField kFields[] = {
      "Inference: GPUs per replica (default tp x pp)", "--replica-gpus"},
     {"gpu_model", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.gpu_model),
      "Only nodes whose GPU model contains this text (case-insensitive), e.g. H100", "--gpu-model"},
+    {"within_nodes", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.within_nodes),
+     "Only these nodes, some or all of them (a hostlist, e.g. dgx-h100-[001-004])", "--within-nodes", "", false,
+     check_within_nodes},
     {"required_tier", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.required_tier),
      "All GPUs under one switch of this tier (or 'node'), like Kueue's required topology; tiers may also be named by "
      "node label (fabric.topograph.run/tier-N, kubernetes.io/hostname)",

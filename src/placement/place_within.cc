@@ -1,11 +1,31 @@
 #include "placement/place_within.h"
 
+#include <fmt/format.h>
+
+#include "topology/hostlist.h"
+
 namespace toposched {
 
 namespace {
 // Holds the free GPUs of masked-out nodes on the copy; never visible outside this function.
 constexpr std::string_view kMaskedJob = "toposched:masked-out-nodes";
 }  // namespace
+
+Result<NodeMask> allowed_nodes(const Cluster& cluster, const JobRequest& request, NodeMask allowed) {
+  if (request.within_nodes.empty()) return allowed;
+  TOPOSCHED_TRY(names, expand_hostlist(request.within_nodes, cluster.node_count()));
+  NodeMask within(cluster.node_count(), 0);
+  for (const std::string& name : names) {
+    auto node = cluster.find_node(name);
+    if (!node)
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("within_nodes: no node named '{}' in cluster '{}'", name, cluster.name()));
+    within[node->index()] = 1;
+  }
+  if (!allowed.empty())
+    for (std::size_t i = 0; i < within.size(); ++i) within[i] = within[i] && i < allowed.size() && allowed[i];
+  return within;
+}
 
 Result<Placement> place_within(const AllocationState& state, const JobRequest& request,
                                const PlacementPolicy& policy, const NodeMask& allowed, PlaceDetail detail) {

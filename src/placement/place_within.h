@@ -9,6 +9,10 @@
 
 namespace toposched {
 
+// The nodes a request may use: `allowed` (empty = every node) narrowed to the request's
+// `within_nodes` hostlist when it has one. A name the cluster lacks is an error.
+Result<NodeMask> allowed_nodes(const Cluster& cluster, const JobRequest& request, NodeMask allowed);
+
 Result<Placement> place_within(const AllocationState& state, const JobRequest& request,
                                const PlacementPolicy& policy, const NodeMask& allowed,
                                PlaceDetail detail = PlaceDetail::kFull);

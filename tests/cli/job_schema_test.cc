@@ -102,6 +102,7 @@ const std::map<std::string, json>& samples() {
       {"model", {{"gpus", 16}, {"tp", 8}, {"model", "llm-dense"}}},
       {"replica_gpus", {{"gpus", 8}, {"kind", "inference"}, {"replica_gpus", 2}}},
       {"gpu_model", {{"gpus", 8}, {"gpu_model", "h100"}}},
+      {"within_nodes", {{"gpus", 8}, {"within_nodes", "dgx-h100-[003-004]"}}},
       {"required_tier", {{"gpus", 4}, {"required_tier", "node"}}},
       {"preferred_tier", {{"gpus", 4}, {"preferred_tier", "node"}}},
       {"slice_size", {{"gpus", 12}, {"slice_size", 4}, {"slice_tier", "node"}, {"policy", "kueue-bestfit"}}},

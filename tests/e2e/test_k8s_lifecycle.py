@@ -19,6 +19,10 @@ deletion (no kubelet runs here); the controller releases the victim's job and th
 bound through the extender on the victim's node. A high-priority group of 2 x 8 GPUs is bound
 whole on the nodes its victims freed.
 
+And: a pod bound by someone else (spec.nodeName set by its creator, no toposched annotations)
+has its GPUs held in serve as job k8s-external:NS:NAME until it is deleted, so serve's own
+placements (POST /v1/jobs) avoid them.
+
 And: pods deleted while the controller is down (killed with SIGKILL) are never seen as
 events; the controller started again releases their job after its --orphan-grace, and a job
 with a live pod stays.
@@ -300,6 +304,42 @@ class Lifecycle(unittest.TestCase):
         self.wait_bound(c)
         self.assertEqual(self.node_of(c), {sick})
         self.assertEqual(self.jobs(), {"k8s:ml:b", "k8s:ml:c"})
+
+    def dry_run(self, gpus):
+        """POST /v1/jobs?dry_run=1 for `gpus` GPUs: (status, the set of nodes of its GPUs or None)."""
+        status, body = self.serve.request("POST", "/v1/jobs?dry_run=1", json.dumps({"gpus": gpus, "policy": "first-fit"}))
+        return status, ({g["node"] for g in json.loads(body)["gpus"]} if status == 200 else None)
+
+    def test_gpus_of_pods_placed_by_someone_else_count_as_busy(self):
+        # A pod bound by its creator (spec.nodeName set: no scheduler, so no toposched
+        # annotations), as another scheduler or a pre-existing workload would be.
+        node = sorted(topology_labels(TOPOSCHED, CLUSTER))[1]
+        resources = {"nvidia.com/gpu": "8"}
+        outside = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "outside", "namespace": NS},
+                   "spec": {"nodeName": node, "restartPolicy": "Never",
+                            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                            "resources": {"requests": resources, "limits": resources}}]}}
+        self.assertEqual(self.dry_run(32)[0], 200, "32 GPUs should be free before the pod")
+        self.create([outside])
+        start = time.monotonic()
+        while "k8s-external:ml:outside" not in self.jobs():
+            if time.monotonic() - start > WAIT_S:
+                self.fail("the outside pod's GPUs were never held:\n" + log_tail(self.controller_log_path, 30))
+            time.sleep(0.02)
+        print(f"outside pod held {time.monotonic() - start:.3f} s after its creation", file=sys.stderr)
+        status, body = self.serve.request("GET", "/v1/jobs/k8s-external:ml:outside")
+        self.assertEqual(status, 200, body)
+        self.assertEqual({g["node"] for g in json.loads(body)["gpus"]}, {node})
+        # serve no longer hands out that node's GPUs: 32 do not fit, 24 go elsewhere.
+        self.assertEqual(self.dry_run(32)[0], 422)
+        status, nodes = self.dry_run(24)
+        self.assertEqual(status, 200)
+        self.assertNotIn(node, nodes)
+        # Gone, its GPUs are free again.
+        self.kube.api.delete(f"/api/v1/namespaces/{NS}/pods/outside")
+        self.wait_released("k8s-external:ml:outside", "the outside pod's deletion")
+        self.assertEqual(self.dry_run(32)[0], 200)
+        self.assertIsNone(self.controller.poll(), log_tail(self.controller_log_path, 30))
 
 
 if __name__ == "__main__":

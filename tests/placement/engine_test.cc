@@ -92,6 +92,32 @@ TEST(PlaceJob, NamesJobsRefusesDuplicatesAndHoldsOnlyWhenAsked) {
   ASSERT_TRUE(s.check_invariants());
 }
 
+TEST(PlaceJob, WithinNodesKeepsTheJobOnThoseNodesAndNamesAnUnknownOne) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  AllocationState s(c);
+  // topo would start at the first node; the hostlist leaves it only the last one.
+  auto pinned = place_job(s, request(R"({"job":"ext","gpus":3,"within_nodes":"dgx-h100-004","policy":"first-fit"})"), true);
+  ASSERT_TRUE(pinned) << pinned.error().message;
+  EXPECT_EQ(pinned->nodes_hostlist, "dgx-h100-004");
+  // Two nodes allowed, 5 GPUs left on one of them: a 13-GPU job takes all 13.
+  auto two = place_job(s, request(R"({"gpus":13,"within_nodes":"dgx-h100-[003-004]"})"), true);
+  ASSERT_TRUE(two) << two.error().message;
+  EXPECT_EQ(two->nodes_hostlist, "dgx-h100-[003-004]");
+  // Nothing left there: refused although other nodes are free.
+  auto full = place_job(s, request(R"({"gpus":1,"within_nodes":"dgx-h100-[003-004]"})"), true);
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.error().code, ErrorCode::kInfeasible);
+  auto unknown = place_job(s, request(R"({"gpus":1,"within_nodes":"dgx-h100-[004-005]"})"), true);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(unknown.error().message.find("no node named 'dgx-h100-005'"), std::string::npos) << unknown.error().message;
+  auto syntax = place_request_from_json(nlohmann::json::parse(R"({"gpus":1,"within_nodes":"dgx-[001-"})"));
+  ASSERT_FALSE(syntax);
+  EXPECT_NE(syntax.error().message.find("within_nodes"), std::string::npos) << syntax.error().message;
+  EXPECT_EQ(s.job_count(), 2u);
+  ASSERT_TRUE(s.check_invariants());
+}
+
 TEST(Engine, AFailedCommitUndoesTheWholeBatch) {
   Cluster c = preset("dgx-h100?nodes=4");
   Engine e(c, AllocationState(c));

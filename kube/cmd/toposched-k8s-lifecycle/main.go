@@ -1,6 +1,7 @@
 // Command toposched-k8s-lifecycle follows the pods `toposched serve --k8s-extender` placed
-// and releases each job's GPUs in serve when all its pods have finished or been deleted
-// (package lifecycle; docs/kubernetes.md "Releasing finished jobs").
+// and releases each job's GPUs in serve when all its pods have finished or been deleted, and
+// holds the GPUs of pods placed by someone else while they run (package lifecycle;
+// docs/kubernetes.md "Releasing finished jobs").
 //
 //	toposched-k8s-lifecycle --toposched http://127.0.0.1:7070 [--toposched-token-file F] \
 //	    [--kubeconfig F]
@@ -17,6 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,6 +36,9 @@ func main() {
 	orphanGrace := flag.Duration("orphan-grace", lifecycle.DefaultOrphanGrace,
 		"release a Kubernetes job (id k8s:...) serve holds once no live pod has belonged to it this long "+
 			"(pods deleted while this controller was down); keep it above serve's --k8s-reservation-timeout; 0: off")
+	holdExternal := flag.Bool("hold-external-pods", true,
+		"hold in serve the GPUs of bound pods toposched did not place (no toposched.io/job annotation), as jobs k8s-external:NAMESPACE:NAME")
+	gpuResource := flag.String("gpu-resource", lifecycle.DefaultGPUResource, "the extended resource GPUs are requested as")
 	flag.Parse()
 	if *toposchedURL == "" || flag.NArg() != 0 || *workers < 1 || *orphanGrace < 0 {
 		fmt.Fprintln(os.Stderr, "toposched-k8s-lifecycle: error: give --toposched URL (and no arguments); --workers >= 1; --orphan-grace >= 0")
@@ -54,6 +59,8 @@ func main() {
 	defer stop()
 	c := lifecycle.New(client, lifecycle.NewHTTPToposched(*toposchedURL, *tokenFile))
 	c.OrphanGrace = *orphanGrace
+	c.HoldExternalPods = *holdExternal
+	c.GPUResource = corev1.ResourceName(*gpuResource)
 	if err := c.Run(ctx, *workers); err != nil {
 		fmt.Fprintf(os.Stderr, "toposched-k8s-lifecycle: error: %v\n", err)
 		os.Exit(1)
