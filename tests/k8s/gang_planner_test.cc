@@ -448,6 +448,12 @@ TEST(PodRequest, VolcanoNetworkTopologyAnnotationsAreTheRequestsTier) {
   EXPECT_EQ(leaf->required_tier_index, 0);
   auto domain = normalized({{tier, "1"}}, gb);
   EXPECT_TRUE(says(domain, "accelerator-domain level")) << (domain ? "accepted" : domain.error().message);
+  // The same level by its tierName (what highestTierName says), as `place --required-tier`.
+  JobRequest by_name;
+  by_name.gpus = 8;
+  by_name.required_tier = "accelerator-domain";
+  auto named = normalize(by_name, gb);
+  EXPECT_TRUE(says(named, "NVLink-domain level")) << (named ? "accepted" : named.error().message);
 
   // One scheduler's annotations per pod.
   auto two = normalized({{tier, "1"}, {"kueue.x-k8s.io/podset-required-topology", "fabric.topograph.run/tier-0"}}, c);
