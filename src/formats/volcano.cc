@@ -50,6 +50,20 @@ std::string tiers_comment(const std::vector<VolcanoTier>& tiers) {
   return line + "\n";
 }
 
+// The warning for nodes no HyperNode holds (under no switch, in no domain HyperNode), or none.
+std::optional<std::string> unheld_nodes_warning(const Cluster& c, const std::vector<char>& node_in_domain_object,
+                                                const std::vector<std::string>& node_names_k8s) {
+  std::vector<std::string> left_out;
+  for (std::uint32_t i = 0; i < c.node_count(); ++i)
+    if (!c.node_switch(NodeId(i)).valid() && !node_in_domain_object[i]) left_out.push_back(node_names_k8s[i]);
+  if (left_out.empty()) return std::nullopt;
+  return fmt::format("{} node(s) are under no switch and in no accelerator domain, so no HyperNode holds them "
+                     "and Volcano's network-topology-aware scheduling cannot place on them: {}{}",
+                     left_out.size(),
+                     fmt::join(left_out.begin(), left_out.begin() + std::min<std::size_t>(left_out.size(), 5), ", "),
+                     left_out.size() > 5 ? ", ..." : "");
+}
+
 }  // namespace
 
 std::vector<VolcanoTier> volcano_tiers(const Cluster& c) {
@@ -144,14 +158,7 @@ Result<ExportOutput> write_volcano(const Cluster& c, const ExportOptions& option
   if (!long_names.empty())
     out.warnings.push_back(fmt::format("{} node name(s) are longer than the 63 characters of an exactMatch member ({}...): "
                                        "they are matched by an anchored regexMatch instead", long_names.size(), long_names.front().substr(0, 40)));
-  std::vector<std::string> left_out;
-  for (std::uint32_t i = 0; i < c.node_count(); ++i)
-    if (!c.node_switch(NodeId(i)).valid() && !node_in_domain_object[i]) left_out.push_back(node_names_k8s[i]);
-  if (!left_out.empty())
-    out.warnings.push_back(fmt::format("{} node(s) are under no switch and in no accelerator domain, so no HyperNode holds them "
-                                       "and Volcano's network-topology-aware scheduling cannot place on them: {}{}",
-                                       left_out.size(), fmt::join(left_out.begin(), left_out.begin() + std::min<std::size_t>(left_out.size(), 5), ", "),
-                                       left_out.size() > 5 ? ", ..." : ""));
+  if (auto w = unheld_nodes_warning(c, node_in_domain_object, node_names_k8s)) out.warnings.push_back(*w);
   std::string& t = out.text;
   t += "# Volcano network topology: one HyperNode per switch";
   t += with_domains ? " and per accelerator domain" : "";
