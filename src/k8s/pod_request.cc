@@ -240,8 +240,8 @@ Result<void> check_one_tier_source(const Pod& pod) {
 // KAI-Scheduler's topology annotations (docs/topology/README.md; its pod-grouper copies them
 // from the workload's top owner into the PodGroup's topologyConstraint, and a bare pod is its
 // own top owner): node labels of the KAI Topology's levels, which `export --to kai` writes
-// and normalize() resolves as it resolves Kueue's. The required level bounds the group; the
-// preferred one is where KAI packs inside it.
+// and normalize() resolves as it resolves Kueue's. With both, KAI packs inside the required
+// domain toward the preferred level; toposched's placement keeps the required level only.
 void read_kai_topology(const Pod& pod, JobRequest& job) {
   if (const std::string* required = find_meta(pod, kKaiRequired)) job.required_tier = *required;
   if (const std::string* preferred = find_meta(pod, kKaiPreferred)) job.preferred_tier = *preferred;
