@@ -184,7 +184,7 @@ Result<GangPlanner::Group*> GangPlanner::plan_group(const Pod& pod, const std::s
   g.deadline_ms = clock_() + options_.reservation_timeout_ms;
   std::vector<GpuId> gpus_by_rank;
   bool restored = false;
-  TOPOSCHED_TRY(request, job_request_for(pod, job_id, size, gpus));
+  TOPOSCHED_TRY(request, job_request_for(pod, c, job_id, size, gpus));
   TOPOSCHED_CHECK(normalize(request, c));  // reject a bad plan before touching the ledger
   auto placed = ledger_.reserve(request, pod_policy(pod, options_.policy), usable);
   if (placed) {

@@ -1,8 +1,11 @@
 #include "k8s/pod_request.h"
 
 #include "formats/json_input.h"
+#include "formats/volcano.h"
 #include "placement/job_schema.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -197,9 +200,102 @@ Result<void> read_slice_constraints(const Pod& pod, PlaceRequest& request) {
   return {};
 }
 
+// The annotations by which each scheduler asks for a level the whole group stays in. A pod
+// may speak for one scheduler only: two could disagree, and neither would be obeyed.
+struct TierAnnotations {
+  std::string_view scheduler;
+  std::initializer_list<std::string_view> keys;
+};
+constexpr std::string_view kKaiRequired = "kai.scheduler/topology-required-placement";
+constexpr std::string_view kKaiPreferred = "kai.scheduler/topology-preferred-placement";
+constexpr std::string_view kVolcanoMode = "volcano.sh/network-topology-mode";
+constexpr std::string_view kVolcanoHighestTier = "volcano.sh/network-topology-highest-tier";
+
+Result<void> check_one_tier_source(const Pod& pod) {
+  static const TierAnnotations kSources[] = {
+      {"Kueue",
+       {find_job_field("required_tier")->annotation, find_job_field("preferred_tier")->annotation,
+        find_job_field("unconstrained")->annotation}},
+      {"KAI-Scheduler", {kKaiRequired, kKaiPreferred}},
+      {"Volcano", {kVolcanoMode, kVolcanoHighestTier}},
+  };
+  const TierAnnotations* first_source = nullptr;
+  std::string_view first_key;
+  for (const TierAnnotations& source : kSources) {
+    for (std::string_view key : source.keys) {
+      if (!find_meta(pod, key)) continue;
+      if (first_source && first_source != &source)
+        return make_error(ErrorCode::kInvalidArgument,
+                          fmt::format("pod {}/{}: annotations {} ({}) and {} ({}) both ask for a topology level; "
+                                      "keep one scheduler's",
+                                      pod.namespace_name, pod.name, first_key, first_source->scheduler, key,
+                                      source.scheduler));
+      first_source = &source;
+      first_key = key;
+    }
+  }
+  return {};
+}
+
+// KAI-Scheduler's topology annotations (docs/topology/README.md; its pod-grouper copies them
+// from the workload's top owner into the PodGroup's topologyConstraint, and a bare pod is its
+// own top owner): node labels of the KAI Topology's levels, which `export --to kai` writes
+// and normalize() resolves as it resolves Kueue's. With both, KAI packs inside the required
+// domain toward the preferred level; toposched's placement keeps the required level only.
+void read_kai_topology(const Pod& pod, JobRequest& job) {
+  if (const std::string* required = find_meta(pod, kKaiRequired)) job.required_tier = *required;
+  if (const std::string* preferred = find_meta(pod, kKaiPreferred)) job.preferred_tier = *preferred;
+}
+
+// Volcano's network-topology annotations (volcano-sh/apis pkg/apis/topology/v1alpha1/
+// labels.go), which Volcano's podgroup controller turns into the PodGroup's networkTopology
+// for pods it groups itself (pkg/controllers/podgroup/pg_controller_handler.go,
+// parseNetworkTopologyFromPod). highest-tier is a HyperNode spec.tier, numbered as
+// `export --to volcano` numbers them (volcano_tiers). hard: the group stays inside one
+// HyperNode of that tier, as --required-tier; soft: as --preferred-tier (Volcano's soft mode
+// prefers the lowest tier it can find). Without a tier Volcano sets no limit
+// (JobInfo.IsHardTopologyMode needs highestTierAllowed), and neither does toposched; a tier
+// above every level is the whole cluster.
+Result<void> read_volcano_network_topology(const Pod& pod, const Cluster& cluster, JobRequest& job) {
+  const std::string* mode_text = find_meta(pod, kVolcanoMode);
+  const std::string* tier_text = find_meta(pod, kVolcanoHighestTier);
+  auto bad = [&](std::string_view key, const std::string& value, std::string why) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("pod {}/{}: annotation {}='{}' {}", pod.namespace_name, pod.name, key, value, why));
+  };
+  bool soft = false;
+  if (mode_text) {
+    std::string mode = *mode_text;
+    std::transform(mode.begin(), mode.end(), mode.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (mode != "hard" && mode != "soft") return bad(kVolcanoMode, *mode_text, "must be hard or soft");
+    soft = mode == "soft";
+  }
+  if (!tier_text) return {};
+  const std::vector<VolcanoTier> levels = volcano_tiers(cluster);
+  std::string known;
+  for (const VolcanoTier& level : levels)
+    known += fmt::format("{}{} ({})", known.empty() ? "" : ", ", level.tier, level.tier_name);
+  const auto tier = parse_int(*tier_text);
+  if (!tier || *tier < 1)
+    return bad(kVolcanoHighestTier, *tier_text,
+               fmt::format("must be a HyperNode tier, a whole number from 1; those of cluster '{}': {}",
+                           cluster.name(), known.empty() ? "none" : known));
+  if (levels.empty() || *tier > levels.back().tier) return {};
+  const VolcanoTier& level = levels[static_cast<std::size_t>(*tier - 1)];  // tiers are 1, 2, ... in order
+  if (!level.fabric_tier)
+    return bad(kVolcanoHighestTier, *tier_text,
+               fmt::format("is the {} level (one HyperNode per NVLink domain): toposched's tiers are the fabric "
+                           "tiers and the node (policy topo keeps each job's groups inside NVLink domains by "
+                           "itself); tiers of cluster '{}': {}",
+                           level.tier_name, cluster.name(), known));
+  (soft ? job.preferred_tier : job.required_tier) = level.tier_name;
+  return {};
+}
+
 }  // namespace
 
-Result<JobRequest> job_request_for(const Pod& pod, std::string job_id, int members, int gpus_per_pod) {
+Result<JobRequest> job_request_for(const Pod& pod, const Cluster& cluster, std::string job_id, int members,
+                                   int gpus_per_pod) {
   PlaceRequest request;
   request.job.job_id = std::move(job_id);
   request.job.gpus = members * gpus_per_pod;
@@ -215,6 +311,9 @@ Result<JobRequest> job_request_for(const Pod& pod, std::string job_id, int membe
                                                                  pod.name, field.annotation, *value, ok.error().message));
   }
   TOPOSCHED_CHECK(read_slice_constraints(pod, request));
+  TOPOSCHED_CHECK(check_one_tier_source(pod));
+  read_kai_topology(pod, request.job);
+  TOPOSCHED_CHECK(read_volcano_network_topology(pod, cluster, request.job));
   return request.job;
 }
 

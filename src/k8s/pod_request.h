@@ -18,6 +18,19 @@
 //   Volcano            annotation (or label) scheduling.k8s.io/group-name, size = annotation
 //                      toposched.io/group-size (Volcano keeps minMember in its PodGroup object,
 //                      which the extender does not read)
+//   KAI-Scheduler      annotation pod-group-name (set by KAI's pod-grouper), size = annotation
+//                      toposched.io/group-size
+// Topology level of the whole group, from one scheduler's annotations (two are refused):
+//   Kueue              kueue.x-k8s.io/podset-required-topology, -preferred-topology,
+//                      -unconstrained-topology, slices (the job schema's rows)
+//   KAI-Scheduler      kai.scheduler/topology-required-placement, -preferred-placement
+//                      (node labels of the KAI Topology's levels)
+//   Volcano            volcano.sh/network-topology-mode (hard | soft) and
+//                      volcano.sh/network-topology-highest-tier (a HyperNode spec.tier, as
+//                      `export --to volcano` numbers them: formats/volcano.h volcano_tiers)
+// KAI's subgroups (PodGroup spec.subGroups, pod label kai.scheduler/subgroup-name) and
+// Volcano's partitionPolicy live in PodGroup objects, which are not read: the whole group is
+// one gang (docs/kubernetes.md).
 // Rank: annotation/label toposched.io/rank, batch.kubernetes.io/job-completion-index,
 // apps.kubernetes.io/pod-index, training.kubeflow.org/replica-index,
 // leaderworkerset.sigs.k8s.io/worker-index, else the pod name's trailing ordinal ("w-3").
@@ -54,8 +67,11 @@ std::optional<int> pod_rank(const Pod& pod);
 
 // The placement request for the pod's whole job: `members` pods of `gpus_per_pod` GPUs
 // each, one member per node (gpus_per_node = gpus_per_pod), the parallel plan and kind from
-// the annotations. kInvalidArgument for bad annotation values.
-Result<JobRequest> job_request_for(const Pod& pod, std::string job_id, int members, int gpus_per_pod);
+// the annotations, and the level the group stays in from one scheduler's annotations (see
+// above; Volcano's tier numbers are read on `cluster`). kInvalidArgument for bad annotation
+// values, or for topology annotations of two schedulers on one pod.
+Result<JobRequest> job_request_for(const Pod& pod, const Cluster& cluster, std::string job_id, int members,
+                                   int gpus_per_pod);
 
 // The policy the pod asks for (annotation toposched.io/policy), or `fallback`.
 std::string pod_policy(const Pod& pod, const std::string& fallback);

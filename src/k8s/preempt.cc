@@ -71,7 +71,7 @@ ExtenderPreemptionResult GangPlanner::preempt(const ExtenderPreemptionArgs& args
   const std::string job_id = job_id_for(pod, *gang);
   if (groups_.contains(job_id)) return none;  // already planned: its members need no victims
   const Cluster& c = ledger_.cluster();
-  auto request = job_request_for(pod, job_id, *gang ? (*gang)->size : 1, *gpus);
+  auto request = job_request_for(pod, c, job_id, *gang ? (*gang)->size : 1, *gpus);
   if (!request) return none;
   const std::string policy = pod_policy(pod, options_.policy);
   const std::string key = pod_key(pod);

@@ -5,6 +5,7 @@
 #include "cost/job_comm.h"
 #include "formats/export_common.h"
 #include "formats/k8s_nodes.h"
+#include "formats/volcano.h"
 #include "placement/job_schema.h"
 #include "topology/registry.h"
 
@@ -67,7 +68,9 @@ Result<std::optional<int>> resolve_tier(const std::string& name, const Cluster& 
     known += ", " + c.tiers()[i].name;
   }
   if (auto tier = tier_of_label(name, c)) return std::optional<int>(*tier);
-  if (builtin_label_is_domain(name))
+  // Volcano's tierName of the NVLink-domain HyperNodes `export --to volcano` writes (what a
+  // job's networkTopology.highestTierName names) is that level too.
+  if (builtin_label_is_domain(name) || name == kVolcanoDomainTierName)
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("{} tier '{}' is an NVLink-domain level: toposched's tiers are the fabric tiers "
                                   "and the node (policy topo keeps each job's groups inside NVLink domains by itself)",

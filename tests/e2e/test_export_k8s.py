@@ -260,6 +260,31 @@ class VolcanoTest(unittest.TestCase):
         self.assertTrue(all(d["spec"]["tier"] == 1 for d in domains))
 
 
+    def test_each_tier_has_one_tier_name_listed_in_the_header(self):
+        """Volcano resolves a job's networkTopology.highestTierName through the HyperNodes'
+        spec.tierName (one name -> tier map, scheduler framework/session.go): every tier must
+        carry one name and every name one tier. The header lists them for users, and the
+        extender reads volcano.sh/network-topology-highest-tier with the same numbering."""
+        r = toposched("presets", "--format", "json")
+        specs = ["preset:" + p["name"] for p in json.loads(r.stdout)] + [GB200, DGX]
+        for spec in specs:
+            with self.subTest(spec=spec):
+                text = export(spec, "volcano")
+                header = re.search(r"^# Tiers for networkTopology\.highestTierAllowed = highestTierName: (.*)$", text, re.M)
+                written = {(d["spec"]["tier"], d["spec"]["tierName"]) for d in yaml.safe_load_all(text) if d}
+                model_tiers = json.loads(toposched("show", "--cluster", spec, "--format", "json").stdout)["tiers"]
+                if header is None:  # no tier and no NVLink-domain level: nothing to name
+                    self.assertEqual((model_tiers, written), ([], set()))
+                    continue
+                listed = [tuple(x.strip().split(" = ", 1)) for x in header.group(1).split(",")]
+                listed = [(int(t), name) for t, name in listed]
+                self.assertEqual([t for t, _ in listed], list(range(1, len(listed) + 1)))
+                self.assertEqual(len({name for _, name in listed}), len(listed))
+                self.assertTrue(written <= set(listed), (written, listed))
+                with_domains = any(name == "accelerator-domain" for _, name in written)
+                self.assertEqual([name for _, name in listed], (["accelerator-domain"] if with_domains else []) + model_tiers)
+
+
 class DotAndNativeTest(unittest.TestCase):
     def test_dot_nests_switches_and_labels_gpus(self):
         text = export(DGX, "dot")

@@ -391,5 +391,115 @@ class K8sCrdValidation(unittest.TestCase):
         self.assertIn(f"{names}:1:10", r.stderr)
 
 
+# The peers' workload objects shown in docs/export.md (a KAI PodGroup with subGroups, a Volcano
+# PodGroup with highestTierName and a subGroupPolicy): each follows a marker
+# `<!-- crd-example: CRD-FILE VERSION SPEC EXPORT -->` naming the CRD it must pass and the
+# cluster and export whose level names it uses.
+CRD_EXAMPLE = re.compile(r"^<!--\s*crd-example:\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*-->\s*$")
+
+
+def documented_crd_examples():
+    """[(crd file, version, cluster spec, export format, object, line)] from docs/export.md."""
+    with open(os.path.join(SOURCE_DIR, "docs", "export.md"), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        m = CRD_EXAMPLE.match(line)
+        if not m:
+            continue
+        assert lines[i + 1] == "```yaml", f"docs/export.md:{i + 2}: a ```yaml block must follow the crd-example marker"
+        end = lines.index("```", i + 2)
+        out.append((*m.groups(), yaml.safe_load("\n".join(lines[i + 2:end])), i + 1))
+    return out
+
+
+def pruned_fields(obj, schema, path=""):
+    """The fields the API server would drop as unknown (structural pruning): keys of an object
+    whose schema lists properties, allows no others and does not preserve unknown fields."""
+    if isinstance(obj, dict) and "properties" in schema:
+        keep_all = schema.get("x-kubernetes-preserve-unknown-fields") or "additionalProperties" in schema
+        for key, value in obj.items():
+            if key in schema["properties"]:
+                yield from pruned_fields(value, schema["properties"][key], f"{path}.{key}")
+            elif not keep_all:
+                yield f"{path}.{key}"
+    elif isinstance(obj, list) and "items" in schema:
+        for k, value in enumerate(obj):
+            yield from pruned_fields(value, schema["items"], f"{path}[{k}]")
+
+
+def kai_subgroup_errors(subgroups):
+    """KAI's PodGroup admission webhook (pkg/apis/scheduling/v2alpha2/podgroup_webhook.go,
+    validateSubGroups), transcribed: unique names, every parent exists, no cycle."""
+    names = [g["name"] for g in subgroups]
+    errors = [f"duplicate subgroup name {n}" for n in sorted(set(names)) if names.count(n) > 1]
+    parent = {g["name"]: g.get("parent") for g in subgroups}
+    errors += [f"parent {p} of {n} was not found" for n, p in parent.items() if p is not None and p not in parent]
+    for start in parent:
+        seen, at = set(), start
+        while at is not None and at in parent and at not in seen:
+            seen.add(at)
+            at = parent[at]
+        if at in seen:
+            errors.append("cycle detected in subgroups")
+            break
+    return errors
+
+
+class PeerWorkloadExamples(unittest.TestCase):
+    """The KAI and Volcano PodGroups of docs/export.md pass their CRDs (nothing pruned) and
+    their admission rules, and name only levels the export of their cluster writes."""
+
+    def setUp(self):
+        self.examples = documented_crd_examples()
+        self.assertEqual(sorted((e[0], e[3]) for e in self.examples),
+                         [("kai-podgroups.yaml", "kai"), ("volcano-podgroups.yaml", "volcano")])
+
+    def test_examples_pass_the_crds_without_a_pruned_field(self):
+        for crd, version, _, _, obj, line in self.examples:
+            with self.subTest(line=line):
+                check_against_crd(self, obj, crd, version)
+                self.assertEqual(list(pruned_fields(obj, load_crd(crd, version)[2])), [])
+
+    def test_pruning_check_finds_kai_docs_spelling(self):
+        """KAI's docs/topology/multilevel.md writes `subgroups`; the CRD's field is `subGroups`."""
+        (obj,) = [e[4] for e in self.examples if e[3] == "kai"]
+        misspelt = json.loads(json.dumps(obj))
+        misspelt["spec"]["subgroups"] = misspelt["spec"].pop("subGroups")
+        self.assertEqual(list(pruned_fields(misspelt, load_crd("kai-podgroups.yaml", "v2alpha2")[2])), [".spec.subgroups"])
+
+    def test_kai_levels_are_the_exported_topologys(self):
+        (spec, obj) = [(e[2], e[4]) for e in self.examples if e[3] == "kai"][0]
+        docs, _ = export_docs(self, spec, "kai")
+        topology = docs[0]
+        levels = {x["nodeLabel"] for x in topology["spec"]["levels"]}
+        subgroups = obj["spec"].get("subGroups", [])
+        self.assertGreaterEqual(len(subgroups), 2)
+        self.assertEqual(kai_subgroup_errors(subgroups), [])
+        for constraint in [obj["spec"]["topologyConstraint"]] + [g["topologyConstraint"] for g in subgroups]:
+            self.assertEqual(constraint["topology"], topology["metadata"]["name"])
+            for key in ("requiredTopologyLevel", "preferredTopologyLevel"):
+                if key in constraint:
+                    self.assertIn(constraint[key], levels)
+        # The transcribed webhook rules do refuse what KAI refuses.
+        self.assertEqual(kai_subgroup_errors([{"name": "a", "parent": "b"}, {"name": "b", "parent": "a"}]),
+                         ["cycle detected in subgroups"])
+        self.assertEqual(kai_subgroup_errors([{"name": "a", "parent": "x"}, {"name": "a", "parent": "x"}]),
+                         ["duplicate subgroup name a", "parent x of a was not found"])
+
+    def test_volcano_tier_names_are_the_exported_hypernodes(self):
+        (spec, obj) = [(e[2], e[4]) for e in self.examples if e[3] == "volcano"][0]
+        docs, _ = export_docs(self, spec, "volcano")
+        tier_of_name = {d["spec"]["tierName"]: d["spec"]["tier"] for d in docs}
+        topologies = [obj["spec"]["networkTopology"]] + [p["networkTopology"] for p in obj["spec"]["subGroupPolicy"]]
+        for nt in topologies:
+            # Volcano's job webhook (admit_job.go): "must not specify 'highestTierAllowed' and
+            # 'highestTierName' in networkTopology simultaneously".
+            self.assertFalse("highestTierAllowed" in nt and "highestTierName" in nt, nt)
+            self.assertIn(nt["highestTierName"], tier_of_name)
+        # A partition stays in a tier below the whole group's.
+        self.assertLess(tier_of_name[topologies[1]["highestTierName"]], tier_of_name[topologies[0]["highestTierName"]])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,7 +1,9 @@
 // The gang planner on a DGX H100 preset: whole-group planning at the first member's filter,
 // rank order, reservations held from filter time and released on expiry (injected clock),
 // no partial placement, pass-through and error answers, preemption, and the pod mapping.
+#include <map>
 #include <set>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -321,7 +323,7 @@ TEST(PodRequest, GpusRanksAndGangs) {
   EXPECT_FALSE(pod_gang(v));
   v.annotations["toposched.io/group-size"] = "2";
   EXPECT_EQ((*pod_gang(v))->source, "volcano");
-  auto r = job_request_for(p, "j", 4, 8);
+  auto r = job_request_for(p, *build_preset("dgx-h100?nodes=8"), "j", 4, 8);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->gpus, 32);
   EXPECT_EQ(r->gpus_per_node, 8);
@@ -338,7 +340,7 @@ TEST(PodRequest, KueueTopologyAnnotationsAreTheRequestsTiersAndSlices) {
   p.annotations["kueue.x-k8s.io/podset-preferred-topology"] = "fabric.topograph.run/tier-1";
   p.annotations["kueue.x-k8s.io/podset-slice-required-topology-constraints"] =
       R"([{"topology": "fabric.topograph.run/tier-0", "size": 2}, {"topology": "kubernetes.io/hostname", "size": 1}])";
-  auto r = job_request_for(p, "j", 4, 8);
+  auto r = job_request_for(p, c, "j", 4, 8);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->slice_tier, "fabric.topograph.run/tier-0");
   EXPECT_EQ(r->slice_size, 2);
@@ -355,22 +357,22 @@ TEST(PodRequest, KueueTopologyAnnotationsAreTheRequestsTiersAndSlices) {
   q.annotations["kueue.x-k8s.io/podset-required-topology"] = "network.topology.nvidia.com/spine";
   q.annotations["kueue.x-k8s.io/podset-slice-required-topology"] = "kubernetes.io/hostname";
   q.annotations["kueue.x-k8s.io/podset-slice-size"] = "1";
-  n = normalize(*job_request_for(q, "j", 4, 8), c);
+  n = normalize(*job_request_for(q, c, "j", 4, 8), c);
   ASSERT_TRUE(n) << n.error().message;
   EXPECT_EQ(n->required_tier_index, 1);
   EXPECT_EQ(n->slice_tier_index, kNodeTier);
   q.annotations["kueue.x-k8s.io/podset-unconstrained-topology"] = "true";
-  EXPECT_FALSE(normalize(*job_request_for(q, "j", 4, 8), c));  // unconstrained excludes a required tier
+  EXPECT_FALSE(normalize(*job_request_for(q, c, "j", 4, 8), c));  // unconstrained excludes a required tier
 
   // An NVLink-domain level is refused by name; an unknown label lists what is accepted.
   Pod d = p;
   d.annotations.clear();
   d.annotations["kueue.x-k8s.io/podset-required-topology"] = "accelerator.topograph.run/domain";
-  auto bad = normalize(*job_request_for(d, "j", 4, 8), c);
+  auto bad = normalize(*job_request_for(d, c, "j", 4, 8), c);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("NVLink-domain level"), std::string::npos) << bad.error().message;
   d.annotations["kueue.x-k8s.io/podset-required-topology"] = "fabric.topograph.run/tier-7";
-  bad = normalize(*job_request_for(d, "j", 4, 8), c);
+  bad = normalize(*job_request_for(d, c, "j", 4, 8), c);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("kubernetes.io/hostname"), std::string::npos) << bad.error().message;
 
@@ -379,13 +381,175 @@ TEST(PodRequest, KueueTopologyAnnotationsAreTheRequestsTiersAndSlices) {
                            R"([{"topology": "x", "size": 1, "extra": 1}])", "[{", R"([{"topology": "x", "size": 1, "size": 2}])"}) {
     Pod m = p;
     m.annotations["kueue.x-k8s.io/podset-slice-required-topology-constraints"] = text;
-    auto e = job_request_for(m, "j", 4, 8);
+    auto e = job_request_for(m, c, "j", 4, 8);
     ASSERT_FALSE(e) << text;
     EXPECT_NE(e.error().message.find("podset-slice-required-topology-constraints"), std::string::npos) << e.error().message;
   }
   Pod both = p;
   both.annotations["kueue.x-k8s.io/podset-slice-size"] = "2";
-  EXPECT_FALSE(job_request_for(both, "j", 4, 8));
+  EXPECT_FALSE(job_request_for(both, c, "j", 4, 8));
+}
+
+// Volcano's pod annotations name a HyperNode tier as `export --to volcano` numbers them
+// (llama3-24k has no NVLink domains: tier 1 = rack, 2 = pod, 3 = aggregation; GB200 racks
+// are a tier of their own below the leaves: 1 = accelerator-domain, 2 = leaf).
+TEST(PodRequest, VolcanoNetworkTopologyAnnotationsAreTheRequestsTier) {
+  const Cluster c = *build_preset("llama3-24k?pods=2&racks=4&servers_per_rack=2");
+  ASSERT_EQ(c.tiers().size(), 3u);
+  const std::string mode = "volcano.sh/network-topology-mode", tier = "volcano.sh/network-topology-highest-tier";
+  auto normalized = [&](std::map<std::string, std::string> annotations, const Cluster& on) {
+    Pod p;
+    p.name = "w-0";
+    p.namespace_name = "ml";
+    p.annotations = std::move(annotations);
+    const int gpus_per_pod = on.node_gpu_count(NodeId(0));  // a whole node each
+    auto r = job_request_for(p, on, "j", 4, gpus_per_pod);
+    return r ? normalize(*r, on) : r;
+  };
+  auto says = [](const Result<JobRequest>& r, const std::string& text) {
+    return !r && r.error().message.find(text) != std::string::npos;
+  };
+  auto hard2 = normalized({{mode, "hard"}, {tier, "2"}}, c);
+  ASSERT_TRUE(hard2) << hard2.error().message;
+  EXPECT_EQ(hard2->required_tier, c.tiers()[1].name);
+  EXPECT_EQ(hard2->required_tier_index, 1);
+  EXPECT_FALSE(hard2->preferred_tier_index);
+  // The mode defaults to hard, and is read case-insensitively, as Volcano's controller does.
+  auto hard1 = normalized({{tier, "1"}}, c);
+  ASSERT_TRUE(hard1) << hard1.error().message;
+  EXPECT_EQ(hard1->required_tier_index, 0);
+  auto hard3 = normalized({{mode, "Hard"}, {tier, "3"}}, c);
+  ASSERT_TRUE(hard3) << hard3.error().message;
+  EXPECT_EQ(hard3->required_tier_index, 2);
+  auto soft = normalized({{mode, "soft"}, {tier, "1"}}, c);
+  ASSERT_TRUE(soft) << soft.error().message;
+  EXPECT_FALSE(soft->required_tier_index);
+  EXPECT_EQ(soft->preferred_tier_index, 0);
+  // No tier, or one above every HyperNode: no limit, as in Volcano.
+  for (auto annotations : std::vector<std::map<std::string, std::string>>{{{mode, "hard"}}, {{tier, "4"}}}) {
+    auto none = normalized(annotations, c);
+    ASSERT_TRUE(none) << none.error().message;
+    EXPECT_FALSE(none->required_tier_index);
+    EXPECT_FALSE(none->preferred_tier_index);
+  }
+  // Bad values name the annotation, the value and what is accepted.
+  const std::string levels = "1 (" + c.tiers()[0].name + "), 2 (" + c.tiers()[1].name + "), 3 (";
+  for (std::string value : {"0", "-1", "leaf", "2x", ""}) {
+    auto bad = normalized({{tier, value}}, c);
+    EXPECT_TRUE(says(bad, tier + "='" + value + "'")) << value;
+    EXPECT_TRUE(says(bad, levels)) << (bad ? "accepted" : bad.error().message);
+  }
+  auto bad_mode = normalized({{mode, "strict"}, {tier, "1"}}, c);
+  EXPECT_TRUE(says(bad_mode, "'strict' must be hard or soft")) << (bad_mode ? "accepted" : bad_mode.error().message);
+
+  const Cluster gb = *build_preset("gb200-nvl72?racks=2");
+  auto leaf = normalized({{tier, "2"}}, gb);
+  ASSERT_TRUE(leaf) << leaf.error().message;
+  EXPECT_EQ(leaf->required_tier_index, 0);
+  auto domain = normalized({{tier, "1"}}, gb);
+  EXPECT_TRUE(says(domain, "accelerator-domain level")) << (domain ? "accepted" : domain.error().message);
+  // The same level by its tierName (what highestTierName says), as `place --required-tier`.
+  JobRequest by_name;
+  by_name.gpus = 8;
+  by_name.required_tier = "accelerator-domain";
+  auto named = normalize(by_name, gb);
+  EXPECT_TRUE(says(named, "NVLink-domain level")) << (named ? "accepted" : named.error().message);
+
+  // One scheduler's annotations per pod.
+  auto two = normalized({{tier, "1"}, {"kueue.x-k8s.io/podset-required-topology", "fabric.topograph.run/tier-0"}}, c);
+  EXPECT_TRUE(says(two, "kueue.x-k8s.io/podset-required-topology (Kueue) and " + tier + " (Volcano)"))
+      << (two ? "accepted" : two.error().message);
+}
+
+// KAI-Scheduler's placement annotations name levels by node label, as the KAI Topology
+// `export --to kai` writes them.
+TEST(PodRequest, KaiTopologyPlacementAnnotationsAreTheRequestsTiers) {
+  const Cluster c = *build_preset("llama3-24k?pods=2&racks=4&servers_per_rack=2");
+  Pod p;
+  p.name = "w-0";
+  p.namespace_name = "ml";
+  p.annotations["kai.scheduler/topology"] = "cluster-topology";
+  p.annotations["kai.scheduler/topology-required-placement"] = "fabric.topograph.run/tier-1";
+  p.annotations["kai.scheduler/topology-preferred-placement"] = "fabric.topograph.run/tier-0";
+  auto r = job_request_for(p, c, "j", 4, 8);
+  ASSERT_TRUE(r) << r.error().message;
+  auto n = normalize(*r, c);
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(n->required_tier_index, 1);
+  EXPECT_EQ(n->preferred_tier_index, 0);
+
+  Pod domain = p;
+  domain.annotations["kai.scheduler/topology-required-placement"] = "accelerator.topograph.run/domain";
+  auto bad = normalize(*job_request_for(domain, c, "j", 4, 8), c);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("NVLink-domain level"), std::string::npos) << bad.error().message;
+
+  Pod mixed = p;
+  mixed.annotations["volcano.sh/network-topology-mode"] = "soft";
+  auto two = job_request_for(mixed, c, "j", 4, 8);
+  ASSERT_FALSE(two);
+  EXPECT_NE(two.error().message.find("(KAI-Scheduler) and volcano.sh/network-topology-mode (Volcano)"),
+            std::string::npos)
+      << two.error().message;
+}
+
+// The planner obeys a Volcano group's hard tier: 4 x 8 GPUs offered 3 nodes in each of two
+// leaves fit across the leaves (tier 2, the spine) but not in one leaf (tier 1); soft mode
+// only prefers the leaf, so the group is placed.
+TEST(GangPlannerVolcano, AHardHighestTierKeepsTheGroupInOneHyperNodeOfThatTier) {
+  const Cluster cluster = *build_preset("dgx-h100?nodes=64");  // leaves of 32 nodes under one spine
+  ASSERT_EQ(cluster.tiers().size(), 2u);
+  std::vector<std::string> offered;
+  for (int i : {0, 1, 2, 32, 33, 34}) offered.push_back(cluster.node_name(NodeId(static_cast<std::uint32_t>(i))));
+  auto plan = [&](std::string group, std::string mode, std::string tier) {
+    EngineLedger ledger{cluster};
+    GangPlanner planner{ledger, [] { return std::int64_t{1000}; }, PlannerOptions{"topo", 300'000}};
+    Pod p = gpu_pod(group + "-0", 8);
+    p.annotations["scheduling.k8s.io/group-name"] = group;
+    p.annotations["toposched.io/group-size"] = "4";
+    p.annotations["volcano.sh/network-topology-mode"] = mode;
+    p.annotations["volcano.sh/network-topology-highest-tier"] = tier;
+    ExtenderArgs a;
+    a.pod = p;
+    a.node_names = offered;
+    auto r = planner.filter(a);
+    EXPECT_TRUE(r.error.empty()) << r.error;
+    return std::make_pair(r.node_names.has_value(), ledger.snapshot().job_gpus("k8s:ml:" + group).size());
+  };
+  EXPECT_EQ(plan("leaf", "hard", "1"), std::make_pair(false, std::size_t{0}));
+  EXPECT_EQ(plan("spine", "hard", "2"), std::make_pair(true, std::size_t{32}));
+  EXPECT_EQ(plan("soft", "soft", "1"), std::make_pair(true, std::size_t{32}));
+}
+
+// What a Volcano partitionPolicy (or equal KAI subgroups) asks for, said with Kueue's slice
+// annotations next to Volcano's keys (docs/kubernetes.md): 2 partitions of 2 pods, each in
+// one leaf, the group under the spine (tier 2). Offered 3 nodes in each of two leaves, each
+// leaf takes one whole partition.
+TEST(GangPlannerVolcano, PartitionsAsKueueSlicesEachStayInOneLeaf) {
+  const Cluster cluster = *build_preset("dgx-h100?nodes=64");
+  std::vector<std::string> offered;
+  for (int i : {0, 1, 2, 32, 33, 34}) offered.push_back(cluster.node_name(NodeId(static_cast<std::uint32_t>(i))));
+  EngineLedger ledger{cluster};
+  GangPlanner planner{ledger, [] { return std::int64_t{1000}; }, PlannerOptions{"topo", 300'000}};
+  Pod p = gpu_pod("part-0", 8);
+  p.annotations["scheduling.k8s.io/group-name"] = "part";
+  p.annotations["toposched.io/group-size"] = "4";
+  p.annotations["toposched.io/policy"] = "kueue-bestfit";
+  p.annotations["volcano.sh/network-topology-highest-tier"] = "2";
+  p.annotations["kueue.x-k8s.io/podset-slice-size"] = "2";
+  p.annotations["kueue.x-k8s.io/podset-slice-required-topology"] = "leaf";
+  ExtenderArgs a;
+  a.pod = p;
+  a.node_names = offered;
+  auto r = planner.filter(a);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  ASSERT_TRUE(r.node_names);
+  std::map<std::uint32_t, std::set<std::uint32_t>> nodes_by_leaf;
+  const AllocationState held = ledger.snapshot();
+  for (GpuId g : held.job_gpus("k8s:ml:part"))
+    nodes_by_leaf[cluster.node_switch(cluster.gpu_node(g)).value].insert(cluster.gpu_node(g).value);
+  ASSERT_EQ(nodes_by_leaf.size(), 2u);
+  for (const auto& [leaf, nodes] : nodes_by_leaf) EXPECT_EQ(nodes.size(), 2u) << "leaf " << leaf;
 }
 
 TEST(PodRequest, KaiPodGroupNameIsAGangKey) {
