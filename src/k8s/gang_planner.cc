@@ -117,7 +117,7 @@ GangPlanner::GangPlanner(GpuLedger& ledger, Clock clock, PlannerOptions options)
     : ledger_(ledger), clock_(std::move(clock)), options_(std::move(options)) {}
 
 std::vector<std::string> GangPlanner::expire() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return expire_locked(clock_());
 }
 
@@ -161,7 +161,7 @@ NodeMask GangPlanner::offer_with_siblings(const std::string& job_id, const std::
 }
 
 void GangPlanner::forget(std::string_view job_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = groups_.find(std::string(job_id));
   if (it == groups_.end()) return;
   for (const Member& m : it->second.members) slot_of_pod_.erase(m.pod_key);
@@ -169,7 +169,7 @@ void GangPlanner::forget(std::string_view job_id) {
 }
 
 ExtenderFilterResult GangPlanner::filter(const ExtenderArgs& args) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   expire_locked(clock_());
   return filter_locked(args);
 }
@@ -303,7 +303,7 @@ ExtenderFilterResult GangPlanner::filter_locked(const ExtenderArgs& args) {
 }
 
 HostPriorityList GangPlanner::prioritize(const ExtenderArgs& args) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<HostPriority> out;
   std::optional<NodeId> planned;
   if (args.pod) {
@@ -328,7 +328,7 @@ HostPriorityList GangPlanner::prioritize(const ExtenderArgs& args) {
 }
 
 Result<BindingPlan> GangPlanner::prepare_bind(const ExtenderBindingArgs& args) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   expire_locked(clock_());
   BindingPlan plan{args.pod_name, args.pod_namespace, args.pod_uid, args.node, {}, {}};
   auto it = slot_of_pod_.find(binding_pod_key(args));
@@ -349,7 +349,7 @@ Result<BindingPlan> GangPlanner::prepare_bind(const ExtenderBindingArgs& args) {
 }
 
 Result<MemberStatus> GangPlanner::member_of(const ExtenderBindingArgs& pod) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   expire_locked(clock_());
   auto it = slot_of_pod_.find(binding_pod_key(pod));
   if (it == slot_of_pod_.end())
@@ -361,7 +361,7 @@ Result<MemberStatus> GangPlanner::member_of(const ExtenderBindingArgs& pod) {
 }
 
 std::string GangPlanner::unreserve(const ExtenderBindingArgs& pod) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = slot_of_pod_.find(binding_pod_key(pod));
   if (it == slot_of_pod_.end()) return {};
   auto g = groups_.find(it->second.first);
@@ -382,7 +382,7 @@ std::string GangPlanner::unreserve(const ExtenderBindingArgs& pod) {
 
 void GangPlanner::finish_bind(const BindingPlan& plan, bool posted) {
   if (!posted || plan.job_id.empty()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = slot_of_pod_.find(key_of(plan.pod_uid, plan.pod_namespace, plan.pod_name));
   if (it == slot_of_pod_.end()) return;
   auto g = groups_.find(it->second.first);
@@ -390,7 +390,7 @@ void GangPlanner::finish_bind(const BindingPlan& plan, bool posted) {
 }
 
 std::vector<GroupView> GangPlanner::groups() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<GroupView> out;
   for (const auto& [id, g] : groups_) {
     GroupView v{id, g.size, g.gpus_per_pod, g.deadline_ms, {}};

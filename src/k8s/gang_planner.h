@@ -36,7 +36,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -45,6 +44,7 @@
 
 #include "k8s/extender_types.h"
 #include "k8s/gpu_ledger.h"
+#include "topology/mutex.h"
 
 namespace toposched::k8s {
 
@@ -145,22 +145,26 @@ class GangPlanner {
   };
   struct Offer;
 
-  std::vector<std::string> expire_locked(std::int64_t now);
-  ExtenderFilterResult filter_locked(const ExtenderArgs& args);
-  Result<Group*> plan_group(const Pod& pod, const std::string& job_id, int size, int gpus, const NodeMask& usable);
-  int take_slot(Group& g, const Pod& pod, const std::string& pod_key, const NodeMask& offered);
-  void note_nomination(const std::string& job_id, const std::string& pod_key, const Pod& pod);
+  std::vector<std::string> expire_locked(std::int64_t now) REQUIRES(mu_);
+  ExtenderFilterResult filter_locked(const ExtenderArgs& args) REQUIRES(mu_);
+  Result<Group*> plan_group(const Pod& pod, const std::string& job_id, int size, int gpus, const NodeMask& usable)
+      REQUIRES(mu_);
+  int take_slot(Group& g, const Pod& pod, const std::string& pod_key, const NodeMask& offered) REQUIRES(mu_);
+  void note_nomination(const std::string& job_id, const std::string& pod_key, const Pod& pod) REQUIRES(mu_);
   // The nodes preempted for, or nominated for, the other members of a group not yet planned.
-  std::set<NodeId> sibling_nodes(const std::string& job_id, const std::string& pod_key) const;
-  NodeMask offer_with_siblings(const std::string& job_id, const std::string& pod_key, NodeMask offered) const;
+  std::set<NodeId> sibling_nodes(const std::string& job_id, const std::string& pod_key) const REQUIRES(mu_);
+  NodeMask offer_with_siblings(const std::string& job_id, const std::string& pod_key, NodeMask offered) const
+      REQUIRES(mu_);
+  // The jobs of the victims that hold a slot here (victims this planner did not place have none).
+  std::vector<std::string> jobs_of_victims(const MetaVictims& victims) const REQUIRES(mu_);
 
   GpuLedger& ledger_;
   Clock clock_;
   PlannerOptions options_;
-  mutable std::mutex mu_;
-  std::map<std::string, Group> groups_;                              // by job id; guarded by mu_
-  std::unordered_map<std::string, std::pair<std::string, int>> slot_of_pod_;  // pod key -> (job, slot); mu_
-  std::map<std::string, PendingGroup> pending_;                      // by job id; guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, Group> groups_ GUARDED_BY(mu_);  // by job id
+  std::unordered_map<std::string, std::pair<std::string, int>> slot_of_pod_ GUARDED_BY(mu_);  // pod key -> (job, slot)
+  std::map<std::string, PendingGroup> pending_ GUARDED_BY(mu_);  // by job id
 };
 
 // Job id of the pod's job: "k8s:<ns>:<group>" or "k8s:<ns>:pod:<name>".

@@ -59,8 +59,15 @@ std::vector<Candidate> candidates_of(const ExtenderPreemptionArgs& args, const C
 
 }  // namespace
 
+std::vector<std::string> GangPlanner::jobs_of_victims(const MetaVictims& victims) const {
+  std::vector<std::string> jobs;
+  for (const MetaPod& victim : victims.pods)
+    if (auto it = slot_of_pod_.find(victim.uid); it != slot_of_pod_.end()) jobs.push_back(it->second.first);
+  return jobs;
+}
+
 ExtenderPreemptionResult GangPlanner::preempt(const ExtenderPreemptionArgs& args) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   expire_locked(clock_());
   ExtenderPreemptionResult none;
   if (!args.pod) return none;
@@ -82,12 +89,6 @@ ExtenderPreemptionResult GangPlanner::preempt(const ExtenderPreemptionArgs& args
   // The jobs the what-if releases (a dry run of the engine: nothing changes for real).
   std::set<std::string> released;
   auto release = [&](const std::string& job) { return ledger_.holds(job) && released.insert(job).second; };
-  auto victim_jobs_of = [&](const Candidate& cand) {
-    std::vector<std::string> jobs;
-    for (const MetaPod& victim : cand.victims.pods)
-      if (auto it = slot_of_pod_.find(victim.uid); it != slot_of_pod_.end()) jobs.push_back(it->second.first);
-    return jobs;
-  };
   // What kube-scheduler already preempts for the siblings is going: free in the what-if.
   if (pending)
     for (const auto& [sibling, jobs] : pending->victim_jobs)
@@ -103,7 +104,7 @@ ExtenderPreemptionResult GangPlanner::preempt(const ExtenderPreemptionArgs& args
   }
   for (std::size_t k = 0; k < cands.size(); ++k) {
     bool freed = false;
-    for (const std::string& j : victim_jobs_of(cands[k])) freed = release(j) || freed;
+    for (const std::string& j : jobs_of_victims(cands[k].victims)) freed = release(j) || freed;
     if (!freed) continue;
     auto p = ledger_.what_if(*request, policy, {released.begin(), released.end()});
     if (!p) continue;
@@ -122,7 +123,7 @@ ExtenderPreemptionResult GangPlanner::preempt(const ExtenderPreemptionArgs& args
     PendingGroup& record = pending_[job_id];
     record.victim_nodes = std::move(victim_nodes);
     record.nominated[key] = mine->id;
-    record.victim_jobs[key] = victim_jobs_of(*mine);
+    record.victim_jobs[key] = jobs_of_victims(mine->victims);
     record.deadline_ms = clock_() + options_.reservation_timeout_ms;
     ExtenderPreemptionResult out;
     out.node_name_to_meta_victims.emplace();

@@ -216,7 +216,7 @@ Result<void> Engine::apply_locked(std::span<const StateChange> changes) {
 }
 
 Result<void> Engine::apply(std::span<const StateChange> changes) {
-  std::unique_lock lock(mutex_);
+  WriterLock lock(mutex_);
   return apply_locked(changes);
 }
 
@@ -270,7 +270,7 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Stat
 }
 
 std::vector<Result<Decision>> Engine::decide(std::span<const Command> commands, const CommitFn& commit) {
-  std::unique_lock lock(mutex_);
+  WriterLock lock(mutex_);
   std::vector<Result<Decision>> results;
   results.reserve(commands.size());
   std::vector<Decision> changes;
@@ -313,7 +313,7 @@ Result<void> Engine::restore(std::string_view job_id, std::span<const GpuId> gpu
 Result<void> Engine::replace_jobs(std::span<const StoredJob> jobs) {
   // Release every job, then place the store's, in one all-or-nothing apply under the writer
   // lock: readers see the old or the new jobs, never a mix.
-  std::unique_lock lock(mutex_);
+  WriterLock lock(mutex_);
   std::vector<StateChange> changes;
   for (const std::string& id : state_.job_ids()) changes.push_back({StateChange::Kind::kRelease, id, {}, {}, 0});
   for (const StoredJob& job : jobs)
@@ -322,7 +322,7 @@ Result<void> Engine::replace_jobs(std::span<const StoredJob> jobs) {
 }
 
 std::string Engine::jobs_json() const {
-  std::shared_lock lock(mutex_);
+  ReaderLock lock(mutex_);
   std::string out = "{\"jobs\":[";
   bool first = true;
   for (const std::string& id : state_.job_ids()) {
@@ -337,19 +337,19 @@ std::string Engine::jobs_json() const {
 }
 
 std::optional<std::string> Engine::job_json(std::string_view job_id) const {
-  std::shared_lock lock(mutex_);
+  ReaderLock lock(mutex_);
   auto it = answers_.find(std::string(job_id));
   if (it == answers_.end()) return std::nullopt;
   return it->second;
 }
 
 std::size_t Engine::job_count() const {
-  std::shared_lock lock(mutex_);
+  ReaderLock lock(mutex_);
   return state_.job_count();
 }
 
 std::int64_t Engine::free_gpus() const {
-  std::shared_lock lock(mutex_);
+  ReaderLock lock(mutex_);
   return state_.total_free_gpus();
 }
 

@@ -29,7 +29,6 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,6 +42,7 @@
 #include "placement/job_request.h"
 #include "placement/job_schema.h"
 #include "placement/placement.h"
+#include "topology/mutex.h"
 
 namespace toposched {
 
@@ -157,7 +157,7 @@ class Engine {
   // Runs `fn` on the committed state under the shared lock (keep it short).
   template <class Fn>
   auto read(Fn&& fn) const {
-    std::shared_lock lock(mutex_);
+    ReaderLock lock(mutex_);
     return fn(static_cast<const AllocationState&>(state_));
   }
   // {"jobs":[the `place` JSON of every job, in allocation order]}, byte-stable.
@@ -170,15 +170,15 @@ class Engine {
   // Decides one command on the current state without changing it; `change` gets what
   // applying the decision does (nothing for a dry run), `inverse` what undoes it.
   Result<Decision> decide_command(const Command& command, std::vector<StateChange>& change,
-                                  std::vector<StateChange>& inverse) const;
-  Result<void> apply_locked(std::span<const StateChange> changes);
-  Result<void> apply_one(const StateChange& change);
-  StateChange inverse_of(const StateChange& change) const;
+                                  std::vector<StateChange>& inverse) const REQUIRES(mutex_);
+  Result<void> apply_locked(std::span<const StateChange> changes) REQUIRES(mutex_);
+  Result<void> apply_one(const StateChange& change) REQUIRES(mutex_);
+  StateChange inverse_of(const StateChange& change) const REQUIRES(mutex_);
 
   const Cluster* cluster_;
-  mutable std::shared_mutex mutex_;
-  AllocationState state_;                                    // guarded by mutex_
-  std::unordered_map<std::string, std::string> answers_;     // guarded by mutex_: job -> place JSON
+  mutable SharedMutex mutex_;
+  AllocationState state_ GUARDED_BY(mutex_);
+  std::unordered_map<std::string, std::string> answers_ GUARDED_BY(mutex_);  // job -> place JSON
 };
 
 }  // namespace toposched

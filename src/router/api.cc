@@ -223,7 +223,7 @@ Result<void> RouterService::apply_locked(int slot, const RouterEvent& event) {
 
 Result<Json> RouterService::kv_events(const Json& body) {
   TOPOSCHED_TRY(events, parse_router_events(body));
-  std::lock_guard lock(router_mutex_);
+  MutexLock lock(router_mutex_);
   std::size_t applied = 0;
   for (const RouterEvent& e : events) {
     TOPOSCHED_TRY(slot, slot_for(e.worker_id, e.dp_rank));
@@ -235,7 +235,7 @@ Result<Json> RouterService::kv_events(const Json& body) {
 
 ApplyOutcome RouterService::apply_to_slot(int slot, const std::vector<RouterEvent>& events) {
   ApplyOutcome out;
-  std::lock_guard lock(router_mutex_);
+  MutexLock lock(router_mutex_);
   if (slot < 0 || slot >= static_cast<int>(slots_.size())) {
     out.refused = events.size();
     out.first_refusal = fmt::format("worker {} out of range", slot);
@@ -258,7 +258,7 @@ ApplyOutcome RouterService::apply_to_slot(int slot, const std::vector<RouterEven
 }
 
 void RouterService::clear_slot(int slot) {
-  std::lock_guard lock(router_mutex_);
+  MutexLock lock(router_mutex_);
   if (slot < 0 || slot >= static_cast<int>(slots_.size())) return;
   for (int t = 0; t < kStorageTiers; ++t) {
     tier_index(static_cast<StorageTier>(t)).clear(slot);
@@ -274,13 +274,13 @@ Result<Json> RouterService::register_worker(const Json& body) {
     TOPOSCHED_TRY(v, dp_rank_of(*r, "dp_rank"));
     dp = v;
   }
-  std::lock_guard lock(router_mutex_);
+  MutexLock lock(router_mutex_);
   TOPOSCHED_TRY(slot, slot_for(id, dp));
   return Json{{"worker", slot}, {"worker_id", id}, {"dp_rank", dp}};
 }
 
 Json RouterService::dump() {
-  std::lock_guard lock(router_mutex_);
+  MutexLock lock(router_mutex_);
   Json workers = Json::array();
   for (int w = 0; w < static_cast<int>(slots_.size()); ++w) {
     const Slot& s = slots_[static_cast<std::size_t>(w)];
@@ -340,7 +340,7 @@ Result<Json> RouterService::route(const Json& body) {
     TOPOSCHED_TRY(rid, u64(body["request_id"], "request_id"));
     id = rid;
   }
-  std::lock_guard lock(router_mutex_);
+  MutexLock lock(router_mutex_);
   RouteDecision d = router_.route(id.value_or(next_anonymous_++), RouteQuery{sequence, static_cast<int>(std::min<std::int64_t>(input_length, 1 << 30))});
   if (!id) router_.finished(next_anonymous_ - 1);
   const WorkerPlacement& w = workers_[static_cast<std::size_t>(d.worker)];
@@ -372,7 +372,7 @@ Result<Json> RouterService::route(const Json& body) {
 }
 
 void RouterService::finished(std::uint64_t request_id) {
-  std::lock_guard lock(router_mutex_);
+  MutexLock lock(router_mutex_);
   router_.finished(request_id);
 }
 

@@ -31,7 +31,6 @@
 
 #include <array>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <map>
@@ -43,6 +42,7 @@
 #include "router/kv_events.h"
 #include "router/request_trace.h"
 #include "router/router.h"
+#include "topology/mutex.h"
 
 namespace toposched::router {
 
@@ -97,19 +97,19 @@ class RouterService {
     std::array<std::unordered_map<std::uint64_t, std::uint64_t>, kStorageTiers> names;
   };
   RouterService(const Cluster& cluster, std::vector<WorkerPlacement> workers, Router router, int block_tokens);
-  Result<int> slot_for(std::uint64_t worker_id, std::uint32_t dp_rank);  // claims; needs router_mutex_
-  Result<void> apply_locked(int slot, const RouterEvent& event);
-  KvIndex& tier_index(StorageTier tier);
+  Result<int> slot_for(std::uint64_t worker_id, std::uint32_t dp_rank) REQUIRES(router_mutex_);  // claims
+  Result<void> apply_locked(int slot, const RouterEvent& event) REQUIRES(router_mutex_);
+  KvIndex& tier_index(StorageTier tier) REQUIRES(router_mutex_);
 
   const Cluster& cluster_;
   std::vector<WorkerPlacement> workers_;
   int block_tokens_;
-  std::mutex router_mutex_;
-  Router router_;                                   // guarded by router_mutex_; its index is the device tier
-  std::array<KvIndex, kStorageTiers - 1> lower_;    // guarded: host_pinned, disk, external
-  std::vector<Slot> slots_;                         // guarded
-  std::map<std::pair<std::uint64_t, std::uint32_t>, int> slot_of_;  // (worker_id, dp_rank) -> slot; guarded
-  std::uint64_t next_anonymous_ = 1ull << 63;       // guarded
+  Mutex router_mutex_;
+  Router router_ GUARDED_BY(router_mutex_);  // its index is the device tier
+  std::array<KvIndex, kStorageTiers - 1> lower_ GUARDED_BY(router_mutex_);  // host_pinned, disk, external
+  std::vector<Slot> slots_ GUARDED_BY(router_mutex_);
+  std::map<std::pair<std::uint64_t, std::uint32_t>, int> slot_of_ GUARDED_BY(router_mutex_);  // (worker_id, dp_rank) -> slot
+  std::uint64_t next_anonymous_ GUARDED_BY(router_mutex_) = 1ull << 63;
 };
 
 }  // namespace toposched::router

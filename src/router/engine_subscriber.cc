@@ -7,6 +7,8 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "topology/mutex.h"
+
 namespace toposched::router {
 
 Result<EngineEndpoint> parse_engine_endpoint(std::string_view spec, int workers) {
@@ -56,8 +58,8 @@ struct EngineSubscriber::Impl {
   zmq::context_t context{1};
   std::vector<zmq::socket_t> subs;                       // owned by the thread once it runs
   std::vector<std::unique_ptr<zmq::socket_t>> replays;  // the same; created on first use
-  mutable std::mutex counters_mutex;
-  std::vector<Counters> counters;  // guarded by counters_mutex
+  mutable Mutex counters_mutex;
+  std::vector<Counters> counters GUARDED_BY(counters_mutex);
   std::atomic<bool> stopping{false};
   std::thread thread;
 
@@ -71,7 +73,7 @@ struct EngineSubscriber::Impl {
     if (log) log(fmt::format("router worker {} ({}): {}", endpoints[i].worker, endpoints[i].endpoint, what));
   }
   std::int64_t last_seq(std::size_t i) {
-    std::lock_guard l(counters_mutex);
+    MutexLock l(counters_mutex);
     return counters[i].last_seq;
   }
 };
@@ -100,7 +102,7 @@ void EngineSubscriber::Impl::apply(std::size_t i, std::int64_t seq, std::span<co
                         : out.refused ? fmt::format("batch {}: {} events refused ({})", seq, out.refused, out.first_refusal)
                                       : std::string();
   {
-    std::lock_guard l(counters_mutex);
+    MutexLock l(counters_mutex);
     Counters& c = counters[i];
     ++c.batches;
     c.last_seq = seq;
@@ -118,7 +120,7 @@ void EngineSubscriber::Impl::apply(std::size_t i, std::int64_t seq, std::span<co
 void EngineSubscriber::Impl::clear(std::size_t i, const std::string& why) {
   service.clear_slot(endpoints[i].worker);
   {
-    std::lock_guard l(counters_mutex);
+    MutexLock l(counters_mutex);
     ++counters[i].clears;
     counters[i].last_error = why;
   }
@@ -151,7 +153,7 @@ bool EngineSubscriber::Impl::replay(std::size_t i, std::int64_t from, std::int64
     if (frames.size() != 2 || frames[0].size() != 8) continue;
     std::int64_t seq = big_endian_seq(frames[0]);
     if (seq == -1) {
-      std::lock_guard l(counters_mutex);
+      MutexLock l(counters_mutex);
       counters[i].replayed += applied;
       return true;
     }
@@ -161,14 +163,14 @@ bool EngineSubscriber::Impl::replay(std::size_t i, std::int64_t from, std::int64
     }
   }
   sock.reset();  // late replies must not be read as answers to the next request
-  std::lock_guard l(counters_mutex);
+  MutexLock l(counters_mutex);
   counters[i].replayed += applied;
   return false;
 }
 
 void EngineSubscriber::Impl::on_gap(std::size_t i, std::int64_t from, std::int64_t until, bool clear_if_incomplete) {
   {
-    std::lock_guard l(counters_mutex);
+    MutexLock l(counters_mutex);
     ++counters[i].gaps;
   }
   if (endpoints[i].replay.empty()) {
@@ -184,7 +186,7 @@ void EngineSubscriber::Impl::on_gap(std::size_t i, std::int64_t from, std::int64
 
 void EngineSubscriber::Impl::on_message(std::size_t i, std::vector<zmq::message_t>& frames) {
   if (frames.size() != 3 || frames[1].size() != 8) {
-    std::lock_guard l(counters_mutex);
+    MutexLock l(counters_mutex);
     ++counters[i].decode_errors;
     counters[i].last_error = fmt::format("expected 3 frames (topic, 8-byte sequence, payload), found {}", frames.size());
     return;
@@ -264,7 +266,7 @@ void EngineSubscriber::stop() {
 
 nlohmann::json EngineSubscriber::status() const {
   nlohmann::json subs = nlohmann::json::array();
-  std::lock_guard l(impl_->counters_mutex);
+  MutexLock l(impl_->counters_mutex);
   for (std::size_t i = 0; i < impl_->endpoints.size(); ++i) {
     const EngineEndpoint& e = impl_->endpoints[i];
     const Counters& c = impl_->counters[i];

@@ -221,7 +221,7 @@ std::string EtcdClient::endpoints_text() const {
 Result<std::string> EtcdClient::call(std::string_view path, const std::string& body, bool idempotent,
                                      Deadline deadline) {
   const auto end = deadline.value_or(Clock::now() + options_.request_timeout);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   std::string last_error = "no endpoint";
   // Each endpoint at most twice (a stale keep-alive connection fails once, then reconnects).
   for (std::size_t attempt = 0; attempt < 2 * endpoints_.size(); ++attempt) {

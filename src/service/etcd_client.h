@@ -22,13 +22,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "topology/error.h"
+#include "topology/mutex.h"
 
 namespace toposched::service {
 
@@ -138,13 +138,13 @@ class EtcdClient {
   // POSTs `body` to `path`, failing over between endpoints; `idempotent` allows a retry after
   // a request may have reached a member.
   Result<std::string> call(std::string_view path, const std::string& body, bool idempotent,
-                           Deadline deadline);
+                           Deadline deadline) EXCLUDES(mutex_);
 
   std::vector<EtcdEndpoint> endpoints_;
   Options options_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Connection>> connections_;  // GUARDED_BY(mutex_)
-  std::size_t current_ = 0;                                // GUARDED_BY(mutex_)
+  Mutex mutex_;
+  std::vector<std::unique_ptr<Connection>> connections_ GUARDED_BY(mutex_);
+  std::size_t current_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace toposched::service

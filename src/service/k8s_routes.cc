@@ -8,9 +8,7 @@
 // every call). Handlers only decode, call the extender and send its bytes.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
-#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -18,6 +16,7 @@
 
 #include "k8s/extender.h"
 #include "service/http.h"
+#include "topology/mutex.h"
 
 namespace toposched::service {
 
@@ -35,11 +34,7 @@ class ExtenderRuntime {
         sweeper_([this] { sweep(); }) {}
 
   ~ExtenderRuntime() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
+    stop_.request();
     sweeper_.join();
   }
 
@@ -60,21 +55,14 @@ class ExtenderRuntime {
   }
 
   void sweep() {
-    std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
-      lock.unlock();
-      log_released(planner_.expire());
-      lock.lock();
-    }
+    while (!stop_.sleep_for(std::chrono::seconds(1))) log_released(planner_.expire());
   }
 
   std::atomic<std::int64_t> manual_ms_{0};
   k8s::EngineLedger ledger_;  // every reservation is a committed decision of the service's scheduler
   k8s::GangPlanner planner_;
   k8s::Extender extender_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // guarded by mutex_
+  StopSignal stop_;
   std::thread sweeper_;    // last: starts once everything above exists
 };
 

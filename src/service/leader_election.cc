@@ -27,7 +27,7 @@ LeaderElection::Clock::duration LeaderElection::call_budget() const {
 }
 
 void LeaderElection::start() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (thread_.joinable()) return;
   stopping_ = false;
   thread_ = std::thread([this] { run(); });
@@ -35,7 +35,7 @@ void LeaderElection::start() {
 
 void LeaderElection::stop() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (!thread_.joinable()) return;
     stopping_ = true;
     term_.reset();
@@ -44,7 +44,7 @@ void LeaderElection::stop() {
   thread_.join();
   std::int64_t lease = 0;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     lease = std::exchange(lease_id_, 0);
   }
   if (lease != 0) (void)client_.revoke_lease(lease, Clock::now() + call_budget());
@@ -52,7 +52,7 @@ void LeaderElection::stop() {
 
 void LeaderElection::resign() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     term_.reset();  // stop deciding now; the thread revokes the lease
     resign_requested_ = true;
   }
@@ -60,32 +60,32 @@ void LeaderElection::resign() {
 }
 
 std::optional<LeaderElection::Term> LeaderElection::term() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (!term_ || Clock::now() >= term_->valid_until) return std::nullopt;
   return term_;
 }
 
 std::string LeaderElection::leader() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   const auto now = Clock::now();
   if (leader_ == options_.identity) return term_ && now < term_->valid_until ? leader_ : std::string();
   return now - leader_seen_at_ <= options_.ttl ? leader_ : std::string();
 }
 
 std::string LeaderElection::last_error() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return last_error_;
 }
 
 void LeaderElection::note_error(const Error& e) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (last_error_ != e.message) spdlog::warn("leader election: {}", e.message);
   last_error_ = e.message;
 }
 
 void LeaderElection::lost_sight_of_etcd(const Error& e) {
   note_error(e);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (!term_) leader_.clear();  // cannot see etcd: the leader is unknown, not the last one seen
 }
 
@@ -97,19 +97,29 @@ void LeaderElection::drop_lease_locked() {
 }
 
 void LeaderElection::run() {
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    lock.unlock();
+  while (!stop_requested()) {
     step(Clock::now());
-    lock.lock();
-    wake_.wait_for(lock, options_.poll, [this] { return stopping_ || resign_requested_; });
+    sleep_until_next_poll();
+  }
+}
+
+bool LeaderElection::stop_requested() const {
+  MutexLock lock(mutex_);
+  return stopping_;
+}
+
+// Sleeps one poll period, less when stop() or resign() asks for the loop.
+void LeaderElection::sleep_until_next_poll() {
+  const auto deadline = Clock::now() + options_.poll;
+  MutexLock lock(mutex_);
+  while (!stopping_ && !resign_requested_ && wake_.wait_until(mutex_, deadline)) {
   }
 }
 
 void LeaderElection::step(Clock::time_point now) {
   std::int64_t to_revoke = 0;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (resign_requested_) {
       resign_requested_ = false;
       to_revoke = lease_id_;
@@ -127,7 +137,7 @@ void LeaderElection::step(Clock::time_point now) {
 void LeaderElection::keep_lease_alive(Clock::time_point now) {
   std::int64_t lease = 0;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (lease_id_ != 0 && now >= lease_expiry_lb_) drop_lease_locked();  // surely expired by now
     if (lease_id_ != 0 && now < next_keepalive_) return;
     lease = lease_id_;
@@ -136,7 +146,7 @@ void LeaderElection::keep_lease_alive(Clock::time_point now) {
   if (lease == 0) {
     auto granted = client_.grant_lease(options_.ttl.count(), sent + call_budget());
     if (!granted) return note_error(granted.error());
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     lease_id_ = granted->id;
     lease_expiry_lb_ = sent + std::chrono::seconds(granted->ttl_s);
     next_keepalive_ = sent + std::chrono::seconds(granted->ttl_s) / 4;
@@ -144,7 +154,7 @@ void LeaderElection::keep_lease_alive(Clock::time_point now) {
     return;
   }
   auto ttl = client_.keep_alive(lease, sent + call_budget());
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (!ttl) {
     last_error_ = ttl.error().message;
     next_keepalive_ = Clock::now();  // retry at the next step
@@ -160,7 +170,7 @@ void LeaderElection::keep_lease_alive(Clock::time_point now) {
 void LeaderElection::campaign_or_watch(Clock::time_point now) {
   std::int64_t lease = 0;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     lease = lease_id_;
   }
   if (lease == 0) return;
@@ -179,7 +189,7 @@ void LeaderElection::campaign_or_watch(Clock::time_point now) {
   } else {
     r.ranges.push_back(std::move(*seen));
   }
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (lease_id_ != lease || stopping_) return;  // resigned or lost meanwhile
   if (r.succeeded) {
     term_ = Term{lease, r.revision, ++generation_, lease_expiry_lb_ - guard()};

@@ -18,15 +18,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "service/etcd_client.h"
+#include "topology/mutex.h"
 
 namespace toposched::service {
 
@@ -73,30 +72,32 @@ class LeaderElection {
 
  private:
   void run();
-  void step(Clock::time_point now);
-  void keep_lease_alive(Clock::time_point now);
-  void campaign_or_watch(Clock::time_point now);
-  void drop_lease_locked();
-  void note_error(const Error& e);
-  void lost_sight_of_etcd(const Error& e);
+  bool stop_requested() const EXCLUDES(mutex_);
+  void sleep_until_next_poll() EXCLUDES(mutex_);
+  void step(Clock::time_point now) EXCLUDES(mutex_);
+  void keep_lease_alive(Clock::time_point now) EXCLUDES(mutex_);
+  void campaign_or_watch(Clock::time_point now) EXCLUDES(mutex_);
+  void drop_lease_locked() REQUIRES(mutex_);
+  void note_error(const Error& e) EXCLUDES(mutex_);
+  void lost_sight_of_etcd(const Error& e) EXCLUDES(mutex_);
   Clock::duration guard() const;
   Clock::duration call_budget() const;
 
   Options options_;
   EtcdClient client_;  // used by the background thread only (and stop/resign once it ended)
 
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;        // stop / resign requests
-  bool stopping_ = false;               // GUARDED_BY(mutex_)
-  bool resign_requested_ = false;       // GUARDED_BY(mutex_)
-  std::int64_t lease_id_ = 0;           // GUARDED_BY(mutex_): 0 = none
-  Clock::time_point lease_expiry_lb_{}; // GUARDED_BY(mutex_): etcd keeps the lease at least until then
-  Clock::time_point next_keepalive_{};  // GUARDED_BY(mutex_)
-  std::optional<Term> term_;            // GUARDED_BY(mutex_): set while leader
-  std::uint64_t generation_ = 0;        // GUARDED_BY(mutex_)
-  std::string leader_;                  // GUARDED_BY(mutex_)
-  Clock::time_point leader_seen_at_{};  // GUARDED_BY(mutex_): when leader_ was last read from etcd
-  std::string last_error_;              // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  CondVar wake_;  // stop / resign requests
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  bool resign_requested_ GUARDED_BY(mutex_) = false;
+  std::int64_t lease_id_ GUARDED_BY(mutex_) = 0;  // 0 = none
+  Clock::time_point lease_expiry_lb_ GUARDED_BY(mutex_);  // etcd keeps the lease at least until then
+  Clock::time_point next_keepalive_ GUARDED_BY(mutex_);
+  std::optional<Term> term_ GUARDED_BY(mutex_);  // set while leader
+  std::uint64_t generation_ GUARDED_BY(mutex_) = 0;
+  std::string leader_ GUARDED_BY(mutex_);
+  Clock::time_point leader_seen_at_ GUARDED_BY(mutex_);  // when leader_ was last read from etcd
+  std::string last_error_ GUARDED_BY(mutex_);
   std::thread thread_;
 };
 

@@ -57,7 +57,6 @@ Metrics::Metrics()
 prometheus::Counter& Metrics::labelled(prometheus::Family<prometheus::Counter>& family, std::string_view label,
                                        std::string_view value,
                                        std::map<std::string, prometheus::Counter*, std::less<>>& cache) {
-  std::lock_guard lock(mutex_);
   auto it = cache.find(value);
   if (it != cache.end()) return *it->second;
   prometheus::Counter& c = family.Add({{std::string(label), std::string(value)}});
@@ -65,9 +64,24 @@ prometheus::Counter& Metrics::labelled(prometheus::Family<prometheus::Counter>& 
   return c;
 }
 
-void Metrics::count_attempt(std::string_view result) { labelled(attempts_, "result", result, attempt_cache_).Increment(); }
+// The lock covers the cache lookup only: counters are atomic.
+void Metrics::count_attempt(std::string_view result) {
+  prometheus::Counter* counter = nullptr;
+  {
+    MutexLock lock(mutex_);
+    counter = &labelled(attempts_, "result", result, attempt_cache_);
+  }
+  counter->Increment();
+}
 
-void Metrics::count_http(int status) { labelled(http_, "code", std::to_string(status), http_cache_).Increment(); }
+void Metrics::count_http(int status) {
+  prometheus::Counter* counter = nullptr;
+  {
+    MutexLock lock(mutex_);
+    counter = &labelled(http_, "code", std::to_string(status), http_cache_);
+  }
+  counter->Increment();
+}
 
 void Metrics::observe_commit(double seconds, std::size_t batch_size) {
   commit_.Observe(seconds);

@@ -16,7 +16,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -25,16 +24,18 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "topology/mutex.h"
+
 namespace toposched::service {
 
 class Metrics {
  public:
   Metrics();
 
-  void count_attempt(std::string_view result);
+  void count_attempt(std::string_view result) EXCLUDES(mutex_);
   void observe_decision(double seconds) { decision_.Observe(seconds); }
   void observe_commit(double seconds, std::size_t batch_size);
-  void count_http(int status);
+  void count_http(int status) EXCLUDES(mutex_);
   void set_state(std::int64_t allocated_gpus, std::int64_t free_gpus, std::int64_t jobs, double unusable_fraction);
 
   // Prometheus text exposition format 0.0.4.
@@ -42,7 +43,8 @@ class Metrics {
 
  private:
   prometheus::Counter& labelled(prometheus::Family<prometheus::Counter>& family, std::string_view label,
-                                std::string_view value, std::map<std::string, prometheus::Counter*, std::less<>>& cache);
+                                std::string_view value, std::map<std::string, prometheus::Counter*, std::less<>>& cache)
+      REQUIRES(mutex_);
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>& attempts_;
@@ -54,9 +56,9 @@ class Metrics {
   prometheus::Gauge& free_;
   prometheus::Gauge& jobs_;
   prometheus::Gauge& unusable_;
-  std::mutex mutex_;
-  std::map<std::string, prometheus::Counter*, std::less<>> attempt_cache_;  // guarded by mutex_
-  std::map<std::string, prometheus::Counter*, std::less<>> http_cache_;     // guarded by mutex_
+  Mutex mutex_;
+  std::map<std::string, prometheus::Counter*, std::less<>> attempt_cache_ GUARDED_BY(mutex_);
+  std::map<std::string, prometheus::Counter*, std::less<>> http_cache_ GUARDED_BY(mutex_);
 };
 
 }  // namespace toposched::service

@@ -12,11 +12,7 @@ Replication::Replication(EtcdStore& store, Engine& engine, std::chrono::millisec
 }
 
 Replication::~Replication() {
-  {
-    std::lock_guard lock(stop_mutex_);
-    stopping_ = true;
-  }
-  stop_cv_.notify_all();
+  stop_.request();
   if (follower_.joinable()) follower_.join();
 }
 
@@ -56,8 +52,9 @@ Result<void> Replication::reload(std::vector<JobRecord> jobs) {
   return engine_.replace_jobs(stored);
 }
 
-Result<std::unique_lock<std::mutex>> Replication::enter(Engine&) {
-  std::unique_lock lock(decide_mutex_);
+Result<std::unique_lock<Mutex>> Replication::enter(Engine&) {
+  std::unique_lock lock(decide_mutex_);  // handed to the scheduler: held until the batch is committed
+  decide_mutex_.assert_held();           // (the analysis does not follow std::unique_lock)
   auto term = store_.election()->term();
   if (!term) return tl::unexpected(refusal());
   if (!store_.loaded_in(term->generation)) {
@@ -71,24 +68,23 @@ Result<std::unique_lock<std::mutex>> Replication::enter(Engine&) {
 }
 
 void Replication::follow_loop() {
-  std::unique_lock stop(stop_mutex_);
-  while (!stop_cv_.wait_for(stop, poll_, [this] { return stopping_; })) {
-    stop.unlock();
+  while (!stop_.sleep_for(poll_)) {
     auto rev = store_.data_revision();
     if (rev) seen_revision_ = *rev;
-    if (rev && !leads()) {
-      std::lock_guard lock(decide_mutex_);
-      if (!leads() && *rev != copy_revision_) {
-        auto jobs = store_.load_jobs_local();
-        auto ok = jobs ? reload(std::move(*jobs)) : Result<void>(tl::unexpected(jobs.error()));
-        if (ok)
-          copy_revision_ = *rev;
-        else
-          spdlog::warn("replica: cannot refresh the copy from etcd: {}", ok.error().message);
-      }
-    }
-    stop.lock();
+    if (rev && !leads()) refresh_copy(*rev);
   }
+}
+
+// A follower's reload, when the store's data moved since its copy was taken.
+void Replication::refresh_copy(std::int64_t data_revision) {
+  MutexLock lock(decide_mutex_);
+  if (leads() || data_revision == copy_revision_) return;
+  auto jobs = store_.load_jobs_local();
+  auto ok = jobs ? reload(std::move(*jobs)) : Result<void>(tl::unexpected(jobs.error()));
+  if (ok)
+    copy_revision_ = data_revision;
+  else
+    spdlog::warn("replica: cannot refresh the copy from etcd: {}", ok.error().message);
 }
 
 }  // namespace toposched::service

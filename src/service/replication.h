@@ -18,7 +18,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -26,6 +25,7 @@
 #include "placement/engine.h"
 #include "service/etcd_store.h"
 #include "service/replica.h"
+#include "topology/mutex.h"
 
 namespace toposched::service {
 
@@ -37,7 +37,7 @@ class Replication final : public Replica {
   Replication(const Replication&) = delete;
   Replication& operator=(const Replication&) = delete;
 
-  Result<std::unique_lock<std::mutex>> enter(Engine& engine) override;
+  Result<std::unique_lock<Mutex>> enter(Engine& engine) override;
 
   bool leads() const override { return store_.election()->term().has_value(); }
   std::string leader() const override { return store_.election()->leader(); }
@@ -49,17 +49,16 @@ class Replication final : public Replica {
 
  private:
   void follow_loop();
+  void refresh_copy(std::int64_t data_revision) EXCLUDES(decide_mutex_);
   Result<void> reload(std::vector<JobRecord> jobs);
 
   EtcdStore& store_;
   Engine& engine_;
   std::chrono::milliseconds poll_;
-  std::mutex decide_mutex_;
-  std::int64_t copy_revision_ = -1;            // GUARDED_BY(decide_mutex_): data revision of a follower's copy
-  std::atomic<std::int64_t> seen_revision_{0}; // last data revision polled (status only)
-  std::mutex stop_mutex_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;  // GUARDED_BY(stop_mutex_)
+  Mutex decide_mutex_;
+  std::int64_t copy_revision_ GUARDED_BY(decide_mutex_) = -1;  // data revision of a follower's copy
+  std::atomic<std::int64_t> seen_revision_{0};                  // last data revision polled (status only)
+  StopSignal stop_;
   std::thread follower_;
 };
 

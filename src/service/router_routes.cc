@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 
 #include <fmt/format.h>
@@ -20,6 +19,7 @@
 #include "router/api.h"
 #include "router/engine_subscriber.h"
 #include "service/http.h"
+#include "topology/mutex.h"
 
 namespace toposched::service {
 
@@ -138,9 +138,9 @@ class RouterHolder {
     built_.store(state_.service != nullptr, std::memory_order_release);
   }
   // Once built the state never changes again, so routing takes no lock then.
-  RouterState current() {
-    if (built_.load(std::memory_order_acquire)) return state_;
-    std::lock_guard lock(mutex_);
+  RouterState current() EXCLUDES(mutex_) {
+    if (built_.load(std::memory_order_acquire)) return built_state();
+    MutexLock lock(mutex_);
     if (!state_.service && state_.retryable) {
       state_ = build_router(ctx_);
       log();
@@ -148,19 +148,22 @@ class RouterHolder {
     }
     return state_;
   }
-  void stop() {
-    std::lock_guard lock(mutex_);
+  void stop() EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
     if (state_.subscriber) state_.subscriber->stop();
   }
 
  private:
-  void log() const {
+  // Read without the lock: once built_ is set (release, read here after an acquire load),
+  // state_ is never written again.
+  const RouterState& built_state() const NO_THREAD_SAFETY_ANALYSIS { return state_; }
+  void log() const REQUIRES(mutex_) {
     if (!state_.why.empty() && ctx_.options.router_hold_workers) spdlog::error("router: {}", state_.why);
   }
   ServiceContext& ctx_;
-  std::mutex mutex_;
-  RouterState state_;              // guarded by mutex_ until built_, then read-only
-  std::atomic<bool> built_{false};  // state_ holds a router
+  Mutex mutex_;
+  RouterState state_ GUARDED_BY(mutex_);  // until built_; read-only from then on
+  std::atomic<bool> built_{false};         // state_ holds a router
 };
 
 }  // namespace

@@ -81,7 +81,7 @@ Scheduler::~Scheduler() { stop(); }
 
 void Scheduler::stop() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -92,7 +92,7 @@ Result<Decision> Scheduler::submit(Command command) {
   Pending pending{std::move(command), {}};
   auto answer = pending.answer.get_future();
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (stopping_) return make_error(ErrorCode::kUnavailable, "the server is shutting down");
     queue_.push_back(&pending);
   }
@@ -152,7 +152,7 @@ void Scheduler::count(const Result<Decision>& r) {
 }
 
 void Scheduler::set_batch_gate(std::shared_ptr<BatchGate> gate) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   gate_ = std::move(gate);
 }
 
@@ -163,8 +163,8 @@ void Scheduler::writer_loop() {
     batch.clear();
     std::shared_ptr<BatchGate> gate;
     {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mutex_);
+      while (!stopping_ && queue_.empty()) wake_.wait(mutex_);
       if (queue_.empty()) return;  // stopping, nothing left to answer
       while (!queue_.empty() && batch.size() < max_batch_) {
         batch.push_back(queue_.front());
@@ -172,7 +172,7 @@ void Scheduler::writer_loop() {
       }
       gate = gate_;
     }
-    std::unique_lock<std::mutex> gate_lock;
+    std::unique_lock<Mutex> gate_lock;
     if (gate) {
       auto entered = gate->enter(engine_);
       if (!entered) {

@@ -16,7 +16,6 @@
 // Thread-safety: submit(), dry_run() and every const method may be called from any thread.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -27,6 +26,7 @@
 #include "placement/engine.h"
 #include "service/metrics.h"
 #include "service/store.h"
+#include "topology/mutex.h"
 
 namespace toposched::service {
 
@@ -45,7 +45,7 @@ Result<void> restore_jobs(Engine& engine, Store& store);
 class BatchGate {
  public:
   virtual ~BatchGate() = default;
-  virtual Result<std::unique_lock<std::mutex>> enter(Engine& engine) = 0;
+  virtual Result<std::unique_lock<Mutex>> enter(Engine& engine) = 0;
 };
 
 class Scheduler {
@@ -84,12 +84,12 @@ class Scheduler {
   std::unique_ptr<Store> store_;  // used by the writer thread only (and restore, before it starts)
   Metrics& metrics_;
   std::size_t max_batch_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<Pending*> queue_;  // guarded by mutex_
-  bool stopping_ = false;       // guarded by mutex_
+  Mutex mutex_;
+  CondVar wake_;  // a command was queued, or stop() was called
+  std::deque<Pending*> queue_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread writer_;
-  std::shared_ptr<BatchGate> gate_;  // guarded by mutex_; destroyed before the store and engine
+  std::shared_ptr<BatchGate> gate_ GUARDED_BY(mutex_);  // destroyed before the store and engine
 };
 
 }  // namespace toposched::service

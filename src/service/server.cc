@@ -3,9 +3,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
 #include <arpa/inet.h>
@@ -19,6 +17,7 @@
 #include "service/http.h"
 #include "service/http_limits.h"
 #include "topology/file_io.h"
+#include "topology/mutex.h"
 
 namespace toposched::service {
 
@@ -88,7 +87,7 @@ class ConnectionThreads final : public httplib::TaskQueue {
  public:
   explicit ConnectionThreads(std::size_t limit) : limit_(limit) {}
   bool enqueue(std::function<void()> fn) override {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (active_ >= limit_) {
       spdlog::warn("refused a connection: {} are open (--max-connections)", active_);
       return false;
@@ -96,7 +95,7 @@ class ConnectionThreads final : public httplib::TaskQueue {
     ++active_;
     std::thread([this, fn = std::move(fn)] {
       fn();
-      std::lock_guard done(mutex_);
+      MutexLock done(mutex_);
       --active_;
       ended_.notify_all();  // under the lock: shutdown() may destroy this queue once it sees 0
     }).detach();
@@ -105,15 +104,15 @@ class ConnectionThreads final : public httplib::TaskQueue {
   // Waits for every connection's thread to end (they end within the read or keep-alive
   // time-out once the listener is closed).
   void shutdown() override {
-    std::unique_lock lock(mutex_);
-    ended_.wait(lock, [this] { return active_ == 0; });
+    MutexLock lock(mutex_);
+    while (active_ != 0) ended_.wait(mutex_);
   }
 
  private:
   std::size_t limit_;
-  std::mutex mutex_;
-  std::condition_variable ended_;
-  std::size_t active_ = 0;  // guarded by mutex_
+  Mutex mutex_;
+  CondVar ended_;  // a connection's thread ended
+  std::size_t active_ GUARDED_BY(mutex_) = 0;
 };
 
 Result<void> check_options(const ServeOptions& o, const std::string& host) {

@@ -24,11 +24,7 @@ SlurmSync::~SlurmSync() { stop(); }
 void SlurmSync::start() { worker_ = std::thread([this] { loop(); }); }
 
 void SlurmSync::stop() {
-  {
-    std::lock_guard lock(wake_mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
+  stop_.request();
   if (worker_.joinable()) worker_.join();
 }
 
@@ -36,8 +32,9 @@ void SlurmSync::loop() {
   for (;;) {
     auto done = sync_once();
     if (!done) spdlog::warn("slurm sync: {} (state unchanged; retrying)", done.error().to_string());
-    std::unique_lock lock(wake_mutex_);
-    if (wake_.wait_for(lock, std::chrono::duration<double>(interval_s_), [this] { return stopping_; })) return;
+    const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(interval_s_));
+    if (stop_.sleep_for(interval)) return;
   }
 }
 
@@ -59,13 +56,22 @@ Result<void> SlurmSync::apply(const slurm::SyncAction& a) {
   return {};
 }
 
+void SlurmSync::record_error(const Error& e) {
+  MutexLock lock(status_mutex_);
+  ++polls_;
+  last_error_ = e.to_string();
+}
+
+void SlurmSync::record_success(int applied) {
+  MutexLock lock(status_mutex_);
+  ++polls_;
+  changes_ += applied;
+  last_error_.clear();
+  last_ok_unix_ms_ = now_unix_ms();
+}
+
 Result<int> SlurmSync::sync_once() {
-  std::lock_guard guard(sync_mutex_);
-  auto record_error = [this](const Error& e) {
-    std::lock_guard lock(status_mutex_);
-    ++polls_;
-    last_error_ = e.to_string();
-  };
+  MutexLock guard(sync_mutex_);
   auto live = slurm::read_live_state();
   if (!live) {
     record_error(live.error());
@@ -103,16 +109,12 @@ Result<int> SlurmSync::sync_once() {
     ++applied;
   }
   unseen_since_ = std::move(still_unseen);
-  std::lock_guard lock(status_mutex_);
-  ++polls_;
-  changes_ += applied;
-  last_error_.clear();
-  last_ok_unix_ms_ = now_unix_ms();
+  record_success(applied);
   return applied;
 }
 
 nlohmann::json SlurmSync::status() const {
-  std::lock_guard lock(status_mutex_);
+  MutexLock lock(status_mutex_);
   return {{"polls", polls_},
           {"changes", changes_},
           {"last_error", last_error_},

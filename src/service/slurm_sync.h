@@ -13,15 +13,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "service/scheduler.h"
+#include "topology/mutex.h"
 #include "slurm/sync.h"
 
 namespace toposched::service {
@@ -35,26 +34,28 @@ class SlurmSync {
   void start();
   void stop();
   // One poll: the number of changes applied, or why nothing was.
-  Result<int> sync_once();
+  Result<int> sync_once() EXCLUDES(sync_mutex_, status_mutex_);
   // {"polls","changes","last_error","last_ok_unix_ms","interval_s"}.
-  nlohmann::json status() const;
+  nlohmann::json status() const EXCLUDES(status_mutex_);
 
  private:
   void loop();
   Result<void> apply(const slurm::SyncAction& action);
+  void record_error(const Error& e) EXCLUDES(status_mutex_);
+  void record_success(int applied) EXCLUDES(status_mutex_);
 
   const Cluster& cluster_;
   Scheduler& scheduler_;
   const double interval_s_;
   const double grace_s_;
-  std::mutex sync_mutex_;  // one sync_once at a time
-  std::map<std::string, std::chrono::steady_clock::time_point> unseen_since_;  // guarded by sync_mutex_
-  mutable std::mutex status_mutex_;
-  long long polls_ = 0, changes_ = 0, last_ok_unix_ms_ = 0;  // guarded by status_mutex_
-  std::string last_error_;                                  // guarded by status_mutex_
-  std::mutex wake_mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // guarded by wake_mutex_
+  Mutex sync_mutex_;  // one sync_once at a time
+  std::map<std::string, std::chrono::steady_clock::time_point> unseen_since_ GUARDED_BY(sync_mutex_);
+  mutable Mutex status_mutex_;
+  long long polls_ GUARDED_BY(status_mutex_) = 0;
+  long long changes_ GUARDED_BY(status_mutex_) = 0;
+  long long last_ok_unix_ms_ GUARDED_BY(status_mutex_) = 0;
+  std::string last_error_ GUARDED_BY(status_mutex_);
+  StopSignal stop_;
   std::thread worker_;
 };
 

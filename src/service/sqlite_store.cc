@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <mutex>
 #include <utility>
 
 #include <fcntl.h>
@@ -13,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
+
+#include "topology/mutex.h"
 
 namespace toposched::service {
 
@@ -106,7 +107,7 @@ class SqliteStore final : public Store {
   SqliteStore(sqlite3* db, std::string path, OwnerLock lock) : lock_(std::move(lock)), db_(db), path_(std::move(path)) {}
   ~SqliteStore() override { close(); }
 
-  Result<void> init();
+  Result<void> init() EXCLUDES(mutex_);
   std::string_view kind() const override { return "sqlite"; }
   Result<void> bind_cluster(std::string_view cluster_name, std::string_view spec_digest) override;
   Result<std::vector<JobRecord>> load_jobs() override;
@@ -114,7 +115,8 @@ class SqliteStore final : public Store {
   Result<std::vector<StoreEvent>> events(std::int64_t after_seq, std::size_t limit) override;
 
  private:
-  void close() {
+  void close() EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
     insert_job_ = {};
     delete_job_ = {};
     insert_event_ = {};
@@ -122,10 +124,10 @@ class SqliteStore final : public Store {
     if (db_) sqlite3_close(db_);
     db_ = nullptr;
   }
-  Error sql_error(std::string_view what) const {
+  Error sql_error(std::string_view what) const REQUIRES(mutex_) {
     return Error{ErrorCode::kIo, fmt::format("{}: {}: {}", path_, what, sqlite3_errmsg(db_)), {}};
   }
-  Result<void> exec(const char* sql) {
+  Result<void> exec(const char* sql) REQUIRES(mutex_) {
     char* msg = nullptr;
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
       std::string m = msg ? msg : "unknown error";
@@ -134,17 +136,21 @@ class SqliteStore final : public Store {
     }
     return {};
   }
-  Result<std::optional<std::string>> meta(std::string_view key);
-  Result<void> apply(const Mutation& m, std::int64_t now);
+  Result<std::optional<std::string>> meta(std::string_view key) REQUIRES(mutex_);
+  Result<void> apply(const Mutation& m, std::int64_t now) REQUIRES(mutex_);
 
-  std::mutex mutex_;
+  Mutex mutex_;
   OwnerLock lock_;  // first: released after the database is closed
-  sqlite3* db_;  // guarded by mutex_
+  sqlite3* db_ GUARDED_BY(mutex_);
   std::string path_;
-  Statement insert_job_, delete_job_, insert_event_, trim_events_;  // guarded by mutex_
+  Statement insert_job_ GUARDED_BY(mutex_);
+  Statement delete_job_ GUARDED_BY(mutex_);
+  Statement insert_event_ GUARDED_BY(mutex_);
+  Statement trim_events_ GUARDED_BY(mutex_);
 };
 
 Result<void> SqliteStore::init() {
+  MutexLock lock(mutex_);  // uncontended (the store is not shared yet); every access to db_ holds it
   sqlite3_busy_timeout(db_, 5000);
   TOPOSCHED_CHECK(exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"));
   TOPOSCHED_CHECK(exec(kSchema));
@@ -169,7 +175,7 @@ Result<std::optional<std::string>> SqliteStore::meta(std::string_view key) {
 }
 
 Result<void> SqliteStore::bind_cluster(std::string_view cluster_name, std::string_view spec_digest) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   TOPOSCHED_TRY(digest, meta("cluster_digest"));
   if (digest) {
     if (*digest == spec_digest) return {};
@@ -198,7 +204,7 @@ Result<void> SqliteStore::bind_cluster(std::string_view cluster_name, std::strin
 }
 
 Result<std::vector<JobRecord>> SqliteStore::load_jobs() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   Statement q(db_, "SELECT id, gpus, request_json, placement_json, created_unix_ms FROM jobs ORDER BY seq");
   if (!q) return tl::unexpected(sql_error("cannot read jobs"));
   std::vector<JobRecord> jobs;
@@ -253,7 +259,7 @@ Result<void> SqliteStore::apply(const Mutation& m, std::int64_t now) {
 }
 
 Result<void> SqliteStore::commit(std::span<const Mutation> batch) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (batch.empty()) return {};
   TOPOSCHED_CHECK(exec("BEGIN IMMEDIATE"));
   std::int64_t now = now_unix_ms();
@@ -281,7 +287,7 @@ Result<void> SqliteStore::commit(std::span<const Mutation> batch) {
 }
 
 Result<std::vector<StoreEvent>> SqliteStore::events(std::int64_t after_seq, std::size_t limit) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   Statement q(db_, "SELECT seq, kind, job_id, body_json, unix_ms FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2");
   if (!q) return tl::unexpected(sql_error("cannot read events"));
   q.bind(1, after_seq);

@@ -11,10 +11,8 @@
 // are computed in order by one worker thread. Bounded (a flood of 1,100 requests on an
 // 8,192-node cluster held 1.5 GB): at most kMaxPending wait (more get 503 with
 // Retry-After), and the newest results are kept up to kMaxKept of them and kMaxKeptBytes.
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <thread>
@@ -25,6 +23,7 @@
 #include "formats/json_input.h"
 #include "formats/topograph_export.h"
 #include "service/http.h"
+#include "topology/mutex.h"
 
 namespace toposched::service {
 
@@ -77,7 +76,7 @@ class TopographRequests {
   explicit TopographRequests(const Cluster& cluster) : cluster_(cluster), worker_([this] { run(); }) {}
   ~TopographRequests() {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       stopping_ = true;
     }
     wake_.notify_all();
@@ -89,8 +88,8 @@ class TopographRequests {
   static constexpr std::size_t kMaxKeptBytes = std::size_t{64} << 20;
 
   // The new request's id, or nullopt when kMaxPending requests already wait.
-  std::optional<std::string> submit(TopographJob job) {
-    std::lock_guard lock(mutex_);
+  std::optional<std::string> submit(TopographJob job) EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
     if (queue_.size() >= kMaxPending) return std::nullopt;
     std::string uid = fmt::format("{:016x}{:016x}", rng_(), rng_());
     results_[uid] = Answer{202, "not completed yet\n"};
@@ -105,34 +104,44 @@ class TopographRequests {
     int status = 404;
     std::string body;
   };
-  Answer get(const std::string& uid) {
-    std::lock_guard lock(mutex_);
+  Answer get(const std::string& uid) EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
     auto it = results_.find(uid);
     return it == results_.end() ? Answer{404, fmt::format("request '{}' not found\n", uid)} : it->second;
   }
 
  private:
   void run() {
-    std::unique_lock lock(mutex_);
-    while (true) {
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      auto [uid, job] = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
+    while (auto next = next_request()) {
+      const TopographJob& job = next->second;
       auto out = job.slurm ? generate_topograph(cluster_, *job.slurm) : export_cluster(cluster_, job.format, job.options);
-      Answer r = out ? Answer{200, std::move(out->text)} : Answer{http_status(out.error().code), out.error().to_string() + "\n"};
-      lock.lock();
-      if (auto it = results_.find(uid); it != results_.end()) {
-        kept_bytes_ += r.body.size();
-        it->second = std::move(r);
-      }
-      evict_oldest();
+      finish(next->first, out ? Answer{200, std::move(out->text)}
+                              : Answer{http_status(out.error().code), out.error().to_string() + "\n"});
     }
   }
 
+  // The oldest queued request; nothing once the destructor asks the worker to stop.
+  std::optional<std::pair<std::string, TopographJob>> next_request() EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    while (!stopping_ && queue_.empty()) wake_.wait(mutex_);
+    if (stopping_) return std::nullopt;
+    auto next = std::move(queue_.front());
+    queue_.pop_front();
+    return next;
+  }
+
+  // Keeps the answer to request `uid` unless it was evicted meanwhile.
+  void finish(const std::string& uid, Answer answer) EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    if (auto it = results_.find(uid); it != results_.end()) {
+      kept_bytes_ += answer.body.size();
+      it->second = std::move(answer);
+    }
+    evict_oldest();
+  }
+
   // Drops the oldest results past kMaxKept or kMaxKeptBytes (never the newest one).
-  void evict_oldest() {
+  void evict_oldest() REQUIRES(mutex_) {
     while (order_.size() > 1 && (order_.size() > kMaxKept || kept_bytes_ > kMaxKeptBytes)) {
       if (auto it = results_.find(order_.front()); it != results_.end()) {
         if (it->second.status != 202) kept_bytes_ -= it->second.body.size();
@@ -143,14 +152,14 @@ class TopographRequests {
   }
 
   const Cluster& cluster_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::map<std::string, Answer> results_;                      // guarded by mutex_
-  std::deque<std::string> order_;                              // guarded by mutex_
-  std::size_t kept_bytes_ = 0;  // bodies of finished results_; guarded by mutex_
-  std::deque<std::pair<std::string, TopographJob>> queue_;     // guarded by mutex_
-  std::mt19937_64 rng_{std::random_device{}()};                // guarded by mutex_
-  bool stopping_ = false;                                      // guarded by mutex_
+  Mutex mutex_;
+  CondVar wake_;  // a request was queued, or the destructor asks the worker to stop
+  std::map<std::string, Answer> results_ GUARDED_BY(mutex_);
+  std::deque<std::string> order_ GUARDED_BY(mutex_);
+  std::size_t kept_bytes_ GUARDED_BY(mutex_) = 0;  // bodies of finished results_
+  std::deque<std::pair<std::string, TopographJob>> queue_ GUARDED_BY(mutex_);
+  std::mt19937_64 rng_ GUARDED_BY(mutex_) = std::mt19937_64(std::random_device{}());
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread worker_;
 };
 }  // namespace
