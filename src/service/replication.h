@@ -49,7 +49,7 @@ class Replication final : public Replica {
 
  private:
   void follow_loop();
-  Result<void> reload(std::vector<JobRecord> jobs);
+  Result<void> reload(std::vector<JobRecord> jobs, std::vector<NodeMarkRecord> marks);
 
   EtcdStore& store_;
   Engine& engine_;
