@@ -63,6 +63,21 @@ bool is_node_mutation(const Mutation& m) {
   return m.kind == Mutation::Kind::kMarkNode || m.kind == Mutation::Kind::kUnmarkNode;
 }
 
+// The event log entry of one mutation, as PREFIX/events/<seq> holds it (for a node mark,
+// "job" names the node).
+std::string event_json(std::int64_t seq, const Mutation& m, std::int64_t unix_ms) {
+  json ev;
+  if (is_node_mutation(m)) {
+    ev = {{"seq", seq}, {"kind", m.kind == Mutation::Kind::kMarkNode ? "mark-node" : "unmark-node"},
+          {"job", m.node.node}, {"body", node_mark_to_json(m.node)}, {"unix_ms", unix_ms}};
+  } else {
+    const bool place = m.kind == Mutation::Kind::kPlace;
+    ev = {{"seq", seq}, {"kind", place ? "place" : "release"}, {"job", m.job.id},
+          {"body", place ? m.job.placement_json : std::string()}, {"unix_ms", unix_ms}};
+  }
+  return ev.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::int64_t parse_seq(const std::vector<EtcdKeyValue>& kvs) {
   if (kvs.empty()) return 0;
   std::int64_t v = 0;
@@ -250,11 +265,7 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
     if (is_node_mutation(m)) {
       const bool mark = m.kind == Mutation::Kind::kMarkNode;
       marks[key(node_mark_key_suffix(m.node))] = mark ? std::optional(node_mark_to_json(m.node)) : std::nullopt;
-      if (++seq >= first_kept) {
-        json ev = {{"seq", seq}, {"kind", mark ? "mark-node" : "unmark-node"}, {"job", m.node.node},
-                   {"body", node_mark_to_json(m.node)}, {"unix_ms", unix_ms}};
-        ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), ev.dump(-1, ' ', false, json::error_handler_t::replace)));
-      }
+      if (++seq >= first_kept) ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), event_json(seq, m, unix_ms)));
       continue;
     }
     const bool place = m.kind == Mutation::Kind::kPlace;
@@ -273,11 +284,7 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
     } else {
       it->second.after.reset();
     }
-    if (seq >= first_kept) {
-      json ev = {{"seq", seq}, {"kind", place ? "place" : "release"}, {"job", m.job.id},
-                 {"body", place ? m.job.placement_json : std::string()}, {"unix_ms", unix_ms}};
-      ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), ev.dump()));
-    }
+    if (seq >= first_kept) ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), event_json(seq, m, unix_ms)));
   }
   const std::string leader_key = key("leader"), seq_key = key("seq");
   std::vector<EtcdCompare> compares{
