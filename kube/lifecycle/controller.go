@@ -29,8 +29,10 @@
 // group the extender has planned but whose first member is not bound yet has no annotated
 // pod, and the extender itself expires it after that timeout.
 //
-// Thread-safety: event handlers (informer goroutine), workers and the sweep share `jobs`
-// under mu; `orphanSince` belongs to the sweep goroutine alone.
+// It also follows nodes and marks in serve the ones that may take no new jobs (nodes.go).
+//
+// Thread-safety: event handlers (informer goroutines), workers and the sweep share `jobs`
+// and `nodeSent` under mu; `orphanSince` belongs to the sweep goroutine alone.
 package lifecycle
 
 import (
@@ -69,6 +71,11 @@ type Toposched interface {
 	// Hold places job on `gpus` GPUs of node (a pod placed by someone else); holding a job
 	// serve already holds is not an error.
 	Hold(ctx context.Context, job, node string, gpus int) error
+	// SetNodeAvailability marks the node unavailable for reason (available false) or lifts
+	// the mark (available true), as source "k8s"; found is false when serve has no such node.
+	SetNodeAvailability(ctx context.Context, node string, available bool, reason string) (found bool, err error)
+	// Nodes lists the names of serve's nodes.
+	Nodes(ctx context.Context) ([]string, error)
 }
 
 // KubernetesJobPrefix starts the id of every job the extender places (docs/kubernetes.md).
@@ -89,8 +96,15 @@ type Controller struct {
 	informer  cache.SharedIndexInformer
 	queue     workqueue.TypedRateLimitingInterface[string]
 
-	mu   sync.Mutex
-	jobs map[string]map[string]member // job id -> pod UID -> what its annotations say
+	nodeInformer cache.SharedIndexInformer
+	nodeQueue    workqueue.TypedRateLimitingInterface[string]
+
+	mu       sync.Mutex
+	jobs     map[string]map[string]member // job id -> pod UID -> what its annotations say
+	nodeSent map[string]string            // node -> the reason last sent to serve ("" = available)
+
+	// TolerateTaints: taint keys that do not make a node unavailable. Set before Run.
+	TolerateTaints []string
 
 	// OrphanGrace: how long a Kubernetes job may have no live annotated pod before the
 	// sweep releases it; 0 turns the sweep off. Set before Run.
@@ -115,10 +129,16 @@ func New(client kubernetes.Interface, toposched Toposched) *Controller {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "toposched-jobs"}),
-		jobs:        map[string]map[string]member{},
-		OrphanGrace: DefaultOrphanGrace,
-		now:         time.Now,
-		orphanSince: map[string]time.Time{},
+		nodeInformer: factory.Core().V1().Nodes().Informer(),
+		nodeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "toposched-nodes"}),
+		jobs:           map[string]map[string]member{},
+		nodeSent:       map[string]string{},
+		TolerateTaints: DefaultTolerateTaints,
+		OrphanGrace:    DefaultOrphanGrace,
+		now:            time.Now,
+		orphanSince:    map[string]time.Time{},
 
 		HoldExternalPods: true,
 		GPUResource:      DefaultGPUResource,
@@ -131,20 +151,25 @@ func New(client kubernetes.Interface, toposched Toposched) *Controller {
 		DeleteFunc: func(obj any) { c.observe(obj, true) },
 	})
 	utilruntime.Must(err)
+	utilruntime.Must(c.addNodeHandlers())
 	return c
 }
 
 // Run starts the informer and `workers` workers and blocks until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer c.queue.ShutDown()
+	defer c.nodeQueue.ShutDown()
 	go c.informer.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
-		return fmt.Errorf("pod informer did not sync")
+	go c.nodeInformer.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced, c.nodeInformer.HasSynced) {
+		return fmt.Errorf("pod and node informers did not sync")
 	}
-	klog.InfoS("following pods", "workers", workers)
+	klog.InfoS("following pods and nodes", "workers", workers)
 	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, c.work, time.Second)
 	}
+	go wait.UntilWithContext(ctx, c.nodeWork, time.Second)
+	go c.reconcileServeNodes(ctx)
 	if c.OrphanGrace > 0 {
 		go wait.UntilWithContext(ctx, c.sweep, sweepInterval(c.OrphanGrace))
 	}
@@ -207,8 +232,8 @@ func (c *Controller) hasLiveMember(job string) bool {
 	return members != nil && !allEnded(members)
 }
 
-// HasSynced reports whether the informer's first list has been delivered.
-func (c *Controller) HasSynced() bool { return c.informer.HasSynced() }
+// HasSynced reports whether the informers' first lists have been delivered.
+func (c *Controller) HasSynced() bool { return c.informer.HasSynced() && c.nodeInformer.HasSynced() }
 
 func podOf(obj any) *corev1.Pod {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -281,22 +306,25 @@ func allEnded(members map[string]member) bool {
 }
 
 func (c *Controller) work(ctx context.Context) {
-	for c.processNext(ctx) {
+	for processNext(ctx, c.queue, c.sync, "releasing a finished job") {
 	}
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	job, quit := c.queue.Get()
+// processNext takes one key off queue and syncs it; a failed sync is retried with the
+// queue's back-off. False once the queue shuts down.
+func processNext(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string],
+	sync func(context.Context, string) error, what string) bool {
+	key, quit := queue.Get()
 	if quit {
 		return false
 	}
-	defer c.queue.Done(job)
-	if err := c.sync(ctx, job); err != nil {
-		klog.ErrorS(err, "releasing a finished job; retrying with back-off", "job", job)
-		c.queue.AddRateLimited(job)
+	defer queue.Done(key)
+	if err := sync(ctx, key); err != nil {
+		klog.ErrorS(err, what+"; retrying with back-off", "key", key)
+		queue.AddRateLimited(key)
 		return true
 	}
-	c.queue.Forget(job)
+	queue.Forget(key)
 	return true
 }
 

@@ -31,11 +31,20 @@ type fakeServe struct {
 	// POST /v1/jobs: the holds made ("JOB on NODE x GPUS"), and how many to refuse first (422).
 	holds       []string
 	refuseHolds int
+	// Node availability (nodes_test.go): serve's nodes with their "k8s" reason ("" =
+	// available), every PUT received ("node=reason"), and how many PUTs fail with 503 first.
+	nodes        map[string]string
+	puts         []string
+	failFirstPut int
 }
 
 func (f *fakeServe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if strings.HasPrefix(r.URL.Path, "/v1/nodes") {
+		f.serveNodes(w, r)
+		return
+	}
 	if r.Method == http.MethodGet && r.URL.Path == "/v1/jobs" {
 		var parts []string
 		for job := range f.jobs {
@@ -132,7 +141,13 @@ func start(t *testing.T, jobs map[string]int, failFirst int, pods ...*corev1.Pod
 func startWithGrace(t *testing.T, grace time.Duration, jobs map[string]int, failFirst int,
 	pods ...*corev1.Pod) *fixture {
 	t.Helper()
-	serve := &fakeServe{jobs: jobs, failFirst: failFirst, token: "s3cret"}
+	return startServe(t, &fakeServe{jobs: jobs, failFirst: failFirst}, grace, pods...)
+}
+
+// startServe runs the controller against `serve` (its token set here) and the pods.
+func startServe(t *testing.T, serve *fakeServe, grace time.Duration, pods ...*corev1.Pod) *fixture {
+	t.Helper()
+	serve.token = "s3cret"
 	srv := httptest.NewServer(serve)
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()

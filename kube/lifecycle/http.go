@@ -18,8 +18,8 @@ import (
 type HTTPToposched struct {
 	// BaseURL is serve's address, e.g. http://toposched.toposched.svc:7070.
 	BaseURL string
-	// TokenFile holds the bearer token of serve's --token-file; read on every POST and DELETE so a
-	// rotated secret is picked up. Empty: no token.
+	// TokenFile holds the bearer token of serve's --token-file; read on every write (POST,
+	// DELETE, PUT) so a rotated secret is picked up. Empty: no token.
 	TokenFile string
 	Client    *http.Client
 }
@@ -75,26 +75,62 @@ func (t *HTTPToposched) JobGPUs(ctx context.Context, job string) (int, bool, err
 	return len(placed.GPUs), true, nil
 }
 
-// Jobs reads GET /v1/jobs and returns each job's id.
-func (t *HTTPToposched) Jobs(ctx context.Context) ([]string, error) {
-	var list struct {
-		Jobs []struct {
-			Job string `json:"job"`
-		} `json:"jobs"`
-	}
-	address := t.BaseURL + "/v1/jobs"
-	status, err := t.getJSON(ctx, address, &list)
+// names reads GET path, {"LIST":[{"FIELD":"name",...},...]}, and returns each item's FIELD.
+func (t *HTTPToposched) names(ctx context.Context, path, list, field string) ([]string, error) {
+	var answer map[string][]map[string]json.RawMessage
+	address := t.BaseURL + path
+	status, err := t.getJSON(ctx, address, &answer)
 	if err != nil {
 		return nil, err
 	}
 	if status == http.StatusNotFound {
-		return nil, fmt.Errorf("GET %s: HTTP 404 (is this toposched serve?)", address)
+		return nil, fmt.Errorf("GET %s: HTTP 404 (is this a toposched serve that has it?)", address)
 	}
-	ids := make([]string, 0, len(list.Jobs))
-	for _, j := range list.Jobs {
-		ids = append(ids, j.Job)
+	names := make([]string, 0, len(answer[list]))
+	for _, item := range answer[list] {
+		var name string
+		if err := json.Unmarshal(item[field], &name); err != nil {
+			return nil, fmt.Errorf("GET %s: an item's %q: %w", address, field, err)
+		}
+		names = append(names, name)
 	}
-	return ids, nil
+	return names, nil
+}
+
+// Jobs reads GET /v1/jobs and returns each job's id.
+func (t *HTTPToposched) Jobs(ctx context.Context) ([]string, error) {
+	return t.names(ctx, "/v1/jobs", "jobs", "job")
+}
+
+// write sends a POST, DELETE or PUT with the bearer token and returns the status; a status
+// other than 200, 201 and 404 is an error naming the request and serve's answer.
+func (t *HTTPToposched) write(ctx context.Context, method, address string, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, address, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if t.TokenFile != "" {
+		token, err := os.ReadFile(t.TokenFile)
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	}
+	resp, err := t.Client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusCreated, http.StatusNotFound:
+	default:
+		return resp.StatusCode, fmt.Errorf("%s %s: HTTP %d: %s", method, address, resp.StatusCode, answer)
+	}
+	return resp.StatusCode, nil
 }
 
 // Hold sends POST /v1/jobs for `gpus` GPUs within node, first-fit; 409 (a job of that id
@@ -104,42 +140,41 @@ func (t *HTTPToposched) Hold(ctx context.Context, job, node string, gpus int) er
 	if err != nil {
 		return err
 	}
-	address := t.BaseURL + "/v1/jobs"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, address, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	return t.send(req, http.StatusConflict)
-}
-
-// send adds the bearer token, sends req and accepts 200, 201 and `alsoFine`.
-func (t *HTTPToposched) send(req *http.Request, alsoFine int) error {
-	if t.TokenFile != "" {
-		token, err := os.ReadFile(t.TokenFile)
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
-	}
-	resp, err := t.Client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	switch resp.StatusCode {
-	case http.StatusOK, http.StatusCreated, alsoFine:
+	status, err := t.write(ctx, http.MethodPost, t.BaseURL+"/v1/jobs", body)
+	switch status {
+	case http.StatusConflict:
 		return nil
+	case http.StatusNotFound:
+		return fmt.Errorf("POST %s/v1/jobs: HTTP 404 (is this toposched serve?)", t.BaseURL)
 	}
-	return fmt.Errorf("%s %s: HTTP %d: %s", req.Method, req.URL, resp.StatusCode, answer)
+	return err
 }
 
 // Release sends DELETE /v1/jobs/ID; 404 (already released) is success.
 func (t *HTTPToposched) Release(ctx context.Context, job string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.jobURL(job), nil)
-	if err != nil {
-		return err
+	_, err := t.write(ctx, http.MethodDelete, t.jobURL(job), nil)
+	return err
+}
+
+// NodeSource is the source the controller's node marks carry in serve.
+const NodeSource = "k8s"
+
+// SetNodeAvailability sends PUT /v1/nodes/NAME/availability as source "k8s"; 404 means serve
+// has no such node (found false).
+func (t *HTTPToposched) SetNodeAvailability(ctx context.Context, node string, available bool, reason string) (bool, error) {
+	change := map[string]any{"available": available, "source": NodeSource}
+	if !available {
+		change["reason"] = reason
 	}
-	return t.send(req, http.StatusNotFound)
+	body, err := json.Marshal(change)
+	if err != nil {
+		return false, err
+	}
+	status, err := t.write(ctx, http.MethodPut, t.BaseURL+"/v1/nodes/"+url.PathEscape(node)+"/availability", body)
+	return status == http.StatusOK, err
+}
+
+// Nodes reads GET /v1/nodes and returns each node's name.
+func (t *HTTPToposched) Nodes(ctx context.Context) ([]string, error) {
+	return t.names(ctx, "/v1/nodes", "nodes", "node")
 }

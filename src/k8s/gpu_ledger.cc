@@ -20,6 +20,10 @@ Command gpus_only_place(const JobRequest& request, std::string_view policy) {
   command.place.job = request;
   command.place.policy = std::string(policy);
   command.detail = PlaceDetail::kGpusOnly;
+  // kube-scheduler offers only nodes its own filters pass (cordon, taints, NotReady), and
+  // learns of a healed node at the same moment as the lifecycle controller: its offer, not
+  // the controller's mark that may lag it, decides for Kubernetes' facts.
+  command.caller_judges_source = std::string(kKubernetesSource);
   return command;
 }
 

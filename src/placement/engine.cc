@@ -19,6 +19,10 @@ namespace toposched {
 namespace {
 using OrderedJson = nlohmann::ordered_json;
 
+// For answers built from names already checked or from the cluster spec: a name that is not
+// UTF-8 shows with U+FFFD rather than failing a read.
+std::string dump_lenient(const OrderedJson& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 OrderedJson number_or_null(const std::optional<double>& v) {
   return v && std::isfinite(*v) ? OrderedJson(*v) : OrderedJson(nullptr);
 }
@@ -28,6 +32,38 @@ std::string first_free_job_id(const AllocationState& state) {
     std::string id = fmt::format("job-{}", k);
     if (!state.has_job(id)) return id;
   }
+}
+
+StateChange place_change(std::string job_id, std::vector<GpuId> gpus, std::string answer_json, std::uint64_t order) {
+  StateChange c;
+  c.kind = StateChange::Kind::kPlace;
+  c.job_id = std::move(job_id);
+  c.gpus_by_rank = std::move(gpus);
+  c.answer_json = std::move(answer_json);
+  c.order = order;
+  return c;
+}
+
+StateChange release_change(std::string job_id) {
+  StateChange c;
+  c.kind = StateChange::Kind::kRelease;
+  c.job_id = std::move(job_id);
+  return c;
+}
+
+// Sets `mark` on `node` (lift: removes the mark of mark.source).
+StateChange node_mark_change(NodeId node, NodeMark mark, bool lift) {
+  StateChange c;
+  c.kind = StateChange::Kind::kNodeMark;
+  c.node = node;
+  c.mark = std::move(mark);
+  c.lift = lift;
+  return c;
+}
+
+std::int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 // The `release` JSON; `free_gpus` counts the cluster's free GPUs after the release.
@@ -169,20 +205,27 @@ Result<Placement> hold_job(AllocationState& state, const PlaceRequest& request, 
 }
 }  // namespace
 
-Engine::Engine(const Cluster& cluster, AllocationState state) : cluster_(&cluster), state_(cluster) {
+Engine::Engine(const Cluster& cluster, AllocationState state)
+    : cluster_(&cluster), state_(cluster), availability_(cluster.node_count()) {
   std::vector<StateChange> changes;
   for (const std::string& id : state.job_ids()) {
     Placement p;
     p.job_id = id;
     auto gpus = state.job_gpus(id);
     p.gpus_by_rank.assign(gpus.begin(), gpus.end());
-    changes.push_back({StateChange::Kind::kPlace, id, p.gpus_by_rank, placement_to_json(*cluster_, p).dump(), 0});
+    changes.push_back(place_change(id, p.gpus_by_rank, placement_to_json(*cluster_, p).dump(), 0));
   }
   // The jobs come from a consistent state: they fit.
   (void)apply_locked(changes);
 }
 
 Result<void> Engine::apply_one(const StateChange& c) {
+  if (c.kind == StateChange::Kind::kNodeMark) {
+    if (c.node.index() >= cluster_->node_count())
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("no node {} in the cluster", c.node.index()));
+    availability_.set(c.node, c.mark.source, c.lift ? std::nullopt : std::optional<NodeMark>(c.mark));
+    return {};
+  }
   if (c.kind == StateChange::Kind::kPlace) {
     TOPOSCHED_CHECK(state_.allocate(c.job_id, c.gpus_by_rank, c.order));
     answers_[c.job_id] = c.answer_json;
@@ -194,11 +237,16 @@ Result<void> Engine::apply_one(const StateChange& c) {
 }
 
 StateChange Engine::inverse_of(const StateChange& c) const {
-  if (c.kind == StateChange::Kind::kPlace) return {StateChange::Kind::kRelease, c.job_id, {}, {}, 0};
+  if (c.kind == StateChange::Kind::kNodeMark) {
+    const NodeMark* before =
+        c.node.index() < cluster_->node_count() ? availability_.mark(c.node, c.mark.source) : nullptr;
+    return before ? node_mark_change(c.node, *before, false) : node_mark_change(c.node, NodeMark{c.mark.source, {}, 0}, true);
+  }
+  if (c.kind == StateChange::Kind::kPlace) return release_change(c.job_id);
   auto gpus = state_.job_gpus(c.job_id);
   auto answer = answers_.find(c.job_id);
-  return {StateChange::Kind::kPlace, c.job_id, std::vector<GpuId>(gpus.begin(), gpus.end()),
-          answer == answers_.end() ? std::string() : answer->second, state_.job_order(c.job_id)};
+  return place_change(c.job_id, std::vector<GpuId>(gpus.begin(), gpus.end()),
+                      answer == answers_.end() ? std::string() : answer->second, state_.job_order(c.job_id));
 }
 
 Result<void> Engine::apply_locked(std::span<const StateChange> changes) {
@@ -223,6 +271,7 @@ Result<void> Engine::apply(std::span<const StateChange> changes) {
 Result<Decision> Engine::decide_command(const Command& command, std::vector<StateChange>& change,
                                         std::vector<StateChange>& inverse) const {
   auto start = std::chrono::steady_clock::now();
+  if (command.kind == Command::Kind::kSetNodeAvailability) return decide_availability(command, change, inverse);
   Decision d;
   d.kind = command.kind;
   d.dry_run = command.dry_run;
@@ -238,8 +287,18 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Stat
       for (const std::string& job : command.assume_released) (void)what_if->release(job);  // unknown: frees nothing
     }
     AllocationState& decide_on = what_if ? *what_if : state;
-    TOPOSCHED_TRY(p, held_elsewhere ? hold_job(state, command.place, command.hold_gpus, false)
-                                    : place_job(decide_on, command.place, false, command.detail));
+    std::optional<PlaceRequest> on_available_nodes;
+    if (!held_elsewhere && availability_.unavailable_count() > 0) {
+      on_available_nodes.emplace(command.place);
+      on_available_nodes->allowed = availability_.narrow(command.place.allowed, command.caller_judges_source);
+    }
+    auto placed = held_elsewhere ? hold_job(state, command.place, command.hold_gpus, false)
+                                 : place_job(decide_on, on_available_nodes ? *on_available_nodes : command.place,
+                                             false, command.detail);
+    if (!placed && placed.error().code == ErrorCode::kInfeasible && on_available_nodes)
+      placed.error().message += fmt::format(" ({} unavailable node(s) excluded: GET /v1/nodes)",
+                                            availability_.unavailable_count());
+    TOPOSCHED_TRY(p, std::move(placed));
     PlaceRequest normalised = command.place;
     normalised.job.job_id = p.job_id;
     d.job_id = p.job_id;
@@ -250,8 +309,8 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Stat
     d.answer_json = std::move(answer_json);
     d.gpus_by_rank = std::move(p.gpus_by_rank);
     if (!command.dry_run) {
-      change.push_back({StateChange::Kind::kPlace, d.job_id, d.gpus_by_rank, d.answer_json, 0});
-      inverse.push_back({StateChange::Kind::kRelease, d.job_id, {}, {}, 0});
+      change.push_back(place_change(d.job_id, d.gpus_by_rank, d.answer_json, 0));
+      inverse.push_back(release_change(d.job_id));
     }
   } else {
     if (!state_.has_job(command.job_id))
@@ -261,9 +320,33 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Stat
     d.gpus_by_rank.assign(gpus.begin(), gpus.end());
     d.answer_json = release_json(*cluster_, state_.total_free_gpus() + static_cast<std::int64_t>(gpus.size()),
                                  d.job_id, d.gpus_by_rank);
-    StateChange release{StateChange::Kind::kRelease, d.job_id, {}, {}, 0};
+    StateChange release = release_change(d.job_id);
     inverse.push_back(inverse_of(release));
     change.push_back(std::move(release));
+  }
+  d.decide_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  return d;
+}
+
+Result<Decision> Engine::decide_availability(const Command& command, std::vector<StateChange>& change,
+                                             std::vector<StateChange>& inverse) const {
+  auto start = std::chrono::steady_clock::now();
+  const NodeAvailabilityChange& asked = command.availability;
+  TOPOSCHED_TRY(node, check_node_availability_change(*cluster_, asked));
+  Decision d;
+  d.kind = command.kind;
+  d.availability = asked;
+  const NodeMark* before = availability_.mark(node, asked.source);
+  if (asked.available) {
+    d.changed = before != nullptr;
+  } else {
+    d.changed = before == nullptr || before->reason != asked.reason;
+    d.since_unix_ms = before ? before->since_unix_ms : now_unix_ms();
+  }
+  if (d.changed) {
+    StateChange c = node_mark_change(node, NodeMark{asked.source, asked.reason, d.since_unix_ms}, asked.available);
+    inverse.push_back(inverse_of(c));
+    change.push_back(std::move(c));
   }
   d.decide_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   return d;
@@ -305,21 +388,56 @@ Result<Decision> Engine::decide_one(const Command& command, const CommitFn& comm
 }
 
 Result<void> Engine::restore(std::string_view job_id, std::span<const GpuId> gpus_by_rank, std::string answer_json) {
-  StateChange place{StateChange::Kind::kPlace, std::string(job_id),
-                    std::vector<GpuId>(gpus_by_rank.begin(), gpus_by_rank.end()), std::move(answer_json), 0};
+  StateChange place = place_change(std::string(job_id), std::vector<GpuId>(gpus_by_rank.begin(), gpus_by_rank.end()),
+                                   std::move(answer_json), 0);
   return apply(std::span<const StateChange>(&place, 1));
 }
 
-Result<void> Engine::replace_jobs(std::span<const StoredJob> jobs) {
-  // Release every job, then place the store's, in one all-or-nothing apply under the writer
-  // lock: readers see the old or the new jobs, never a mix.
+Result<void> Engine::restore_node_marks(std::span<const StoredNodeMark> marks) {
+  std::vector<StateChange> changes;
+  for (const StoredNodeMark& m : marks) changes.push_back(node_mark_change(m.node, m.mark, false));
+  return apply(changes);
+}
+
+Result<void> Engine::replace_jobs(std::span<const StoredJob> jobs, std::span<const StoredNodeMark> marks) {
+  // Release every job and lift every mark, then place the store's jobs and set its marks, in
+  // one all-or-nothing apply under the writer lock: readers see the old or the new state,
+  // never a mix.
   WriterLock lock(mutex_);
   std::vector<StateChange> changes;
-  for (const std::string& id : state_.job_ids()) changes.push_back({StateChange::Kind::kRelease, id, {}, {}, 0});
-  for (const StoredJob& job : jobs)
-    changes.push_back({StateChange::Kind::kPlace, job.id, job.gpus_by_rank, job.answer_json, 0});
+  for (const std::string& id : state_.job_ids()) changes.push_back(release_change(id));
+  for (std::uint32_t i = 0; i < cluster_->node_count(); ++i)
+    for (const NodeMark& m : availability_.marks(NodeId(i))) changes.push_back(node_mark_change(NodeId(i), m, true));
+  for (const StoredJob& job : jobs) changes.push_back(place_change(job.id, job.gpus_by_rank, job.answer_json, 0));
+  for (const StoredNodeMark& m : marks) changes.push_back(node_mark_change(m.node, m.mark, false));
   return apply_locked(changes);
 }
+
+namespace {
+// The unavailable nodes a job holds GPUs on, in rank order of first use: ,"unavailable_nodes":
+// [{"node","reason"}], or nothing when there are none (the job's JSON stays as placed).
+std::string unavailable_nodes_member(const Cluster& c, const NodeAvailability& availability,
+                                     std::span<const GpuId> gpus) {
+  if (availability.unavailable_count() == 0) return {};
+  OrderedJson nodes = OrderedJson::array();
+  std::vector<NodeId> seen;
+  for (GpuId g : gpus) {
+    NodeId n = c.gpu_node(g);
+    if (availability.available(n) || std::find(seen.begin(), seen.end(), n) != seen.end()) continue;
+    seen.push_back(n);
+    nodes.push_back({{"node", c.node_name(n)}, {"reason", availability.reasons(n)}});
+  }
+  if (nodes.empty()) return {};
+  return ",\"unavailable_nodes\":" + dump_lenient(nodes);
+}
+
+// `answer` (a JSON object) with `member` (",\"key\":value") spliced in before its closing brace.
+std::string with_member(const std::string& answer, const std::string& member) {
+  if (member.empty() || answer.size() < 2 || answer.back() != '}') return answer;
+  const bool empty_object = answer == "{}";
+  return answer.substr(0, answer.size() - 1) + (empty_object ? member.substr(1) : member) + "}";
+}
+}  // namespace
 
 std::string Engine::jobs_json() const {
   ReaderLock lock(mutex_);
@@ -330,7 +448,7 @@ std::string Engine::jobs_json() const {
     if (it == answers_.end()) continue;
     if (!first) out += ',';
     first = false;
-    out += it->second;
+    out += with_member(it->second, unavailable_nodes_member(*cluster_, availability_, state_.job_gpus(id)));
   }
   out += "]}";
   return out;
@@ -340,7 +458,60 @@ std::optional<std::string> Engine::job_json(std::string_view job_id) const {
   ReaderLock lock(mutex_);
   auto it = answers_.find(std::string(job_id));
   if (it == answers_.end()) return std::nullopt;
-  return it->second;
+  return with_member(it->second, unavailable_nodes_member(*cluster_, availability_, state_.job_gpus(job_id)));
+}
+
+namespace {
+// One node's JSON (Engine::node_json).
+OrderedJson node_to_json(const AllocationState& state, const NodeAvailability& availability, NodeId n) {
+  const Cluster& c = state.cluster();
+  OrderedJson marks = OrderedJson::array();
+  for (const NodeMark& m : availability.marks(n))
+    marks.push_back({{"source", m.source}, {"reason", m.reason}, {"since_unix_ms", m.since_unix_ms}});
+  std::vector<std::string_view> jobs;
+  for (int local = 0; local < c.node_gpu_count(n); ++local) {
+    std::string_view owner = state.gpu_owner(c.node_gpu(n, local));
+    if (!owner.empty() && std::find(jobs.begin(), jobs.end(), owner) == jobs.end()) jobs.push_back(owner);
+  }
+  OrderedJson out;
+  out["node"] = c.node_name(n);
+  out["available"] = availability.available(n);
+  out["unavailable"] = std::move(marks);
+  out["gpus"] = c.node_gpu_count(n);
+  out["free_gpus"] = state.free_gpus(n);
+  out["jobs"] = OrderedJson::array();
+  for (std::string_view job : jobs) out["jobs"].push_back(std::string(job));
+  return out;
+}
+}  // namespace
+
+std::string Engine::nodes_json() const {
+  ReaderLock lock(mutex_);
+  OrderedJson nodes = OrderedJson::array();
+  for (std::uint32_t i = 0; i < cluster_->node_count(); ++i) nodes.push_back(node_to_json(state_, availability_, NodeId(i)));
+  OrderedJson out;
+  out["nodes"] = std::move(nodes);
+  return dump_lenient(out);
+}
+
+std::optional<std::string> Engine::node_json(std::string_view node) const {
+  auto n = cluster_->find_node(node);
+  if (!n) return std::nullopt;
+  ReaderLock lock(mutex_);
+  return dump_lenient(node_to_json(state_, availability_, *n));
+}
+
+UnavailableSummary Engine::unavailable_summary() const {
+  ReaderLock lock(mutex_);
+  UnavailableSummary out;
+  out.nodes = static_cast<std::int64_t>(availability_.unavailable_count());
+  if (out.nodes == 0) return out;
+  for (const std::string& id : state_.job_ids()) {
+    auto gpus = state_.job_gpus(id);
+    if (std::any_of(gpus.begin(), gpus.end(), [&](GpuId g) { return !availability_.available(cluster_->gpu_node(g)); }))
+      ++out.jobs_on_them;
+  }
+  return out;
 }
 
 std::size_t Engine::job_count() const {

@@ -18,6 +18,11 @@
 // This lets the service group several decisions into one durable store transaction and
 // never acknowledge (or show) a decision before it is on stable storage.
 //
+// Node availability (placement/node_availability.h) is engine state like the jobs: a
+// kSetNodeAvailability command decides a kNodeMark change, committed, logged and undone the
+// same way. Every placement with a policy (not a job held where another scheduler put it)
+// is confined to the available nodes, within the request's own node mask.
+//
 // Thread-safety: Engine is safe to use from any number of threads. Decisions are
 // serialised (one writer at a time, as kube-scheduler and slurmctld do): decide() holds the
 // exclusive lock while it decides and commits a batch. Reads (read(), jobs_json(),
@@ -41,6 +46,7 @@
 #include "placement/allocation_state.h"
 #include "placement/job_request.h"
 #include "placement/job_schema.h"
+#include "placement/node_availability.h"
 #include "placement/placement.h"
 #include "topology/mutex.h"
 
@@ -73,7 +79,7 @@ Result<Placement> place_job(AllocationState& state, const PlaceRequest& request,
 
 // One change asked of the engine.
 struct Command {
-  enum class Kind { kPlace, kRelease };
+  enum class Kind { kPlace, kRelease, kSetNodeAvailability };
   Kind kind = Kind::kPlace;
   PlaceRequest place;   // kPlace
   bool dry_run = false; // kPlace: decide, hold nothing, commit nothing
@@ -86,7 +92,13 @@ struct Command {
   // kPlace with dry_run only: decide as if these jobs held no GPUs (preemption's what-if:
   // would the job fit once they are gone?). Unknown ids free nothing. The state is unchanged.
   std::vector<std::string> assume_released;
+  // kPlace with a policy: marks by this source do not exclude a node. For a caller that has
+  // already filtered the nodes on the same facts, fresher: kube-scheduler offers the
+  // extender only nodes that pass its own filters, so a node it offers the moment it is
+  // uncordoned must not wait for the lifecycle controller's "k8s" mark to be lifted.
+  std::string caller_judges_source;
   std::string job_id;   // kRelease
+  NodeAvailabilityChange availability;  // kSetNodeAvailability
 };
 
 // What the engine decided for one command.
@@ -96,8 +108,14 @@ struct Decision {
   std::string job_id;
   std::vector<GpuId> gpus_by_rank;  // placed, or released (in rank order)
   std::string request_json;         // kPlace: the request as normalised keys
-  std::string answer_json;          // the `place` JSON, or the `release` JSON
+  std::string answer_json;          // the `place` JSON, or the `release` JSON (kSetNodeAvailability: none)
   double decide_us = 0;             // time spent deciding (not committing)
+  // kSetNodeAvailability: the change asked, and the mark's time (kept from the source's
+  // earlier mark when it only changes the reason). `changed` is false when the node already
+  // was as asked: nothing to commit (the request is idempotent).
+  NodeAvailabilityChange availability;
+  std::int64_t since_unix_ms = 0;
+  bool changed = true;
 };
 
 // Called once per batch, with the writer lock held, on the decisions that changed the
@@ -108,14 +126,19 @@ using CommitFn = std::function<Result<void>(std::span<const Decision>)>;
 // one (dry runs none); Engine::apply() is the only function that changes the state, so a
 // restore, a follower's reload and the undo of a failed commit all are lists of these.
 struct StateChange {
-  enum class Kind { kPlace, kRelease };
+  enum class Kind { kPlace, kRelease, kNodeMark };
   Kind kind = Kind::kPlace;
-  std::string job_id;
-  std::vector<GpuId> gpus_by_rank;  // kPlace
-  std::string answer_json;          // kPlace: the `place` JSON readers get for the job
+  std::string job_id{};
+  std::vector<GpuId> gpus_by_rank{};  // kPlace
+  std::string answer_json{};          // kPlace: the `place` JSON readers get for the job
   // kPlace: the job's position in the job order (AllocationState::job_order); 0 = after
   // every job. The inverse of a release puts the job back at its old position.
   std::uint64_t order = 0;
+  // kNodeMark: `node`'s mark by mark.source becomes `mark`, or is lifted when `lift`; the
+  // inverse puts back the mark that source had before.
+  NodeId node{};
+  NodeMark mark{};
+  bool lift = false;
 };
 
 // A job as a store shared by several replicas holds it (Engine::replace_jobs).
@@ -123,6 +146,18 @@ struct StoredJob {
   std::string id;
   std::vector<GpuId> gpus_by_rank;
   std::string answer_json;
+};
+
+// A node mark as a store holds it (Engine::restore_node_marks, replace_jobs).
+struct StoredNodeMark {
+  NodeId node;
+  NodeMark mark;
+};
+
+// What GET /metrics reports of unavailable nodes: how many, and how many jobs hold GPUs on one.
+struct UnavailableSummary {
+  std::int64_t nodes = 0;
+  std::int64_t jobs_on_them = 0;
 };
 
 class Engine {
@@ -149,10 +184,13 @@ class Engine {
   // Puts back a job as a store recorded it (start-up only, before serving): its GPUs in
   // rank order and the exact answer JSON the client received.
   Result<void> restore(std::string_view job_id, std::span<const GpuId> gpus_by_rank, std::string answer_json);
-  // Replaces every job with `jobs` (an HA replica refreshing its copy from the shared store):
-  // the new state is built aside and swapped in under the writer lock, so readers see the
-  // old or the new state, never a mix. On error (a job that does not fit) nothing changes.
-  Result<void> replace_jobs(std::span<const StoredJob> jobs);
+  // Puts back the node marks a store recorded (start-up only, before serving).
+  Result<void> restore_node_marks(std::span<const StoredNodeMark> marks);
+  // Replaces every job with `jobs` and every node mark with `marks` (an HA replica
+  // refreshing its copy from the shared store): one all-or-nothing apply under the writer
+  // lock, so readers see the old or the new state, never a mix. On error (a job that does
+  // not fit) nothing changes.
+  Result<void> replace_jobs(std::span<const StoredJob> jobs, std::span<const StoredNodeMark> marks = {});
 
   // Runs `fn` on the committed state under the shared lock (keep it short).
   template <class Fn>
@@ -160,9 +198,16 @@ class Engine {
     ReaderLock lock(mutex_);
     return fn(static_cast<const AllocationState&>(state_));
   }
-  // {"jobs":[the `place` JSON of every job, in allocation order]}, byte-stable.
+  // {"jobs":[the `place` JSON of every job, in allocation order]}, byte-stable. A job holding
+  // GPUs on an unavailable node also has "unavailable_nodes":[{"node","reason"}] (reason as
+  // NodeAvailability::reasons) as its last key; other jobs are exactly as placed.
   std::string jobs_json() const;
   std::optional<std::string> job_json(std::string_view job_id) const;
+  // {"nodes":[node JSON, ...]} in node order; one node's JSON: {"node","available",
+  // "unavailable":[{"source","reason","since_unix_ms"}],"gpus","free_gpus","jobs":[ids]}.
+  std::string nodes_json() const;
+  std::optional<std::string> node_json(std::string_view node) const;
+  UnavailableSummary unavailable_summary() const;
   std::size_t job_count() const;
   std::int64_t free_gpus() const;
 
@@ -171,6 +216,8 @@ class Engine {
   // applying the decision does (nothing for a dry run), `inverse` what undoes it.
   Result<Decision> decide_command(const Command& command, std::vector<StateChange>& change,
                                   std::vector<StateChange>& inverse) const REQUIRES(mutex_);
+  Result<Decision> decide_availability(const Command& command, std::vector<StateChange>& change,
+                                       std::vector<StateChange>& inverse) const REQUIRES(mutex_);
   Result<void> apply_locked(std::span<const StateChange> changes) REQUIRES(mutex_);
   Result<void> apply_one(const StateChange& change) REQUIRES(mutex_);
   StateChange inverse_of(const StateChange& change) const REQUIRES(mutex_);
@@ -179,6 +226,7 @@ class Engine {
   mutable SharedMutex mutex_;
   AllocationState state_ GUARDED_BY(mutex_);
   std::unordered_map<std::string, std::string> answers_ GUARDED_BY(mutex_);  // job -> place JSON
+  NodeAvailability availability_ GUARDED_BY(mutex_);
 };
 
 }  // namespace toposched

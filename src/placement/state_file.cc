@@ -124,6 +124,9 @@ Result<StateFileStore> StateFileStore::open(const Cluster& cluster, std::string 
 Result<void> StateFileStore::commit(std::span<const Decision> decisions) {
   AllocationState next = state_;
   for (const Decision& d : decisions) {
+    if (d.kind == Command::Kind::kSetNodeAvailability)
+      return make_error(ErrorCode::kUnsupported,
+                        "a state file holds no node availability; `toposched serve` keeps it (PUT /v1/nodes/NAME/availability)");
     if (d.kind == Command::Kind::kPlace)
       TOPOSCHED_CHECK(next.allocate(d.job_id, d.gpus_by_rank));
     else

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -39,6 +41,41 @@ Result<std::pair<JobRecord, std::int64_t>> job_from_json(const EtcdKeyValue& kv)
   job.placement_json = j.value("placement", "");
   job.created_unix_ms = j.value("created_unix_ms", std::int64_t{0});
   return std::pair{std::move(job), j.value("seq", std::int64_t{0})};
+}
+
+std::string node_mark_key_suffix(const NodeMarkRecord& m) { return "node-marks/" + m.source + "/" + m.node; }
+
+std::string node_mark_to_json(const NodeMarkRecord& m) {
+  return json{{"node", m.node}, {"source", m.source}, {"reason", m.reason}, {"since_unix_ms", m.since_unix_ms}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<NodeMarkRecord> node_mark_from_json(const EtcdKeyValue& kv) {
+  json j = json::parse(kv.value, nullptr, false);
+  if (!j.is_object() || !j.contains("node") || !j.contains("source") || !j["node"].is_string() ||
+      !j["source"].is_string())
+    return make_error(ErrorCode::kIo, fmt::format("etcd store: key {} does not hold a node mark", kv.key));
+  return NodeMarkRecord{j["node"].get<std::string>(), j["source"].get<std::string>(), j.value("reason", ""),
+                        j.value("since_unix_ms", std::int64_t{0})};
+}
+
+bool is_node_mutation(const Mutation& m) {
+  return m.kind == Mutation::Kind::kMarkNode || m.kind == Mutation::Kind::kUnmarkNode;
+}
+
+// The event log entry of one mutation, as PREFIX/events/<seq> holds it (for a node mark,
+// "job" names the node).
+std::string event_json(std::int64_t seq, const Mutation& m, std::int64_t unix_ms) {
+  json ev;
+  if (is_node_mutation(m)) {
+    ev = {{"seq", seq}, {"kind", m.kind == Mutation::Kind::kMarkNode ? "mark-node" : "unmark-node"},
+          {"job", m.node.node}, {"body", node_mark_to_json(m.node)}, {"unix_ms", unix_ms}};
+  } else {
+    const bool place = m.kind == Mutation::Kind::kPlace;
+    ev = {{"seq", seq}, {"kind", place ? "place" : "release"}, {"job", m.job.id},
+          {"body", place ? m.job.placement_json : std::string()}, {"unix_ms", unix_ms}};
+  }
+  return ev.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::int64_t parse_seq(const std::vector<EtcdKeyValue>& kvs) {
@@ -154,6 +191,30 @@ Result<std::vector<JobRecord>> EtcdStore::load(bool serializable) {
 Result<std::vector<JobRecord>> EtcdStore::load_jobs() { return load(false); }
 Result<std::vector<JobRecord>> EtcdStore::load_jobs_local() { return load(true); }
 
+Result<std::vector<NodeMarkRecord>> EtcdStore::load_marks(bool serializable) {
+  const std::string from = key("node-marks/"), end = etcd_prefix_end(from);
+  EtcdClient& c = serializable ? reader_ : client_;
+  TOPOSCHED_TRY(page, c.range(from, end, kPageSize, 0, serializable));
+  const std::int64_t revision = page.revision;  // later pages read the first one's revision
+  std::vector<NodeMarkRecord> marks;
+  for (;;) {
+    for (const auto& kv : page.kvs) {
+      TOPOSCHED_TRY(mark, node_mark_from_json(kv));
+      marks.push_back(std::move(mark));
+    }
+    if (!page.more || page.kvs.empty()) break;
+    TOPOSCHED_TRY(more, c.range(page.kvs.back().key + std::string(1, '\0'), end, kPageSize, revision, serializable));
+    page = std::move(more);
+  }
+  std::sort(marks.begin(), marks.end(), [](const NodeMarkRecord& a, const NodeMarkRecord& b) {
+    return std::tie(a.node, a.source) < std::tie(b.node, b.source);
+  });
+  return marks;
+}
+
+Result<std::vector<NodeMarkRecord>> EtcdStore::load_node_marks() { return load_marks(false); }
+Result<std::vector<NodeMarkRecord>> EtcdStore::load_node_marks_local() { return load_marks(true); }
+
 Result<std::int64_t> EtcdStore::data_revision() {
   TOPOSCHED_TRY(r, reader_.range(key("seq"), {}, 0, 0, true));
   return r.kvs.empty() ? 0 : r.kvs[0].mod_revision;
@@ -191,6 +252,7 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
   // Net effect per id, checking the batch against itself.
   std::map<std::string, NetEffect> effect;
   std::vector<std::string> order;  // ids in first-touch order
+  std::map<std::string, std::optional<std::string>> marks;  // node-mark key -> its value after the batch (nullopt: gone)
   std::vector<EtcdOp> ops;
   const std::int64_t unix_ms = now_unix_ms();
   std::int64_t seq = seq_;
@@ -200,6 +262,12 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
   const std::int64_t first_kept =
       event_log_limit_ > 0 ? seq_ + static_cast<std::int64_t>(batch.size()) - event_log_limit_ + 1 : 1;
   for (const Mutation& m : batch) {
+    if (is_node_mutation(m)) {
+      const bool mark = m.kind == Mutation::Kind::kMarkNode;
+      marks[key(node_mark_key_suffix(m.node))] = mark ? std::optional(node_mark_to_json(m.node)) : std::nullopt;
+      if (++seq >= first_kept) ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), event_json(seq, m, unix_ms)));
+      continue;
+    }
     const bool place = m.kind == Mutation::Kind::kPlace;
     auto [it, first] = effect.try_emplace(m.job.id);
     if (first) {
@@ -216,11 +284,7 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
     } else {
       it->second.after.reset();
     }
-    if (seq >= first_kept) {
-      json ev = {{"seq", seq}, {"kind", place ? "place" : "release"}, {"job", m.job.id},
-                 {"body", place ? m.job.placement_json : std::string()}, {"unix_ms", unix_ms}};
-      ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), ev.dump()));
-    }
+    if (seq >= first_kept) ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), event_json(seq, m, unix_ms)));
   }
   const std::string leader_key = key("leader"), seq_key = key("seq");
   std::vector<EtcdCompare> compares{
@@ -238,6 +302,9 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
       ops.push_back(EtcdOp::erase(k));
     diagnose.push_back(EtcdOp::get(k));
   }
+  // Node marks need no compare: setting or lifting one is idempotent, and the seq compare
+  // above already fences the batch.
+  for (const auto& [k, value] : marks) ops.push_back(value ? EtcdOp::put(k, *value) : EtcdOp::erase(k));
   // Events that fall out of the kept window go in the same Txn (the range holds only the ones
   // this commit pushes out, since every earlier commit deleted its own).
   if (first_kept > 1 && first_kept > events_trimmed_below_)

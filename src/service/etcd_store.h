@@ -7,6 +7,7 @@
 //   PREFIX/seq            the last event sequence number (decimal); its mod revision is the
 //                         store's data revision
 //   PREFIX/jobs/<id>      a JobRecord as JSON (with its place event's seq: commit order)
+//   PREFIX/node-marks/<source>/<node>   a NodeMarkRecord as JSON
 //   PREFIX/events/<seq>   a StoreEvent as JSON, seq zero-padded to 20 digits; the newest
 //                         event_log_limit() of them (default kDefaultEventLogLimit)
 //
@@ -56,6 +57,7 @@ class EtcdStore final : public Store {
   std::string_view kind() const override { return "etcd"; }
   Result<void> bind_cluster(std::string_view cluster_name, std::string_view spec_digest) override;
   Result<std::vector<JobRecord>> load_jobs() override;
+  Result<std::vector<NodeMarkRecord>> load_node_marks() override;
   Result<void> commit(std::span<const Mutation> batch) override;
   Result<std::vector<StoreEvent>> events(std::int64_t after_seq, std::size_t limit) override;
   std::size_t max_batch() const override { return kMaxBatch; }
@@ -71,6 +73,7 @@ class EtcdStore final : public Store {
   // The load_jobs() that a follower runs to refresh its copy, read serializably so that it
   // works while etcd has no quorum (possibly stale).
   Result<std::vector<JobRecord>> load_jobs_local();
+  Result<std::vector<NodeMarkRecord>> load_node_marks_local();
   const EtcdStoreUrl& url() const { return url_; }
   // Whether the writer's view is current for term `generation`: load_jobs() ran during it
   // and no commit since has had an unknown outcome or found the store changed. When not,
@@ -79,6 +82,7 @@ class EtcdStore final : public Store {
 
  private:
   Result<std::vector<JobRecord>> load(bool serializable);
+  Result<std::vector<NodeMarkRecord>> load_marks(bool serializable);
   Result<void> diagnose_failed_commit(const EtcdTxnResult& r, const LeaderElection::Term& term,
                                       const std::vector<std::pair<std::string, bool>>& ids);
   std::string key(std::string_view suffix) const { return url_.prefix + "/" + std::string(suffix); }

@@ -15,6 +15,7 @@ namespace {
 // The requests that change the state: they go to the leader only.
 bool is_mutation(const httplib::Request& req) {
   if (req.method == "DELETE") return req.path.starts_with("/v1/jobs/");
+  if (req.method == "PUT") return req.path.starts_with("/v1/nodes/");
   if (req.method != "POST" || req.path != "/v1/jobs") return false;
   auto dry = req.get_param_value("dry_run");
   return dry.empty() || dry == "0" || dry == "false";

@@ -20,6 +20,8 @@ void install_health_routes(httplib::Server& http, ServiceContext& ctx) {
                             static_cast<std::int64_t>(s.job_count()), f.unusable_fraction);
       return 0;
     });
+    const UnavailableSummary unavailable = ctx.scheduler.engine().unavailable_summary();
+    ctx.metrics.set_unavailable(unavailable.nodes, unavailable.jobs_on_them);
     res.set_content(ctx.metrics.render(), "text/plain; version=0.0.4");
   });
 }

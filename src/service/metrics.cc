@@ -52,7 +52,17 @@ Metrics::Metrics()
                     .Name("toposched_fragmentation_unusable_fraction")
                     .Help("Expected fraction of free GPUs a job of the default size mix cannot use")
                     .Register(*registry_)
-                    .Add({})) {}
+                    .Add({})),
+      unavailable_nodes_(prometheus::BuildGauge()
+                             .Name("toposched_nodes_unavailable")
+                             .Help("Nodes marked unavailable (cordoned, NotReady, drained, ...): no new jobs go there")
+                             .Register(*registry_)
+                             .Add({})),
+      jobs_on_unavailable_nodes_(prometheus::BuildGauge()
+                                     .Name("toposched_jobs_on_unavailable_nodes")
+                                     .Help("Jobs holding GPUs on at least one unavailable node")
+                                     .Register(*registry_)
+                                     .Add({})) {}
 
 prometheus::Counter& Metrics::labelled(prometheus::Family<prometheus::Counter>& family, std::string_view label,
                                        std::string_view value,
@@ -94,6 +104,11 @@ void Metrics::set_state(std::int64_t allocated_gpus, std::int64_t free_gpus, std
   free_.Set(static_cast<double>(free_gpus));
   jobs_.Set(static_cast<double>(jobs));
   unusable_.Set(unusable_fraction);
+}
+
+void Metrics::set_unavailable(std::int64_t nodes, std::int64_t jobs_on_them) {
+  unavailable_nodes_.Set(static_cast<double>(nodes));
+  jobs_on_unavailable_nodes_.Set(static_cast<double>(jobs_on_them));
 }
 
 std::string Metrics::render() const {

@@ -8,7 +8,10 @@
 //   toposched_store_commit_batch_size        histogram: mutations per commit (group commit)
 //   toposched_http_requests_total{code}      every HTTP answer by status code
 //   toposched_gpus_allocated, toposched_gpus_free, toposched_jobs,
-//   toposched_fragmentation_unusable_fraction   gauges, set when /metrics is scraped
+//   toposched_fragmentation_unusable_fraction,
+//   toposched_nodes_unavailable                 nodes some source marked unavailable
+//   toposched_jobs_on_unavailable_nodes         jobs holding GPUs on such a node
+//                                               gauges, set when /metrics is scraped
 //
 // Thread-safety: every method may be called from any thread (prometheus-cpp metrics are
 // atomic; label lookups take the family's mutex once and are then cached here under ours).
@@ -37,6 +40,7 @@ class Metrics {
   void observe_commit(double seconds, std::size_t batch_size);
   void count_http(int status) EXCLUDES(mutex_);
   void set_state(std::int64_t allocated_gpus, std::int64_t free_gpus, std::int64_t jobs, double unusable_fraction);
+  void set_unavailable(std::int64_t nodes, std::int64_t jobs_on_them);
 
   // Prometheus text exposition format 0.0.4.
   std::string render() const;
@@ -56,6 +60,8 @@ class Metrics {
   prometheus::Gauge& free_;
   prometheus::Gauge& jobs_;
   prometheus::Gauge& unusable_;
+  prometheus::Gauge& unavailable_nodes_;
+  prometheus::Gauge& jobs_on_unavailable_nodes_;
   Mutex mutex_;
   std::map<std::string, prometheus::Counter*, std::less<>> attempt_cache_ GUARDED_BY(mutex_);
   std::map<std::string, prometheus::Counter*, std::less<>> http_cache_ GUARDED_BY(mutex_);

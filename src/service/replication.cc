@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "service/scheduler.h"
+
 namespace toposched::service {
 
 Replication::Replication(EtcdStore& store, Engine& engine, std::chrono::milliseconds poll)
@@ -37,7 +39,7 @@ std::string Replication::status_json() const {
       .dump();
 }
 
-Result<void> Replication::reload(std::vector<JobRecord> jobs) {
+Result<void> Replication::reload(std::vector<JobRecord> jobs, std::vector<NodeMarkRecord> mark_records) {
   const Cluster& c = engine_.cluster();
   std::vector<StoredJob> stored;
   stored.reserve(jobs.size());
@@ -49,7 +51,8 @@ Result<void> Replication::reload(std::vector<JobRecord> jobs) {
     }
     stored.push_back(std::move(s));
   }
-  return engine_.replace_jobs(stored);
+  TOPOSCHED_TRY(marks, stored_node_marks(c, std::move(mark_records)));
+  return engine_.replace_jobs(stored, marks);
 }
 
 Result<std::unique_lock<Mutex>> Replication::enter(Engine&) {
@@ -59,7 +62,8 @@ Result<std::unique_lock<Mutex>> Replication::enter(Engine&) {
   if (!term) return tl::unexpected(refusal());
   if (!store_.loaded_in(term->generation)) {
     TOPOSCHED_TRY(jobs, store_.load_jobs());
-    TOPOSCHED_CHECK(reload(std::move(jobs)));
+    TOPOSCHED_TRY(marks, store_.load_node_marks());
+    TOPOSCHED_CHECK(reload(std::move(jobs), std::move(marks)));
     copy_revision_ = -1;  // the follower loop reloads when this replica follows again
     spdlog::info("replica {}: leads (term {}), {} jobs loaded from etcd", store_.election()->options().identity,
                  term->generation, engine_.job_count());
@@ -80,7 +84,10 @@ void Replication::refresh_copy(std::int64_t data_revision) {
   MutexLock lock(decide_mutex_);
   if (leads() || data_revision == copy_revision_) return;
   auto jobs = store_.load_jobs_local();
-  auto ok = jobs ? reload(std::move(*jobs)) : Result<void>(tl::unexpected(jobs.error()));
+  auto marks = jobs ? store_.load_node_marks_local() : Result<std::vector<NodeMarkRecord>>{};
+  auto ok = !jobs    ? Result<void>(tl::unexpected(jobs.error()))
+            : !marks ? Result<void>(tl::unexpected(marks.error()))
+                     : reload(std::move(*jobs), std::move(*marks));
   if (ok)
     copy_revision_ = data_revision;
   else

@@ -50,7 +50,7 @@ class Replication final : public Replica {
  private:
   void follow_loop();
   void refresh_copy(std::int64_t data_revision) EXCLUDES(decide_mutex_);
-  Result<void> reload(std::vector<JobRecord> jobs);
+  Result<void> reload(std::vector<JobRecord> jobs, std::vector<NodeMarkRecord> marks);
 
   EtcdStore& store_;
   Engine& engine_;

@@ -22,6 +22,28 @@ std::string gpu_summary(const Cluster& c, std::span<const GpuId> gpus) {
   }
   return fmt::format("{} nodes={}", gpus.size(), compress_hostlist(nodes));
 }
+
+Mutation node_mark_mutation(const Decision& d) {
+  Mutation m;
+  m.kind = d.availability.available ? Mutation::Kind::kUnmarkNode : Mutation::Kind::kMarkNode;
+  m.node = {d.availability.node, d.availability.source, d.availability.reason, d.since_unix_ms};
+  return m;
+}
+
+// The log line of a decision that changed the state.
+void log_decision(const Cluster& c, const Decision& d, std::size_t batch_size) {
+  if (d.kind == Command::Kind::kSetNodeAvailability) {
+    if (d.availability.available)
+      spdlog::info("node {} available again for source {} batch={}", d.availability.node, d.availability.source,
+                   batch_size);
+    else
+      spdlog::info("node {} unavailable: {}: {} batch={}", d.availability.node, d.availability.source,
+                   d.availability.reason, batch_size);
+    return;
+  }
+  spdlog::info("{} job={} decide_us={:.0f} gpus={} batch={}", d.kind == Command::Kind::kPlace ? "place" : "release",
+               d.job_id, d.decide_us, gpu_summary(c, d.gpus_by_rank), batch_size);
+}
 }  // namespace
 
 struct Scheduler::Pending {
@@ -42,6 +64,20 @@ std::string cluster_digest(const Cluster& cluster) {
   return hex;
 }
 
+Result<std::vector<StoredNodeMark>> stored_node_marks(const Cluster& cluster, std::vector<NodeMarkRecord> records) {
+  std::vector<StoredNodeMark> marks;
+  marks.reserve(records.size());
+  for (NodeMarkRecord& r : records) {
+    auto node = cluster.find_node(r.node);
+    if (!node)
+      return make_error(ErrorCode::kValidation,
+                        fmt::format("store node mark by '{}': no node named '{}' in cluster '{}'", r.source, r.node,
+                                    cluster.name()));
+    marks.push_back({*node, NodeMark{std::move(r.source), std::move(r.reason), r.since_unix_ms}});
+  }
+  return marks;
+}
+
 Result<void> restore_jobs(Engine& engine, Store& store) {
   TOPOSCHED_TRY(jobs, store.load_jobs());
   const Cluster& c = engine.cluster();
@@ -58,7 +94,9 @@ Result<void> restore_jobs(Engine& engine, Store& store) {
     if (auto ok = engine.restore(job.id, gpus, std::move(job.placement_json)); !ok)
       return make_error(ErrorCode::kValidation, fmt::format("store job '{}': {}", job.id, ok.error().message));
   }
-  return {};
+  TOPOSCHED_TRY(records, store.load_node_marks());
+  TOPOSCHED_TRY(marks, stored_node_marks(c, std::move(records)));
+  return engine.restore_node_marks(marks);
 }
 
 Scheduler::Scheduler(const Cluster& cluster, std::unique_ptr<Store> store, Metrics& metrics, std::size_t max_batch)
@@ -115,6 +153,10 @@ Result<void> Scheduler::commit(std::span<const Decision> decisions) {
                  .count();
   const Cluster& c = engine_.cluster();
   for (const Decision& d : decisions) {
+    if (d.kind == Command::Kind::kSetNodeAvailability) {
+      batch.push_back(node_mark_mutation(d));
+      continue;
+    }
     Mutation m;
     m.kind = d.kind == Command::Kind::kPlace ? Mutation::Kind::kPlace : Mutation::Kind::kRelease;
     m.job.id = d.job_id;
@@ -135,6 +177,7 @@ Result<void> Scheduler::commit(std::span<const Decision> decisions) {
 }
 
 void Scheduler::count(const Result<Decision>& r) {
+  if (r && r->kind == Command::Kind::kSetNodeAvailability) return;  // not a placement attempt
   if (r) {
     metrics_.observe_decision(r->decide_us * 1e-6);
     metrics_.count_attempt(r->dry_run ? "dry_run" : r->kind == Command::Kind::kPlace ? "placed" : "released");
@@ -190,10 +233,8 @@ void Scheduler::writer_loop() {
     auto results = engine_.decide(commands, [this](std::span<const Decision> d) { return commit(d); });
     for (std::size_t i = 0; i < batch.size(); ++i) {
       count(results[i]);
-      if (results[i] && !results[i]->dry_run)
-        spdlog::info("{} job={} decide_us={:.0f} gpus={} batch={}",
-                     results[i]->kind == Command::Kind::kPlace ? "place" : "release", results[i]->job_id,
-                     results[i]->decide_us, gpu_summary(engine_.cluster(), results[i]->gpus_by_rank), batch.size());
+      if (results[i] && !results[i]->dry_run && results[i]->changed)
+        log_decision(engine_.cluster(), *results[i], batch.size());
       batch[i]->answer.set_value(std::move(results[i]));
     }
   }

@@ -34,9 +34,11 @@ namespace toposched::service {
 // it was given (preset, YAML, JSON).
 std::string cluster_digest(const Cluster& cluster);
 
-// Restores the store's jobs into the engine (start-up); kValidation naming the job when a
-// record does not fit the cluster.
+// Restores the store's jobs and node marks into the engine (start-up); kValidation naming
+// the job (or the node) when a record does not fit the cluster.
 Result<void> restore_jobs(Engine& engine, Store& store);
+// The store's node marks by node id; kValidation naming a node the cluster does not have.
+Result<std::vector<StoredNodeMark>> stored_node_marks(const Cluster& cluster, std::vector<NodeMarkRecord> records);
 
 // A check every batch of decisions passes before it is decided (HA: service/replication.h).
 // enter() refuses the batch (each command gets the error, nothing is decided) or returns a

@@ -129,6 +129,7 @@ const std::vector<RouteSet>& route_sets();
 // Installers of this folder's own groups (one file each).
 void install_health_routes(httplib::Server& http, ServiceContext& ctx);    // health_routes.cc
 void install_job_routes(httplib::Server& http, ServiceContext& ctx);       // job_routes.cc
+void install_node_routes(httplib::Server& http, ServiceContext& ctx);      // node_routes.cc
 void install_cluster_routes(httplib::Server& http, ServiceContext& ctx);   // cluster_routes.cc
 void install_topograph_routes(httplib::Server& http, ServiceContext& ctx); // topograph_routes.cc
 void install_router_routes(httplib::Server& http, ServiceContext& ctx);    // router_routes.cc

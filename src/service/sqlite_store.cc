@@ -24,7 +24,9 @@ constexpr const char* kSchema =
     " gpus TEXT NOT NULL, request_json TEXT NOT NULL, placement_json TEXT NOT NULL,"
     " created_unix_ms INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS events(seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,"
-    " job_id TEXT NOT NULL, body_json TEXT NOT NULL, unix_ms INTEGER NOT NULL);";
+    " job_id TEXT NOT NULL, body_json TEXT NOT NULL, unix_ms INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS node_marks(node TEXT NOT NULL, source TEXT NOT NULL, reason TEXT NOT NULL,"
+    " since_unix_ms INTEGER NOT NULL, PRIMARY KEY(node, source));";
 
 std::int64_t now_unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -111,6 +113,7 @@ class SqliteStore final : public Store {
   std::string_view kind() const override { return "sqlite"; }
   Result<void> bind_cluster(std::string_view cluster_name, std::string_view spec_digest) override;
   Result<std::vector<JobRecord>> load_jobs() override;
+  Result<std::vector<NodeMarkRecord>> load_node_marks() override;
   Result<void> commit(std::span<const Mutation> batch) override;
   Result<std::vector<StoreEvent>> events(std::int64_t after_seq, std::size_t limit) override;
 
@@ -121,6 +124,8 @@ class SqliteStore final : public Store {
     delete_job_ = {};
     insert_event_ = {};
     trim_events_ = {};
+    put_mark_ = {};
+    delete_mark_ = {};
     if (db_) sqlite3_close(db_);
     db_ = nullptr;
   }
@@ -138,6 +143,10 @@ class SqliteStore final : public Store {
   }
   Result<std::optional<std::string>> meta(std::string_view key) REQUIRES(mutex_);
   Result<void> apply(const Mutation& m, std::int64_t now) REQUIRES(mutex_);
+  Result<void> apply_job(const Mutation& m, std::int64_t now) REQUIRES(mutex_);
+  Result<void> apply_node_mark(const Mutation& m) REQUIRES(mutex_);
+  Result<void> append_event(std::string_view kind, std::string_view subject, std::string_view body, std::int64_t now)
+      REQUIRES(mutex_);
 
   Mutex mutex_;
   OwnerLock lock_;  // first: released after the database is closed
@@ -147,6 +156,8 @@ class SqliteStore final : public Store {
   Statement delete_job_ GUARDED_BY(mutex_);
   Statement insert_event_ GUARDED_BY(mutex_);
   Statement trim_events_ GUARDED_BY(mutex_);
+  Statement put_mark_ GUARDED_BY(mutex_);
+  Statement delete_mark_ GUARDED_BY(mutex_);
 };
 
 Result<void> SqliteStore::init() {
@@ -160,7 +171,10 @@ Result<void> SqliteStore::init() {
   delete_job_ = Statement(db_, "DELETE FROM jobs WHERE id = ?1");
   insert_event_ = Statement(db_, "INSERT INTO events(kind, job_id, body_json, unix_ms) VALUES(?1, ?2, ?3, ?4)");
   trim_events_ = Statement(db_, "DELETE FROM events WHERE seq <= ?1");
-  if (!insert_job_ || !delete_job_ || !insert_event_ || !trim_events_) return tl::unexpected(sql_error("cannot prepare statements"));
+  put_mark_ = Statement(db_, "INSERT OR REPLACE INTO node_marks(node, source, reason, since_unix_ms) VALUES(?1, ?2, ?3, ?4)");
+  delete_mark_ = Statement(db_, "DELETE FROM node_marks WHERE node = ?1 AND source = ?2");
+  if (!insert_job_ || !delete_job_ || !insert_event_ || !trim_events_ || !put_mark_ || !delete_mark_)
+    return tl::unexpected(sql_error("cannot prepare statements"));
   return {};
 }
 
@@ -229,7 +243,58 @@ Result<std::vector<JobRecord>> SqliteStore::load_jobs() {
   return jobs;
 }
 
+Result<std::vector<NodeMarkRecord>> SqliteStore::load_node_marks() {
+  MutexLock lock(mutex_);
+  Statement q(db_, "SELECT node, source, reason, since_unix_ms FROM node_marks ORDER BY node, source");
+  if (!q) return tl::unexpected(sql_error("cannot read node marks"));
+  std::vector<NodeMarkRecord> marks;
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW) marks.push_back({q.text(0), q.text(1), q.text(2), q.integer(3)});
+  if (rc != SQLITE_DONE) return tl::unexpected(sql_error("cannot read node marks"));
+  return marks;
+}
+
 Result<void> SqliteStore::apply(const Mutation& m, std::int64_t now) {
+  if (m.kind == Mutation::Kind::kMarkNode || m.kind == Mutation::Kind::kUnmarkNode) {
+    TOPOSCHED_CHECK(apply_node_mark(m));
+    const bool mark = m.kind == Mutation::Kind::kMarkNode;
+    const std::string body =
+        nlohmann::json{{"source", m.node.source}, {"reason", m.node.reason}, {"since_unix_ms", m.node.since_unix_ms}}.dump(
+            -1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return append_event(mark ? "mark-node" : "unmark-node", m.node.node, body, now);
+  }
+  return apply_job(m, now);
+}
+
+Result<void> SqliteStore::apply_node_mark(const Mutation& m) {
+  if (m.kind == Mutation::Kind::kMarkNode) {
+    put_mark_.reset();
+    put_mark_.bind(1, m.node.node);
+    put_mark_.bind(2, m.node.source);
+    put_mark_.bind(3, m.node.reason);
+    put_mark_.bind(4, m.node.since_unix_ms);
+    if (put_mark_.step() != SQLITE_DONE) return tl::unexpected(sql_error("cannot write a node mark"));
+    return {};
+  }
+  delete_mark_.reset();
+  delete_mark_.bind(1, m.node.node);
+  delete_mark_.bind(2, m.node.source);
+  if (delete_mark_.step() != SQLITE_DONE) return tl::unexpected(sql_error("cannot delete a node mark"));
+  return {};
+}
+
+Result<void> SqliteStore::append_event(std::string_view kind, std::string_view subject, std::string_view body,
+                                       std::int64_t now) {
+  insert_event_.reset();
+  insert_event_.bind(1, kind);
+  insert_event_.bind(2, subject);
+  insert_event_.bind(3, body);
+  insert_event_.bind(4, now);
+  if (insert_event_.step() != SQLITE_DONE) return tl::unexpected(sql_error("cannot append an event"));
+  return {};
+}
+
+Result<void> SqliteStore::apply_job(const Mutation& m, std::int64_t now) {
   const bool place = m.kind == Mutation::Kind::kPlace;
   if (place) {
     insert_job_.reset();
@@ -249,13 +314,8 @@ Result<void> SqliteStore::apply(const Mutation& m, std::int64_t now) {
     if (sqlite3_changes(db_) == 0)
       return make_error(ErrorCode::kConflict, fmt::format("job '{}' is not in the store", m.job.id));
   }
-  insert_event_.reset();
-  insert_event_.bind(1, place ? "place" : "release");
-  insert_event_.bind(2, m.job.id);
-  insert_event_.bind(3, place ? std::string_view(m.job.placement_json) : std::string_view("{}"));
-  insert_event_.bind(4, now);
-  if (insert_event_.step() != SQLITE_DONE) return tl::unexpected(sql_error("cannot append an event"));
-  return {};
+  return append_event(place ? "place" : "release", m.job.id,
+                      place ? std::string_view(m.job.placement_json) : std::string_view("{}"), now);
 }
 
 Result<void> SqliteStore::commit(std::span<const Mutation> batch) {

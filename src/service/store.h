@@ -2,7 +2,8 @@
 // another, in HA) server restores exactly the jobs whose placement it acknowledged.
 //
 // A store holds: the cluster it belongs to (name and spec digest), the live jobs with their
-// GPUs in rank order plus the request and the answer as JSON, and an append-only event log.
+// GPUs in rank order plus the request and the answer as JSON, the node marks (a node made
+// unavailable by a source, placement/node_availability.h), and an append-only event log.
 // Every change goes through commit(): one call = one atomic, durable transaction (SQLite:
 // WAL + synchronous=FULL; etcd: one Txn guarded by the leader's lease). A commit that
 // returns success is on stable storage; one that fails has changed nothing. The server
@@ -45,18 +46,29 @@ struct JobRecord {
   std::int64_t created_unix_ms = 0;
 };
 
+// One source's mark on one node, as the store keeps it (key: node and source).
+struct NodeMarkRecord {
+  std::string node;
+  std::string source;
+  std::string reason;
+  std::int64_t since_unix_ms = 0;
+};
+
 // One change; commit() applies a batch of them atomically, in order.
 struct Mutation {
-  enum class Kind { kPlace, kRelease };
+  enum class Kind { kPlace, kRelease, kMarkNode, kUnmarkNode };
   Kind kind = Kind::kPlace;
-  JobRecord job;  // kPlace: the whole record; kRelease: only `id` is read
+  JobRecord job{};  // kPlace: the whole record; kRelease: only `id` is read
+  // kMarkNode: sets the mark (replacing the source's earlier one); kUnmarkNode: removes the
+  // mark of node.source on node.node (none there: nothing to remove, not an error).
+  NodeMarkRecord node{};
 };
 
 // One line of the event log (sequence numbers increase by commit order, gaps allowed).
 struct StoreEvent {
   std::int64_t seq = 0;
-  std::string kind;  // "place" | "release"
-  std::string job_id;
+  std::string kind;  // "place" | "release" | "mark-node" | "unmark-node"
+  std::string job_id;  // the job; for node events the node
   std::string body_json;
   std::int64_t unix_ms = 0;
 };
@@ -71,6 +83,8 @@ class Store {
   virtual Result<void> bind_cluster(std::string_view cluster_name, std::string_view spec_digest) = 0;
   // Every live job, in commit order.
   virtual Result<std::vector<JobRecord>> load_jobs() = 0;
+  // Every node mark, ordered by node and source.
+  virtual Result<std::vector<NodeMarkRecord>> load_node_marks() = 0;
   // Applies the mutations in one durable transaction: all or nothing. Errors: kConflict
   // (placing an id that exists, releasing one that does not), kUnavailable (store not
   // reachable, or, in HA, this replica is no longer the leader), kIo.

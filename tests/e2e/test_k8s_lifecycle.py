@@ -23,6 +23,11 @@ And: a pod bound by someone else (spec.nodeName set by its creator, no toposched
 has its GPUs held in serve as job k8s-external:NS:NAME until it is deleted, so serve's own
 placements (POST /v1/jobs) avoid them.
 
+And: serve's own view follows the nodes (docs/service.md "Node availability"): a cordoned node,
+then a NotReady one, shows unavailable in GET /v1/nodes within 2 s, and `POST /v1/jobs?dry_run=1`
+for a job that needs every node is refused; healed, the node is available again within 2 s and
+the job fits. A deleted node is marked "deleted".
+
 And: pods deleted while the controller is down (killed with SIGKILL) are never seen as
 events; the controller started again releases their job after its --orphan-grace, and a job
 with a live pod stays.
@@ -340,6 +345,62 @@ class Lifecycle(unittest.TestCase):
         self.wait_released("k8s-external:ml:outside", "the outside pod's deletion")
         self.assertEqual(self.dry_run(32)[0], 200)
         self.assertIsNone(self.controller.poll(), log_tail(self.controller_log_path, 30))
+
+    def serve_node(self, node):
+        status, body = self.serve.request("GET", f"/v1/nodes/{node}")
+        self.assertEqual(status, 200, body)
+        return json.loads(body)
+
+    def wait_node(self, node, available, what):
+        """Waits (at most 2 s, issue 30 acceptance 3) until serve shows the node (un)available."""
+        start = time.monotonic()
+        while self.serve_node(node)["available"] != available:
+            if time.monotonic() - start > 2:
+                self.fail(f"{node} not {'available' if available else 'unavailable'} in serve 2 s after {what}: "
+                          f"{self.serve_node(node)}\n" + log_tail(self.controller_log_path, 20))
+            time.sleep(0.02)
+        print(f"{node} {'available' if available else 'unavailable'} {time.monotonic() - start:.3f} s after {what}",
+              file=sys.stderr)
+        return self.serve_node(node)
+
+    def dry_run_every_node(self):
+        status, body = self.serve.request("POST", "/v1/jobs?dry_run=1", {"nodes": len(topology_labels(TOPOSCHED, CLUSTER))})
+        return status, body
+
+    def test_serve_marks_cordoned_not_ready_and_deleted_nodes_unavailable(self):
+        nodes = sorted(topology_labels(TOPOSCHED, CLUSTER))
+        self.assertEqual(self.dry_run_every_node()[0], 200)
+        node = nodes[2]
+        self.set_schedulable(node, False)
+        marked = self.wait_node(node, False, "the cordon")
+        self.assertEqual([(m["source"], m["reason"]) for m in marked["unavailable"]], [("k8s", "cordoned")])
+        status, body = self.dry_run_every_node()
+        self.assertEqual(status, 422, body)
+        self.set_schedulable(node, True)
+        self.wait_node(node, True, "the uncordon")
+        self.assertEqual(self.dry_run_every_node()[0], 200)
+
+        self.set_ready(node, False)
+        marked = self.wait_node(node, False, "the NotReady condition")
+        self.assertEqual([m["reason"] for m in marked["unavailable"]], ["NotReady"])
+        self.assertEqual(self.dry_run_every_node()[0], 422)
+        self.set_ready(node, True)
+        self.wait_node(node, True, "the Ready condition")
+        self.assertEqual(self.dry_run_every_node()[0], 200)
+
+        # A pod bound on a node that then goes: its job keeps its GPUs and is reported.
+        a = group_pods("a", 1)
+        self.create(a)
+        self.wait_bound(a)
+        (where,) = self.node_of(a)
+        self.kube.api.delete(f"/api/v1/nodes/{where}")
+        marked = self.wait_node(where, False, "the node's deletion")
+        self.assertEqual([m["reason"] for m in marked["unavailable"]], ["deleted (no Node object)"])
+        self.assertEqual(marked["jobs"], ["k8s:ml:a"])
+        status, body = self.serve.request("GET", "/v1/jobs/k8s:ml:a")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(json.loads(body)["unavailable_nodes"],
+                         [{"node": where, "reason": "k8s: deleted (no Node object)"}])
 
 
 if __name__ == "__main__":

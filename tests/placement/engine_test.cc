@@ -167,18 +167,18 @@ TEST(Engine, ApplyIsAllOrNothing) {
   Cluster c = preset("dgx-h100?nodes=2");
   Engine e(c, AllocationState(c));
   const GpuId g0 = c.node_gpu(NodeId(0), 0), g1 = c.node_gpu(NodeId(0), 1);
-  std::vector<StateChange> ok = {{StateChange::Kind::kPlace, "x", {g0}, R"({"job":"x"})", 0},
-                                 {StateChange::Kind::kPlace, "y", {g1}, R"({"job":"y"})", 0}};
+  std::vector<StateChange> ok = {{.kind = StateChange::Kind::kPlace, .job_id = "x", .gpus_by_rank = {g0}, .answer_json = R"({"job":"x"})"},
+                                 {.kind = StateChange::Kind::kPlace, .job_id = "y", .gpus_by_rank = {g1}, .answer_json = R"({"job":"y"})"}};
   ASSERT_TRUE(e.apply(ok));
   const std::string before = e.jobs_json();
   // Releasing x then placing z on a GPU y holds fails at the second change: x comes back first.
-  std::vector<StateChange> clash = {{StateChange::Kind::kRelease, "x", {}, {}, 0},
-                                    {StateChange::Kind::kPlace, "z", {g1}, R"({"job":"z"})", 0}};
+  std::vector<StateChange> clash = {{.kind = StateChange::Kind::kRelease, .job_id = "x"},
+                                    {.kind = StateChange::Kind::kPlace, .job_id = "z", .gpus_by_rank = {g1}, .answer_json = R"({"job":"z"})"}};
   auto r = e.apply(clash);
   ASSERT_FALSE(r);
   EXPECT_EQ(e.jobs_json(), before);
   EXPECT_EQ(before, R"({"jobs":[{"job":"x"},{"job":"y"}]})");
-  EXPECT_FALSE(e.apply(std::vector<StateChange>{{StateChange::Kind::kRelease, "nope", {}, {}, 0}}));
+  EXPECT_FALSE(e.apply(std::vector<StateChange>{{.kind = StateChange::Kind::kRelease, .job_id = "nope"}}));
   EXPECT_EQ(e.job_count(), 2u);
 }
 

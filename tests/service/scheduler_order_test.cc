@@ -26,6 +26,7 @@ class FailingStore : public Store {
     return inner_->bind_cluster(name, digest);
   }
   Result<std::vector<JobRecord>> load_jobs() override { return inner_->load_jobs(); }
+  Result<std::vector<NodeMarkRecord>> load_node_marks() override { return inner_->load_node_marks(); }
   Result<void> commit(std::span<const Mutation> batch) override {
     if (fail) return make_error(ErrorCode::kIo, "injected: disk full");
     return inner_->commit(batch);

@@ -21,11 +21,17 @@ JobRecord job(std::string id, std::vector<std::string> gpus) {
   return j;
 }
 
-Mutation place(JobRecord j) { return {Mutation::Kind::kPlace, std::move(j)}; }
+Mutation place(JobRecord j) { return {.kind = Mutation::Kind::kPlace, .job = std::move(j)}; }
 Mutation release(std::string id) {
-  Mutation m{Mutation::Kind::kRelease, {}};
+  Mutation m{.kind = Mutation::Kind::kRelease};
   m.job.id = std::move(id);
   return m;
+}
+Mutation mark(std::string node, std::string source, std::string reason) {
+  return {.kind = Mutation::Kind::kMarkNode, .node = {std::move(node), std::move(source), std::move(reason), 1764547200000}};
+}
+Mutation unmark(std::string node, std::string source) {
+  return {.kind = Mutation::Kind::kUnmarkNode, .node = {std::move(node), std::move(source), {}, 0}};
 }
 
 std::vector<std::string> ids(const std::vector<JobRecord>& jobs) {
@@ -138,6 +144,42 @@ TEST_P(StoreSuite, PlaceAndReleaseOfOneIdInOneBatch) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::kConflict);
   EXPECT_EQ(ids(jobs()), std::vector<std::string>{"t"});
+}
+
+// "node/source: reason" of every mark the store holds, in its order.
+std::vector<std::string> marks_of(Store& s) {
+  auto loaded = s.load_node_marks();
+  EXPECT_TRUE(loaded) << loaded.error().message;
+  std::vector<std::string> out;
+  for (const auto& m : loaded ? *loaded : std::vector<NodeMarkRecord>{})
+    out.push_back(m.node + "/" + m.source + ": " + m.reason + " @" + std::to_string(m.since_unix_ms));
+  return out;
+}
+
+TEST_P(StoreSuite, NodeMarksAreKeptPerSourceReplacedLiftedAndLogged) {
+  std::vector<Mutation> batch{mark("n2", "k8s", "cordoned"), mark("n1", "slurm", "DRAIN"),
+                              mark("n2", "api", "maintenance"), mark("n2", "k8s", "cordoned, NotReady"),
+                              place(job("a", {"n:0"}))};
+  ASSERT_TRUE(store_->commit(batch));
+  const std::vector<std::string> want = {"n1/slurm: DRAIN @1764547200000", "n2/api: maintenance @1764547200000",
+                                         "n2/k8s: cordoned, NotReady @1764547200000"};
+  EXPECT_EQ(marks_of(*store_), want);
+  restart();
+  EXPECT_EQ(marks_of(*store_), want);
+  EXPECT_EQ(ids(jobs()), std::vector<std::string>{"a"});
+  // Lifting a mark removes only that source's; lifting one that is not there changes nothing.
+  std::vector<Mutation> lift{unmark("n2", "k8s"), unmark("n3", "k8s")};
+  ASSERT_TRUE(store_->commit(lift));
+  EXPECT_EQ(marks_of(*store_), (std::vector<std::string>{"n1/slurm: DRAIN @1764547200000",
+                                                         "n2/api: maintenance @1764547200000"}));
+  auto ev = store_->events(0, 100);
+  ASSERT_TRUE(ev);
+  ASSERT_EQ(ev->size(), 7u);
+  EXPECT_EQ((*ev)[0].kind, "mark-node");
+  EXPECT_EQ((*ev)[0].job_id, "n2");
+  EXPECT_EQ((*ev)[4].kind, "place");
+  EXPECT_EQ((*ev)[5].kind, "unmark-node");
+  EXPECT_EQ((*ev)[6].job_id, "n3");
 }
 
 TEST_P(StoreSuite, EventLogIsOrderedAndPaged) {
