@@ -12,13 +12,28 @@
 namespace toposched::service {
 namespace {
 
-// The requests that change the state: they go to the leader only.
+// The routes that change the state: their requests go to the leader only.
+struct MutationRoute {
+  std::string_view method;
+  std::string_view path;
+  bool path_is_prefix;  // "/v1/jobs/" covers every job's path
+  bool dry_run_allowed;  // ?dry_run=1 changes nothing: any replica answers it
+};
+constexpr MutationRoute kMutationRoutes[] = {
+    {"POST", "/v1/jobs", false, true},
+    {"DELETE", "/v1/jobs/", true, false},
+    {"PUT", "/v1/nodes/", true, false},
+};
+
 bool is_mutation(const httplib::Request& req) {
-  if (req.method == "DELETE") return req.path.starts_with("/v1/jobs/");
-  if (req.method == "PUT") return req.path.starts_with("/v1/nodes/");
-  if (req.method != "POST" || req.path != "/v1/jobs") return false;
-  auto dry = req.get_param_value("dry_run");
-  return dry.empty() || dry == "0" || dry == "false";
+  for (const MutationRoute& route : kMutationRoutes) {
+    const bool path_matches = route.path_is_prefix ? req.path.starts_with(route.path) : req.path == route.path;
+    if (req.method != route.method || !path_matches) continue;
+    if (!route.dry_run_allowed) return true;
+    auto dry = req.get_param_value("dry_run");
+    return dry.empty() || dry == "0" || dry == "false";
+  }
+  return false;
 }
 
 // 503 {"error":{"code":"not_leader"|"unavailable","message"},"leader":URL} + Location.

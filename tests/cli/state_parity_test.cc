@@ -49,6 +49,7 @@ class FailingStore : public service::Store {
   std::string_view kind() const override { return inner_->kind(); }
   Result<void> bind_cluster(std::string_view n, std::string_view d) override { return inner_->bind_cluster(n, d); }
   Result<std::vector<service::JobRecord>> load_jobs() override { return inner_->load_jobs(); }
+  Result<std::vector<service::NodeMarkRecord>> load_node_marks() override { return inner_->load_node_marks(); }
   Result<void> commit(std::span<const service::Mutation> batch) override {
     if (fail) return make_error(ErrorCode::kIo, "injected: disk full");
     return inner_->commit(batch);
