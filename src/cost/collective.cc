@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cost/nccl_constants.h"
+#include "topology/text.h"
 
 namespace toposched {
 
@@ -69,12 +70,6 @@ constexpr double kPcieEfficiency = 24.0 / 31.5;
 
 constexpr int kTree = 0, kRingIdx = 1, kNvlsIdx = 2;
 constexpr int kHwNvlink = 0, kHwPci = 1, kHwNet = 2;
-
-std::string lower(std::string_view s) {
-  std::string out;
-  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // One NVLink island of the collective: a node, or the part of an accelerator domain the
 // ranks use. Built per call from the ranks; see estimate_collective.
@@ -356,14 +351,14 @@ const Registry<Algorithm>& algorithms() {
 std::string_view collective_name(Collective c) { return collectives().rows()[static_cast<std::size_t>(c)].name; }
 
 std::optional<Collective> parse_collective(std::string_view name) {
-  if (const auto* row = collectives().row(lower(name))) return row->value;
+  if (const auto* row = collectives().row(ascii_lower(name))) return row->value;
   return std::nullopt;
 }
 
 std::string_view algorithm_name(Algorithm a) { return algorithms().rows()[static_cast<std::size_t>(a)].name; }
 
 std::optional<Algorithm> parse_algorithm(std::string_view name) {
-  if (const auto* row = algorithms().row(lower(name))) return row->value;
+  if (const auto* row = algorithms().row(ascii_lower(name))) return row->value;
   return std::nullopt;
 }
 

@@ -84,7 +84,8 @@ double job_uplink_demand_GBps(const Cluster& cluster, std::span<const GpuId> gpu
 // Errors: an invalid GPU id, a job without GPUs, a negative or non-finite demand.
 Result<ContentionResult> network_shares(const Cluster& cluster, std::span<const JobTraffic> jobs);
 
-// A running job as the simulator knows it. The pointers must outlive the call.
+// A running job: its GPUs in rank order, its plan and its model. The pointers must outlive
+// the call.
 struct RunningJob {
   std::span<const GpuId> gpus_by_rank;
   const ParallelPlan* plan = nullptr;

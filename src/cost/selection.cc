@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "topology/hostlist.h"
+#include "topology/text.h"
 
 namespace toposched {
 
@@ -40,14 +41,11 @@ Result<double> parse_size(std::string_view text) {
         fmt::format("expected a size in bytes such as 8, 512K, 1.5M, 8G (K/M/G/T are powers of 1024), found '{}'",
                     text));
   };
-  std::string_view t = text;
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
+  std::string_view t = trim(text);
   std::size_t i = 0;
   while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.')) ++i;
   std::string_view number = t.substr(0, i);
-  std::string suffix;
-  for (char c : t.substr(i)) suffix += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string suffix = ascii_upper(t.substr(i));
   if (number.empty() || std::count(number.begin(), number.end(), '.') > 1 || number == ".") return bad();
   double value = 0;
   auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);

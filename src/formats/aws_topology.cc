@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "formats/yaml_input.h"
+#include "topology/yaml_input.h"
 
 namespace toposched {
 namespace {
@@ -130,7 +130,7 @@ Result<DiscoveredTopology> read_aws_topology(std::string_view text, const std::s
     return out;
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
-                      SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
+                      location_of(e.mark, file));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "formats/slurm_topology.h"
+#include "topology/text.h"
 
 namespace toposched {
 
@@ -20,12 +21,6 @@ struct Head {
   bool sequence = false;
   bool first_item_has_topology = false;
 };
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 std::string unquote(std::string_view s) {
   s = trim(s);

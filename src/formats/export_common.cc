@@ -9,9 +9,10 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
-#include "formats/yaml_input.h"
 #include "topology/file_io.h"
 #include "topology/hostlist.h"
+#include "topology/text.h"
+#include "topology/yaml_input.h"
 
 namespace toposched {
 
@@ -67,8 +68,7 @@ std::string k8s_label_value(std::string_view value) {
 }
 
 std::string k8s_object_name(std::string_view value, std::size_t max_length) {
-  std::string lower(value);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = ascii_lower(value);
   auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   // Each dot-separated part must start and end alphanumeric: "a..b" and "a.-b" are not names.
   std::string v;

@@ -56,12 +56,41 @@ std::size_t key_start(std::string_view text, std::size_t read_up_to) {
   return 0;
 }
 
+// What a syntax error says: a document that stops before it is complete (a killed client,
+// a cut pipe, a record written halfway) is named as such, since nlohmann's own words for it
+// ("unexpected end of input") do not point at the cause.
+std::string syntax_error_message(std::string_view text, std::size_t byte, const nlohmann::json::exception& e) {
+  const bool ends_early = byte >= text.size() || text.find_first_not_of(" \t\r\n", byte) == std::string_view::npos;
+  if (ends_early) return "the JSON ends early (truncated output?): expected more, found the end";
+  return fmt::format("not valid JSON: {}", e.what());
+}
+
+// The array's strings, or nullopt when `value` is not an array of strings.
+std::optional<std::vector<std::string>> strings_of(const nlohmann::json& value) {
+  if (!value.is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  out.reserve(value.size());
+  for (const auto& item : value) {
+    if (!item.is_string()) return std::nullopt;
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 // Thrown by the parser callback to stop at the first container past kMaxJsonDepth.
 struct TooDeep {
   std::size_t offset;  // bytes read when it opened
 };
 
 }  // namespace
+
+Result<std::vector<std::string>> json_string_array(const nlohmann::json& value, const std::string& source) {
+  std::optional<std::vector<std::string>> out = strings_of(value);
+  if (!out)
+    return make_error(ErrorCode::kParse, fmt::format("expected an array of strings, found {}", quote_json(value)),
+                      SourceLocation{source, 0, 0});
+  return std::move(*out);
+}
 
 std::string quote_json(const nlohmann::json& value) {
   constexpr std::size_t kMaxQuote = 60;
@@ -72,24 +101,13 @@ std::string quote_json(const nlohmann::json& value) {
   return text;
 }
 
-SourceLocation location_of_offset(std::string_view text, std::size_t offset, const std::string& file) {
-  offset = std::min(offset, text.size());
-  std::string_view before = text.substr(0, offset);
-  int line = 1 + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
-  std::size_t line_start = before.rfind('\n');
-  int column = 1 + static_cast<int>(line_start == std::string_view::npos ? offset : offset - line_start - 1);
-  return SourceLocation{file, line, column};
-}
-
-SourceLocation OffsetLocator::at(std::size_t offset) {
-  offset = std::min(offset, text_.size());
-  if (offset < scanned_) scanned_ = 0, line_ = 1, line_start_ = 0;
-  for (; scanned_ < offset; ++scanned_)
-    if (text_[scanned_] == '\n') ++line_, line_start_ = scanned_ + 1;
-  return SourceLocation{file_, line_, 1 + static_cast<int>(offset - line_start_)};
-}
-
-Result<nlohmann::json> parse_json_document(std::string_view text, const std::string& file) {
+Result<nlohmann::json> parse_json_document(std::string_view text, const std::string& file, int first_line) {
+  // Where byte `offset` is, counting lines from first_line (a row cut out of a larger file).
+  auto locate = [&](std::size_t offset) {
+    SourceLocation where = location_of(text, offset, file);
+    where.line += first_line - 1;
+    return where;
+  };
   const char* progress = text.data();
   // One key set per open object; the offset of each key's first occurrence.
   std::vector<std::unordered_map<std::string, std::size_t>> open_objects;
@@ -110,9 +128,8 @@ Result<nlohmann::json> parse_json_document(std::string_view text, const std::str
         std::string key = parsed.get<std::string>();
         if (key.size() > 60) key = key.substr(0, 57) + "...";
         repeated = Error{ErrorCode::kParse,
-                         fmt::format("key '{}' repeated, first at line {}", key,
-                                     location_of_offset(text, first->second, file).line),
-                         location_of_offset(text, at, file)};
+                         fmt::format("key '{}' repeated, first at line {}", key, locate(first->second).line),
+                         locate(at)};
       }
     }
     return true;
@@ -125,12 +142,74 @@ Result<nlohmann::json> parse_json_document(std::string_view text, const std::str
   } catch (const TooDeep& deep) {
     return make_error(ErrorCode::kParse,
                       fmt::format("arrays and objects nested more than {} deep", kMaxJsonDepth),
-                      location_of_offset(text, deep.offset > 0 ? deep.offset - 1 : 0, file));
+                      locate(deep.offset > 0 ? deep.offset - 1 : 0));
   } catch (const nlohmann::json::exception& e) {
     std::size_t byte = 0;
     if (const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e)) byte = pe->byte > 0 ? pe->byte - 1 : 0;
-    return make_error(ErrorCode::kParse, fmt::format("not valid JSON: {}", e.what()), location_of_offset(text, byte, file));
+    return make_error(ErrorCode::kParse, syntax_error_message(text, byte, e), locate(byte));
   }
+}
+
+Result<JsonFields> JsonFields::of(const nlohmann::json& value, std::string source) {
+  if (!value.is_object())
+    return make_error(ErrorCode::kParse, fmt::format("expected a JSON object, found {}", quote_json(value)),
+                      SourceLocation{std::move(source), 0, 0});
+  return JsonFields(value, std::move(source));
+}
+
+const nlohmann::json* JsonFields::find(std::string_view key) const {
+  auto it = object_->find(key);
+  return it == object_->end() ? nullptr : &*it;
+}
+
+tl::unexpected<Error> JsonFields::error(std::string_view key, std::string_view message) const {
+  return make_error(ErrorCode::kParse, fmt::format("'{}': {}", key, message), SourceLocation{source_, 0, 0});
+}
+
+Result<const nlohmann::json*> JsonFields::required(std::string_view key) const {
+  const nlohmann::json* member = find(key);
+  if (!member) return error(key, "expected this member, found none");
+  return member;
+}
+
+Result<std::string> JsonFields::string(std::string_view key) const {
+  TOPOSCHED_TRY(member, required(key));
+  if (!member->is_string()) return error(key, fmt::format("expected a string, found {}", quote_json(*member)));
+  return member->get<std::string>();
+}
+
+Result<std::int64_t> JsonFields::integer(std::string_view key) const {
+  TOPOSCHED_TRY(member, required(key));
+  // An unsigned value above INT64_MAX is nlohmann's number_unsigned: out of range here.
+  if (!member->is_number_integer() || (member->is_number_unsigned() && member->get<std::uint64_t>() > INT64_MAX))
+    return error(key, fmt::format("expected an integer (64-bit), found {}", quote_json(*member)));
+  return member->get<std::int64_t>();
+}
+
+Result<std::vector<std::string>> JsonFields::strings(std::string_view key) const {
+  TOPOSCHED_TRY(member, required(key));
+  std::optional<std::vector<std::string>> out = strings_of(*member);
+  if (!out) return error(key, fmt::format("expected an array of strings, found {}", quote_json(*member)));
+  return std::move(*out);
+}
+
+Result<std::optional<std::string>> JsonFields::opt_string(std::string_view key) const {
+  if (!find(key)) return std::optional<std::string>();
+  TOPOSCHED_TRY(value, string(key));
+  return std::optional<std::string>(std::move(value));
+}
+
+Result<std::optional<std::int64_t>> JsonFields::opt_integer(std::string_view key) const {
+  if (!find(key)) return std::optional<std::int64_t>();
+  TOPOSCHED_TRY(value, integer(key));
+  return std::optional<std::int64_t>(value);
+}
+
+Result<std::optional<bool>> JsonFields::opt_boolean(std::string_view key) const {
+  const nlohmann::json* member = find(key);
+  if (!member) return std::optional<bool>();
+  if (!member->is_boolean()) return error(key, fmt::format("expected true or false, found {}", quote_json(*member)));
+  return std::optional<bool>(member->get<bool>());
 }
 
 }  // namespace toposched

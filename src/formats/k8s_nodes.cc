@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "formats/yaml_input.h"
 #include "topology/hostlist.h"
+#include "topology/yaml_input.h"
 
 namespace toposched {
 namespace {
@@ -252,7 +252,7 @@ Result<DiscoveredTopology> read_k8s_nodes(std::string_view text, const std::stri
     return reader.finish();
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
-                      SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
+                      location_of(e.mark, file));
   }
 }
 

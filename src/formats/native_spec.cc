@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/json_output.h"
-#include "formats/yaml_input.h"
 #include "formats/yaml_output.h"
 #include "topology/hardware.h"
 #include "topology/hostlist.h"
+#include "topology/yaml_input.h"
 
 namespace toposched {
 namespace {
@@ -598,7 +598,7 @@ Result<Cluster> read_spec(const Input& input, const std::string& file) {
     return reader.read(input);
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
-                      SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
+                      location_of(e.mark, file));
   }
 }
 }  // namespace

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "formats/yaml_input.h"
 #include "topology/hostlist.h"
+#include "topology/yaml_input.h"
 
 namespace toposched {
 
@@ -137,7 +137,7 @@ Result<DiscoveredTopology> read_resource_slices(std::string_view text, const std
     return reader.read(text);
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
-                      SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
+                      location_of(e.mark, file));
   }
 }
 

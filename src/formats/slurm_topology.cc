@@ -8,6 +8,7 @@
 
 #include "formats/text_scan.h"
 #include "topology/hostlist.h"
+#include "topology/text.h"
 
 namespace toposched {
 namespace {
@@ -57,12 +58,6 @@ std::vector<Statement> statements(std::string_view text) {
     cur = Statement{};
   }
   if (!trim(cur.text).empty()) out.push_back(std::move(cur));
-  return out;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -121,7 +116,7 @@ class SlurmTopologyReader {
                                       printable(t.text)),
                           where(st.at(start)));
       Field f;
-      f.key = lower(t.text.substr(0, eq));
+      f.key = ascii_lower(t.text.substr(0, eq));
       f.value = std::string(t.text.substr(eq + 1));
       f.key_at = st.at(start);
       f.value_at = st.at(std::min(start + eq + 1, st.text.size() - 1));
@@ -341,7 +336,7 @@ class SlurmTopologyReader {
 
 bool looks_like_slurm_topology(std::string_view text) {
   for (const auto& st : statements(text.substr(0, 1 << 16))) {
-    std::string t = lower(trim(st.text));
+    std::string t = ascii_lower(trim(st.text));
     return t.starts_with("switchname=") || t.starts_with("blockname=") || t.starts_with("blocksizes=");
   }
   return false;

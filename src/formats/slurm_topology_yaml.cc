@@ -5,7 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "formats/slurm_topology.h"
-#include "formats/yaml_input.h"
+#include "topology/yaml_input.h"
 
 namespace toposched {
 
@@ -167,7 +167,7 @@ Result<DiscoveredTopology> read_slurm_topology_yaml(std::string_view text, const
     return out;
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
-                      SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
+                      location_of(e.mark, file));
   }
 }
 

@@ -2,10 +2,6 @@
 
 namespace toposched {
 
-namespace {
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
-}  // namespace
-
 std::vector<TextLine> split_lines(std::string_view text) {
   std::vector<TextLine> lines;
   int number = 1;
@@ -26,20 +22,14 @@ std::vector<Token> tokenize(std::string_view line) {
   std::vector<Token> tokens;
   std::size_t i = 0;
   while (i < line.size()) {
-    while (i < line.size() && is_space(line[i])) ++i;
+    while (i < line.size() && is_ascii_space(line[i])) ++i;
     if (i >= line.size()) break;
     std::size_t j = i;
-    while (j < line.size() && !is_space(line[j])) ++j;
+    while (j < line.size() && !is_ascii_space(line[j])) ++j;
     tokens.push_back({line.substr(i, j - i), static_cast<int>(i) + 1});
     i = j;
   }
   return tokens;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
 }
 
 std::string printable(std::string_view s, std::size_t max) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "topology/error.h"
+#include "topology/text.h"  // trim, which the readers use beside these
 
 namespace toposched {
 
@@ -25,7 +26,6 @@ struct Token {
 std::vector<TextLine> split_lines(std::string_view text);
 // Splits on spaces, tabs and other ASCII whitespace.
 std::vector<Token> tokenize(std::string_view line);
-std::string_view trim(std::string_view s);
 // Printable rendering of untrusted input for messages: control bytes become '?', long text is cut.
 std::string printable(std::string_view s, std::size_t max = 60);
 

@@ -5,7 +5,7 @@
 #include "formats/json_input.h"
 #include <yaml-cpp/yaml.h>
 
-#include "formats/yaml_input.h"
+#include "topology/yaml_input.h"
 
 #include "formats/slurm_block.h"
 #include "formats/slurm_tree.h"
@@ -120,7 +120,7 @@ Result<std::vector<TopologyPartition>> read_topologies(std::string_view text, co
     return read_topologies_or_throw(text, file);
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
-                      SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
+                      location_of(e.mark, file));
   }
 }
 

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "formats/yaml_input.h"
 #include "topology/hostlist.h"
+#include "topology/yaml_input.h"
 
 namespace toposched {
 namespace {
@@ -295,7 +295,7 @@ Result<DiscoveredTopology> read_model(const Input& input, const std::string& fil
     return reader.read(input);
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
-                      SourceLocation{file, e.mark.line + 1, e.mark.column + 1});
+                      location_of(e.mark, file));
   }
 }
 }  // namespace

@@ -7,6 +7,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/json_input.h"
+
 namespace toposched::k8s {
 
 std::optional<ApiServerConfig> resolve_api_server(const std::string& url_flag, const std::string& token_flag,
@@ -55,10 +57,17 @@ Result<std::string> read_token(const std::string& file) {
   return t;
 }
 
+// The API server's reason for a refusal: the message of its Status object. A reply that is
+// not one says where it went wrong, then how it begins (a proxy's plain-text page, say).
 std::string status_message(const std::string& body) {
-  auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_object() && j.contains("message") && j["message"].is_string()) return j["message"].get<std::string>();
-  return body.substr(0, 200);
+  const std::string source = "kube-apiserver response";
+  const std::string begins = body.substr(0, 200);
+  auto reply = parse_json_document(body, source);
+  if (!reply) return fmt::format("{}; the reply begins: {}", reply.error().to_string(), begins);
+  auto status = JsonFields::of(*reply, source);
+  if (!status) return begins;
+  auto message = status->string("message");
+  return message ? *message : begins;
 }
 
 }  // namespace

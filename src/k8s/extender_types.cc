@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "formats/json_input.h"
 #include "k8s/go_json.h"
+#include "topology/text.h"
 
 namespace toposched::k8s {
 
@@ -316,6 +318,15 @@ std::optional<FailedNodesMap> read_failed_nodes(sj::value v, std::optional<Faile
   return m;
 }
 
+// simdjson's syntax errors carry no position. Only on this failure path the strict reader
+// parses the body again to name the line and column, as every other JSON reader does; when
+// it finds nothing wrong (simdjson refuses a few things it accepts), simdjson's words stay.
+Error located_syntax_error(std::string_view body, const simdjson::simdjson_error& e) {
+  auto strict = parse_json_document(body, "request body");
+  if (!strict) return strict.error();
+  return Error{ErrorCode::kParse, fmt::format("malformed JSON: {}", e.what()), SourceLocation{"request body", 0, 0}};
+}
+
 // Runs `read` on the body's single value; Go's json.Unmarshal rejects trailing data.
 template <class T, class Fn>
 Result<T> decode_body(std::string_view body, Fn&& read) {
@@ -334,8 +345,7 @@ Result<T> decode_body(std::string_view body, Fn&& read) {
     const std::size_t off = f.where ? static_cast<std::size_t>(f.where - base) : 0;
     return make_error(ErrorCode::kParse, f.message, location_of(body, off, "request body"));
   } catch (const simdjson::simdjson_error& e) {
-    return make_error(ErrorCode::kParse, fmt::format("malformed JSON: {}", e.what()),
-                      SourceLocation{"request body", 0, 0});
+    return tl::unexpected(located_syntax_error(body, e));
   }
   return out;
 }

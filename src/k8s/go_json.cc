@@ -56,20 +56,6 @@ bool go_key_matches(std::string_view key, std::string_view field) {
   return i == key.size() && j == field.size();
 }
 
-SourceLocation location_of(std::string_view text, std::size_t offset, std::string file) {
-  SourceLocation loc{std::move(file), 1, 1};
-  if (offset > text.size()) offset = text.size();
-  for (std::size_t i = 0; i < offset; ++i) {
-    if (text[i] == '\n') {
-      ++loc.line;
-      loc.column = 1;
-    } else {
-      ++loc.column;
-    }
-  }
-  return loc;
-}
-
 void GoJsonWriter::key(std::string_view k) {
   separate();
   escape(k);

@@ -21,9 +21,6 @@ namespace toposched::k8s {
 // (an ASCII identifier such as "NodeNames").
 bool go_key_matches(std::string_view key, std::string_view field);
 
-// 1-based line and column of byte `offset` in `text` ("request body:3:14: ...").
-SourceLocation location_of(std::string_view text, std::size_t offset, std::string file);
-
 class GoJsonWriter {
  public:
   void begin_object() { separate(); out_ += '{'; first_ = true; }

@@ -231,7 +231,7 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
     text += fmt::format(" Predicted communication per step: {:.1f} us ({:.2f}x the ideal {:.1f} us).",
                         *p.predicted_comm_us, p.slowdown.value_or(1.0), p.ideal_comm_us.value_or(0.0));
   else
-    text += " No communication prediction (this build has no cost model).";
+    text += " No communication prediction (the cost model has no estimate for this parallel plan and model class).";
   p.explanation = std::move(text);
 }
 

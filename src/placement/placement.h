@@ -5,7 +5,8 @@
 // the result against the request (check_placement: count, free, distinct, model, exclusive
 // nodes, GPUs per node, required tier, leaf-switch limit) and derives everything else:
 // hostlist, CUDA_VISIBLE_DEVICES per node, the levels the job spans, the predicted
-// communication time (from the cost model when it is built in) and an explanation.
+// communication time (from the cost model, when it can estimate the request: predict_comm)
+// and an explanation.
 // Infeasible requests are kInfeasible errors whose message says why.
 //
 // Policies are stateless singletons: select() is const and may be called from several
@@ -42,7 +43,7 @@ struct Placement {
   int leaf_switch_count = 0;
   int tp_groups_split = 0;                  // TP groups whose GPUs are not all on one node / NVLink domain
   int max_stage_leaves = 0;                 // largest number of leaf switches one PP stage touches
-  std::optional<double> predicted_comm_us;  // per training step; absent without a cost model
+  std::optional<double> predicted_comm_us;  // per training step; absent when predict_comm has none
   std::optional<double> ideal_comm_us;
   std::optional<double> slowdown;
   std::string explanation;
@@ -102,7 +103,9 @@ Result<std::vector<GpuId>> choose_gpus(const AllocationState& state, const JobRe
 Result<void> check_placement(const AllocationState& state, const JobRequest& request, std::span<const GpuId> gpus);
 
 // Predicted communication of a placement: (step_comm_us, ideal_step_comm_us); nullopt when
-// this build has no cost model. Implemented in comm_estimate.cc.
+// the cost model cannot estimate it: no GPUs, a parallel plan whose product is not the GPU
+// count (inference replicas that do not divide it), an unknown model class, or an estimate
+// error. Implemented in comm_estimate.cc.
 struct CommPrediction {
   double step_comm_us = 0;
   double ideal_step_comm_us = 0;

@@ -14,9 +14,10 @@ namespace toposched {
 
 inline bool node_allowed(const NodeMask& allowed, NodeId n) { return allowed.empty() || allowed[n.index()]; }
 
-// GPUs this node can contribute to the request right now (0 = not usable): all of them for
-// exclusive jobs (only when the node is wholly free), exactly gpus_per_node when fixed,
-// otherwise every free GPU.
+// GPUs this node can contribute to the request right now; 0 when the node is not allowed,
+// has another GPU model than the request asks for, or has too few free GPUs. An exclusive
+// job takes only a wholly free node, and then all its GPUs (gpus_per_node when fixed); any
+// other job takes exactly gpus_per_node when fixed, otherwise every free GPU.
 int node_capacity(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, NodeId n);
 
 // Appends the k lowest-indexed free GPUs of the node.
@@ -42,7 +43,7 @@ SwitchId ancestor_at_tier(const AllocationState& s, NodeId n, int tier);
 // Switches of a tier, in id order.
 std::vector<SwitchId> switches_at_tier(const Cluster& c, int tier);
 
-// Allowed-node mask for the subtree of one switch (or one node when `node` is valid).
+// Allowed-node mask of the nodes below switch `s`.
 NodeMask subtree_mask(const Cluster& c, SwitchId s);
 
 }  // namespace toposched

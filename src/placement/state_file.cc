@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/json_output.h"
-#include "formats/yaml_input.h"
 #include "topology/file_io.h"
+#include "topology/yaml_input.h"
 
 namespace toposched {
 

@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "topology/registry.h"
+#include "topology/text.h"
 
 namespace toposched::router {
 
@@ -38,9 +39,7 @@ const Registry<StorageTier>& storage_tiers() {
 }  // namespace
 
 std::optional<StorageTier> parse_storage_tier(std::string_view name) {
-  std::string n;
-  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (const auto* row = storage_tiers().row(n)) return row->value;
+  if (const auto* row = storage_tiers().row(ascii_lower(name))) return row->value;
   return std::nullopt;
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/json_input.h"
 #include "topology/file_io.h"
 
 namespace toposched::router {
@@ -37,14 +38,14 @@ Result<std::int64_t> integer_field(const Json& row, std::string_view line, const
 }
 
 Result<LlmRequest> parse_row(std::string_view line, const std::string& source, std::size_t lineno, int block_tokens) {
-  Json row;
-  try {
-    row = Json::parse(line.begin(), line.end());
-  } catch (const Json::exception& e) {
-    std::size_t byte = 1;
-    if (const auto* pe = dynamic_cast<const Json::parse_error*>(&e)) byte = std::max<std::size_t>(pe->byte, 1);
-    return tl::unexpected(row_error(source, lineno, byte, fmt::format("expected one JSON object per line, found malformed JSON ({})", e.what())));
+  // The strict reader (repeated keys, depth) on the line alone, numbered as in the file.
+  auto parsed = parse_json_document(line, source, static_cast<int>(lineno));
+  if (!parsed) {
+    Error e = parsed.error();
+    e.message = "expected one JSON object per line: " + e.message;
+    return tl::unexpected(std::move(e));
   }
+  const Json& row = *parsed;
   if (!row.is_object()) return tl::unexpected(row_error(source, lineno, 1, fmt::format("expected a JSON object, found {}", row.type_name())));
   auto ts = row.find("timestamp");
   if (ts == row.end()) return tl::unexpected(row_error(source, lineno, 1, "expected key \"timestamp\", found none"));

@@ -10,6 +10,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/json_input.h"
+
 namespace toposched::service {
 namespace {
 
@@ -38,46 +40,75 @@ Result<std::string> base64_decode(std::string_view text) {
 }
 
 // The gateway writes int64 fields as JSON strings, and leaves out fields equal to zero.
-std::int64_t int_field(const json& j, const char* name) {
-  auto it = j.find(name);
-  if (it == j.end()) return 0;
-  if (it->is_number_integer()) return it->get<std::int64_t>();
-  if (!it->is_string()) return 0;
-  const std::string& s = it->get_ref<const std::string&>();
+Result<std::int64_t> int_field(const JsonFields& reply, std::string_view name) {
+  const json* member = reply.find(name);
+  if (!member) return 0;
+  if (member->is_number_integer()) return reply.integer(name);
   std::int64_t v = 0;
-  std::from_chars(s.data(), s.data() + s.size(), v);
+  bool ok = member->is_string();
+  if (ok) {
+    const std::string& text = member->get_ref<const std::string&>();
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    ok = ec == std::errc() && end == text.data() + text.size();
+  }
+  if (!ok)
+    return reply.error(name,
+                       fmt::format("expected a 64-bit integer (a string of digits), found {}", quote_json(*member)));
   return v;
 }
 
-Result<EtcdKeyValue> parse_kv(const json& j) {
+// A member that must be a JSON object when present (nullopt when absent).
+Result<std::optional<JsonFields>> object_member(const JsonFields& reply, std::string_view name) {
+  const json* member = reply.find(name);
+  if (!member) return std::optional<JsonFields>();
+  TOPOSCHED_TRY(fields, JsonFields::of(*member, fmt::format("{}, member '{}'", reply.source(), name)));
+  return std::optional<JsonFields>(std::move(fields));
+}
+
+Result<std::string> bytes_field(const JsonFields& kv, std::string_view name) {
+  TOPOSCHED_TRY(text, kv.opt_string(name));
+  return base64_decode(text.value_or(""));
+}
+
+Result<EtcdKeyValue> parse_kv(const json& j, const std::string& source) {
+  TOPOSCHED_TRY(fields, JsonFields::of(j, source));
   EtcdKeyValue kv;
-  TOPOSCHED_TRY(key, base64_decode(j.value("key", "")));
-  TOPOSCHED_TRY(value, base64_decode(j.value("value", "")));
+  TOPOSCHED_TRY(key, bytes_field(fields, "key"));
+  TOPOSCHED_TRY(value, bytes_field(fields, "value"));
   kv.key = std::move(key);
   kv.value = std::move(value);
-  kv.create_revision = int_field(j, "create_revision");
-  kv.mod_revision = int_field(j, "mod_revision");
-  kv.version = int_field(j, "version");
-  kv.lease = int_field(j, "lease");
+  TOPOSCHED_TRY(create_revision, int_field(fields, "create_revision"));
+  TOPOSCHED_TRY(mod_revision, int_field(fields, "mod_revision"));
+  TOPOSCHED_TRY(version, int_field(fields, "version"));
+  TOPOSCHED_TRY(lease, int_field(fields, "lease"));
+  kv.create_revision = create_revision;
+  kv.mod_revision = mod_revision;
+  kv.version = version;
+  kv.lease = lease;
   return kv;
 }
 
-Result<EtcdRangeResult> parse_range(const json& j, std::int64_t revision) {
+Result<EtcdRangeResult> parse_range(const JsonFields& range, std::int64_t revision) {
   EtcdRangeResult r;
   r.revision = revision;
-  if (auto it = j.find("kvs"); it != j.end())
-    for (const auto& kv : *it) {
-      TOPOSCHED_TRY(parsed, parse_kv(kv));
+  if (const json* kvs = range.find("kvs")) {
+    if (!kvs->is_array()) return range.error("kvs", fmt::format("expected an array, found {}", quote_json(*kvs)));
+    for (std::size_t i = 0; i < kvs->size(); ++i) {
+      TOPOSCHED_TRY(parsed, parse_kv((*kvs)[i], fmt::format("{}, kvs[{}]", range.source(), i)));
       r.kvs.push_back(std::move(parsed));
     }
-  r.count = int_field(j, "count");
-  r.more = j.value("more", false);
+  }
+  TOPOSCHED_TRY(count, int_field(range, "count"));
+  TOPOSCHED_TRY(more, range.opt_boolean("more"));
+  r.count = count;
+  r.more = more.value_or(false);
   return r;
 }
 
-std::int64_t header_revision(const json& j) {
-  auto it = j.find("header");
-  return it == j.end() ? 0 : int_field(*it, "revision");
+Result<std::int64_t> header_revision(const JsonFields& reply) {
+  TOPOSCHED_TRY(header, object_member(reply, "header"));
+  if (!header) return 0;
+  return int_field(*header, "revision");
 }
 
 json op_json(const EtcdOp& op) {
@@ -111,6 +142,27 @@ json compare_json(const EtcdCompare& c) {
   else
     j[kFields[t]] = std::to_string(c.number);
   return j;
+}
+
+// What a non-200 reply says: the gateway's {"code", "message"}. A body that is not that (a
+// proxy's page, a cut reply) is the message as it is, since it is all there is to show and
+// to classify; a reply that parses has its members' types checked like any other.
+struct ErrorReply {
+  std::string message;
+  int grpc_code = 0;
+};
+
+ErrorReply error_reply(const std::string& body, const std::string& source) {
+  auto doc = parse_json_document(body, source);
+  if (!doc) return {body, 0};
+  auto fields = JsonFields::of(*doc, source);
+  if (!fields) return {body, 0};
+  auto message = fields->opt_string("message");
+  auto code = fields->opt_integer("code");
+  if (!message) return {message.error().to_string() + "; the reply: " + body, 0};
+  if (!code) return {code.error().to_string() + "; the reply: " + body, 0};
+  const std::int64_t grpc_code = code->value_or(0);
+  return {message->value_or(body), grpc_code >= 0 && grpc_code <= 16 ? static_cast<int>(grpc_code) : 0};
 }
 
 // What an error reply from etcd means for failover.
@@ -247,9 +299,7 @@ Result<std::string> EtcdClient::call(std::string_view path, const std::string& b
                         fmt::format("etcd: {} (outcome unknown: the request may have been applied)", last_error));
     }
     if (res->status == 200) return std::move(res->body);
-    json reply = json::parse(res->body, nullptr, false);
-    std::string message = reply.is_object() ? reply.value("message", res->body) : res->body;
-    int grpc_code = reply.is_object() ? reply.value("code", 0) : 0;
+    const auto [message, grpc_code] = error_reply(res->body, fmt::format("etcd {} reply from {}", path, where));
     last_error = fmt::format("{}: {}", where, message);
     switch (classify_error_reply(res->status, message)) {
       case Reply::kRetryAnywhere:
@@ -272,11 +322,28 @@ Result<std::string> EtcdClient::call(std::string_view path, const std::string& b
 
 namespace {
 
-Result<json> parse_reply(const Result<std::string>& body) {
+std::string reply_source(std::string_view path) { return fmt::format("etcd {} reply", path); }
+
+// The range results among a Txn's responses, in order.
+Result<void> txn_ranges(const JsonFields& reply, EtcdTxnResult& out) {
+  const json* responses = reply.find("responses");
+  if (!responses) return {};
+  if (!responses->is_array())
+    return reply.error("responses", fmt::format("expected an array, found {}", quote_json(*responses)));
+  for (std::size_t i = 0; i < responses->size(); ++i) {
+    TOPOSCHED_TRY(response, JsonFields::of((*responses)[i], fmt::format("{}, responses[{}]", reply.source(), i)));
+    TOPOSCHED_TRY(range, object_member(response, "response_range"));
+    if (!range) continue;
+    TOPOSCHED_TRY(parsed, parse_range(*range, out.revision));
+    out.ranges.push_back(std::move(parsed));
+  }
+  return {};
+}
+
+// A successful reply, read strictly (JsonFields::of then checks it is one object).
+Result<json> parse_reply(const Result<std::string>& body, std::string_view path) {
   if (!body) return tl::unexpected(body.error());
-  json j = json::parse(*body, nullptr, false);
-  if (!j.is_object()) return make_error(ErrorCode::kIo, "etcd: a reply is not a JSON object");
-  return j;
+  return parse_json_document(*body, reply_source(path));
 }
 
 }  // namespace
@@ -288,15 +355,20 @@ Result<EtcdRangeResult> EtcdClient::range(std::string_view key, std::string_view
   if (limit > 0) req["limit"] = std::to_string(limit);
   if (revision > 0) req["revision"] = std::to_string(revision);
   if (serializable) req["serializable"] = true;
-  TOPOSCHED_TRY(reply, parse_reply(call("/v3/kv/range", req.dump(), true, deadline)));
-  return parse_range(reply, header_revision(reply));
+  const std::string_view path = "/v3/kv/range";
+  TOPOSCHED_TRY(doc, parse_reply(call(path, req.dump(), true, deadline), path));
+  TOPOSCHED_TRY(reply, JsonFields::of(doc, reply_source(path)));
+  TOPOSCHED_TRY(read_at, header_revision(reply));
+  return parse_range(reply, read_at);
 }
 
 Result<std::int64_t> EtcdClient::put(std::string_view key, std::string_view value, std::int64_t lease,
                                      Deadline deadline) {
   json req = {{"key", base64_encode(key)}, {"value", base64_encode(value)}};
   if (lease != 0) req["lease"] = std::to_string(lease);
-  TOPOSCHED_TRY(reply, parse_reply(call("/v3/kv/put", req.dump(), true, deadline)));
+  const std::string_view path = "/v3/kv/put";
+  TOPOSCHED_TRY(doc, parse_reply(call(path, req.dump(), true, deadline), path));
+  TOPOSCHED_TRY(reply, JsonFields::of(doc, reply_source(path)));
   return header_revision(reply);
 }
 
@@ -306,42 +378,49 @@ Result<EtcdTxnResult> EtcdClient::txn(const std::vector<EtcdCompare>& compares, 
   for (const auto& c : compares) req["compare"].push_back(compare_json(c));
   for (const auto& op : success) req["success"].push_back(op_json(op));
   for (const auto& op : failure) req["failure"].push_back(op_json(op));
-  TOPOSCHED_TRY(reply, parse_reply(call("/v3/kv/txn", req.dump(), false, deadline)));
+  const std::string_view path = "/v3/kv/txn";
+  TOPOSCHED_TRY(doc, parse_reply(call(path, req.dump(), false, deadline), path));
+  TOPOSCHED_TRY(reply, JsonFields::of(doc, reply_source(path)));
   EtcdTxnResult out;
-  out.succeeded = reply.value("succeeded", false);
-  out.revision = header_revision(reply);
-  if (auto it = reply.find("responses"); it != reply.end())
-    for (const auto& r : *it)
-      if (auto range = r.find("response_range"); range != r.end()) {
-        TOPOSCHED_TRY(parsed, parse_range(*range, out.revision));
-        out.ranges.push_back(std::move(parsed));
-      }
+  TOPOSCHED_TRY(succeeded, reply.opt_boolean("succeeded"));
+  TOPOSCHED_TRY(revision, header_revision(reply));
+  out.succeeded = succeeded.value_or(false);
+  out.revision = revision;
+  TOPOSCHED_CHECK(txn_ranges(reply, out));
   return out;
 }
 
 Result<EtcdLease> EtcdClient::grant_lease(std::int64_t ttl_s, Deadline deadline) {
   json req = {{"TTL", std::to_string(ttl_s)}};
-  TOPOSCHED_TRY(reply, parse_reply(call("/v3/lease/grant", req.dump(), false, deadline)));
-  if (reply.contains("error") && !reply["error"].get<std::string>().empty())
-    return make_error(ErrorCode::kUnavailable, "etcd: lease grant refused: " + reply["error"].get<std::string>());
-  return EtcdLease{int_field(reply, "ID"), int_field(reply, "TTL")};
+  const std::string_view path = "/v3/lease/grant";
+  TOPOSCHED_TRY(doc, parse_reply(call(path, req.dump(), false, deadline), path));
+  TOPOSCHED_TRY(reply, JsonFields::of(doc, reply_source(path)));
+  TOPOSCHED_TRY(refused, reply.opt_string("error"));
+  if (refused && !refused->empty()) return make_error(ErrorCode::kUnavailable, "etcd: lease grant refused: " + *refused);
+  TOPOSCHED_TRY(id, int_field(reply, "ID"));
+  TOPOSCHED_TRY(ttl, int_field(reply, "TTL"));
+  return EtcdLease{id, ttl};
 }
 
 Result<std::int64_t> EtcdClient::keep_alive(std::int64_t lease_id, Deadline deadline) {
   json req = {{"ID", std::to_string(lease_id)}};
-  TOPOSCHED_TRY(reply, parse_reply(call("/v3/lease/keepalive", req.dump(), true, deadline)));
+  const std::string_view path = "/v3/lease/keepalive";
+  TOPOSCHED_TRY(doc, parse_reply(call(path, req.dump(), true, deadline), path));
+  TOPOSCHED_TRY(reply, JsonFields::of(doc, reply_source(path)));
   // A stream of one message: {"result": {"ID", "TTL"}}; TTL absent = the lease is gone.
-  auto it = reply.find("result");
-  if (it == reply.end()) {
-    std::string why = reply.contains("error") ? reply["error"].dump() : reply.dump();
+  TOPOSCHED_TRY(result, object_member(reply, "result"));
+  if (!result) {
+    // The gateway's error is an object; its dump is short and says why (lease not found).
+    const json* error = reply.find("error");
+    const std::string why = (error ? error : &doc)->dump(-1, ' ', false, json::error_handler_t::replace);
     return make_error(ErrorCode::kUnavailable, "etcd: lease keep-alive failed: " + why);
   }
-  return int_field(*it, "TTL");
+  return int_field(*result, "TTL");
 }
 
 Result<void> EtcdClient::revoke_lease(std::int64_t lease_id, Deadline deadline) {
   json req = {{"ID", std::to_string(lease_id)}};
-  auto reply = parse_reply(call("/v3/lease/revoke", req.dump(), true, deadline));
+  auto reply = parse_reply(call("/v3/lease/revoke", req.dump(), true, deadline), "/v3/lease/revoke");
   if (!reply && reply.error().code != ErrorCode::kNotFound) return tl::unexpected(reply.error());
   return {};
 }

@@ -10,8 +10,10 @@
 // reached a member (connection refused); a timeout after sending is reported as
 // kUnavailable with "outcome unknown", since etcd may have applied it.
 //
-// Errors: kUnavailable (no member reachable in time, no quorum), kIo (a member answered
-// something that is not etcd's JSON), kNotFound (lease not found), kInvalidArgument (the
+// Errors: kUnavailable (no member reachable in time, no quorum), kParse (a member answered
+// something that is not etcd's JSON: "etcd /v3/kv/range reply:1:7: ..." or "etcd
+// /v3/kv/range reply, kvs[0]: 'mod_revision': expected ..."), kIo (malformed base64 or an
+// unexpected gRPC code), kNotFound (lease not found), kInvalidArgument (the
 // request was refused as malformed, e.g. too many operations in one Txn).
 //
 // Thread-safety: every public method may be called from any thread; calls on one client are

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/json_input.h"
 #include "service/replication.h"
 
 namespace toposched::service {
@@ -30,17 +31,27 @@ std::string job_to_json(const JobRecord& job, std::int64_t seq) {
       .dump();
 }
 
+// Where a record came from, for errors: "etcd key /toposched/jobs/a".
+std::string record_source(const EtcdKeyValue& kv) { return "etcd key " + kv.key; }
+
 Result<std::pair<JobRecord, std::int64_t>> job_from_json(const EtcdKeyValue& kv) {
-  json j = json::parse(kv.value, nullptr, false);
-  if (!j.is_object() || !j.contains("id") || !j.contains("gpus"))
-    return make_error(ErrorCode::kIo, fmt::format("etcd store: key {} does not hold a job record", kv.key));
+  const std::string source = record_source(kv);
+  TOPOSCHED_TRY(doc, parse_json_document(kv.value, source));
+  TOPOSCHED_TRY(record, JsonFields::of(doc, source));
   JobRecord job;
-  job.id = j.value("id", "");
-  job.gpus_by_rank = j["gpus"].get<std::vector<std::string>>();
-  job.request_json = j.value("request", "");
-  job.placement_json = j.value("placement", "");
-  job.created_unix_ms = j.value("created_unix_ms", std::int64_t{0});
-  return std::pair{std::move(job), j.value("seq", std::int64_t{0})};
+  TOPOSCHED_TRY(id, record.string("id"));
+  TOPOSCHED_TRY(gpus, record.strings("gpus"));
+  // Records of every version hold id and gpus; the other members default as they were written.
+  TOPOSCHED_TRY(request, record.opt_string("request"));
+  TOPOSCHED_TRY(placement, record.opt_string("placement"));
+  TOPOSCHED_TRY(created, record.opt_integer("created_unix_ms"));
+  TOPOSCHED_TRY(seq, record.opt_integer("seq"));
+  job.id = std::move(id);
+  job.gpus_by_rank = std::move(gpus);
+  job.request_json = request.value_or("");
+  job.placement_json = placement.value_or("");
+  job.created_unix_ms = created.value_or(0);
+  return std::pair{std::move(job), seq.value_or(0)};
 }
 
 std::string node_mark_key_suffix(const NodeMarkRecord& m) { return "node-marks/" + m.source + "/" + m.node; }
@@ -51,12 +62,14 @@ std::string node_mark_to_json(const NodeMarkRecord& m) {
 }
 
 Result<NodeMarkRecord> node_mark_from_json(const EtcdKeyValue& kv) {
-  json j = json::parse(kv.value, nullptr, false);
-  if (!j.is_object() || !j.contains("node") || !j.contains("source") || !j["node"].is_string() ||
-      !j["source"].is_string())
-    return make_error(ErrorCode::kIo, fmt::format("etcd store: key {} does not hold a node mark", kv.key));
-  return NodeMarkRecord{j["node"].get<std::string>(), j["source"].get<std::string>(), j.value("reason", ""),
-                        j.value("since_unix_ms", std::int64_t{0})};
+  const std::string source = record_source(kv);
+  TOPOSCHED_TRY(doc, parse_json_document(kv.value, source));
+  TOPOSCHED_TRY(record, JsonFields::of(doc, source));
+  TOPOSCHED_TRY(node, record.string("node"));
+  TOPOSCHED_TRY(mark_source, record.string("source"));
+  TOPOSCHED_TRY(reason, record.opt_string("reason"));
+  TOPOSCHED_TRY(since, record.opt_integer("since_unix_ms"));
+  return NodeMarkRecord{std::move(node), std::move(mark_source), reason.value_or(""), since.value_or(0)};
 }
 
 bool is_node_mutation(const Mutation& m) {
@@ -78,10 +91,28 @@ std::string event_json(std::int64_t seq, const Mutation& m, std::int64_t unix_ms
   return ev.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::int64_t parse_seq(const std::vector<EtcdKeyValue>& kvs) {
+Result<StoreEvent> event_from_json(const EtcdKeyValue& kv) {
+  const std::string source = record_source(kv);
+  TOPOSCHED_TRY(doc, parse_json_document(kv.value, source));
+  TOPOSCHED_TRY(record, JsonFields::of(doc, source));
+  TOPOSCHED_TRY(seq, record.integer("seq"));
+  TOPOSCHED_TRY(kind, record.string("kind"));
+  TOPOSCHED_TRY(job, record.string("job"));
+  TOPOSCHED_TRY(body, record.string("body"));
+  TOPOSCHED_TRY(unix_ms, record.integer("unix_ms"));
+  return StoreEvent{seq, std::move(kind), std::move(job), std::move(body), unix_ms};
+}
+
+// The seq key holds the last event's number in decimal; no key yet is 0.
+Result<std::int64_t> parse_seq(const std::vector<EtcdKeyValue>& kvs) {
   if (kvs.empty()) return 0;
+  const std::string& text = kvs[0].value;
   std::int64_t v = 0;
-  std::from_chars(kvs[0].value.data(), kvs[0].value.data() + kvs[0].value.size(), v);
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0)
+    return make_error(ErrorCode::kParse,
+                      fmt::format("expected a sequence number (a decimal integer >= 0), found '{}'", text.substr(0, 40)),
+                      SourceLocation{record_source(kvs[0]), 0, 0});
   return v;
 }
 
@@ -146,14 +177,16 @@ Result<void> EtcdStore::bind_cluster(std::string_view cluster_name, std::string_
                                {EtcdOp::get(k)}));
   if (r.succeeded) return {};
   if (r.ranges.empty() || r.ranges[0].kvs.empty()) return bind_cluster(cluster_name, spec_digest);  // deleted meanwhile
-  json held = json::parse(r.ranges[0].kvs[0].value, nullptr, false);
-  std::string held_digest = held.is_object() ? held.value("digest", "") : "";
+  const EtcdKeyValue& bound = r.ranges[0].kvs[0];
+  TOPOSCHED_TRY(held, parse_json_document(bound.value, record_source(bound)));
+  TOPOSCHED_TRY(binding, JsonFields::of(held, record_source(bound)));
+  TOPOSCHED_TRY(held_name, binding.string("name"));
+  TOPOSCHED_TRY(held_digest, binding.string("digest"));
   if (held_digest == spec_digest) return {};
   return make_error(ErrorCode::kValidation,
                     fmt::format("etcd store {} (prefix {}) belongs to cluster '{}' (digest {}), not to '{}' "
                                 "(digest {}); use another prefix or the matching cluster spec",
-                                client_.endpoints_text(), url_.prefix,
-                                held.is_object() ? held.value("name", "?") : "?", held_digest, cluster_name,
+                                client_.endpoints_text(), url_.prefix, held_name, held_digest, cluster_name,
                                 spec_digest));
 }
 
@@ -176,7 +209,8 @@ Result<std::vector<JobRecord>> EtcdStore::load(bool serializable) {
   }
   std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   if (!serializable) {
-    seq_ = parse_seq(seq.kvs);
+    TOPOSCHED_TRY(last_seq, parse_seq(seq.kvs));
+    seq_ = last_seq;
     seq_mod_revision_ = seq.kvs.empty() ? 0 : seq.kvs[0].mod_revision;
     loaded_ = true;
     auto term = election_ ? election_->term() : std::nullopt;
@@ -225,10 +259,8 @@ Result<std::vector<StoreEvent>> EtcdStore::events(std::int64_t after_seq, std::s
   TOPOSCHED_TRY(r, reader_.range(from, end, static_cast<std::int64_t>(limit)));
   std::vector<StoreEvent> out;
   for (const auto& kv : r.kvs) {
-    json j = json::parse(kv.value, nullptr, false);
-    if (!j.is_object()) return make_error(ErrorCode::kIo, fmt::format("etcd store: key {} is not an event", kv.key));
-    out.push_back({j.value("seq", std::int64_t{0}), j.value("kind", ""), j.value("job", ""), j.value("body", ""),
-                   j.value("unix_ms", std::int64_t{0})});
+    TOPOSCHED_TRY(event, event_from_json(kv));
+    out.push_back(std::move(event));
   }
   return out;
 }

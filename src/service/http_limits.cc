@@ -6,16 +6,11 @@
 #include <fmt/format.h>
 
 #include "service/http.h"
+#include "topology/text.h"
 
 namespace toposched::service {
 
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // RFC 9110 token characters: what a header name may be made of.
 bool is_token(std::string_view name) {
@@ -55,7 +50,7 @@ std::optional<Refusal> check_body_framing(const httplib::Request& req, std::size
   if (encodings > 0) {
     if (lengths > 0) return bad("a request may not carry both Content-Length and Transfer-Encoding");
     const std::string te = req.get_header_value("Transfer-Encoding");
-    if (encodings > 1 || !iequals(te, "chunked"))
+    if (encodings > 1 || !equals_ignoring_ascii_case(te, "chunked"))
       return bad(fmt::format("unsupported Transfer-Encoding '{}'", te.substr(0, 60)));
     if (reads_only(req)) return bad(fmt::format("a {} request has no body", req.method));
     return std::nullopt;  // chunked: cpp-httplib stops reading at --max-body (413) as the chunks arrive

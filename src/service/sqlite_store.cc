@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include "formats/json_input.h"
 #include "topology/mutex.h"
 
 namespace toposched::service {
@@ -226,14 +227,11 @@ Result<std::vector<JobRecord>> SqliteStore::load_jobs() {
   while ((rc = q.step()) == SQLITE_ROW) {
     JobRecord r;
     r.id = q.text(0);
-    auto gpus = nlohmann::json::parse(q.text(1), nullptr, false);
-    if (!gpus.is_array())
-      return make_error(ErrorCode::kParse, fmt::format("{}: job '{}': GPU list is not a JSON array", path_, r.id));
-    for (const auto& g : gpus) {
-      if (!g.is_string())
-        return make_error(ErrorCode::kParse, fmt::format("{}: job '{}': GPU names must be strings", path_, r.id));
-      r.gpus_by_rank.push_back(g.get<std::string>());
-    }
+    // A row names its place in errors: "PATH (job 'a', column gpus):1:7: ...".
+    const std::string source = fmt::format("{} (job '{}', column gpus)", path_, r.id);
+    TOPOSCHED_TRY(gpus_doc, parse_json_document(q.text(1), source));
+    TOPOSCHED_TRY(gpus, json_string_array(gpus_doc, source));
+    r.gpus_by_rank = std::move(gpus);
     r.request_json = q.text(2);
     r.placement_json = q.text(3);
     r.created_unix_ms = q.integer(4);

@@ -81,7 +81,9 @@ class Store {
   // A store that is empty records the cluster; one that holds another digest is refused
   // (kValidation, naming both clusters) so jobs are never restored onto the wrong cluster.
   virtual Result<void> bind_cluster(std::string_view cluster_name, std::string_view spec_digest) = 0;
-  // Every live job, in commit order.
+  // Every live job, in commit order. A record that does not read as one (another writer
+  // corrupted it) is kParse naming its place: "etcd key /p/jobs/a:1:9: ..." or
+  // "state.db (job 'a', column gpus):1:9: ...", never a job with made-up values.
   virtual Result<std::vector<JobRecord>> load_jobs() = 0;
   // Every node mark, ordered by node and source.
   virtual Result<std::vector<NodeMarkRecord>> load_node_marks() = 0;

@@ -4,12 +4,14 @@
 #include <bit>
 #include <cmath>
 #include <numbers>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include "topology/file_io.h"
 #include "topology/yaml_document.h"
+#include "topology/yaml_input.h"
 
 namespace toposched::sim {
 
@@ -45,85 +47,78 @@ double Rng::normal() {
 
 namespace {
 
-SourceLocation loc(const YAML::Node& n, const std::string& file) {
-  auto m = n.Mark();
-  return {file, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0};
+// Reads map[key] into `out` when present: a number in lo..hi, whole for integer fields.
+template <class T>
+Result<void> read_number(const YamlInput& in, const YAML::Node& map, const char* key, T& out, double lo, double hi) {
+  const YAML::Node n = map[key];
+  if (!n) return {};
+  if constexpr (std::is_integral_v<T>) {
+    TOPOSCHED_TRY(v, in.whole_number(n, key, static_cast<long>(lo), static_cast<long>(hi)));
+    out = static_cast<T>(v);
+  } else {
+    TOPOSCHED_TRY(v, in.number(n, key, lo, hi));
+    out = v;
+  }
+  return {};
 }
 
-template <class T>
-Result<void> read_num(const YAML::Node& map, const char* key, T& out, double lo, double hi, const std::string& file) {
-  YAML::Node n = map[key];
-  if (!n) return {};
-  double v = 0;
-  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v))
-    return make_error(ErrorCode::kParse, fmt::format("'{}' must be a number, found '{}'", key, n.IsScalar() ? n.Scalar() : "a collection"), loc(n, file));
-  if (v < lo || v > hi) return make_error(ErrorCode::kValidation, fmt::format("'{}' must be in {}..{}, found {}", key, lo, hi, v), loc(n, file));
-  if constexpr (std::is_integral_v<T>) {
-    if (v != std::floor(v)) return make_error(ErrorCode::kValidation, fmt::format("'{}' must be a whole number, found {}", key, v), loc(n, file));
+// The top-level scalars: seed, size, arrival rate and the per-class limits.
+Result<void> read_scalars(const YamlInput& in, const YAML::Node& root, GeneratorParams& p) {
+  TOPOSCHED_CHECK(read_number(in, root, "seed", p.seed, 0, 9007199254740992.0));
+  TOPOSCHED_CHECK(read_number(in, root, "jobs", p.jobs, 1, 10'000'000));
+  TOPOSCHED_CHECK(read_number(in, root, "arrival_rate_per_hour", p.arrival_rate_per_hour, 1e-6, 1e9));
+  TOPOSCHED_CHECK(read_number(in, root, "max_gpus", p.max_gpus, 1, 1 << 20));
+  TOPOSCHED_CHECK(read_number(in, root, "size_alpha", p.size_alpha, 0, 10));
+  TOPOSCHED_CHECK(read_number(in, root, "inference_max_gpus", p.inference_max_gpus, 1, 1 << 20));
+  TOPOSCHED_CHECK(read_number(in, root, "vision_max_gpus", p.vision_max_gpus, 1, 1 << 20));
+  TOPOSCHED_CHECK(read_number(in, root, "estimate_max_factor", p.estimate_max_factor, 1, 1000));
+  return {};
+}
+
+// `duration`: the log-normal's median and sigma, and its clip.
+Result<void> read_duration(const YamlInput& in, const YAML::Node& d, GeneratorParams& p) {
+  TOPOSCHED_CHECK(in.expect_map(d, "'duration'", {"median_s", "sigma", "min_s", "max_s"}));
+  TOPOSCHED_CHECK(read_number(in, d, "median_s", p.duration_median_s, 1e-3, 1e9));
+  TOPOSCHED_CHECK(read_number(in, d, "sigma", p.duration_sigma, 0, 10));
+  TOPOSCHED_CHECK(read_number(in, d, "min_s", p.duration_min_s, 1e-3, 1e9));
+  TOPOSCHED_CHECK(read_number(in, d, "max_s", p.duration_max_s, 1e-3, 1e10));
+  if (p.duration_min_s > p.duration_max_s)
+    return make_error(ErrorCode::kValidation, "'duration.min_s' is larger than 'duration.max_s'", in.where(d));
+  return {};
+}
+
+// `mix`: the job classes' relative weights, not all 0.
+Result<void> read_mix(const YamlInput& in, const YAML::Node& m, GeneratorParams& p) {
+  TOPOSCHED_CHECK(in.expect_map(m, "'mix' (job class: weight)", {"llm-dense", "llm-moe", "inference", "dp-vision"}));
+  p.mix.clear();
+  double total = 0;
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    const std::string job_class = it->first.Scalar();
+    double weight = 0;
+    TOPOSCHED_CHECK(read_number(in, m, job_class.c_str(), weight, 0, 1e9));
+    p.mix[job_class] = weight;
+    total += weight;
   }
-  out = static_cast<T>(v);
+  if (!(total > 0)) return make_error(ErrorCode::kValidation, "'mix' weights must not all be 0", in.where(m));
   return {};
 }
 
 }  // namespace
 
 Result<GeneratorParams> parse_generator_yaml(std::string_view text, const std::string& file) {
-  TOPOSCHED_TRY(root, load_yaml_document(text, file));
+  YamlInput in(file);
+  TOPOSCHED_TRY(root, in.parse(text));
   GeneratorParams p;
   if (!root || root.IsNull()) return p;
-  if (!root.IsMap()) return make_error(ErrorCode::kParse, "expected a mapping of generator parameters", loc(root, file));
-  static const char* kKeys[] = {"seed", "jobs", "arrival_rate_per_hour", "max_gpus", "size_alpha", "duration", "inference_max_gpus",
-                                "vision_max_gpus", "estimate_max_factor", "mix"};
+  TOPOSCHED_CHECK(in.expect_map(root, "the generator parameters",
+                                {"seed", "jobs", "arrival_rate_per_hour", "max_gpus", "size_alpha", "duration",
+                                 "inference_max_gpus", "vision_max_gpus", "estimate_max_factor", "mix"}));
   try {
-    for (auto it = root.begin(); it != root.end(); ++it) {
-      std::string k = it->first.as<std::string>();
-      if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* x) { return k == x; }) == std::end(kKeys))
-        return make_error(ErrorCode::kParse,
-                          fmt::format("unknown key '{}'; expected seed, jobs, arrival_rate_per_hour, max_gpus, size_alpha, duration, "
-                                      "inference_max_gpus, vision_max_gpus, estimate_max_factor, mix", k),
-                          loc(it->first, file));
-    }
-    double seed = 1;
-    if (auto r = read_num(root, "seed", seed, 0, 9007199254740992.0, file); !r) return tl::unexpected(r.error());
-    p.seed = static_cast<std::uint64_t>(seed);
-    if (auto r = read_num(root, "jobs", p.jobs, 1, 10'000'000, file); !r) return tl::unexpected(r.error());
-    if (auto r = read_num(root, "arrival_rate_per_hour", p.arrival_rate_per_hour, 1e-6, 1e9, file); !r) return tl::unexpected(r.error());
-    if (auto r = read_num(root, "max_gpus", p.max_gpus, 1, 1 << 20, file); !r) return tl::unexpected(r.error());
-    if (auto r = read_num(root, "size_alpha", p.size_alpha, 0, 10, file); !r) return tl::unexpected(r.error());
-    if (auto r = read_num(root, "inference_max_gpus", p.inference_max_gpus, 1, 1 << 20, file); !r) return tl::unexpected(r.error());
-    if (auto r = read_num(root, "vision_max_gpus", p.vision_max_gpus, 1, 1 << 20, file); !r) return tl::unexpected(r.error());
-    if (auto r = read_num(root, "estimate_max_factor", p.estimate_max_factor, 1, 1000, file); !r) return tl::unexpected(r.error());
-    if (YAML::Node d = root["duration"]) {
-      if (!d.IsMap()) return make_error(ErrorCode::kParse, "'duration' must be a mapping with median_s, sigma, min_s, max_s", loc(d, file));
-      for (auto it = d.begin(); it != d.end(); ++it) {
-        std::string k = it->first.as<std::string>();
-        if (k != "median_s" && k != "sigma" && k != "min_s" && k != "max_s")
-          return make_error(ErrorCode::kParse, fmt::format("unknown key 'duration.{}'; expected median_s, sigma, min_s, max_s", k), loc(it->first, file));
-      }
-      if (auto r = read_num(d, "median_s", p.duration_median_s, 1e-3, 1e9, file); !r) return tl::unexpected(r.error());
-      if (auto r = read_num(d, "sigma", p.duration_sigma, 0, 10, file); !r) return tl::unexpected(r.error());
-      if (auto r = read_num(d, "min_s", p.duration_min_s, 1e-3, 1e9, file); !r) return tl::unexpected(r.error());
-      if (auto r = read_num(d, "max_s", p.duration_max_s, 1e-3, 1e10, file); !r) return tl::unexpected(r.error());
-      if (p.duration_min_s > p.duration_max_s)
-        return make_error(ErrorCode::kValidation, "'duration.min_s' is larger than 'duration.max_s'", loc(d, file));
-    }
-    if (YAML::Node m = root["mix"]) {
-      if (!m.IsMap()) return make_error(ErrorCode::kParse, "'mix' must map llm-dense, llm-moe, inference, dp-vision to weights", loc(m, file));
-      p.mix.clear();
-      double total = 0;
-      for (auto it = m.begin(); it != m.end(); ++it) {
-        std::string k = it->first.as<std::string>();
-        if (k != "llm-dense" && k != "llm-moe" && k != "inference" && k != "dp-vision")
-          return make_error(ErrorCode::kParse, fmt::format("unknown job class 'mix.{}'; expected llm-dense, llm-moe, inference, dp-vision", k), loc(it->first, file));
-        double w = 0;
-        if (auto r = read_num(m, k.c_str(), w, 0, 1e9, file); !r) return tl::unexpected(r.error());
-        p.mix[k] = w;
-        total += w;
-      }
-      if (!(total > 0)) return make_error(ErrorCode::kValidation, "'mix' weights must not all be 0", loc(m, file));
-    }
+    TOPOSCHED_CHECK(read_scalars(in, root, p));
+    if (const YAML::Node d = root["duration"]) TOPOSCHED_CHECK(read_duration(in, d, p));
+    if (const YAML::Node m = root["mix"]) TOPOSCHED_CHECK(read_mix(in, m, p));
   } catch (const YAML::Exception& e) {
-    return make_error(ErrorCode::kParse, e.msg, {file, e.mark.line + 1, e.mark.column + 1});
+    return make_error(ErrorCode::kParse, e.msg, location_of(e.mark, file));
   }
   return p;
 }

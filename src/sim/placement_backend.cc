@@ -17,16 +17,11 @@
 #include "placement/job_request.h"
 #include "placement/placement.h"
 #include "sim/backend.h"
+#include "topology/text.h"
 
 namespace toposched::sim {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
 
 class RegistryPlacer final : public Placer {
  public:
@@ -35,7 +30,7 @@ class RegistryPlacer final : public Placer {
     int max_gpn = 1;
     for (std::size_t n = 0; n < c.node_count(); ++n) max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
     gpus_per_node_ = max_gpn;
-    for (std::size_t n = 0; n < c.node_count(); ++n) models_.push_back(lower(c.node_type(NodeId(static_cast<std::uint32_t>(n))).gpu_model));
+    for (std::size_t n = 0; n < c.node_count(); ++n) models_.push_back(ascii_lower(c.node_type(NodeId(static_cast<std::uint32_t>(n))).gpu_model));
   }
 
   // The CLI's place transaction (placement/engine.h's place_job): normalise, tier handling,
@@ -158,7 +153,7 @@ class RegistryPlacer final : public Placer {
     if (model.empty() || model.find('|') != std::string::npos) return {};
     auto it = model_ok_.find(model);
     if (it == model_ok_.end()) {
-      std::string m = lower(model);
+      std::string m = ascii_lower(model);
       bool found = std::any_of(models_.begin(), models_.end(), [&](const std::string& x) { return x.find(m) != std::string::npos; });
       it = model_ok_.emplace(model, found).first;
     }

@@ -8,22 +8,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "formats/json_input.h"
 #include "topology/hostlist.h"
+#include "topology/text.h"
 
 namespace toposched::slurm {
 
 namespace {
 
 using Json = nlohmann::json;
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-std::string upper(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return s;
-}
 
 std::vector<std::string> split(std::string_view text, char sep) {
   std::vector<std::string> out;
@@ -35,35 +28,6 @@ std::vector<std::string> split(std::string_view text, char sep) {
     start = end + 1;
   }
   return out;
-}
-
-SourceLocation locate(std::string_view text, std::size_t offset, const std::string& source) {
-  offset = std::min(offset, text.size());
-  int line = 1, column = 1;
-  for (std::size_t i = 0; i < offset; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return {source, line, column};
-}
-
-// Parses JSON, turning nlohmann's exception into a located kParse error ("truncated" when
-// the text ends early, which is what a killed or interrupted client leaves).
-Result<Json> parse_json(std::string_view text, const std::string& source) {
-  try {
-    return Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
-    std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
-    bool truncated = at >= text.size() || text.find_first_not_of(" \t\r\n", at) == std::string_view::npos;
-    return make_error(ErrorCode::kParse,
-                      truncated ? "the JSON ends early (truncated output?): expected more, found the end"
-                                : fmt::format("not valid JSON: {}", e.what()),
-                      locate(text, at, source));
-  }
 }
 
 Result<int> parse_int(std::string_view s, std::string_view what) {
@@ -153,17 +117,17 @@ Result<SlurmNode> node_from_json(const Json& n, std::size_t i, const std::string
   // 22.05: "state": "mixed", "state_flags": ["DRAIN"]; 23.x+: "state": ["MIXED", "DRAIN"].
   auto st = n.find("state");
   if (st != n.end() && st->is_string()) {
-    node.state = lower(st->get<std::string>());
+    node.state = ascii_lower(st->get<std::string>());
   } else if (st != n.end() && st->is_array() && !st->empty() && (*st)[0].is_string()) {
-    node.state = lower((*st)[0].get<std::string>());
+    node.state = ascii_lower((*st)[0].get<std::string>());
     for (std::size_t k = 1; k < st->size(); ++k)
-      if ((*st)[k].is_string()) node.flags.push_back(upper((*st)[k].get<std::string>()));
+      if ((*st)[k].is_string()) node.flags.push_back(ascii_upper((*st)[k].get<std::string>()));
   } else {
     return json_shape_error(source, fmt::format("node {}: expected \"state\" (a string or an array)", node.name));
   }
   if (auto fl = n.find("state_flags"); fl != n.end() && fl->is_array())
     for (const auto& f : *fl)
-      if (f.is_string()) node.flags.push_back(upper(f.get<std::string>()));
+      if (f.is_string()) node.flags.push_back(ascii_upper(f.get<std::string>()));
   if (auto parts = n.find("partitions"); parts != n.end() && parts->is_array())
     for (const auto& p : *parts)
       if (p.is_string()) node.partitions.push_back(p.get<std::string>());
@@ -210,9 +174,9 @@ Result<SlurmJob> job_from_json(const Json& j, std::size_t i, const std::string& 
     job.id = fmt::format("{}_{}", j.value("array_job_id", 0LL), task->get<long long>());
   auto st = j.find("job_state");
   if (st != j.end() && st->is_string()) {
-    job.state = upper(st->get<std::string>());
+    job.state = ascii_upper(st->get<std::string>());
   } else if (st != j.end() && st->is_array() && !st->empty() && (*st)[0].is_string()) {
-    job.state = upper((*st)[0].get<std::string>());
+    job.state = ascii_upper((*st)[0].get<std::string>());
   } else {
     return json_shape_error(source, fmt::format("job {}: expected \"job_state\"", job.id));
   }
@@ -285,8 +249,8 @@ void split_node_state(std::string_view text, SlurmNode& node) {
   }
   auto parts = split(s, '+');
   if (parts.empty()) return;
-  node.state = lower(parts[0]);
-  for (std::size_t i = 1; i < parts.size(); ++i) node.flags.push_back(upper(parts[i]));
+  node.state = ascii_lower(parts[0]);
+  for (std::size_t i = 1; i < parts.size(); ++i) node.flags.push_back(ascii_upper(parts[i]));
 }
 
 // Lines of a `scontrol -o` output; a last line without its newline is partial output.
@@ -297,7 +261,7 @@ Result<std::vector<std::string_view>> complete_lines(std::string_view text, cons
     std::size_t end = text.find('\n', start);
     if (end == std::string_view::npos)
       return make_error(ErrorCode::kParse, "the output ends in the middle of a record (truncated?): expected a newline",
-                        locate(text, text.size(), source));
+                        location_of(text, text.size(), source));
     lines.push_back(text.substr(start, end - start));
     start = end + 1;
   }
@@ -381,7 +345,7 @@ Result<int> parse_gres_gpu_count(std::string_view gres) {
 }
 
 Result<std::vector<SlurmNode>> parse_sinfo_json(std::string_view text, const std::string& source) {
-  TOPOSCHED_TRY(doc, parse_json(text, source));
+  TOPOSCHED_TRY(doc, parse_json_document(text, source));
   const Json* nodes = top_level_array(doc, "nodes");
   if (!nodes) return make_error(ErrorCode::kParse, "expected an object with a \"nodes\" array (sinfo --json)", {source, 1, 1});
   std::vector<SlurmNode> out;
@@ -396,7 +360,7 @@ Result<std::vector<SlurmNode>> parse_sinfo_json(std::string_view text, const std
 }
 
 Result<std::vector<SlurmJob>> parse_squeue_json(std::string_view text, const std::string& source) {
-  TOPOSCHED_TRY(doc, parse_json(text, source));
+  TOPOSCHED_TRY(doc, parse_json_document(text, source));
   const Json* jobs = top_level_array(doc, "jobs");
   if (!jobs) return make_error(ErrorCode::kParse, "expected an object with a \"jobs\" array (squeue --json)", {source, 1, 1});
   std::vector<SlurmJob> out;
@@ -443,7 +407,7 @@ Result<std::vector<SlurmJob>> parse_scontrol_jobs(std::string_view text, const s
       return make_error(ErrorCode::kParse, "expected a job record 'JobId=... JobState=...'", {source, line, 1});
     if (std::string task = token_value(tokens, "ArrayTaskId"); !task.empty())
       job.id = fmt::format("{}_{}", token_value(tokens, "ArrayJobId"), task);
-    job.state = upper(token_value(tokens, "JobState"));
+    job.state = ascii_upper(token_value(tokens, "JobState"));
     job.name = token_value(tokens, "JobName");
     job.comment = token_value(tokens, "Comment");
     job.admin_comment = token_value(tokens, "AdminComment");

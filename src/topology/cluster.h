@@ -62,7 +62,8 @@ struct Nic {
 };
 
 // What one GPU of a node type draws (W) in the simulator's three states: computing,
-// waiting on communication, idle. 0 = the GPU product's default (sim/power.h); set from
+// waiting on communication, idle. 0 = the GPU product's default (sim/power.h, from the
+// hardware table in topology/hardware.h); set from
 // the spec's `gpu.power` to describe a site's own measurements or power caps.
 struct GpuPowerSpec {
   double busy_w = 0;
@@ -259,7 +260,7 @@ class Cluster {
 
 // Assembles and validates a Cluster. Names are checked when build() runs, so callers can
 // add entities in any order; errors name the entity involved (Error::message) and readers
-// map them back to input positions through `error_subject`.
+// map them back to input positions through error_subject().
 class ClusterBuilder {
  public:
   explicit ClusterBuilder(std::string name);
@@ -284,7 +285,7 @@ class ClusterBuilder {
   std::size_t tier_count() const { return cluster_.tiers_.size(); }
   int switch_tier(SwitchId s) const { return cluster_.switch_tier_[s.index()]; }
 
-  // Consumes the builder. On failure the Error's `error_subject` names the entity.
+  // Consumes the builder. On failure, error_subject() names the entity the error concerns.
   Result<Cluster> build() &&;
 
   // Name of the entity the last build() error concerns (node, switch, type, domain).

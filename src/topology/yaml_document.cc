@@ -12,11 +12,6 @@
 namespace toposched {
 namespace {
 
-SourceLocation location_of(const YAML::Mark& m, const std::string& file) {
-  if (m.is_null() || m.line < 0) return SourceLocation{file, 0, 0};
-  return SourceLocation{file, m.line + 1, m.column + 1};
-}
-
 // A key as it reads in a message: long keys are cut short.
 std::string shown_key(const std::string& key) {
   return key.size() > 60 ? key.substr(0, 57) + "..." : key;
@@ -117,6 +112,11 @@ Result<YAML::Node> load_yaml_document(std::string_view text, const std::string& 
   }
   TOPOSCHED_CHECK(check_unique_yaml_keys(document, file));
   return document;
+}
+
+SourceLocation location_of(const YAML::Mark& mark, const std::string& file) {
+  if (mark.is_null() || mark.line < 0) return SourceLocation{file, 0, 0};
+  return SourceLocation{file, mark.line + 1, mark.column + 1};
 }
 
 }  // namespace toposched

@@ -18,6 +18,9 @@ namespace toposched {
 // null node. Errors: kParse with the position of the offending token, key or document.
 Result<YAML::Node> load_yaml_document(std::string_view text, const std::string& file);
 
+// 1-based file:line:col of a yaml-cpp mark (0:0 for a node built in memory, whose mark is null).
+SourceLocation location_of(const YAML::Mark& mark, const std::string& file);
+
 // Checks a parsed tree: every mapping's scalar keys are distinct. The walk is iterative
 // (no recursion), linear in the number of nodes.
 Result<void> check_unique_yaml_keys(const YAML::Node& root, const std::string& file);

@@ -93,15 +93,55 @@ TEST(JsonInput, TrailingContentAndSyntaxErrorsHavePositions) {
   EXPECT_EQ(bad.error().where.line, 2);
 }
 
-TEST(JsonInput, OffsetLocatorMatchesTheDirectComputation) {
-  const std::string text = "ab\ncd\n\nefg";
-  OffsetLocator loc(text, "f");
-  for (std::size_t off : {0u, 1u, 3u, 6u, 7u, 9u, 2u, 10u}) {
-    auto a = loc.at(off), b = location_of_offset(text, off, "f");
-    EXPECT_EQ(a.line, b.line) << off;
-    EXPECT_EQ(a.column, b.column) << off;
+TEST(JsonInput, AnEarlyEndSaysTruncatedAndWhere) {
+  for (std::string_view text : {"", "  \n", "{\"a\": [1,\n 2", "{\"a\": \"b"}) {
+    auto r = parse_json_document(text, "cut.json");
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().message, "the JSON ends early (truncated output?): expected more, found the end") << text;
   }
-  EXPECT_EQ(location_of_offset(text, 7, "f").line, 4);
+  auto cut = parse_json_document("{\"a\": [1,\n 2", "cut.json");
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error().where.line, 2);
+  EXPECT_EQ(cut.error().where.column, 3);
+  // A wrong character before the end is not called truncated.
+  auto wrong = parse_json_document("{\"a\": [1,\n 2 x", "cut.json");
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().message.rfind("not valid JSON", 0), 0u) << wrong.error().message;
+}
+
+TEST(JsonInput, FirstLineNumbersARowOfALargerFile) {
+  auto r = parse_json_document("{\"a\": 1,\n \"a\": 2}", "rows.jsonl", 40);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().to_string(), "rows.jsonl:41:2: key 'a' repeated, first at line 40");
+}
+
+TEST(JsonFields, TypedReadsNameTheSourceAndTheKey) {
+  const nlohmann::json record = nlohmann::json::parse(
+      R"({"id": "a", "n": 7, "big": 18446744073709551615, "gpus": ["x", "y"], "mixed": ["x", 1], "on": true})");
+  auto fields = JsonFields::of(record, "etcd key /p/jobs/a");
+  ASSERT_TRUE(fields);
+  EXPECT_EQ(*fields->string("id"), "a");
+  EXPECT_EQ(*fields->integer("n"), 7);
+  EXPECT_EQ(*fields->strings("gpus"), (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(*fields->opt_boolean("on"), std::optional<bool>(true));
+  EXPECT_EQ(*fields->opt_string("absent"), std::nullopt);
+  EXPECT_EQ(*fields->opt_integer("absent"), std::nullopt);
+  EXPECT_EQ(fields->string("n").error().to_string(), "etcd key /p/jobs/a: 'n': expected a string, found 7");
+  EXPECT_EQ(fields->integer("id").error().to_string(),
+            "etcd key /p/jobs/a: 'id': expected an integer (64-bit), found \"a\"");
+  EXPECT_EQ(fields->integer("big").error().to_string(),
+            "etcd key /p/jobs/a: 'big': expected an integer (64-bit), found 18446744073709551615");
+  EXPECT_EQ(fields->strings("mixed").error().to_string(),
+            "etcd key /p/jobs/a: 'mixed': expected an array of strings, found an array of 2 element(s)");
+  EXPECT_EQ(fields->string("absent").error().to_string(), "etcd key /p/jobs/a: 'absent': expected this member, found none");
+  EXPECT_EQ(fields->opt_string("n").error().code, ErrorCode::kParse);
+  EXPECT_EQ(fields->opt_boolean("id").error().to_string(), "etcd key /p/jobs/a: 'id': expected true or false, found \"a\"");
+  auto not_object = JsonFields::of(record["gpus"], "sqlite row 3");
+  ASSERT_FALSE(not_object);
+  EXPECT_EQ(not_object.error().to_string(), "sqlite row 3: expected a JSON object, found an array of 2 element(s)");
+  EXPECT_EQ(json_string_array(record["mixed"], "row").error().to_string(),
+            "row: expected an array of strings, found an array of 2 element(s)");
+  EXPECT_EQ(*json_string_array(record["gpus"], "row"), (std::vector<std::string>{"x", "y"}));
 }
 
 }  // namespace

@@ -119,8 +119,10 @@ TEST(BindingClientTest, PostsTheBindingWithTokenAndAnnotations) {
     seen_path = req.path;
     seen_auth = req.get_header_value("Authorization");
     seen_body = req.body;
-    res.status = req.matches[2] == "taken" ? 409 : 201;
-    res.set_content(R"({"kind":"Status","message":"pod taken is already assigned"})", "application/json");
+    res.status = req.matches[2] == "taken" ? 409 : req.matches[2] == "garbled" ? 500 : 201;
+    res.set_content(req.matches[2] == "garbled" ? "{\"kind\":\"Status\",\n \"kind\":\"Status\"}"
+                                                : R"({"kind":"Status","message":"pod taken is already assigned"})",
+                    "application/json");
   });
   const int port = api.bind_to_any_port("127.0.0.1");
   std::thread t([&] { api.listen_after_bind(); });
@@ -142,6 +144,12 @@ TEST(BindingClientTest, PostsTheBindingWithTokenAndAnnotations) {
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, ErrorCode::kConflict);
   EXPECT_NE(refused.error().message.find("already assigned"), std::string::npos);
+  // A reply that is not one JSON Status is named with its place, not dropped.
+  plan.pod_name = "garbled";
+  auto garbled = client.bind(plan);
+  ASSERT_FALSE(garbled);
+  EXPECT_NE(garbled.error().message.find("kube-apiserver response:2:2: key 'kind' repeated"), std::string::npos)
+      << garbled.error().message;
   api.stop();
   t.join();
   BindingClient down(ApiServerConfig{fmt::format("http://127.0.0.1:{}", port), "", ""});

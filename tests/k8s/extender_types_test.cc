@@ -162,6 +162,14 @@ TEST(ExtenderTypes, MalformedAndMistypedBodiesAreErrorsWithPlace) {
   EXPECT_EQ(r.error().where.line, 2);
   EXPECT_EQ(r.error().where.column, 16);
   EXPECT_NE(r.error().message.find("cannot unmarshal number"), std::string::npos) << r.error().message;
+  // A syntax error has its line and column too, however simdjson reported it.
+  for (std::string_view broken : {"{\n  \"NodeNames\": [\"a\",,]}", "{\n  \"NodeNames\": [\"a\"", "{\"NodeNames\":\n tru}"}) {
+    auto s = decode_extender_args(broken);
+    ASSERT_FALSE(s) << broken;
+    EXPECT_EQ(s.error().where.file, "request body") << s.error().to_string();
+    EXPECT_EQ(s.error().where.line, 2) << s.error().to_string();
+    EXPECT_GT(s.error().where.column, 0) << s.error().to_string();
+  }
   auto f = decode_binding_result(R"({"Error":1.5})");
   EXPECT_FALSE(f);
   auto i = decode_host_priority(R"({"Host":"h","Score":1.5})");

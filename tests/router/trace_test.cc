@@ -36,6 +36,8 @@ TEST(MooncakeTrace, MalformedLinesGiveFileLineColumn) {
       {"{\"timestamp\": -5, \"input_length\": 10, \"output_length\": 2, \"hash_ids\": [4]}", "expected milliseconds >= 0"},
       {"{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 0, \"hash_ids\": [4]}", "expected an integer >= 1, found 0"},
       {"[1, 2]", "expected a JSON object"},
+      {"{\"timestamp\": 0, \"timestamp\": 1, \"input_length\": 10, \"output_length\": 2, \"hash_ids\": [4]}",
+       "t.jsonl:2:18: expected one JSON object per line: key 'timestamp' repeated, first at line 2"},
   };
   for (const Case& c : cases) {
     auto t = parse_mooncake_trace(good + c.line + "\n", "t.jsonl");

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "service/etcd_client.h"
 #include "service/etcd_store.h"
 #include "service/etcd_test_cluster.h"
@@ -251,6 +253,47 @@ TEST(EtcdStore, OversizedBatchIsRefusedUpFront) {
   many.pop_back();
   ASSERT_TRUE(a->commit(many));
   EXPECT_EQ(a->load_jobs()->size(), EtcdStore::kMaxBatch);
+}
+
+// A record another writer corrupted is a located error naming its key, never a job or an
+// event read with a made-up value.
+TEST(EtcdStore, CorruptRecordsAreErrorsNamingTheirKey) {
+  REQUIRE_ETCD();
+  const std::string prefix = unique_prefix();
+  auto a = replica(prefix, "http://a");
+  ASSERT_TRUE(eventually([&] { return a->election()->term().has_value(); }));
+  ASSERT_TRUE(a->load_jobs());
+  std::vector<Mutation> m{place("x", "n:0")};
+  ASSERT_TRUE(a->commit(m));
+  EtcdClient c(cluster_endpoints(), {});
+
+  ASSERT_TRUE(c.put(prefix + "/jobs/x", "{\"id\":\"x\",\"gpus\":[\"n:0\"],\n \"id\":\"y\"}"));
+  auto repeated = a->load_jobs();
+  ASSERT_FALSE(repeated);
+  EXPECT_EQ(repeated.error().code, ErrorCode::kParse);
+  EXPECT_EQ(repeated.error().to_string(), "etcd key " + prefix + "/jobs/x:2:2: key 'id' repeated, first at line 1");
+
+  ASSERT_TRUE(c.put(prefix + "/jobs/x", R"({"id":"x","gpus":"n:0"})"));
+  auto wrong_type = a->load_jobs();
+  ASSERT_FALSE(wrong_type);
+  EXPECT_EQ(wrong_type.error().to_string(),
+            "etcd key " + prefix + "/jobs/x: 'gpus': expected an array of strings, found \"n:0\"");
+
+  auto events = a->events(0, 10);
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), 1u);
+  const std::string event_key = fmt::format("{}/events/{:020d}", prefix, 1);
+  ASSERT_TRUE(c.put(event_key, R"({"seq":"1","kind":"place","job":"x","body":"","unix_ms":5})"));
+  auto bad_event = a->events(0, 10);
+  ASSERT_FALSE(bad_event);
+  EXPECT_EQ(bad_event.error().to_string(), "etcd key " + event_key + ": 'seq': expected an integer (64-bit), found \"1\"");
+
+  ASSERT_TRUE(c.put(prefix + "/jobs/x", R"({"id":"x","gpus":["n:0"]})"));
+  ASSERT_TRUE(c.put(prefix + "/seq", "one"));
+  auto bad_seq = a->load_jobs();
+  ASSERT_FALSE(bad_seq);
+  EXPECT_NE(bad_seq.error().to_string().find("etcd key " + prefix + "/seq: expected a sequence number"), std::string::npos)
+      << bad_seq.error().to_string();
 }
 
 }  // namespace

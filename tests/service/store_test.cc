@@ -1,9 +1,10 @@
 // SqliteStore: durable commits in order, all-or-nothing batches, conflicts, the event log,
-// refusal of another cluster's store, and open_store's table of schemes.
+// refusal of another cluster's store, corrupt rows, and open_store's table of schemes.
 #include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "service/sqlite_store.h"
 #include "service/store.h"
@@ -122,6 +123,53 @@ TEST(SqliteStore, NotADatabaseIsAClearError) {
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().code, ErrorCode::kIo);
   EXPECT_NE(s.error().message.find(file.string()), std::string::npos) << s.error().message;
+}
+
+// Sets the gpus column of job `id` in the SQLite file, as another program could.
+void overwrite_gpus(const std::filesystem::path& file, const std::string& id, const std::string& gpus) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* update = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE jobs SET gpus = ? WHERE id = ?", -1, &update, nullptr), SQLITE_OK);
+  sqlite3_bind_text(update, 1, gpus.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(update, 2, id.c_str(), -1, SQLITE_TRANSIENT);
+  EXPECT_EQ(sqlite3_step(update), SQLITE_DONE);
+  EXPECT_EQ(sqlite3_changes(db), 1);
+  sqlite3_finalize(update);
+  sqlite3_close(db);
+}
+
+// A row another program corrupted is a located error naming the file, the job and the
+// column, never a job with made-up GPUs.
+TEST(SqliteStore, CorruptRowsAreErrorsNamingTheirPlace) {
+  TempDir dir;
+  auto file = dir.path / "s.db";
+  {
+    auto s = open(file);
+    ASSERT_TRUE(s->bind_cluster("c", "d"));
+    std::vector<Mutation> batch = {place("a", {"n1:0", "n1:1"})};
+    ASSERT_TRUE(s->commit(batch));
+  }
+  const std::string place_of_a = file.string() + " (job 'a', column gpus)";
+  struct Case {
+    std::string gpus, error;
+  };
+  const Case cases[] = {
+      {R"(["n1:0",)", place_of_a + ":1:9: the JSON ends early (truncated output?): expected more, found the end"},
+      {"[\"n1:0\",\n \"n1:1\"] x", place_of_a + ":2:10: not valid JSON"},
+      {R"({"n1:0": 1})", place_of_a + ": expected an array of strings, found an object of 1 key(s)"},
+      {R"(["n1:0", 7])", place_of_a + ": expected an array of strings, found an array of 2 element(s)"},
+      {"{\"a\": 1,\n \"a\": 2}", place_of_a + ":2:2: key 'a' repeated, first at line 1"},
+  };
+  for (const Case& c : cases) {
+    overwrite_gpus(file, "a", c.gpus);
+    auto s = open(file);
+    ASSERT_TRUE(s->bind_cluster("c", "d"));
+    auto jobs = s->load_jobs();
+    ASSERT_FALSE(jobs) << c.gpus;
+    EXPECT_EQ(jobs.error().code, ErrorCode::kParse);
+    EXPECT_EQ(jobs.error().to_string().rfind(c.error, 0), 0u) << jobs.error().to_string();
+  }
 }
 
 TEST(OpenStore, UnknownSchemesListTheKnownOnes) {

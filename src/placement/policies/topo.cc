@@ -15,9 +15,9 @@
 //     partly used nodes/leaves are used before whole ones.
 //  3. Inside a node the GPUs of a stage are the best connected free subset (most NVLinks,
 //     then the closest PCIe class), split into TP groups that are themselves best connected.
-//  4. Candidates are ranked by predicted communication time when the cost model is built in
-//     (and the job has at most kCostRankLimit GPUs, to keep decisions under a millisecond),
-//     otherwise by a structural score (stages spanning leaves and tiers). Candidates within
+//  4. Candidates are ranked by predicted communication time when the cost model estimates
+//     the request (predict_comm) and the job has at most kCostRankLimit GPUs (to keep
+//     decisions under a millisecond), otherwise by a structural score (stages spanning leaves and tiers). Candidates within
 //     kNegligibleStepShare of the step time of the fastest are equals; of those, the one
 //     leaving the fewest partly used nodes, then the fullest leaves, wins.
 // Inference: replicas are independent; each goes to the usable node where it adds the least
@@ -43,7 +43,7 @@ namespace toposched {
 namespace {
 
 constexpr int kCandidates = 4;
-// Jobs up to this many GPUs are ranked with the cost model when it is available.
+// Jobs up to this many GPUs are ranked with the cost model (when it estimates the request).
 constexpr int kCostRankLimit = 256;
 
 // Per-decision scratch: GPUs already chosen on each touched node.

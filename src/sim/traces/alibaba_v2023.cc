@@ -42,7 +42,7 @@ Result<Trace> read_alibaba_v2023_pods(std::string_view text, const std::string& 
 
   auto rows = csv::read_job_rows(reader, h, trace, options, [&](const csv::Record& r, bool& ignored) -> Result<SimJob> {
     SimJob j;
-    j.id = std::string(csv::trim(r.fields[static_cast<std::size_t>(c_name)]));
+    j.id = std::string(trim(r.fields[static_cast<std::size_t>(c_name)]));
     if (j.id.empty()) return csv::field_error(file, r, c_name, "expected a pod name, found an empty field");
     auto gpus = csv::to_int(file, r, c_gpu, "num_gpu");
     if (!gpus) return tl::unexpected(gpus.error());
@@ -53,8 +53,8 @@ Result<Trace> read_alibaba_v2023_pods(std::string_view text, const std::string& 
       if (*milli < 0 || *milli > 1000) return csv::field_error(file, r, c_milli, fmt::format("gpu_milli must be in 0..1000, found {}", *milli));
     }
     j.gpus = static_cast<int>(*gpus);
-    if (c_spec >= 0) j.gpu_model = std::string(csv::trim(r.fields[static_cast<std::size_t>(c_spec)]));
-    if (c_qos >= 0) j.priority = qos_priority(csv::trim(r.fields[static_cast<std::size_t>(c_qos)]));
+    if (c_spec >= 0) j.gpu_model = std::string(trim(r.fields[static_cast<std::size_t>(c_spec)]));
+    if (c_qos >= 0) j.priority = qos_priority(trim(r.fields[static_cast<std::size_t>(c_qos)]));
     if (trace.has_times) {
       auto create = csv::to_double(file, r, c_create, "creation_time");
       if (!create) return tl::unexpected(create.error());
@@ -63,7 +63,7 @@ Result<Trace> read_alibaba_v2023_pods(std::string_view text, const std::string& 
       if (*create < 0) return csv::field_error(file, r, c_create, fmt::format("creation_time must be >= 0, found {}", *create));
       double start = *create;
       if (c_sched >= 0) {
-        if (csv::trim(r.fields[static_cast<std::size_t>(c_sched)]).empty()) {
+        if (trim(r.fields[static_cast<std::size_t>(c_sched)]).empty()) {
           ignored = true;  // never scheduled: it never ran
         } else {
           auto s = csv::to_double(file, r, c_sched, "scheduled_time");
@@ -110,13 +110,13 @@ Result<Cluster> read_alibaba_v2023_nodes(std::string_view text, const std::strin
   std::vector<NodeId> nodes;
   std::vector<int> node_lines;
   auto rows = csv::for_each_row(reader, h, [&](const csv::Record& r) -> Result<void> {
-    std::string name(csv::trim(r.fields[static_cast<std::size_t>(c_sn)]));
+    std::string name(trim(r.fields[static_cast<std::size_t>(c_sn)]));
     if (name.empty()) return csv::field_error(file, r, c_sn, "expected a node name, found an empty field");
     auto gpus = csv::to_int(file, r, c_gpu, "gpu");
     if (!gpus) return tl::unexpected(gpus.error());
     if (*gpus < 1 || *gpus > 64) return csv::field_error(file, r, c_gpu, fmt::format("gpu must be in 1..64, found {}", *gpus));
     if (b.find_node(name)) return csv::field_error(file, r, c_sn, fmt::format("node '{}' appears twice", name));
-    std::string model(csv::trim(r.fields[static_cast<std::size_t>(c_model)]));
+    std::string model(trim(r.fields[static_cast<std::size_t>(c_model)]));
     if (model.empty()) return csv::field_error(file, r, c_model, "expected a GPU model, found an empty field");
     int count = static_cast<int>(*gpus);
     auto key = std::make_pair(model, count);

@@ -76,18 +76,11 @@ Result<std::optional<Record>> Reader::next() {
   return std::optional<Record>();
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 std::unordered_map<std::string, int> header_index(const Record& header) {
   std::unordered_map<std::string, int> out;
   for (std::size_t i = 0; i < header.fields.size(); ++i) {
-    std::string name(trim(header.fields[i]));
+    std::string name = ascii_lower(trim(header.fields[i]));
     if (i == 0 && name.starts_with("\xEF\xBB\xBF")) name.erase(0, 3);  // UTF-8 BOM
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
     out.emplace(name, static_cast<int>(i));
   }
   return out;

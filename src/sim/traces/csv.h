@@ -14,6 +14,7 @@
 
 #include "sim/trace.h"
 #include "topology/error.h"
+#include "topology/text.h"
 
 namespace toposched::sim::csv {
 
@@ -47,7 +48,6 @@ tl::unexpected<Error> field_error(const std::string& file, const Record& r, int 
 // Parse a field; errors say which column and what was found.
 Result<double> to_double(const std::string& file, const Record& r, int field, std::string_view what);
 Result<long long> to_int(const std::string& file, const Record& r, int field, std::string_view what);
-std::string_view trim(std::string_view s);
 
 // Calls `row` for every record after `header`, in order, once its field count matched the
 // header's (else that error). Stops at the first error `row` returns.

@@ -27,7 +27,7 @@ Result<Trace> read_native_csv(std::string_view text, const std::string& file, co
   col.fill(-1);
   const csv::Record& h = **header;
   for (std::size_t i = 0; i < h.fields.size(); ++i) {
-    std::string_view name = csv::trim(h.fields[i]);
+    std::string_view name = trim(h.fields[i]);
     bool known = false;
     for (std::size_t k = 0; k < kColumns.size(); ++k)
       if (name == kColumns[k]) {
@@ -48,7 +48,7 @@ Result<Trace> read_native_csv(std::string_view text, const std::string& file, co
   auto rows = csv::read_job_rows(reader, h, trace, options, [&](const csv::Record& r, bool& ignored) -> Result<SimJob> {
     (void)ignored;  // every well-formed row is a job that ran
     SimJob j;
-    j.id = std::string(csv::trim(r.fields[static_cast<std::size_t>(col[0])]));
+    j.id = std::string(trim(r.fields[static_cast<std::size_t>(col[0])]));
     if (j.id.empty()) return csv::field_error(file, r, col[0], "expected a job id, found an empty field");
     auto submit = csv::to_double(file, r, col[1], "submit_s");
     if (!submit) return tl::unexpected(submit.error());
@@ -66,7 +66,7 @@ Result<Trace> read_native_csv(std::string_view text, const std::string& file, co
     j.duration_s = *dur;
     int* dims[4] = {&j.tp, &j.pp, &j.dp, &j.ep};
     for (std::size_t k = 4; k < 8; ++k) {
-      if (col[k] < 0 || csv::trim(r.fields[static_cast<std::size_t>(col[k])]).empty()) continue;
+      if (col[k] < 0 || trim(r.fields[static_cast<std::size_t>(col[k])]).empty()) continue;
       auto v = csv::to_int(file, r, col[k], kColumns[k]);
       if (!v) return tl::unexpected(v.error());
       if (*v < 1 || *v > 1'000'000) return csv::field_error(file, r, col[k], fmt::format("{} must be >= 1, found {}", kColumns[k], *v));
@@ -78,19 +78,19 @@ Result<Trace> read_native_csv(std::string_view text, const std::string& file, co
         return csv::field_error(file, r, col[4] >= 0 ? col[4] : col[2],
                                 fmt::format("tp x pp x dp = {} but the job asks for {} GPUs", prod, j.gpus));
     }
-    if (col[8] >= 0) j.gpu_model = std::string(csv::trim(r.fields[static_cast<std::size_t>(col[8])]));
+    if (col[8] >= 0) j.gpu_model = std::string(trim(r.fields[static_cast<std::size_t>(col[8])]));
     if (col[9] >= 0) {
-      j.kind = std::string(csv::trim(r.fields[static_cast<std::size_t>(col[9])]));
+      j.kind = std::string(trim(r.fields[static_cast<std::size_t>(col[9])]));
       if (!j.kind.empty() && std::find(kKinds.begin(), kKinds.end(), j.kind) == kKinds.end())
         return csv::field_error(file, r, col[9], fmt::format("kind must be llm-dense, llm-moe, dp-vision or inference, found '{}'", j.kind));
     }
-    if (col[10] >= 0 && !csv::trim(r.fields[static_cast<std::size_t>(col[10])]).empty()) {
+    if (col[10] >= 0 && !trim(r.fields[static_cast<std::size_t>(col[10])]).empty()) {
       auto v = csv::to_int(file, r, col[10], "priority");
       if (!v) return tl::unexpected(v.error());
       if (*v < -1'000'000 || *v > 1'000'000) return csv::field_error(file, r, col[10], "priority must be in -1000000..1000000");
       j.priority = static_cast<int>(*v);
     }
-    if (col[11] >= 0 && !csv::trim(r.fields[static_cast<std::size_t>(col[11])]).empty()) {
+    if (col[11] >= 0 && !trim(r.fields[static_cast<std::size_t>(col[11])]).empty()) {
       auto v = csv::to_double(file, r, col[11], "estimate_s");
       if (!v) return tl::unexpected(v.error());
       if (*v <= 0 || *v > kMaxTraceSeconds)

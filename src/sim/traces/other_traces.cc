@@ -34,7 +34,7 @@ Result<Trace> finish(Trace trace, const std::string& file) {
 
 
 std::string_view field(const csv::Record& r, int i) {
-  return i >= 0 && static_cast<std::size_t>(i) < r.fields.size() ? csv::trim(r.fields[static_cast<std::size_t>(i)]) : std::string_view();
+  return i >= 0 && static_cast<std::size_t>(i) < r.fields.size() ? trim(r.fields[static_cast<std::size_t>(i)]) : std::string_view();
 }
 
 }  // namespace

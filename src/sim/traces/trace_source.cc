@@ -5,11 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "formats/cluster_source.h"
 #include "sim/traces/alibaba_v2023.h"
 #include "sim/traces/csv.h"
 #include "sim/traces/native_csv.h"
 #include "sim/traces/other_traces.h"
-#include "formats/cluster_source.h"
 #include "topology/file_io.h"
 
 namespace toposched::sim {
@@ -60,7 +60,7 @@ std::string detect_trace_format(std::string_view text, const std::string& file) 
   for (std::size_t pos = 0; pos < text.size();) {
     std::size_t nl = text.find('\n', pos);
     std::string_view ln = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    std::string_view t = csv::trim(ln);
+    std::string_view t = trim(ln);
     if (!t.empty() && t[0] != '#') {
       first = t;
       break;

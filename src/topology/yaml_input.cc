@@ -1,4 +1,4 @@
-#include "formats/yaml_input.h"
+#include "topology/yaml_input.h"
 
 #include <charconv>
 #include <cmath>
@@ -12,11 +12,7 @@ namespace toposched {
 
 Result<YAML::Node> YamlInput::parse(std::string_view text) const { return load_yaml_document(text, file_); }
 
-SourceLocation YamlInput::where(const YAML::Node& node) const {
-  YAML::Mark m = node.Mark();
-  if (m.is_null() || m.line < 0) return SourceLocation{file_, 0, 0};
-  return SourceLocation{file_, m.line + 1, m.column + 1};
-}
+SourceLocation YamlInput::where(const YAML::Node& node) const { return location_of(node.Mark(), file_); }
 
 tl::unexpected<Error> YamlInput::error_at(const YAML::Node& node, std::string message) const {
   return make_error(ErrorCode::kParse, std::move(message), where(node));
@@ -93,6 +89,32 @@ Result<bool> YamlInput::boolean(const YAML::Node& node, std::string_view key) co
   return error_at(node, fmt::format("expected '{}' to be true or false, found {}", key, describe(node)));
 }
 
+Result<double> YamlInput::number(const YAML::Node& node, std::string_view key, double lo, double hi) const {
+  TOPOSCHED_TRY(v, number(node, key));
+  if (v < lo || v > hi) return error_at(node, fmt::format("expected '{}' in {}..{}, found {}", key, lo, hi, node.Scalar()));
+  return v;
+}
+
+Result<long> YamlInput::whole_number(const YAML::Node& node, std::string_view key, long lo, long hi) const {
+  TOPOSCHED_TRY(v, number(node, key, static_cast<double>(lo), static_cast<double>(hi)));
+  if (v != std::floor(v)) return error_at(node, fmt::format("expected '{}' to be a whole number, found {}", key, node.Scalar()));
+  return static_cast<long>(v);
+}
+
+Result<std::size_t> YamlInput::choice(const YAML::Node& node, std::string_view key,
+                                      std::initializer_list<std::string_view> options) const {
+  if (node.IsScalar()) {
+    std::size_t i = 0;
+    for (std::string_view option : options) {
+      if (node.Scalar() == option) return i;
+      ++i;
+    }
+  }
+  std::string list;
+  for (std::string_view option : options) list += (list.empty() ? "" : ", ") + std::string(option);
+  return error_at(node, fmt::format("expected '{}' to be one of {}, found {}", key, list, describe(node)));
+}
+
 Result<std::vector<std::string>> YamlInput::words(const YAML::Node& node, std::string_view key) const {
   std::vector<std::string> out;
   if (node.IsScalar()) {
@@ -112,36 +134,33 @@ Result<std::vector<std::string>> YamlInput::words(const YAML::Node& node, std::s
   return error_at(node, fmt::format("expected '{}' to be a list or a string of words, found {}", key, describe(node)));
 }
 
+namespace {
+
+// map[key] read by `read` when present, nullopt when absent.
+template <class T, class Read>
+Result<std::optional<T>> when_present(const YAML::Node& map, std::string_view key, Read read) {
+  const YAML::Node n = map[std::string(key)];
+  if (!n) return std::optional<T>();
+  TOPOSCHED_TRY(v, read(n));
+  return std::optional<T>(std::move(v));
+}
+
+}  // namespace
+
 Result<std::optional<std::string>> YamlInput::opt_string(const YAML::Node& map, std::string_view key) const {
-  YAML::Node n = map[std::string(key)];
-  if (!n) return std::optional<std::string>();
-  auto v = string(n, key);
-  if (!v) return tl::unexpected(v.error());
-  return std::optional<std::string>(*v);
+  return when_present<std::string>(map, key, [&](const YAML::Node& n) { return string(n, key); });
 }
 
 Result<std::optional<double>> YamlInput::opt_number(const YAML::Node& map, std::string_view key) const {
-  YAML::Node n = map[std::string(key)];
-  if (!n) return std::optional<double>();
-  auto v = number(n, key);
-  if (!v) return tl::unexpected(v.error());
-  return std::optional<double>(*v);
+  return when_present<double>(map, key, [&](const YAML::Node& n) { return number(n, key); });
 }
 
 Result<std::optional<long>> YamlInput::opt_integer(const YAML::Node& map, std::string_view key) const {
-  YAML::Node n = map[std::string(key)];
-  if (!n) return std::optional<long>();
-  auto v = integer(n, key);
-  if (!v) return tl::unexpected(v.error());
-  return std::optional<long>(*v);
+  return when_present<long>(map, key, [&](const YAML::Node& n) { return integer(n, key); });
 }
 
 Result<std::optional<bool>> YamlInput::opt_boolean(const YAML::Node& map, std::string_view key) const {
-  YAML::Node n = map[std::string(key)];
-  if (!n) return std::optional<bool>();
-  auto v = boolean(n, key);
-  if (!v) return tl::unexpected(v.error());
-  return std::optional<bool>(*v);
+  return when_present<bool>(map, key, [&](const YAML::Node& n) { return boolean(n, key); });
 }
 
 Result<std::string> YamlInput::req_string(const YAML::Node& map, std::string_view key) const {

@@ -1,9 +1,13 @@
-// Helpers for reading YAML (and JSON, which yaml-cpp parses as YAML) with positions:
-// every error names file:line:column and what was expected versus found. yaml-cpp throws;
-// these helpers catch and return Result, so no exception leaves the formats layer.
+// The one typed field reader for YAML (and JSON, which yaml-cpp parses as YAML) in every
+// layer: cluster specs and the other formats, job files (cost), generator parameters (sim),
+// state files (placement). Every error names file:line:column and what was expected versus
+// found. It lives in the lowest layer so that a reader in any layer uses it rather than
+// writing its own (cost and sim had each grown one). yaml-cpp throws; these helpers catch
+// and return Result, so no exception leaves a reader.
 // Stateless apart from the file name; one instance per input, single-threaded.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,6 +17,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "topology/error.h"
+#include "topology/yaml_document.h"  // location_of(mark), for readers that catch yaml-cpp's exceptions
 
 namespace toposched {
 
@@ -40,6 +45,13 @@ class YamlInput {
   Result<double> number(const YAML::Node& node, std::string_view key) const;
   Result<long> integer(const YAML::Node& node, std::string_view key) const;
   Result<bool> boolean(const YAML::Node& node, std::string_view key) const;
+  // A finite number in lo..hi ("expected 'KEY' in LO..HI, found V" otherwise).
+  Result<double> number(const YAML::Node& node, std::string_view key, double lo, double hi) const;
+  // A number in lo..hi that is whole: 4, 4.0 and 4e0 alike (integer() takes digits only).
+  Result<long> whole_number(const YAML::Node& node, std::string_view key, long lo, long hi) const;
+  // The index of the scalar among `options` ("expected 'KEY' to be one of a, b, found ...").
+  Result<std::size_t> choice(const YAML::Node& node, std::string_view key,
+                             std::initializer_list<std::string_view> options) const;
   // A list of strings, or one string of space-separated words.
   Result<std::vector<std::string>> words(const YAML::Node& node, std::string_view key) const;
 
