@@ -50,17 +50,17 @@ fuzz: deps
 	@# runs over every flag and policy, against the debug (sanitizer) build.
 	@cmake --preset debug >/dev/null
 	@cmake --build --preset debug -j $(JOBS) --target toposched
-	@TOPOSCHED=build/debug/toposched python3 tests/e2e/option_space.py --cases 100000 --cli-cases 2000
+	@TOPOSCHED=$(CURDIR)/build/debug/toposched python3 tests/e2e/option_space.py --cases 100000 --cli-cases 2000
 
 # `toposched serve` under churn with crashes, SOAK_SECONDS per store (SQLite, then 3 etcd
 # members and 2 replicas), Release build; a 12-second version runs in `make test`
 # (tests/soak/soak.py, docs/service.md "Soak test").
 soak: build
-	@TOPOSCHED=build/release/toposched python3 tests/soak/soak.py --store both --seconds $(SOAK_SECONDS) --seed $(SOAK_SEED) --max-rss-mb 512
+	@TOPOSCHED=$(CURDIR)/build/release/toposched python3 tests/soak/soak.py --store both --seconds $(SOAK_SECONDS) --seed $(SOAK_SEED) --max-rss-mb 512
 
 # MUTATIONS random mutations of the fixtures through the sanitizer build of the CLI.
 mutations: debug
-	@TOPOSCHED=build/debug/toposched python3 tests/e2e/cli_mutations.py --count $(MUTATIONS) --jobs $(JOBS)
+	@TOPOSCHED=$(CURDIR)/build/debug/toposched python3 tests/e2e/cli_mutations.py --count $(MUTATIONS) --jobs $(JOBS)
 
 demo: build
 	@scripts/demo build/release/toposched
