@@ -15,12 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/error.h"
+#include "topology/utf8.h"  // first_invalid_utf8, for callers that check before writing
 
 namespace toposched {
-
-// Offset of the first byte of `text` that does not belong to a well-formed UTF-8 sequence
-// (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF); nullopt if valid.
-std::optional<std::size_t> first_invalid_utf8(std::string_view text);
 
 // Checks every string and key of `j`; an invalid one gives kValidation (exit 1) with its path.
 Result<void> check_json_utf8(const nlohmann::json& j);

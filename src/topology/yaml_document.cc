@@ -9,6 +9,9 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 
+#include "topology/text.h"
+#include "topology/utf8.h"
+
 namespace toposched {
 namespace {
 
@@ -84,9 +87,26 @@ class SecondDocumentProbe : public YAML::EventHandler {
   int documents_ = 0;
 };
 
+// YAML text is Unicode (YAML 1.2, 5.1). yaml-cpp decodes UTF-16 and UTF-32 when a byte
+// order mark says so, but passes any other byte through into its scalars: a name holding
+// 0xff was read, and the writer of the answer (JSON, which must be UTF-8) failed later.
+// So text without a UTF-16/32 mark must be UTF-8, and the first byte that is not says where.
+Result<void> check_utf8_text(std::string_view text, const std::string& file) {
+  const bool utf16_or_32 = text.starts_with("\xFE\xFF") || text.starts_with("\xFF\xFE") ||
+                           text.starts_with(std::string_view("\0\0\xFE\xFF", 4));
+  if (utf16_or_32) return {};
+  const auto bad = first_invalid_utf8(text);
+  if (!bad) return {};
+  return make_error(ErrorCode::kParse,
+                    fmt::format("expected UTF-8 text (YAML and JSON files are Unicode), found byte 0x{:02x}",
+                                static_cast<unsigned char>(text[*bad])),
+                    location_of(text, *bad, file));
+}
+
 }  // namespace
 
 Result<YAML::Node> load_yaml_document(std::string_view text, const std::string& file) {
+  TOPOSCHED_CHECK(check_utf8_text(text, file));
   YAML::Node document;
   try {
     document = YAML::Load(std::string(text));

@@ -1,7 +1,9 @@
 // Strict loading of one YAML (or JSON) document with yaml-cpp, shared by every YAML/JSON
 // reader in every layer: a syntax error, a repeated key in any mapping, or content after the
-// first document is an error with its file:line:col. yaml-cpp alone keeps the first of two
-// equal keys and ignores a second document, which would drop data silently.
+// first document is an error with its file:line:col, and so is a byte that is not UTF-8
+// (text with a UTF-16 or UTF-32 byte order mark is decoded by yaml-cpp). yaml-cpp alone
+// keeps the first of two equal keys and ignores a second document, which would drop data
+// silently.
 // Stateless functions; safe from any thread.
 #pragma once
 

@@ -34,6 +34,34 @@ TEST(YamlDocument, RepeatedKeyInJson) {
   EXPECT_NE(r.error().message.find("'jobs' repeated, first at line 1"), std::string::npos);
 }
 
+TEST(YamlDocument, TextThatIsNotUtf8IsRefusedWhereItStops) {
+  // A stray 0x99 inside a job id (make mutations, 2026-12-05), a lone continuation byte, a
+  // surrogate encoded as UTF-8 (ED A0 80) and a truncated sequence at the end.
+  auto stray = load_yaml_document("{\"jobs\": [\n  {\"id\": \"tra\x99in\"}]}", "s.json");
+  ASSERT_FALSE(stray);
+  EXPECT_EQ(stray.error().to_string(), "s.json:2:14: expected UTF-8 text (YAML and JSON files are Unicode), found byte 0x99");
+  for (const char* text : {"name: \x80x\n", "name: t\xed\xa0\x80rain\n", "name: caf\xc3"}) {
+    auto r = load_yaml_document(text, "c.yaml");
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().where.line, 1);
+    EXPECT_NE(r.error().message.find("expected UTF-8 text"), std::string::npos);
+  }
+}
+
+TEST(YamlDocument, Utf8NamesAreRead) {
+  auto r = load_yaml_document("name: caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x9a\x80\n", "c.yaml");
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ((*r)["name"].Scalar(), "caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x9a\x80");
+}
+
+TEST(YamlDocument, Utf16WithByteOrderMarkIsLeftToYamlCpp) {
+  // "a: 1" in UTF-16LE with its mark: not UTF-8, but yaml-cpp decodes it.
+  const std::string utf16le("\xFF\xFE" "a\0:\0 \0" "1\0", 10);
+  auto r = load_yaml_document(utf16le, "u.yaml");
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ((*r)["a"].as<int>(), 1);
+}
+
 TEST(YamlDocument, EqualKeysInDifferentMappingsAreFine) {
   auto r = load_yaml_document("a: {name: x}\nb: {name: y}\nlist: [{name: 1}, {name: 2}]\n", "ok.yaml");
   ASSERT_TRUE(r) << r.error().to_string();
