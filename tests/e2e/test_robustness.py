@@ -48,20 +48,42 @@ class Robustness(unittest.TestCase):
             self.assertCleanError(rc, err, 1, "not valid UTF-8")
             self.assertEqual(os.listdir(d), [])
 
-    def test_spec_name_with_invalid_utf8(self):
+    def test_spec_name_with_invalid_utf8_is_refused_where_it_is_read(self):
+        # YAML and JSON files must be UTF-8: the reader stops at the byte (make mutations found
+        # a state file whose job id held 0x99 read, then `place` dying as it answered).
         with temp_dir() as d:
             spec = os.path.join(d, "c.yaml")
             text = open(os.path.join(SOURCE_DIR, "examples/cluster-small.yaml"), "rb").read()
             write(spec, text.replace(b"name: example", b"name: ex\x99ample", 1))
-            rc, out, err = run("show", "--cluster", spec, "--format", "json")
-            self.assertCleanError(rc, err, 1, "not valid UTF-8", "/name")
-            rc, out, err = run("show", "--cluster", spec)  # text output is not JSON: fine
+            line = text[:text.index(b"name: example")].count(b"\n") + 1
+            for fmt in ("json", "text"):
+                rc, out, err = run("show", "--cluster", spec, "--format", fmt)
+                self.assertCleanError(rc, err, 1, f"c.yaml:{line}:9: expected UTF-8 text", "found byte 0x99")
+                self.assertEqual(out, "")
+
+    def test_state_file_job_id_with_invalid_utf8_is_refused(self):
+        with temp_dir() as d:
+            state = write(os.path.join(d, "state.json"),
+                          open(os.path.join(SOURCE_DIR, "tests/data/fuzz-regressions/state-invalid-utf8-job-place.json"), "rb").read())
+            rc, out, err = run("place", "--cluster", PRESET, "--gpus", "2", "--state", state)
+            self.assertCleanError(rc, err, 1, "state.json:3:14: expected UTF-8 text", "found byte 0x99")
+            self.assertEqual(out, "")
+
+    def test_names_with_invalid_utf8_from_other_formats_stop_at_json_output(self):
+        # topology.conf is not YAML: its names are read as bytes, and JSON output refuses them.
+        with temp_dir() as d:
+            conf = write(os.path.join(d, "t.conf"), b"SwitchName=leaf1 Nodes=gp\x99u[1-4]\nSwitchName=spine Switches=leaf1\n")
+            rc, out, err = run("show", "--cluster", conf, "--format", "json")
+            self.assertCleanError(rc, err, 1, "not valid UTF-8", "0x99")
+            rc, out, err = run("show", "--cluster", conf)  # text output is not JSON: fine
             self.assertEqual(rc, 0, err)
+            # The cluster is named after its file: c\x99.conf names it 'c\x99', which the report's JSON refuses.
+            named = write(os.path.join(os.fsencode(d), b"c\x99.conf"), b"SwitchName=leaf1 Nodes=gpu[1-4]\nSwitchName=spine Switches=leaf1\n")
             report = os.path.join(d, "report")
-            rc, _, err = run("simulate", "--cluster", spec, "--trace",
+            rc, _, err = run("simulate", "--cluster", named, "--trace",
                              os.path.join(SOURCE_DIR, "tests/data/traces/native/small.csv"),
                              "--policies", "first-fit", "--report", report, "--quiet")
-            self.assertCleanError(rc, err, 1, "not valid UTF-8")
+            self.assertCleanError(rc, err, 1, "not valid UTF-8", "/run/cluster")
             self.assertFalse(os.path.exists(report), "a failed report leaves no directory")
 
     # --- duplicate keys: an error naming both positions, in every YAML/JSON reader
