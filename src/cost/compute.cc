@@ -10,11 +10,20 @@ namespace {
 // Output tile of a tensor-core GEMM kernel; one tile per SM at a time (NVIDIA, "Matrix
 // Multiplication Background User's Guide": tile and wave quantization).
 constexpr double kTile = 128;
-// Activation bytes are written once in the forward pass and read once in the backward.
-constexpr double kMemoryPasses = 2;
 // Adam with mixed precision: fp32 master weight, gradient, two moments read (16 B) and the
 // weight, moments and a bf16 copy written (14 B), rounded to 32 B per parameter.
 constexpr double kOptimizerBytesPerParameter = 32;
+// Megatron-LM's vocab-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py,
+// the default unfused path) touches every logit of the GPU's vocabulary shard in fp32, one
+// kernel per step: forward the cast of the bf16 logits (read 2 B, write 4), the max (read 4),
+// the in-place subtraction of the max (4 + 4), exp (4 + 4), the sum (4) and the division
+// into the softmax kept for backward (4 + 4): 38 B; backward the in-place scaling of the
+// softmax by the loss gradient (4 + 4) and the cast back to bf16 (4 + 2): 14 B.
+constexpr double kCrossEntropyBytesPerLogit = 38 + 14;
+// Transformer Engine's FP8 recipe casts each FP8 GEMM's bf16 activation input forward and
+// bf16 output gradient backward to FP8 with the transpose the other GEMM of the pair needs
+// (its fused cast-transpose kernel: read 2 B, write 1 B twice, per element).
+constexpr double kFp8CastBytesPerElement = 2 + 1 + 1;
 
 double gemm_peak(const GpuDatasheet& g, Precision p) {
   switch (p) {
@@ -81,6 +90,29 @@ double transformer_model_flops(const WorkloadModel& m, const ParallelPlan& plan)
   return 3 * per_token * tokens;
 }
 
+// HBM bytes per token and layer of the memory-bound kernels between the GEMMs, forward and
+// backward, each reading its inputs and writing its outputs once (bf16, 2 B; Megatron-Core's
+// layer with Transformer Engine's fused kernels):
+//   two layer norms: forward read x, write y (2 elements); backward read x and dy, write dx
+//     (3): 10 h B each, 20 h B for both;
+//   two fused bias-dropout-adds: forward read the branch and the residual, write the sum
+//     (3 elements) and a 1-byte mask; backward read the gradient and the mask, write the
+//     branch's gradient (2 elements and 1 B): 2 x (7 + 5) h = 24 h B;
+//   the MLP activation (fused bias-GeLU, or SwiGLU on the two up projections): forward read 1
+//     (2) and write 1 element per ffn/tp; backward read 2 (3), write 1 (2): 10 (16) ffn/tp B,
+//     once per routed copy of the token in MoE layers (`mlp_copies`, the layers' mean);
+//   without fused attention, the scores' scale-mask-softmax and dropout per head over the
+//     sequence (Megatron's fused softmax: read and write the scores; dropout: read, write,
+//     1-byte mask; backward the same): (2 + 2 + 3 + 2) elements + 2 B = 20 heads s / tp B.
+// Norms and dropout are split by tp with sequence parallelism, replicated on every TP rank
+// without it (Korthikanti et al., 2022, §4.2.2).
+double elementwise_bytes_per_token(const WorkloadModel& m, const Shape& s, double tp, double mlp_copies) {
+  const double norm_dropout = (20 + 24) * s.h / (m.sequence_parallel ? tp : 1.0);
+  const double activation = (m.gated_mlp ? 16 : 10) * s.ffn / tp * mlp_copies;
+  const double scores = m.flash_attention ? 0 : 20 * s.heads * m.sequence / tp;
+  return norm_dropout + activation + scores;
+}
+
 StepCompute transformer_training(const WorkloadModel& m, const ParallelPlan& plan, const GpuDatasheet& g) {
   StepCompute out;
   const Shape s = shape_of(m);
@@ -108,21 +140,29 @@ StepCompute transformer_training(const WorkloadModel& m, const ParallelPlan& pla
   const double score_flops = 4 * t * m.sequence * s.h / tp * (m.flash_attention ? 0.5 : 1.0);
   const double attn_rate = m.flash_attention ? kAttentionEfficiency * g.bf16_dense_flops : g.gemm_efficiency * g.bf16_dense_flops;
   const double attn_fwd = layers * score_flops / attn_rate, attn_bwd = 2.5 * attn_fwd;
-  // Memory-bound work: Korthikanti et al.'s activation bytes per layer.
-  const double per_token_bytes = s.h * (m.sequence_parallel ? 34 / tp : 10 + 24 / tp) +
-                                 (m.flash_attention ? 0 : 5 * s.heads * m.sequence / tp);
-  const double mem_fwd = layers * t * per_token_bytes / g.hbm_Bps;  // written forward; read backward
+  // Memory-bound work per token and layer, forward and backward (elementwise_bytes_per_token),
+  // plus FP8's casts of every GEMM input and output gradient.
+  const double mlp_copies = (dense_layers + moe * std::max(1, m.top_k)) / std::max(layers, 1);
+  double per_token_bytes = elementwise_bytes_per_token(m, s, tp, mlp_copies);
+  if (m.precision == Precision::kFp8 && g.fp8_dense_flops > 0) {
+    // Inputs of QKV and the attention output, then of the MLP's up and down projections; the
+    // gradients of their outputs.
+    const double attention = s.h + s.h / tp + (s.h + 2 * s.kv_dim) / tp + s.h;
+    const double mlp = s.h + s.ffn / tp + up_n + s.h;
+    per_token_bytes += kFp8CastBytesPerElement * (attention + mlp * mlp_copies);
+  }
+  const double mem_fwd = layers * t * per_token_bytes / 3 / g.hbm_Bps;  // a third forward, two thirds backward
   // Recomputation before the backward.
   double again = 0;
   if (m.recompute == Recompute::kFull) again = gemm_fwd + attn_fwd + mem_fwd;
   if (m.recompute == Recompute::kSelective && !m.flash_attention) again = attn_fwd;
   // Output layer (last stage): logits GEMM in BF16, fp32 cross-entropy over the logits.
   const LinearTimes logits = linear_s(t, s.h, s.vocab / tp, g.bf16_dense_flops, 2, g);
-  const double loss = 3 * 4 * t * s.vocab / tp / g.hbm_Bps;
+  const double loss = kCrossEntropyBytesPerLogit * t * s.vocab / tp / g.hbm_Bps;
   const double mb = m.micro_batches;
   out.gemm_us = mb * (gemm_fwd + gemm_bwd + (m.recompute == Recompute::kFull ? gemm_fwd : 0)) * 1e6;
   out.attention_us = mb * (attn_fwd + attn_bwd + (again > 0 ? attn_fwd : 0)) * 1e6;
-  out.memory_us = mb * (kMemoryPasses * mem_fwd + (m.recompute == Recompute::kFull ? mem_fwd : 0)) * 1e6;
+  out.memory_us = mb * (3 * mem_fwd + (m.recompute == Recompute::kFull ? mem_fwd : 0)) * 1e6;
   out.logits_us = mb * (logits.forward + logits.backward + loss) * 1e6;
   // Optimizer step over this GPU's shard of the parameters.
   const double f = std::clamp(m.expert_parameter_fraction, 0.0, 1.0);

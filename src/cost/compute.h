@@ -13,10 +13,12 @@
 //     whichever is longer);
 //   attention core: 4 t s h / tp FLOPs forward, causal (half the scores computed), backward
 //     2.5x (FlashAttention-2's count), at kAttentionEfficiency of the BF16 peak;
-//   memory-bound work (norms, activations, dropout, residuals): the activation bytes of
-//     Korthikanti et al. (2022) table 2 (sbh(34/tp) with sequence parallelism, sbh(10 + 24/tp)
-//     without, + 5as^2 b/tp without fused attention), written once and read once, at HBM speed;
-//   the logits GEMM (h x vocabulary / tp) on the last stage;
+//   memory-bound work (norms, activations, dropout, residuals; the scores' softmax without
+//     fused attention; FP8's casts of every GEMM input and output gradient): each kernel's
+//     reads and writes, forward and backward, at HBM speed (compute.cc,
+//     elementwise_bytes_per_token);
+//   the logits GEMM (h x vocabulary / tp) and Megatron's fp32 cross-entropy passes over the
+//     logits on the last stage;
 //   recomputation: full adds every layer's forward again, selective the attention core's
 //     (nothing with fused attention, whose backward recomputes it anyway);
 //   the optimizer (Adam, mixed precision): 32 bytes per parameter of this GPU's shard

@@ -97,6 +97,42 @@ TEST(Compute, Fp8SpeedsUpTheGemmsOnly) {
   EXPECT_DOUBLE_EQ(step_compute(a, plan_of(4, 8), a100).total_us, a_bf16);
 }
 
+TEST(Compute, Fp8CastsEveryGemmInputAndOutputGradient) {
+  // Transformer Engine casts (and transposes) each FP8 GEMM's bf16 input and output gradient:
+  // 4 B per element of QKV, proj, MLP up and down inputs and of their outputs' gradients.
+  WorkloadModel m = gpt3();
+  const ParallelPlan plan = plan_of(4, 8);
+  const double bf16 = step_compute(m, plan, h100()).memory_us;
+  m.precision = Precision::kFp8;
+  const double fp8 = step_compute(m, plan, h100()).memory_us;
+  const double h = 12288, ffn = 49152, tp = 4, t = 2048, layers = 12, mb = 64;
+  const double elements = (h + h / tp + 3 * h / tp + h) + (h + ffn / tp + ffn / tp + h);
+  EXPECT_NEAR(fp8 - bf16, 4 * elements * t * layers * mb / h100().hbm_Bps * 1e6, 1e-6 * fp8);
+}
+
+TEST(Compute, ElementwiseWorkIsReplicatedWithoutSequenceParallelism) {
+  // Norms and dropout-adds (44 h B per token and layer, forward and backward) run on every TP
+  // rank without sequence parallelism, split by tp with it.
+  WorkloadModel m = gpt3();
+  const ParallelPlan plan = plan_of(4, 8);
+  const double with_sp = step_compute(m, plan, h100()).memory_us;
+  m.sequence_parallel = false;
+  const double without = step_compute(m, plan, h100()).memory_us;
+  const double h = 12288, tp = 4, t = 2048, layers = 12, mb = 64;
+  EXPECT_NEAR(without - with_sp, 44 * h * (1 - 1 / tp) * t * layers * mb / h100().hbm_Bps * 1e6, 1e-6 * without);
+}
+
+TEST(Compute, CrossEntropyPassesOverEveryLogitInFp32) {
+  // Megatron's unfused vocab-parallel cross-entropy: 52 B per logit of the GPU's shard.
+  WorkloadModel m = gpt3();
+  const ParallelPlan plan = plan_of(4, 8);
+  const double with_vocab = step_compute(m, plan, h100()).logits_us;
+  const double bytes_us = 52 * 2048 * (51200 / 4.0) * 64 / h100().hbm_Bps * 1e6;
+  EXPECT_GT(with_vocab, bytes_us);
+  m.vocabulary = 0;
+  EXPECT_DOUBLE_EQ(step_compute(m, plan, h100()).logits_us, 0);
+}
+
 TEST(Compute, SplittingTheGemmsLosesEfficiency) {
   // The same model's work per GPU x GPUs grows as tp shrinks each GEMM (memory-bound
   // non-GEMM work without sequence parallelism, wave quantization, the roofline).
@@ -190,12 +226,21 @@ TEST(StepModel, PerKindOverlapBubbleAndStraggler) {
   EXPECT_DOUBLE_EQ(tp->exposed_us, tp->time_us);  // inside the layer
   EXPECT_LT(dp->exposed_us, dp->time_us);         // behind the last micro-batch
   EXPECT_GE(dp->exposed_us, dp->time_us * std::min(1.0, 40e6 * 4 / dp->bytes) - 1e-9);
-  // What outlasts one micro-batch's compute (interleaved or not).
-  EXPECT_NEAR(dp->exposed_us, std::max(dp->time_us - m.compute_us_per_step / 64, dp->time_us * std::min(1.0, 40e6 * 4 / dp->bytes)), 1e-6 * dp->time_us);
+  // What outlasts one micro-batch's compute (interleaved or not), plus 18.9% of the hidden
+  // rest: the compute beside a NCCL kernel runs that much slower (Lee et al. 2025).
+  const auto with_interference = [](double time, double not_hidden) { return not_hidden + 0.189 * (time - not_hidden); };
+  const double dp_not_hidden = std::max(dp->time_us - m.compute_us_per_step / 64, dp->time_us * std::min(1.0, 40e6 * 4 / dp->bytes));
+  EXPECT_NEAR(dp->exposed_us, with_interference(dp->time_us, dp_not_hidden), 1e-6 * dp->time_us);
   // Fill and drain: 2 x (8 - 1) of the 2 x 64 x 12 transfers (interleaved: one per chunk),
   // one per bubble slot.
   EXPECT_EQ(pp->calls, 2 * 64 * 12);
-  EXPECT_NEAR(pp->exposed_us, pp->time_us / pp->calls * 2 * (8 - 1), 1e-6 * pp->time_us);
+  EXPECT_NEAR(pp->exposed_us, with_interference(pp->time_us, pp->time_us / pp->calls * 2 * (8 - 1)), 1e-6 * pp->time_us);
+  // A given single overlap fraction is taken as given (no interference term).
+  WorkloadModel fixed = m;
+  fixed.overlap = 0.3;
+  auto f = estimate_job_comm(c, *gpus, plan, fixed);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NEAR(group(*f, "pp")->exposed_us, 0.7 * group(*f, "pp")->time_us, 1e-6 * group(*f, "pp")->time_us);
   EXPECT_NEAR(e->bubble_us, m.compute_us_per_step * 7 / (12.0 * 64), 1e-6 * e->bubble_us);
   EXPECT_NEAR(e->straggler_us, m.compute_us_per_step * kGpuSpeedSigma * std::sqrt(2 * std::log(128.0)), 1e-6);
   EXPECT_NEAR(e->step_us, e->compute_us + e->bubble_us + e->straggler_us + e->exposed_comm_us, 1e-6 * e->step_us);

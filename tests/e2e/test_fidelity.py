@@ -1,13 +1,14 @@
 """End-to-end fidelity of the step-time model (issue 32): every row of
-tests/data/e2e_training.csv (published training runs: NVIDIA's DGX Cloud recipes on DGX H100,
-the Megatron-LM README tables, ResNet-50 on DGX A100) predicted through the CLI
+tests/data/e2e_training.csv (published training runs: NVIDIA's DGX Cloud recipes on DGX H100
+in BF16 and FP8, the Megatron-LM README tables, ResNet-50 on DGX A100) predicted through the CLI
 (`toposched scale`, first-fit on an empty cluster of the row's hardware), from the row's
 plan and settings and the model's published architecture (tests/data/e2e_training/
 models.json) only: no value is keyed by row. Prints the table (docs/cost-model.md shows it)
 and asserts the accuracy the model reaches:
   - step-time rows: median |error| and the largest |error| below the bounds below;
   - weak-scaling rows: the error of the efficiency (absolute);
-  - ResNet-50: the single-GPU step within 25%.
+  - ResNet-50: the single-GPU step within 25%;
+  - FP8 rows: each within 25%.
 What the issue asks and the model does not reach is stated in docs/cost-model.md
 ("Fidelity against published runs"); the bounds here are what it does reach, so a change
 that makes any row worse fails."""
@@ -26,16 +27,18 @@ ROWS = os.path.join(DATA, "e2e_training.csv")
 MODELS = os.path.join(DATA, "e2e_training", "models.json")
 
 # What the model reaches on these rows (docs/cost-model.md, "Fidelity against published
-# runs"); the issue's targets are 10% median / 25% every row / 0.02, met only by the
-# data-parallel weak-scaling rows. The bounds hold today's errors (median 18.6%, worst
-# 40.9%) with a little room, so a change that makes the model worse fails.
-STEP_MEDIAN_BOUND = 0.19
-STEP_WORST_BOUND = 0.42
+# runs"); the issue's targets are 10% median / 25% every row / 0.02, met by the data-parallel
+# weak-scaling rows and the FP8 rows. The bounds hold today's errors (median 16.9%, worst
+# 33.1%, 22 step-time rows) with a little room, so a change that makes the model worse fails.
+STEP_MEDIAN_BOUND = 0.17
+STEP_WORST_BOUND = 0.34
 # Weak scaling where only DP grows (the DGX Cloud recipes, Grok-1): the issue's 0.02.
 WEAK_SCALING_BOUND = 0.02
-# The two in-node rows the model misses (TP 1 -> 8 with a larger model: +0.065; ResNet-50
-# on 1 -> 8 GPUs: +0.137, input pipeline and BN sync not modelled), held where they are.
+# The two in-node rows the model misses (TP 1 -> 8 with a larger model: +0.074; ResNet-50
+# on 1 -> 8 GPUs: +0.136, input pipeline and BN sync not modelled), held where they are.
 IN_NODE_SCALING_BOUND = 0.14
+# The FP8 rows (the recipes' FP8 tables): the issue's 25% (they reach 14-19%).
+FP8_BOUND = 0.25
 
 
 def architecture(model_column):
@@ -100,6 +103,8 @@ class Predictor:
         model = dict(arch["model"])
         if arch.get("workload") != "dp-vision":
             model.update(arch.get("settings") or settings(self.notes.get(model_column) or row["notes"]))
+            if re.match(r"FP8\b", row["notes"]):  # the recipes' FP8 tables (Transformer Engine)
+                model["precision"] = "fp8"
             batch = re.search(r"batch (\d+)", row["metric"])
             if batch:  # "one replica, batch 16": one micro-batch of that many sequences
                 model["micro_batch"] = int(batch.group(1))
@@ -154,36 +159,54 @@ def predict(pred, row):
     return "step", measured, pred.steps(row, model, tp0, pp, [dp0], [g0])[0]
 
 
+def predict_all():
+    """Every row of e2e_training.csv: (row, kind, measured, predicted, the row's own scale point)."""
+    out = []
+    with open(ROWS, encoding="utf-8") as f, tempfile.TemporaryDirectory(prefix="toposched-fidelity-") as tmp:
+        pred = Predictor(tmp)
+        for row in csv.DictReader(f):
+            kind, measured, predicted = predict(pred, row)
+            out.append((row, kind, measured, predicted, pred.points[-1]))
+    return out
+
+
+def table(rows):
+    """The Markdown table docs/cost-model.md and docs/results.md show, and its summary line."""
+    lines = ["| model | tp/pp/dp (GPUs) | precision | metric | measured | predicted | error | compute | bubble | straggler |"
+             " exposed comm (tp/cp/ep/dp/pp) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row, kind, measured, predicted, point in rows:
+        err = predicted - measured if kind == "weak" else predicted / measured - 1
+        shown = f"{err:+.3f}" if kind == "weak" else f"{100 * err:+.1f}%"
+        terms = "| | | |"
+        if kind == "step":
+            by_kind = point.get("exposed_comm_by_kind_s", {})
+            exposed = "/".join(f"{by_kind[k]:.2f}" if k in by_kind else "–" for k in ("tp", "cp", "ep", "dp", "pp"))
+            own = point["compute_s"] - point["bubble_s"] - point["straggler_s"]
+            terms = f"| {own:.3f} | {point['bubble_s']:.3f} | {point['straggler_s']:.3f} | {exposed}"
+        metric = {"step": "step (s)", "weak": "efficiency", "added": "added step (s)"}[kind]
+        precision = "FP8" if row["notes"].startswith("FP8") else ""
+        lines.append(f"| {row['model']} | {row['tp']}/{row['pp']}/{row['dp']} ({row['gpus']}) | {precision} | {metric} | "
+                     f"{measured:.4g} | {predicted:.4g} | {shown} {terms} |")
+    errors = [(abs(p / m - 1), row["model"]) for row, kind, m, p, _ in rows if kind == "step"]
+    worst = max(errors)
+    lines.append("")
+    lines.append(f"Step-time rows: {len(errors)}, median |error| {100 * statistics.median([e for e, _ in errors]):.1f}%, "
+                 f"worst {100 * worst[0]:.1f}% ({worst[1]}).")
+    return "\n".join(lines)
+
+
 class Fidelity(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.rows = []
-        with open(ROWS, encoding="utf-8") as f, tempfile.TemporaryDirectory(prefix="toposched-fidelity-") as tmp:
-            pred = Predictor(tmp)
-            for row in csv.DictReader(f):
-                kind, measured, predicted = predict(pred, row)
-                cls.rows.append((row, kind, measured, predicted, pred.points[-1]))
-        print("\n| model | tp/pp/dp (GPUs) | metric | measured | predicted | error | compute | bubble | straggler |"
-              " exposed comm (tp/cp/ep/dp/pp) |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
-        for row, kind, measured, predicted, point in cls.rows:
-            err = predicted - measured if kind == "weak" else predicted / measured - 1
-            shown = f"{err:+.3f}" if kind == "weak" else f"{100 * err:+.1f}%"
-            terms = "| | | |"
-            if kind == "step":
-                by_kind = point.get("exposed_comm_by_kind_s", {})
-                exposed = "/".join(f"{by_kind[k]:.2f}" if k in by_kind else "–" for k in ("tp", "cp", "ep", "dp", "pp"))
-                own = point["compute_s"] - point["bubble_s"] - point["straggler_s"]
-                terms = f"| {own:.3f} | {point['bubble_s']:.3f} | {point['straggler_s']:.3f} | {exposed}"
-            metric = {"step": "step (s)", "weak": "efficiency", "added": "added step (s)"}[kind]
-            print(f"| {row['model']} | {row['tp']}/{row['pp']}/{row['dp']} ({row['gpus']}) | {metric} | "
-                  f"{measured:.4g} | {predicted:.4g} | {shown} {terms} |")
+        cls.rows = predict_all()
+        print("\n" + table(cls.rows))
 
     def step_errors(self):
         return [abs(p / m - 1) for _, kind, m, p, _ in self.rows if kind == "step"]
 
     def test_every_row_predicted(self):
-        self.assertEqual(len(self.rows), 28)
+        self.assertEqual(len(self.rows), 32)
         for row, _, _, predicted, _ in self.rows:
             self.assertGreater(predicted, 0, row["model"])
 
@@ -204,6 +227,14 @@ class Fidelity(unittest.TestCase):
                 self.assertLessEqual(abs(predicted - measured), IN_NODE_SCALING_BOUND if in_node else WEAK_SCALING_BOUND)
                 checked += 1
         self.assertEqual(checked, 6)
+
+    def test_fp8_rows(self):
+        """The issue's FP8 target: every FP8 row within 25%."""
+        rows = [(row, m, p) for row, kind, m, p, _ in self.rows if kind == "step" and row["notes"].startswith("FP8")]
+        self.assertEqual(len(rows), 4)
+        for row, measured, predicted in rows:
+            with self.subTest(model=row["model"], gpus=row["gpus"]):
+                self.assertLessEqual(abs(predicted / measured - 1), FP8_BOUND)
 
     def test_resnet50_single_gpu(self):
         rows = [(m, p) for row, kind, m, p, _ in self.rows if kind == "step" and "ResNet-50" in row["model"]]
