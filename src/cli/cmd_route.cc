@@ -21,6 +21,7 @@ struct RouteCliOptions {
   std::string cache_blocks = "auto";
   std::string report_dir;
   bool quiet = false;
+  double event_lag_ms = 0;
   OutputFormat format = OutputFormat::kText;
 };
 
@@ -41,6 +42,7 @@ int run_route_command(RouteCliOptions& o) {
       return usage_error(fmt::format("--kv-cache-blocks: expected auto, unlimited or a block count >= 1, found '{}'", o.cache_blocks));
     }
   }
+  o.route.sim.event_lag_s = o.event_lag_ms / 1e3;
   auto run = router::run_route(o.route);
   if (!run) return report(run.error());
   if (!o.quiet && run->info.skipped_rows > 0)
@@ -89,6 +91,13 @@ void register_route(CLI::App& app, int& exit_code) {
   cmd->add_flag("--find-load", o->route.find_load,
                 "Also sweep the rate: round-robin at 1x, 1.25x, ... until its TTFT p99 is 5x the unloaded p99; print\n"
                 "every policy at the light (1x, if round-robin's p99 <= 1.3x unloaded), knee (>= 2x) and overload (>= 5x) points");
+  cmd->add_option("--load-weight", o->route.sim.load_weight,
+                  fmt::format("Anti-burst weight of kv, kv-topo, kv-pull-blind: each request active on a worker adds this to the\n"
+                              "weight of the prefill routed there (default {}; 0 = Dynamo's cost exactly)",
+                              router::kDefaultLoadWeight));
+  cmd->add_option("--predictor-scale", o->route.sim.predictor_scale,
+                  "The router's prefill-time predictor x this against the simulated time (default 1; robustness runs)");
+  cmd->add_option("--event-lag-ms", o->event_lag_ms, "KV events reach the router this many milliseconds late (default 0)");
   cmd->add_flag("--skip-bad-rows", o->route.skip_bad_rows, "Skip malformed trace lines (counted on stderr) instead of failing");
   cmd->add_option("--report,-r", o->report_dir, "Write DIR/report.json and DIR/report.html");
   cmd->add_flag("--quiet,-q", o->quiet, "No notes on stderr");

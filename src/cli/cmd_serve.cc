@@ -71,6 +71,13 @@ void register_serve(CLI::App& app, int& exit_code) {
   cmd->add_option("--router-policy", o->router_policy, "POST /v1/route: routing policy (default kv-topo)");
   cmd->add_option("--router-block-tokens", o->router_block_tokens,
                   "Tokens per KV block of the router's index and of the engines' events (default 512; vLLM's is 16)");
+  cmd->add_option("--router-load-weight", o->router_load_weight,
+                  "Anti-burst weight of the kv policies: each request active on a worker adds this to the weight\n"
+                  "of the prefill routed there (default 1; 0 = Dynamo's cost exactly; docs/router.md)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--router-max-in-flight", o->router_max_in_flight,
+                  "Admission control: POST /v1/route answers 429 with Retry-After while this many requests\n"
+                  "routed with a request_id are not yet reported done (POST /v1/route/done); 0 = no bound (default)");
   cmd->add_option("--router-kv-events", o->router_kv_events,
                   "Subscribe router worker W to an engine's ZMQ KV event publisher (vLLM, SGLang):\n"
                   "W=tcp://HOST:PORT[,replay=tcp://HOST:PORT][,topic=T]; repeat per worker (docs/router.md)");

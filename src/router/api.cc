@@ -1,5 +1,9 @@
 #include "router/api.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "formats/json_input.h"
@@ -136,8 +140,9 @@ Result<std::vector<RouterEvent>> parse_router_events(const Json& body) {
   return out;
 }
 
-RouterService::RouterService(const Cluster& cluster, std::vector<WorkerPlacement> workers, Router router, int block_tokens)
-    : cluster_(cluster), workers_(std::move(workers)), block_tokens_(block_tokens), router_(std::move(router)) {
+RouterService::RouterService(const Cluster& cluster, std::vector<WorkerPlacement> workers, Router router, int block_tokens,
+                             std::size_t max_in_flight)
+    : cluster_(cluster), workers_(std::move(workers)), block_tokens_(block_tokens), max_in_flight_(max_in_flight), router_(std::move(router)) {
   for (KvIndex& i : lower_) i.set_workers(static_cast<int>(workers_.size()));
   slots_.resize(workers_.size());
 }
@@ -158,10 +163,13 @@ Result<std::unique_ptr<RouterService>> RouterService::create(const Cluster& clus
   TOPOSCHED_TRY(gpu, find_gpu_spec(cluster.node_type(workers.front().node).gpu_model));
   TimeModel time(model, gpu, o.tp);
   TOPOSCHED_TRY(table, transfer_table(cluster, workers, model.kv_bytes_per_token() * o.block_tokens));
+  if (!(o.load_weight >= 0) || !std::isfinite(o.load_weight))
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--router-load-weight: expected a number >= 0, found {}", o.load_weight));
   RouterConfig config;
   config.block_tokens = o.block_tokens;
+  config.load_weight = o.load_weight;
   Router router(*policy, o.workers, time, std::move(table), config);
-  return std::unique_ptr<RouterService>(new RouterService(cluster, std::move(workers), std::move(router), o.block_tokens));
+  return std::unique_ptr<RouterService>(new RouterService(cluster, std::move(workers), std::move(router), o.block_tokens, o.max_in_flight));
 }
 
 KvIndex& RouterService::tier_index(StorageTier tier) {
@@ -324,7 +332,15 @@ Result<std::vector<std::uint64_t>> route_sequence(const Json& body, int block_to
 
 }  // namespace
 
-Result<Json> RouterService::route(const Json& body) {
+// HTTP's Retry-After is whole seconds: the shortest prefill queue among the workers (the
+// router's own estimate of when one of them has room again), at least 1.
+int RouterService::retry_after_s() {
+  double shortest = std::numeric_limits<double>::infinity();
+  for (int w = 0; w < router_.workers(); ++w) shortest = std::min(shortest, router_.load(w).prefill_seconds);
+  return static_cast<int>(std::clamp(std::ceil(shortest), 1.0, 3600.0));
+}
+
+Result<RouteReply> RouterService::route_or_shed(const Json& body) {
   if (!body.is_object()) return bad("body", "expected a JSON object");
   std::int64_t input_length = 0;
   if (auto len = body.find("input_length"); len != body.end()) {
@@ -341,6 +357,20 @@ Result<Json> RouterService::route(const Json& body) {
     id = rid;
   }
   MutexLock lock(router_mutex_);
+  if (id && router_.is_active(*id))
+    return make_error(ErrorCode::kConflict, fmt::format("request_id {} is already in flight (POST /v1/route/done ends it)", *id));
+  if (max_in_flight_ > 0 && router_.in_flight() >= max_in_flight_) {
+    RouteReply shed;
+    shed.shed = true;
+    shed.retry_after_s = retry_after_s();
+    shed.answer = Json{{"error",
+                        {{"code", "overloaded"},
+                         {"message", fmt::format("the router's queue is full: {} requests in flight (--router-max-in-flight {})",
+                                                 router_.in_flight(), max_in_flight_)}}},
+                       {"in_flight", router_.in_flight()},
+                       {"retry_after_s", shed.retry_after_s}};
+    return shed;
+  }
   RouteDecision d = router_.route(id.value_or(next_anonymous_++), RouteQuery{sequence, static_cast<int>(std::min<std::int64_t>(input_length, 1 << 30))});
   if (!id) router_.finished(next_anonymous_ - 1);
   const WorkerPlacement& w = workers_[static_cast<std::size_t>(d.worker)];
@@ -368,12 +398,39 @@ Result<Json> RouterService::route(const Json& body) {
               {"predicted_ttft_s", d.predicted_ttft_s},
               {"policy", std::string(router_.policy_name())}};
   if (auto ex = body.find("explain"); ex != body.end() && ex->is_boolean() && ex->get<bool>()) answer["overlaps"] = router_.prefixes(RouteQuery{sequence, 1});
-  return answer;
+  return RouteReply{std::move(answer), false, 0};
+}
+
+Result<Json> RouterService::route(const Json& body) {
+  TOPOSCHED_TRY(reply, route_or_shed(body));
+  if (reply.shed) return make_error(ErrorCode::kUnavailable, reply.answer["error"]["message"].get<std::string>());
+  return std::move(reply.answer);
 }
 
 void RouterService::finished(std::uint64_t request_id) {
   MutexLock lock(router_mutex_);
   router_.finished(request_id);
+}
+
+std::size_t RouterService::in_flight() {
+  MutexLock lock(router_mutex_);
+  return router_.in_flight();
+}
+
+Result<Json> RouterService::done(const Json& body) {
+  if (!body.is_object() || !body.contains("request_id")) return bad("body", "expected {\"request_id\", \"stage\"?}");
+  TOPOSCHED_TRY(id, u64(body["request_id"], "request_id"));
+  std::string stage = "finished";
+  if (auto st = body.find("stage"); st != body.end()) {
+    if (!st->is_string() || (st->get<std::string>() != "prefill" && st->get<std::string>() != "finished"))
+      return bad("stage", fmt::format("expected \"prefill\" or \"finished\", found {}", quote_json(*st)));
+    stage = st->get<std::string>();
+  }
+  MutexLock lock(router_mutex_);
+  if (!router_.is_active(id)) return make_error(ErrorCode::kNotFound, fmt::format("request_id {} is not in flight", id));
+  if (stage == "prefill") router_.prefill_done(id);
+  else router_.finished(id);
+  return Json{{"request_id", id}, {"stage", stage}, {"in_flight", router_.in_flight()}};
 }
 
 }  // namespace toposched::router

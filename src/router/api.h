@@ -11,6 +11,8 @@
 //    in blocks). Answer: {"worker", "worker_id", "dp_rank", "node", "gpus":
 //    ["node:index"...], "overlap_blocks", "tier_overlap_blocks": {tier: n}, "pull_from"
 //    (worker or null), "pull_blocks", "cost", "predicted_ttft_s", "policy"}.
+//    With a request_id the request stays in flight until `done` (409 for an id already in
+//    flight); with max_in_flight set, a route while that many are in flight is shed.
 //  - kv-events body: Dynamo's RouterEvent (router/kv_events.h) or {"worker_id", "events":
 //    [...]}. Answer: {"applied": n}. A `stored` event whose parent the worker does not hold is
 //    refused (kNotFound) and those after it are not applied.
@@ -52,6 +54,17 @@ struct RouteServiceOptions {
   int tp = 1;
   std::string policy = "kv-topo";
   int block_tokens = kMooncakeBlockTokens;  // tokens per KV block (the engines' block size)
+  double load_weight = kDefaultLoadWeight;  // anti-burst weight (RouterConfig::load_weight)
+  // Admission control: at most this many requests in flight (routed with a request_id and
+  // not yet reported done); past it a route is shed (429 + Retry-After). 0: no bound.
+  std::size_t max_in_flight = 0;
+};
+
+// A route answer, or a shed request: the router's queue is full.
+struct RouteReply {
+  nlohmann::json answer;
+  bool shed = false;
+  int retry_after_s = 0;  // when shed: whole seconds, >= 1
 };
 
 // Dynamo's RouterEvent JSON (one event or "events": [...]) as RouterEvents.
@@ -72,7 +85,15 @@ class RouterService {
   static Result<std::unique_ptr<RouterService>> create(const Cluster& cluster, const RouteServiceOptions& options,
                                                        std::vector<WorkerPlacement> workers);
 
+  // Errors as the body's; a full queue is a RouteReply with shed set, not an error.
+  Result<RouteReply> route_or_shed(const nlohmann::json& body);
+  // The same with a shed request as an error (kUnavailable).
   Result<nlohmann::json> route(const nlohmann::json& body);
+  // {"request_id", "stage"?: "prefill" | "finished" (default)} -> {"request_id", "stage",
+  // "in_flight"}: the engine computed the prompt (its prefill leaves the worker's queue) or
+  // the request ended (it leaves the router's queue). kNotFound for an id not in flight.
+  Result<nlohmann::json> done(const nlohmann::json& body);
+  std::size_t in_flight();
   Result<nlohmann::json> kv_events(const nlohmann::json& body);
   // {"worker_id", "dp_rank"?} -> {"worker": slot}: claims a slot (idempotent).
   Result<nlohmann::json> register_worker(const nlohmann::json& body);
@@ -96,7 +117,8 @@ class RouterService {
     // engine block hash -> router name, per tier
     std::array<std::unordered_map<std::uint64_t, std::uint64_t>, kStorageTiers> names;
   };
-  RouterService(const Cluster& cluster, std::vector<WorkerPlacement> workers, Router router, int block_tokens);
+  RouterService(const Cluster& cluster, std::vector<WorkerPlacement> workers, Router router, int block_tokens, std::size_t max_in_flight);
+  int retry_after_s() REQUIRES(router_mutex_);
   Result<int> slot_for(std::uint64_t worker_id, std::uint32_t dp_rank) REQUIRES(router_mutex_);  // claims
   Result<void> apply_locked(int slot, const RouterEvent& event) REQUIRES(router_mutex_);
   KvIndex& tier_index(StorageTier tier) REQUIRES(router_mutex_);
@@ -104,6 +126,7 @@ class RouterService {
   const Cluster& cluster_;
   std::vector<WorkerPlacement> workers_;
   int block_tokens_;
+  std::size_t max_in_flight_;
   Mutex router_mutex_;
   Router router_ GUARDED_BY(router_mutex_);  // its index is the device tier
   std::array<KvIndex, kStorageTiers - 1> lower_ GUARDED_BY(router_mutex_);  // host_pinned, disk, external

@@ -1,6 +1,7 @@
 #include "router/request_sim.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <list>
@@ -15,11 +16,53 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// Where the workers' caches report their KV events: straight into an index, or (event lag)
+// into a queue that reaches the index once each event is lag_s old. Events keep their order:
+// by the time they were emitted, then as emitted.
+class IndexFeed {
+ public:
+  IndexFeed(KvIndex* index, double lag_s) : index_(index), lag_s_(lag_s) {}
+  void set_now(double t) { now_ = t; }
+  void store(int worker, std::uint64_t h) { emit(worker, h, true); }
+  void remove(int worker, std::uint64_t h) { emit(worker, h, false); }
+  // Applies every queued event due at or before t.
+  void deliver_until(double t) {
+    while (!pending_.empty() && pending_.top().due <= t) {
+      const Pending& p = pending_.top();
+      apply(p.worker, p.hash, p.store);
+      pending_.pop();
+    }
+  }
+
+ private:
+  struct Pending {
+    double due = 0;
+    std::uint64_t order = 0;
+    int worker = 0;
+    std::uint64_t hash = 0;
+    bool store = true;
+    bool operator>(const Pending& o) const { return due != o.due ? due > o.due : order > o.order; }
+  };
+  void apply(int worker, std::uint64_t h, bool store) {
+    if (store) index_->store(worker, h);
+    else index_->remove(worker, h);
+  }
+  void emit(int worker, std::uint64_t h, bool store) {
+    if (lag_s_ <= 0) return apply(worker, h, store);
+    pending_.push({now_ + lag_s_, next_order_++, worker, h, store});
+  }
+  KvIndex* index_;
+  double lag_s_;
+  double now_ = 0;
+  std::uint64_t next_order_ = 0;
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
+};
+
 // One worker's KV cache: blocks by sequence hash; the blocks no admitted request uses are
-// kept in LRU order and evicted first-in-list. Every store and eviction goes to the index.
+// kept in LRU order and evicted first-in-list. Every store and eviction goes to the feed.
 class BlockCache {
  public:
-  BlockCache(int worker, long long capacity, KvIndex* index) : worker_(worker), capacity_(capacity), index_(index) {}
+  BlockCache(int worker, long long capacity, IndexFeed* index) : worker_(worker), capacity_(capacity), index_(index) {}
 
   long long used() const { return static_cast<long long>(entries_.size()) + private_; }
   bool contains(std::uint64_t h) const { return entries_.contains(h); }
@@ -63,7 +106,7 @@ class BlockCache {
   };
   int worker_;
   long long capacity_;
-  KvIndex* index_;
+  IndexFeed* index_;
   std::unordered_map<std::uint64_t, Entry> entries_;
   std::list<std::uint64_t> lru_;
   long long private_ = 0;
@@ -99,12 +142,15 @@ class Engine {
          TransferTable all, TransferTable prefill_side, long long capacity)
       : workers_(workers), time_(time), trace_(trace), hashes_(hashes), policy_(policy), config_(config), all_(std::move(all)),
         prefill_count_(config.disaggregated ? static_cast<int>(workers.size()) / 2 : static_cast<int>(workers.size())),
-        router_(policy, prefill_count_, time, std::move(prefill_side), RouterConfig{config.block_tokens, 1.0}),
-        decode_index_(static_cast<int>(workers.size())) {
+        router_(policy, prefill_count_, time, std::move(prefill_side),
+                RouterConfig{config.block_tokens, 1.0, config.load_weight, config.predictor_scale}),
+        decode_index_(static_cast<int>(workers.size())),
+        prefill_feed_(&router_.index(), config.event_lag_s),
+        decode_feed_(&decode_index_, 0) {
     (void)cluster;
     block_bytes_ = time.model().kv_bytes_per_token() * config.block_tokens;
     for (int w = 0; w < static_cast<int>(workers.size()); ++w)
-      rt_.push_back(WorkerRt{BlockCache(w, capacity, w < prefill_count_ ? &router_.index() : &decode_index_), 0, false, {}, {}, 0});
+      rt_.push_back(WorkerRt{BlockCache(w, capacity, w < prefill_count_ ? &prefill_feed_ : &decode_feed_), 0, false, {}, {}, 0});
     reqs_.resize(trace.requests.size());
     result_.requests.resize(trace.requests.size());
     result_.policy = std::string(policy.name);
@@ -143,6 +189,8 @@ class Engine {
   int prefill_count_;
   Router router_;
   KvIndex decode_index_;  // --pd: the decode workers' caches (no router reads it)
+  IndexFeed prefill_feed_;  // the router's index, event_lag_s late
+  IndexFeed decode_feed_;
   double block_bytes_ = 0;
   std::vector<WorkerRt> rt_;
   std::vector<Req> reqs_;
@@ -171,6 +219,7 @@ void Engine::on_arrival(std::size_t i) {
   const LlmRequest& lr = trace_.requests[i];
   const double t = arrival(i);
   sample(t);
+  prefill_feed_.deliver_until(t);
   RouteDecision d = router_.route(i, RouteQuery{hashes_[i], lr.input_tokens});
   Req& r = reqs_[i];
   r.routed_overlap = d.local_overlap;
@@ -201,6 +250,7 @@ bool Engine::admit_one(int w, int i) {
   const int bs = config_.block_tokens;
   long long total_blocks = (static_cast<long long>(lr.input_tokens) + lr.output_tokens + bs - 1) / bs;
   r.private_blocks = total_blocks - static_cast<long long>(seq.size());
+  prefill_feed_.set_now(W.now);
   int local = W.cache.prefix(seq);
   // Hold what is cached (so that making room cannot evict it), then make room for the rest.
   long long fresh = r.private_blocks;
@@ -456,6 +506,12 @@ Result<PolicyResult> simulate_policy(const Cluster& cluster, const std::vector<W
   if (config.disaggregated && workers.size() < 2)
     return make_error(ErrorCode::kInvalidArgument, "--pd needs at least two workers (half prefill, half decode)");
   if (!(config.speed > 0)) return make_error(ErrorCode::kInvalidArgument, fmt::format("--speed: expected > 0, found {}", config.speed));
+  if (!(config.load_weight >= 0) || !std::isfinite(config.load_weight))
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--load-weight: expected a number >= 0, found {}", config.load_weight));
+  if (!(config.predictor_scale > 0) || !std::isfinite(config.predictor_scale))
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--predictor-scale: expected > 0, found {}", config.predictor_scale));
+  if (!(config.event_lag_s >= 0) || !std::isfinite(config.event_lag_s))
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--event-lag-ms: expected >= 0, found {}", config.event_lag_s * 1e3));
   if (hashes.size() != trace.requests.size()) return make_error(ErrorCode::kInvalidArgument, "one hash sequence per request expected");
   long long capacity = config.cache_blocks;
   if (capacity == 0) capacity = static_cast<long long>(time.kv_capacity_tokens() / config.block_tokens);

@@ -8,7 +8,9 @@
 // the worker's cache (LRU eviction of blocks no running request uses); its longest cached
 // prefix (plus any prefix the router had it pull from another worker, which delays its
 // admission by the transfer time) is not recomputed. Every block stored or evicted is
-// reported to the router's KvIndex as a Dynamo KV event at once.
+// reported to the router's KvIndex as a Dynamo KV event, at once or, with event_lag_s, that
+// many seconds later (applied, in order, before the first routing decision after then).
+// The router's blocks and prefill bookkeeping (prefill done, finished) are not delayed.
 // With `disaggregated` (--pd) the first half of the workers prefill and the second half
 // decode: after its prefill a request's whole KV moves to a decode worker, chosen by the
 // transfer time from its prefill worker (kv-topo, kv-pull-blind) or by decode load (others).
@@ -33,6 +35,9 @@ struct SimConfig {
   double speed = 1.0;             // arrivals at this many times the trace's rate
   bool disaggregated = false;
   std::size_t timeline_points = 120;
+  double load_weight = kDefaultLoadWeight;  // the router's anti-burst weight (RouterConfig)
+  double predictor_scale = 1.0;             // the router's prefill predictor x this (robustness runs)
+  double event_lag_s = 0;                   // KV events reach the router's index this late
 };
 
 struct RequestOutcome {

@@ -120,6 +120,9 @@ Json run_json(const RouteRunInfo& i) {
   r["block_tokens"] = i.sim.block_tokens;
   r["max_batched_tokens"] = i.sim.max_batched_tokens;
   r["max_running"] = i.sim.max_running;
+  r["load_weight"] = round_decimals(i.sim.load_weight, 6);
+  r["predictor_scale"] = round_decimals(i.sim.predictor_scale, 6);
+  r["event_lag_s"] = round_decimals(i.sim.event_lag_s, 6);
   r["cache_blocks_per_worker"] = i.cache_blocks_per_worker;  // -1: unlimited
   r["trace"] = i.trace;
   r["skipped_rows"] = i.skipped_rows;

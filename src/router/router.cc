@@ -107,7 +107,9 @@ RouteDecision choose_least_loaded(Router& r, const RouteQuery& q) {
 // prefill tokens = the worker's active prefill tokens + (isl - overlap x block size) and
 // potential decode blocks = its active blocks + the request's blocks it does not have active.
 // Temperature 0: the smallest logit; ties to the smaller cached tree, then (instead of
-// Dynamo's random pick) the lower index.
+// Dynamo's random pick) the lower index. Anti-burst (RouterConfig::load_weight): the prefill
+// weight grows by load_weight per request already active on the worker, since every one of
+// them waits through the prefill chunks computed there (0: Dynamo's cost exactly).
 RouteDecision choose_kv(Router& r, const RouteQuery& q) {
   const auto& overlap = r.prefixes(q);
   const auto& fresh = r.new_blocks_all(q.sequence);
@@ -119,7 +121,7 @@ RouteDecision choose_kv(Router& r, const RouteQuery& q) {
     double new_tokens = std::max(0.0, q.input_tokens - overlap[static_cast<std::size_t>(w)] * bs);
     double prefill_blocks = (l.prefill_tokens + new_tokens) / bs;
     double decode_blocks = static_cast<double>(l.active_blocks + fresh[static_cast<std::size_t>(w)]);
-    double logit = r.config().overlap_score_weight * prefill_blocks + decode_blocks;
+    double logit = (r.config().overlap_score_weight + r.burst_weight(w)) * prefill_blocks + decode_blocks;
     std::size_t tree = r.index().blocks(w);
     if (d.worker < 0 || logit < d.cost || (logit == d.cost && tree < best_tree)) {
       d.worker = w;
@@ -135,9 +137,10 @@ RouteDecision choose_kv(Router& r, const RouteQuery& q) {
 // seconds, then either the prefill of what it lacks, or (for each worker holding a longer
 // prefix) the transfer of the missing prefix blocks, overlapped with the queue, then the
 // prefill of the rest. `blind` prices every transfer as the fastest pair of the cluster.
+// The choice minimises that estimate x (1 + the worker's anti-burst weight); the answer's
+// predicted_ttft_s is the estimate itself.
 RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
   const auto& overlap = r.prefixes(q);
-  const TimeModel& tm = r.time_model();
   const int bs = r.config().block_tokens;
   static thread_local std::vector<int> sources;
   sources.clear();
@@ -149,10 +152,10 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
       if (c.blocks_per_s > fastest.blocks_per_s) fastest = c;
   auto prefill = [&](int blocks) {
     double cached = cached_tokens(blocks, bs, q.input_tokens);
-    return tm.prefill_s(std::max(1.0, q.input_tokens - cached), std::min(cached, q.input_tokens - 1.0));
+    return r.predicted_prefill_s(std::max(1.0, q.input_tokens - cached), std::min(cached, q.input_tokens - 1.0));
   };
   RouteDecision d;
-  double best = std::numeric_limits<double>::infinity();
+  double best = std::numeric_limits<double>::infinity(), best_ttft = best;
   for (int w = 0; w < r.workers(); ++w) {
     const int own = overlap[static_cast<std::size_t>(w)];
     const double queue = r.load(w).prefill_seconds;
@@ -168,8 +171,11 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
         from = s;
       }
     }
-    if (t < best || (t == best && r.load(w).active_blocks < r.load(d.worker).active_blocks)) {
-      best = t;
+    // Anti-burst: the estimate weighted by the requests this prefill would stall there.
+    const double cost = t * (1 + r.burst_weight(w));
+    if (cost < best || (cost == best && r.load(w).active_blocks < r.load(d.worker).active_blocks)) {
+      best = cost;
+      best_ttft = t;
       d.worker = w;
       d.local_overlap = own;
       d.pull_from = from;
@@ -177,7 +183,7 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
     }
   }
   d.cost = best;
-  d.predicted_ttft_s = best;
+  d.predicted_ttft_s = best_ttft;
   return d;
 }
 
@@ -249,7 +255,7 @@ RouteDecision Router::route(std::uint64_t request_id, const RouteQuery& query) {
   a.worker = d.worker;
   double cached = cached_tokens(d.local_overlap + d.pull_blocks, config_.block_tokens, query.input_tokens);
   a.prefill_tokens = std::max(0.0, query.input_tokens - cached);
-  a.prefill_seconds = time_.prefill_s(std::max(1.0, a.prefill_tokens), std::min(cached, query.input_tokens - 1.0));
+  a.prefill_seconds = predicted_prefill_s(std::max(1.0, a.prefill_tokens), std::min(cached, query.input_tokens - 1.0));
   a.blocks.assign(query.sequence.begin(), query.sequence.end());
   l.prefill_tokens += a.prefill_tokens;
   l.prefill_seconds += a.prefill_seconds;

@@ -14,6 +14,10 @@
 //   compute here, or pull the cached prefix over the actual path first, whichever gives the
 //   earlier first token), kv-pull-blind (kv-topo's rule with every transfer priced as the
 //   cluster's fastest path: the topology-blind variant). See docs/router.md.
+// The kv family's prefill term carries an anti-burst weight: each request already active on
+// a worker adds RouterConfig::load_weight to the weight of the prefill routed there (the
+// prefill it would stall; vLLM's chunked prefill puts the chunks in the same iterations as
+// the decoding sequences). load_weight 0 is Dynamo's cost exactly.
 //
 // Decisions are deterministic (ties go to the lower worker index). Thread-safety: none;
 // one thread at a time (the service holds a mutex around it).
@@ -81,9 +85,19 @@ struct RouteDecision {
   double predicted_ttft_s = 0;  // kv-topo family: its estimate; else 0
 };
 
+// The anti-burst weight `route` and `serve` use unless told otherwise (docs/router.md,
+// "Anti-burst load term": chosen by the measured sweep there, not derived).
+inline constexpr double kDefaultLoadWeight = 1.0;
+
 struct RouterConfig {
   int block_tokens = 512;
   double overlap_score_weight = 1.0;  // Dynamo's default
+  // Anti-burst: the prefill term of kv / kv-topo / kv-pull-blind is weighted by
+  // (overlap_score_weight + load_weight x active requests on the worker); 0 = Dynamo's cost.
+  double load_weight = 0.0;
+  // The router's prefill-time predictor scaled against the time model (1 = calibrated; the
+  // simulator's robustness runs use 0.7 and 1.4). Transfer estimates are not scaled.
+  double predictor_scale = 1.0;
 };
 
 class Router;
@@ -118,13 +132,20 @@ class Router {
   const TransferTable& transfers() const { return transfers_; }
   const RouterConfig& config() const { return config_; }
   std::string_view policy_name() const { return policy_->name; }
+  // Routed requests not yet finished, over all workers (the router's queue).
+  std::size_t in_flight() const { return active_.size(); }
+  bool is_active(std::uint64_t request_id) const { return active_.contains(request_id); }
+  // The predictor's prefill seconds (TimeModel::prefill_s x predictor_scale).
+  double predicted_prefill_s(double tokens, double cached) const { return config_.predictor_scale * time_.prefill_s(tokens, cached); }
+  // The kv family's anti-burst addition to the weight of worker w's prefill term.
+  double burst_weight(int w) const { return config_.load_weight * loads_[static_cast<std::size_t>(w)].active_requests; }
 
   // Per-worker load, as the policies read it.
   struct Load {
     double prefill_tokens = 0;   // routed, not yet computed (Dynamo's active prefill tokens)
     double prefill_seconds = 0;  // the same, timed by the time model
     std::size_t active_blocks = 0;  // unique blocks of active requests
-    int active_requests = 0;
+    int active_requests = 0;        // routed and not finished (prefilling or decoding)
     std::unordered_map<std::uint64_t, int> block_refs;  // sequence hash -> active requests using it
   };
   const Load& load(int w) const { return loads_[static_cast<std::size_t>(w)]; }

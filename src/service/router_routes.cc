@@ -1,5 +1,6 @@
 // The LLM request router (router/api.h) behind the service:
-//   POST /v1/route, POST /v1/kv-events (Dynamo's RouterEvent), POST /v1/kv-workers (claim a
+//   POST /v1/route (429 + Retry-After when --router-max-in-flight requests are in flight),
+//   POST /v1/route/done (a request's prefill computed, or the request ended), POST /v1/kv-events (Dynamo's RouterEvent), POST /v1/kv-workers (claim a
 //   worker slot for a Dynamo worker id), GET /v1/kv-index (dump of the index), GET
 //   /v1/kv-subscribers (state of the engine event subscribers).
 // Handlers parse the body, call RouterService and serialise its answer; the router is built
@@ -87,7 +88,9 @@ Result<std::vector<router::WorkerPlacement>> hold_workers(ServiceContext& ctx) {
 
 RouterState build_router(ServiceContext& ctx) {
   const ServeOptions& so = ctx.options;
-  router::RouteServiceOptions o{so.router_model, so.router_workers, so.router_tp, so.router_policy, so.router_block_tokens};
+  router::RouteServiceOptions o{so.router_model,       so.router_workers,     so.router_tp,
+                                so.router_policy,      so.router_block_tokens, so.router_load_weight < 0 ? router::kDefaultLoadWeight : so.router_load_weight,
+                                so.router_max_in_flight};
   RouterState st;
   std::vector<router::WorkerPlacement> workers;  // empty: placed on an empty cluster, held by nobody
   if (so.router_hold_workers) {
@@ -171,7 +174,7 @@ class RouterHolder {
 void install_router_routes(httplib::Server& http, ServiceContext& ctx) {
   auto holder = std::make_shared<RouterHolder>(ctx);
   ctx.stop_hooks.push_back([holder] { holder->stop(); });
-  enum class Kind { kRoute, kEvents, kWorkers, kIndex, kSubscribers };
+  enum class Kind { kRoute, kDone, kEvents, kWorkers, kIndex, kSubscribers };
   auto handle = [&ctx, holder](Kind kind) {
     return [&ctx, holder, kind](const httplib::Request& req, httplib::Response& res) {
       if (!authorize(ctx, req, res)) return;
@@ -182,14 +185,22 @@ void install_router_routes(httplib::Server& http, ServiceContext& ctx) {
         return send_json(res, 200, (state.subscriber ? state.subscriber->status() : nlohmann::json{{"subscribers", nlohmann::json::array()}}).dump());
       auto body = parse_json_body(req);
       if (!body) return send_error(res, body.error());
+      if (kind == Kind::kRoute) {
+        auto reply = state.service->route_or_shed(*body);
+        if (!reply) return send_error(res, reply.error());
+        // Admission control: the router's queue is full; the client is told when to retry.
+        if (reply->shed) res.set_header("Retry-After", std::to_string(reply->retry_after_s));
+        return send_json(res, reply->shed ? 429 : 200, reply->answer.dump());
+      }
       auto answer = kind == Kind::kEvents    ? state.service->kv_events(*body)
                     : kind == Kind::kWorkers ? state.service->register_worker(*body)
-                                             : state.service->route(*body);
+                                             : state.service->done(*body);
       if (!answer) return send_error(res, answer.error());
       send_json(res, 200, answer->dump());
     };
   };
   http.Post("/v1/route", handle(Kind::kRoute));
+  http.Post("/v1/route/done", handle(Kind::kDone));
   http.Post("/v1/kv-events", handle(Kind::kEvents));
   http.Post("/v1/kv-workers", handle(Kind::kWorkers));
   http.Get("/v1/kv-index", handle(Kind::kIndex));

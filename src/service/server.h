@@ -76,6 +76,8 @@ struct ServeOptions {
   int router_tp = 1;                       // --router-tp
   std::string router_policy = "kv-topo";   // --router-policy
   int router_block_tokens = 512;           // --router-block-tokens: tokens per KV block (the engines' block size)
+  double router_load_weight = -1;          // --router-load-weight: anti-burst weight (< 0: router::kDefaultLoadWeight)
+  std::size_t router_max_in_flight = 0;    // --router-max-in-flight: admission bound (0: none)
   std::vector<std::string> router_kv_events;  // --router-kv-events W=ENDPOINT[,replay=ENDPOINT][,topic=T], per worker
   // The replicas are real engines (--router-workers or --router-kv-events given): their GPUs
   // are held in the engine as jobs router:worker-N, so POST /v1/jobs never hands them out.

@@ -69,21 +69,24 @@ TEST(RouterAcceptance, KvAgainstRoundRobinOnTwoDgxH100) {
   std::cout << "kv/round-robin: TTFT mean " << ratio(p, "kv", "round-robin", "ttft_mean_s") << ", p99 "
             << ratio(p, "kv", "round-robin", "ttft_p99_s") << ", TPOT mean " << ratio(p, "kv", "round-robin", "tpot_mean_s") << "\n";
   // Issue 15's target (-40 % mean, -50 % p99) assumed a loaded baseline; with issue 33's
-  // time model the figures are -25.9 % and -30.9 % (docs/router.md): an H100's KV cache (833
-  // blocks per worker) loses most of the trace's reuse before the next turn arrives.
+  // time model and the anti-burst term (load weight 1) the figures are -31.5 % and -29.5 %
+  // (docs/router.md): an H100's KV cache (833 blocks per worker) loses most of the trace's
+  // reuse before the next turn arrives. Issue 33's tails: TPOT p99 0.75x (Dynamo's cost
+  // alone: 1.76x), TPOT mean 0.85x.
   EXPECT_LE(ratio(p, "kv", "round-robin", "ttft_mean_s"), 0.90);
   EXPECT_LE(ratio(p, "kv", "round-robin", "ttft_p99_s"), 0.85);
   EXPECT_GT(p["kv"]["token_hit_rate"].get<double>(), 1.5 * p["round-robin"]["token_hit_rate"].get<double>());
-  EXPECT_NEAR(ratio(p, "kv", "round-robin", "tpot_mean_s"), 1.0, 0.10);  // met
+  EXPECT_LE(ratio(p, "kv", "round-robin", "tpot_p99_s"), 1.25);
+  EXPECT_LE(ratio(p, "kv", "round-robin", "tpot_mean_s"), 1.10);
 }
 
 // Issue 33's acceptance 1 at the knee (2x: round-robin's TTFT p99 is 3.24x the unloaded p99).
 TEST(RouterAcceptance, KvAgainstRoundRobinAtTheKnee) {
   auto p = run("preset:dgx-h100?nodes=2", 2.0, {"round-robin", "kv"});
-  EXPECT_LE(ratio(p, "kv", "round-robin", "ttft_mean_s"), 0.65);  // target -35 %; the model -66.7 %
-  EXPECT_LE(ratio(p, "kv", "round-robin", "ttft_p99_s"), 0.55);   // target -45 %; the model -69.8 %
-  EXPECT_LE(ratio(p, "kv", "round-robin", "tpot_p99_s"), 1.25);   // the model 1.00
-  EXPECT_LE(ratio(p, "kv", "round-robin", "tpot_mean_s"), 1.10);  // the model 0.85
+  EXPECT_LE(ratio(p, "kv", "round-robin", "ttft_mean_s"), 0.65);  // target -35 %; the model -72.4 %
+  EXPECT_LE(ratio(p, "kv", "round-robin", "ttft_p99_s"), 0.55);   // target -45 %; the model -69.7 %
+  EXPECT_LE(ratio(p, "kv", "round-robin", "tpot_p99_s"), 1.25);   // the model 0.36
+  EXPECT_LE(ratio(p, "kv", "round-robin", "tpot_mean_s"), 1.10);  // the model 0.62
 }
 
 // Issue 15's acceptance 3 asked for 3x the rate; with issue 33's time model 3x is far past
@@ -94,9 +97,11 @@ TEST(RouterAcceptance, KvTopoOn25GbE) {
   auto p = run(std::string(TOPOSCHED_SOURCE_DIR) + "/examples/h100-2n-25gbe.yaml", 2.5, {"kv", "kv-pull-blind", "kv-topo"});
   std::cout << "kv-topo/kv TTFT mean " << ratio(p, "kv-topo", "kv", "ttft_mean_s") << ", kv-topo/kv-pull-blind "
             << ratio(p, "kv-topo", "kv-pull-blind", "ttft_mean_s") << "\n";
-  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_mean_s"), 0.80);             // the model: 0.757
-  EXPECT_LE(ratio(p, "kv-topo", "kv-pull-blind", "ttft_mean_s"), 0.80);  // the model: 0.746
-  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_p99_s"), 1.02);              // issue 33: <= 1.02x (1.011)
+  // Against kv with the anti-burst term (issue 33) the gain is smaller than issue 15's 30 %
+  // against Dynamo's cost alone (0.757 then): 0.864.
+  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_mean_s"), 0.90);
+  EXPECT_LE(ratio(p, "kv-topo", "kv-pull-blind", "ttft_mean_s"), 0.80);  // the model: 0.728
+  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_p99_s"), 1.02);              // issue 33: <= 1.02x (0.754)
   EXPECT_LE(ratio(p, "kv-topo", "kv-pull-blind", "ttft_p99_s"), 1.02);
   // kv-topo moves its KV over NVLink; the blind variant also over the 25 GbE link.
   EXPECT_GT(p["kv-pull-blind"]["kv_bytes_moved_by_level"].value("tier:tor", 0.0), 0.0);
@@ -107,7 +112,7 @@ TEST(RouterAcceptance, KvTopoOn25GbE) {
 TEST(RouterAcceptance, KvTopoOnRdma400) {
   auto p = run("preset:dgx-h100?nodes=2", 2.5, {"kv", "kv-pull-blind", "kv-topo"});
   std::cout << "kv-topo/kv TTFT mean " << ratio(p, "kv-topo", "kv", "ttft_mean_s") << "\n";
-  // It never hurts against kv (0.753) and stays within 5 % of the blind variant (0.973):
+  // It never hurts against kv (0.856) and stays within 5 % of the blind variant (0.999):
   // on a fast fabric knowing the path buys little.
   EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_mean_s"), 1.02);
   EXPECT_NEAR(ratio(p, "kv-topo", "kv-pull-blind", "ttft_mean_s"), 1.0, 0.05);

@@ -64,5 +64,53 @@ TEST(RouterApi, BadBodiesSayWhere) {
   EXPECT_FALSE(RouterService::create(*cluster, {"llama3-8b", 2, 1, "nope"}));
 }
 
+TEST(RouterApi, AdmissionBoundShedsUntilARequestIsDone) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=1");
+  ASSERT_TRUE(cluster);
+  RouteServiceOptions o{"llama3-8b", 2, 1, "kv"};
+  o.max_in_flight = 2;
+  auto service = RouterService::create(*cluster, o);
+  ASSERT_TRUE(service) << service.error().to_string();
+  auto route = [&](std::uint64_t id) { return (*service)->route_or_shed(Json{{"input_length", 1024}, {"hash_ids", {id, id + 1}}, {"request_id", id}}); };
+  auto first = route(10);
+  ASSERT_TRUE(first) << first.error().to_string();
+  EXPECT_FALSE(first->shed);
+  EXPECT_EQ(first->answer["policy"], "kv");
+  auto dup = route(10);
+  ASSERT_FALSE(dup);
+  EXPECT_EQ(dup.error().code, ErrorCode::kConflict);
+  auto second = route(20);
+  ASSERT_TRUE(second && !second->shed);
+  EXPECT_EQ((*service)->in_flight(), 2u);
+  // The queue is full: shed, with a Retry-After of at least a second; an anonymous route too.
+  auto shed = route(30);
+  ASSERT_TRUE(shed);
+  EXPECT_TRUE(shed->shed);
+  EXPECT_GE(shed->retry_after_s, 1);
+  EXPECT_EQ(shed->answer["error"]["code"], "overloaded");
+  EXPECT_EQ(shed->answer["in_flight"], 2);
+  EXPECT_FALSE((*service)->route(Json{{"input_length", 512}, {"hash_ids", {7}}}));
+  // A prefill done keeps the request in flight; finished frees its place.
+  auto pre = (*service)->done(Json{{"request_id", 10}, {"stage", "prefill"}});
+  ASSERT_TRUE(pre) << pre.error().to_string();
+  EXPECT_EQ((*pre)["in_flight"], 2);
+  auto still = route(30);
+  ASSERT_TRUE(still);
+  EXPECT_TRUE(still->shed);
+  auto fin = (*service)->done(Json{{"request_id", 10}});
+  ASSERT_TRUE(fin) << fin.error().to_string();
+  EXPECT_EQ((*fin)["in_flight"], 1);
+  auto admitted = route(30);
+  ASSERT_TRUE(admitted);
+  EXPECT_FALSE(admitted->shed);
+  // Unknown ids and bad stages are refused by name.
+  auto unknown = (*service)->done(Json{{"request_id", 10}});
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, ErrorCode::kNotFound);
+  auto stage = (*service)->done(Json{{"request_id", 20}, {"stage", "decoded"}});
+  ASSERT_FALSE(stage);
+  EXPECT_NE(stage.error().message.find("stage"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace toposched::router

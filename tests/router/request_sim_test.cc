@@ -95,6 +95,40 @@ TEST(RequestSim, DisaggregatedMovesTheKvToADecodeWorker) {
   EXPECT_FALSE(run_route(*cluster, "two", small_trace(), o));
 }
 
+// Worker 0 computes [5..12] first; worker 1 (worker 0 is busy) [1..4]; 5 s later [1..4] again.
+RequestTrace lag_trace() {
+  auto t = parse_mooncake_trace(
+      "{\"timestamp\": 0, \"input_length\": 4096, \"output_length\": 2, \"hash_ids\": [5, 6, 7, 8, 9, 10, 11, 12]}\n"
+      "{\"timestamp\": 1, \"input_length\": 2048, \"output_length\": 2, \"hash_ids\": [1, 2, 3, 4]}\n"
+      "{\"timestamp\": 5000, \"input_length\": 2048, \"output_length\": 2, \"hash_ids\": [1, 2, 3, 4]}\n",
+      "lag.jsonl");
+  EXPECT_TRUE(t) << t.error().to_string();
+  return *t;
+}
+
+TEST(RequestSim, LateEventsHideACachedPrefixFromTheRouter) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=1");
+  ASSERT_TRUE(cluster);
+  RouteOptions o;
+  o.workers = 2;
+  o.policies = {"kv"};
+  auto third = [&](double lag_s) {
+    o.sim.event_lag_s = lag_s;
+    auto run = run_route(*cluster, "c", lag_trace(), o);
+    EXPECT_TRUE(run) << run.error().to_string();
+    EXPECT_EQ(run->results[0].requests[1].worker, 1);
+    return run->results[0].requests[2];
+  };
+  // Events 1 s late have arrived 5 s later: the prefix is found on worker 1.
+  RequestOutcome on_time = third(1.0);
+  EXPECT_EQ(on_time.worker, 1);
+  EXPECT_EQ(on_time.hit_blocks, 4);
+  // 10 s late, the router has seen no event yet: both workers look empty (tie: worker 0).
+  RequestOutcome late = third(10.0);
+  EXPECT_EQ(late.worker, 0);
+  EXPECT_EQ(late.hit_blocks, 0);
+}
+
 TEST(RouteRun, BadOptionsAreRejected) {
   auto cluster = load_cluster("preset:dgx-h100?nodes=1");
   ASSERT_TRUE(cluster);
@@ -104,6 +138,15 @@ TEST(RouteRun, BadOptionsAreRejected) {
   o.policies = {"nope"};
   EXPECT_EQ(run_route(*cluster, "c", small_trace(), o).error().code, ErrorCode::kInvalidArgument);
   o.policies = {"kv"};
+  o.sim.load_weight = -1;
+  EXPECT_EQ(run_route(*cluster, "c", small_trace(), o).error().code, ErrorCode::kInvalidArgument);
+  o.sim.load_weight = 1;
+  o.sim.predictor_scale = 0;
+  EXPECT_EQ(run_route(*cluster, "c", small_trace(), o).error().code, ErrorCode::kInvalidArgument);
+  o.sim.predictor_scale = 1;
+  o.sim.event_lag_s = -0.1;
+  EXPECT_EQ(run_route(*cluster, "c", small_trace(), o).error().code, ErrorCode::kInvalidArgument);
+  o.sim.event_lag_s = 0;
   o.model = "llama3-405b";
   o.workers = 1;
   EXPECT_FALSE(run_route(*cluster, "c", small_trace(), o));  // 810 GB of weights on one GPU
@@ -130,6 +173,7 @@ TEST(RouteReport, JsonCarriesTheContractAndIsByteStable) {
                           "block_hit_rate", "token_hit_rate", "kv_bytes_moved", "energy_kwh"})
       EXPECT_TRUE(j["policies"][p].contains(k)) << p << " " << k;
   EXPECT_EQ(j["policies"]["kv"]["requests"], 4);
+  for (const char* k : {"load_weight", "predictor_scale", "event_lag_s"}) EXPECT_TRUE(j["run"].contains(k)) << k;
   std::string html = route_report_html(*a);
   for (const char* id : {"chart-ttft-cdf", "chart-hit-rate", "chart-kv-bytes", "chart-load-1", "chart-load-5"})
     EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;

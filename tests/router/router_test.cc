@@ -89,6 +89,43 @@ TEST(KvPolicy, IsDynamosCostExactly) {
   EXPECT_DOUBLE_EQ(router.load(0).prefill_tokens, 0.0);
 }
 
+TEST(KvPolicy, AntiBurstWeightSendsASecondCopyElsewhere) {
+  Fixture f = make("preset:dgx-h100?nodes=1", 2);
+  RouterConfig config;
+  config.load_weight = 1.5;
+  Router router(**find_policy("kv"), 2, f.time, f.transfers, config);
+  auto q = sequence_hashes(ids(100, 4));
+  for (int b = 0; b < 3; ++b) router.index().store(0, q[static_cast<std::size_t>(b)]);
+  // Nothing active yet: Dynamo's cost, 1 + 4 = 5 on worker 0.
+  RouteDecision d = router.route(1, {q, 2048});
+  EXPECT_EQ(d.worker, 0);
+  EXPECT_DOUBLE_EQ(d.cost, 5.0);
+  // One request active on worker 0: its prefill weight is 1 + 1.5 x 1, so 2.5 x 2 prefill
+  // blocks + 4 active = 9 against worker 1's 4 + 4 = 8 (Dynamo's cost, weight 0, keeps
+  // worker 0 at 6: KvPolicy.IsDynamosCostExactly).
+  RouteDecision again = router.route(2, {q, 2048});
+  EXPECT_EQ(again.worker, 1);
+  EXPECT_DOUBLE_EQ(again.cost, 8.0);
+  // Finished requests weigh nothing.
+  router.finished(1);
+  router.finished(2);
+  EXPECT_EQ(router.in_flight(), 0u);
+  EXPECT_EQ(router.route(3, {q, 2048}).worker, 0);
+}
+
+TEST(KvTopo, PredictorScaleChangesTheEstimateNotTheUnscaledTransfer) {
+  Fixture f = make("preset:dgx-h100?nodes=1", 2);
+  RouterConfig slow;
+  slow.predictor_scale = 1.4;
+  Router calibrated(**find_policy("kv-topo"), 2, f.time, f.transfers);
+  Router pessimistic(**find_policy("kv-topo"), 2, f.time, f.transfers, slow);
+  auto q = sequence_hashes(ids(100, 4));
+  RouteDecision a = calibrated.route(1, {q, 2048});
+  RouteDecision b = pessimistic.route(1, {q, 2048});
+  EXPECT_NEAR(b.predicted_ttft_s, 1.4 * a.predicted_ttft_s, 1e-12);
+  EXPECT_NEAR(a.predicted_ttft_s, f.time.prefill_s(2048, 0), 1e-12);
+}
+
 TEST(RoundRobinAndLeastLoaded, CycleAndBalance) {
   Fixture f = make("preset:dgx-h100?nodes=1", 3);
   Router rr(**find_policy("round-robin"), 3, f.time, f.transfers);
