@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -81,6 +82,11 @@ func (p *Plugin) allocationFor(ctx context.Context, gc gpuClaim, node string, gp
 		return nil, err
 	}
 	alloc.Devices.Config = allocationConfig(gc)
+	// Set now: an allocation is immutable once written, and DynamicResources' PreBind fills
+	// a missing allocationTimestamp (v1.37, DRADeviceBindingConditions and
+	// DRAResourceClaimDeviceStatus on by default) in the same update that adds the
+	// reservation, which the API server then refuses ("field cannot be modified once set").
+	alloc.AllocationTimestamp = &metav1.Time{Time: time.Now()}
 	return alloc, nil
 }
 
