@@ -36,6 +36,7 @@ type member struct {
 	Bound int    `json:"bound"`
 	Slot  int    `json:"slot"`
 	Node  string `json:"node"`
+	GPUs  []int  `json:"gpus"` // the slot's GPUs on Node (local indices, rank order)
 }
 
 // plannedOn: nil when serve planned the pod on `node`.

@@ -3,7 +3,8 @@
 // no placement logic: every decision is a call to `toposched serve --k8s-extender`
 // (docs/kubernetes.md, "The plugin build"), the same planner the extender asks.
 //
-// Per GPU pod (pods without nvidia.com/gpu pass through: Skip):
+// Per GPU pod: one asking for nvidia.com/gpu, or for GPUs through ResourceClaims (dra.go:
+// PreFilter also pins the claims to the planned GPUs); other pods pass through (Skip):
 //   - PreFilter: the nodes the pod could run on regardless of GPUs held by toposched
 //     (schedulable, taints tolerated, required node affinity, requests fit) are offered to
 //     serve's plan verb (its filter verb, plus the pod's group as planned), which plans the pod's whole group on the first member and holds
@@ -39,6 +40,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -61,6 +63,11 @@ type Args struct {
 	// PermitWaitSeconds is how long a group's members wait at Permit for the rest (default
 	// 60; keep it below serve's --k8s-reservation-timeout, 300 s by default).
 	PermitWaitSeconds int `json:"permitWaitSeconds,omitempty"`
+	// GPUDriver is the DRA driver whose ResourceSlices list the GPUs (default gpu.nvidia.com).
+	GPUDriver string `json:"gpuDriver,omitempty"`
+	// GPUDeviceClasses: a claim's request of one of these DeviceClasses asks for GPUs that
+	// toposched places (default [gpu.nvidia.com]).
+	GPUDeviceClasses []string `json:"gpuDeviceClasses,omitempty"`
 }
 
 // Plugin is the Toposched plugin; see the package comment.
@@ -68,6 +75,12 @@ type Plugin struct {
 	handle     fwk.Handle
 	serve      *client
 	permitWait time.Duration
+
+	// DRA (dra.go): nil without kube-scheduler's DRA manager (unit tests of the rest).
+	dra        claimStore
+	gpuDriver  string
+	gpuClasses sets.Set[string]
+	cel        *celCache
 
 	mu       sync.Mutex
 	jobOfPod map[types.UID]string // waiting at Permit: the pod's job; guarded by mu
@@ -105,8 +118,19 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if args.PermitWaitSeconds > 0 {
 		wait = time.Duration(args.PermitWaitSeconds) * time.Second
 	}
-	return &Plugin{handle: h, serve: newClient(args.URL, timeout), permitWait: wait,
-		jobOfPod: map[types.UID]string{}}, nil
+	p := &Plugin{handle: h, serve: newClient(args.URL, timeout), permitWait: wait,
+		gpuDriver: args.GPUDriver, gpuClasses: sets.New(args.GPUDeviceClasses...),
+		cel: &celCache{compiled: map[string]dracel.CompilationResult{}}, jobOfPod: map[types.UID]string{}}
+	if p.gpuDriver == "" {
+		p.gpuDriver = DefaultGPUDriver
+	}
+	if p.gpuClasses.Len() == 0 {
+		p.gpuClasses.Insert(DefaultGPUDeviceClass)
+	}
+	if h != nil && h.SharedDRAManager() != nil {
+		p.dra = &draStore{manager: h.SharedDRAManager(), client: h.ClientSet()}
+	}
+	return p, nil
 }
 
 // Name implements fwk.Plugin.
@@ -139,6 +163,16 @@ func requestOf(pod *v1.Pod) podRequest {
 		}
 	}
 	return r
+}
+
+// places: the pod is toposched's (it asks for nvidia.com/gpu, or for GPUs through
+// ResourceClaims: then its demand, read from kube-scheduler's claim tracker, is returned).
+func (p *Plugin) places(pod *v1.Pod) (bool, *draDemand) {
+	if gpusOf(pod) > 0 {
+		return true, nil
+	}
+	d, _ := p.demandOf(pod)
+	return d != nil, d
 }
 
 // gpusOf is the pod's nvidia.com/gpu request (containers and init containers, as the
@@ -203,7 +237,18 @@ func noScheduleTaint(t *v1.Taint) bool {
 // PreFilter plans the pod's group through serve and answers the pod's planned node.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	req := requestOf(pod)
-	if req.scalar[GPUResource] == 0 {
+	demand, refused := p.demandOf(pod)
+	if refused != nil {
+		return nil, refused.status()
+	}
+	planPod := pod
+	switch {
+	case demand != nil && req.scalar[GPUResource] > 0:
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "the pod asks for GPUs both as "+
+			string(GPUResource)+" and through ResourceClaims; toposched places one or the other")
+	case demand != nil:
+		planPod = withGPURequest(pod, demand.gpus) // serve plans it as a pod of that many GPUs
+	case req.scalar[GPUResource] == 0:
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	logger := klog.FromContext(ctx)
@@ -218,7 +263,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, fwk.NewStatus(fwk.Unschedulable, "no node can take the pod (schedulable, taints, affinity, requests)")
 	}
 	sort.Strings(offer) // the same offer for the same cluster, whatever the snapshot's order
-	answer, err := p.serve.plan(ctx, pod, offer)
+	answer, err := p.serve.plan(ctx, planPod, offer)
 	if err != nil {
 		// Serve down or slow: an Error, not Unschedulable, so the pod is retried with
 		// kube-scheduler's back-off (at most 10 s by default) rather than waiting for a cluster
@@ -231,6 +276,14 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	}
 	if res.NodeNames == nil || len(*res.NodeNames) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, firstReason(res))
+	}
+	if demand != nil {
+		if answer.Member == nil {
+			return nil, fwk.AsStatus(fmt.Errorf("toposched planned pod %s/%s but answered no member", pod.Namespace, pod.Name))
+		}
+		if status := p.pinClaims(ctx, pod, demand, answer.Member.Node, answer.Member.GPUs); status != nil {
+			return nil, status
+		}
 	}
 	if answer.Member != nil && state != nil {
 		state.Write(memberKey, &plannedMember{*answer.Member})
@@ -272,10 +325,11 @@ func (p *Plugin) Reserve(context.Context, fwk.CycleState, *v1.Pod, string) *fwk.
 // Unreserve gives back what the pod's attempt held and rejects its waiting siblings when
 // the whole group was released.
 func (p *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node string) {
-	if gpusOf(pod) == 0 {
+	if ok, _ := p.places(pod); !ok {
 		return
 	}
 	logger := klog.FromContext(ctx)
+	p.unpinClaims(ctx, pod)
 	p.mu.Lock()
 	delete(p.jobOfPod, pod.UID)
 	p.mu.Unlock()
@@ -311,7 +365,7 @@ func (p *Plugin) waitingOf(job string) []types.UID {
 
 // Permit holds a member until its whole group is bound or waiting.
 func (p *Plugin) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) (*fwk.Status, time.Duration) {
-	if gpusOf(pod) == 0 {
+	if ok, _ := p.places(pod); !ok {
 		return nil, 0
 	}
 	m, err := p.memberAtPermit(ctx, state, pod, node)
@@ -361,7 +415,8 @@ func (p *Plugin) memberAtPermit(ctx context.Context, state fwk.CycleState, pod *
 // Bind has serve post the Binding with toposched's annotations; pods without GPUs go to
 // the next bind plugin (DefaultBinder).
 func (p *Plugin) Bind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
-	if gpusOf(pod) == 0 {
+	ok, demand := p.places(pod)
+	if !ok {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	// Serve binds a pod it holds no slot for as a plain Binding (the extender's bind verb
@@ -375,6 +430,12 @@ func (p *Plugin) Bind(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node s
 	}
 	if err := m.plannedOn(node); err != nil {
 		return fwk.AsStatus(err)
+	}
+	if demand != nil {
+		// DynamicResources' PreBind has reserved the claims; they must hold the planned GPUs.
+		if err := p.checkPinned(pod, demand, node, m.GPUs); err != nil {
+			return fwk.AsStatus(err)
+		}
 	}
 	if err := p.serve.bind(ctx, pod, node); err != nil {
 		return fwk.AsStatus(err)

@@ -73,7 +73,7 @@ Result<ExtenderBindingArgs> plugin_pod(std::string_view body) {
 }
 
 nlohmann::json member_json(const MemberStatus& m) {
-  return {{"job", m.job_id}, {"size", m.size}, {"bound", m.bound}, {"slot", m.slot}, {"node", m.node}};
+  return {{"job", m.job_id}, {"size", m.size}, {"bound", m.bound}, {"slot", m.slot}, {"node", m.node}, {"gpus", m.gpus}};
 }
 }  // namespace
 
@@ -111,7 +111,7 @@ const std::vector<ExtenderVerb>& extender_verbs() {
       {"preempt", "ExtenderPreemptionArgs -> ExtenderPreemptionResult: victims freeing a whole placement",
        &Extender::preempt},
       {"plan", "ExtenderArgs -> {Filter, Member}: filter and member in one call (plugin build)", &Extender::plan},
-      {"member", "ExtenderBindingArgs -> {job,size,bound,slot,node}: the pod's planned group (plugin build)",
+      {"member", "ExtenderBindingArgs -> {job,size,bound,slot,node,gpus}: the pod's planned group (plugin build)",
        &Extender::member},
       {"unreserve", "ExtenderBindingArgs -> {released}: frees what a failed attempt held (plugin build)",
        &Extender::unreserve},

@@ -356,8 +356,9 @@ Result<MemberStatus> GangPlanner::member_of(const ExtenderBindingArgs& pod) {
     return make_error(ErrorCode::kNotFound, fmt::format("toposched holds no slot for pod {}/{}", pod.pod_namespace,
                                                         pod.pod_name));
   const Group& g = groups_.at(it->second.first);
-  return MemberStatus{g.job_id, g.size, g.bound_count(), it->second.second,
-                      ledger_.cluster().node_name(g.members[it->second.second].node)};
+  const Member& m = g.members[it->second.second];
+  return MemberStatus{g.job_id, g.size, g.bound_count(), it->second.second, ledger_.cluster().node_name(m.node),
+                      m.gpus};
 }
 
 std::string GangPlanner::unreserve(const ExtenderBindingArgs& pod) {

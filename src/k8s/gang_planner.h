@@ -78,6 +78,7 @@ struct MemberStatus {
   int bound = 0;   // members bound so far
   int slot = 0;    // this pod's slot (its rank block)
   std::string node;
+  std::vector<int> gpus;  // the slot's local GPU indices on `node`, rank order (DRA pins these)
 };
 
 struct GroupView {

@@ -82,6 +82,9 @@ class DeployManifests(unittest.TestCase):
         for point in ("preFilter", "reserve", "permit"):
             self.assertIn({"name": "Toposched"}, plugins[point]["enabled"], point)
         self.assertEqual(plugins["bind"]["enabled"], [{"name": "Toposched"}, {"name": "DefaultBinder"}])
+        # DRA: Toposched pins the claims before DynamicResources' PreFilter reads them.
+        self.assertEqual(plugins["preFilter"]["enabled"], [{"name": "Toposched"}, {"name": "DynamicResources"}])
+        self.assertEqual(plugins["preFilter"]["disabled"], [{"name": "DynamicResources"}])
         self.assertEqual(plugins["bind"]["disabled"], [{"name": "DefaultBinder"}])
         plugin_dep = load("kube-scheduler-plugin.yaml")[0]
         ext_dep = load("kube-scheduler.yaml")[0]

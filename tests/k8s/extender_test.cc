@@ -72,6 +72,8 @@ TEST_F(ExtenderVerbsTest, MemberAndUnreserveAnswerJson) {
   EXPECT_EQ(j["job"], "k8s:ns:pod:p");
   EXPECT_EQ(j["size"], 1);
   EXPECT_EQ(j["bound"], 0);
+  EXPECT_EQ(j["gpus"].get<std::vector<int>>(), planner.groups()[0].members[0].gpus);
+  EXPECT_EQ(j["gpus"].size(), 4u);
   auto u = ext.unreserve(R"({"PodName":"p","PodNamespace":"ns","PodUID":"u-p","Node":""})");
   EXPECT_EQ(nlohmann::json::parse(u.body)["released"], "k8s:ns:pod:p");
   auto gone = ext.member(R"({"PodName":"p","PodNamespace":"ns","PodUID":"u-p","Node":""})");

@@ -116,6 +116,8 @@ TEST_F(GangPlannerTest, MemberOfAnswersThePodsGroupAsPlanned) {
   EXPECT_EQ(m->bound, 0);
   EXPECT_EQ(m->slot, 1);
   EXPECT_EQ(m->node, planner.groups()[0].members[1].node);
+  EXPECT_EQ(m->gpus, planner.groups()[0].members[1].gpus);  // what the plugin pins DRA claims to
+  EXPECT_EQ(m->gpus.size(), 8u);
   auto plan = planner.prepare_bind({"g-0", "ml", "uid-g-0", planner.groups()[0].members[0].node});
   ASSERT_TRUE(plan);
   planner.finish_bind(*plan, true);
