@@ -50,9 +50,9 @@ int run_submit(SubmitCliOptions o) {
   const slurm::SubmitPlan& plan = outcome->plan;
   o.hostfile = outcome->hostfile_path;
   if (o.format == OutputFormat::kJson) {
-    Json out = o.dry_run ? slurm::dry_run_json(*c, plan, o.hostfile)
+    Json out = o.dry_run ? slurm::dry_run_json(plan, o.hostfile)
                          : Json{{"job_id", outcome->job_id}, {"hostfile", o.hostfile},
-                                {"plan", placement_to_json(*c, plan.placement)}};
+                                {"plan", plan.placement}};
     out["warnings"] = outcome->warnings;
     return print_json(out);
   }
@@ -62,8 +62,8 @@ int run_submit(SubmitCliOptions o) {
     return kExitOk;
   }
   fmt::print("submitted Slurm job {}: {} GPUs on {} ({} per node, policy {}), gpu-bind {}, hostfile {}\n",
-             outcome->job_id, plan.placement.gpus_by_rank.size(), plan.placement.nodes_hostlist, plan.gpus_per_node,
-             plan.placement.policy, plan.gpu_bind, o.hostfile);
+             outcome->job_id, plan.gpus_by_rank.size(), plan.placement.value("nodes", ""), plan.gpus_per_node,
+             plan.placement.value("policy", ""), plan.gpu_bind, o.hostfile);
   return kExitOk;
 }
 

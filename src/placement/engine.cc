@@ -12,6 +12,7 @@
 #include "formats/json_output.h"
 
 #include "placement/place_within.h"
+#include "placement/slurm_alignment.h"
 #include "topology/hostlist.h"
 
 namespace toposched {
@@ -162,7 +163,10 @@ Result<GpuId> parse_gpu(const Cluster& cluster, std::string_view text) {
 }
 
 Result<Placement> place_job(AllocationState& state, const PlaceRequest& request, bool hold, PlaceDetail detail) {
-  TOPOSCHED_TRY(policy, find_policy(request.policy));
+  TOPOSCHED_TRY(found, find_policy(request.policy));
+  std::optional<SlurmAlignedPolicy> aligned;
+  if (request.slurm_aligned) aligned.emplace(*found);
+  const PlacementPolicy* policy = aligned ? &*aligned : found;
   JobRequest r = request.job;
   if (r.job_id.empty()) {
     r.job_id = first_free_job_id(state);
@@ -172,7 +176,7 @@ Result<Placement> place_job(AllocationState& state, const PlaceRequest& request,
   }
   TOPOSCHED_TRY(norm, normalize(r, state.cluster()));
   TOPOSCHED_TRY(allowed, allowed_nodes(state.cluster(), norm, request.allowed));
-  auto p = place_within(state, norm, *policy, allowed, detail);
+  auto p = place_within(state, norm, *policy, allowed, detail, request.blocked_gpus);
   if (!p) {
     Error e = p.error();
     e.message = fmt::format("cannot place job '{}' with policy {}: {}", r.job_id, request.policy, e.message);
@@ -514,6 +518,15 @@ UnavailableSummary Engine::unavailable_summary() const {
       break;
     }
   }
+  return out;
+}
+
+std::vector<StoredNodeMark> Engine::node_marks(std::string_view source) const {
+  ReaderLock lock(mutex_);
+  std::vector<StoredNodeMark> out;
+  if (availability_.unavailable_count() == 0) return out;
+  for (std::uint32_t i = 0; i < cluster_->node_count(); ++i)
+    if (const NodeMark* m = availability_.mark(NodeId(i), source)) out.push_back({NodeId(i), *m});
   return out;
 }
 

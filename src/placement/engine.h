@@ -70,7 +70,9 @@ std::string gpu_name(const Cluster& cluster, GpuId gpu);
 Result<GpuId> parse_gpu(const Cluster& cluster, std::string_view text);
 
 // The place transaction on `state`: fills an empty job id with the first free job-N,
-// refuses an id in use (kConflict), normalises, places; with `hold` it also allocates.
+// refuses an id in use (kConflict), normalises, places within the request's node mask and
+// off its blocked GPUs (aligned to Slurm's GPU choice when the request asks:
+// placement/slurm_alignment.h); with `hold` it also allocates.
 // Errors: kInvalidArgument (bad request, unknown policy), kConflict, kInfeasible (the
 // message names the job and the policy and says why). The simulator's placer calls it with
 // PlaceDetail::kGpusOnly: the same decision as the CLI's, without the description.
@@ -208,6 +210,9 @@ class Engine {
   std::string nodes_json() const;
   std::optional<std::string> node_json(std::string_view node) const;
   UnavailableSummary unavailable_summary() const;
+  // The marks `source` holds, in node order (serve --slurm's sync compares Slurm's view
+  // with the marks of source "slurm").
+  std::vector<StoredNodeMark> node_marks(std::string_view source) const;
   std::size_t job_count() const;
   std::int64_t free_gpus() const;
 

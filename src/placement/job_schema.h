@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -40,6 +41,16 @@ struct PlaceRequest {
   // Nodes the placement may use (empty: every node). The Kubernetes extender passes the
   // nodes kube-scheduler offered (placement/place_within.h); not part of the request JSON.
   NodeMask allowed;
+  // GPUs the placement may not use although no job holds them (empty: none): the GPU-level
+  // mask beside `allowed`, for GPUs the cluster spec has but the scheduler that runs the job
+  // cannot hand out (Slurm's GPUs beyond a node's configured gres count). Not part of the
+  // request JSON.
+  std::vector<GpuId> blocked_gpus;
+  // Choose the GPUs as Slurm's select/cons_tres will allocate them: on each node the policy
+  // chose, its lowest free GPU indices, keeping the policy's rank pattern
+  // (placement/slurm_alignment.h). `toposched slurm submit` sets it; not part of the request
+  // JSON.
+  bool slurm_aligned = false;
 };
 
 enum class JobFieldType {

@@ -38,21 +38,51 @@ void SlurmSync::loop() {
   }
 }
 
-Result<void> SlurmSync::apply(const slurm::SyncAction& a) {
+namespace {
+// The engine command that carries out one sync action.
+Command command_for(const slurm::SyncAction& a) {
   Command c;
-  if (a.kind == slurm::SyncAction::Kind::kRelease) {
-    c.kind = Command::Kind::kRelease;
-    c.job_id = a.job_id;
-  } else {
-    c.kind = Command::Kind::kPlace;
-    c.place.job.job_id = a.job_id;
-    c.place.policy = "slurm";
-    c.hold_gpus = a.gpus;
+  switch (a.kind) {
+    case slurm::SyncAction::Kind::kRelease:
+      c.kind = Command::Kind::kRelease;
+      c.job_id = a.job_id;
+      break;
+    case slurm::SyncAction::Kind::kHold:
+      c.kind = Command::Kind::kPlace;
+      c.place.job.job_id = a.job_id;
+      c.place.policy = "slurm";
+      c.hold_gpus = a.gpus;
+      break;
+    case slurm::SyncAction::Kind::kMarkNode:
+    case slurm::SyncAction::Kind::kUnmarkNode: {
+      const bool lift = a.kind == slurm::SyncAction::Kind::kUnmarkNode;
+      c.kind = Command::Kind::kSetNodeAvailability;
+      c.availability = {a.node, std::string(slurm::kSlurmSource), lift, lift ? std::string() : a.reason};
+      break;
+    }
   }
-  auto d = scheduler_.submit(std::move(c));
+  return c;
+}
+
+std::string_view verb(slurm::SyncAction::Kind k) {
+  switch (k) {
+    case slurm::SyncAction::Kind::kRelease: return "released";
+    case slurm::SyncAction::Kind::kHold: return "holding";
+    case slurm::SyncAction::Kind::kMarkNode: return "marked unavailable";
+    case slurm::SyncAction::Kind::kUnmarkNode: return "lifted the mark of";
+  }
+  return "";
+}
+}  // namespace
+
+Result<void> SlurmSync::apply(const slurm::SyncAction& a) {
+  auto d = scheduler_.submit(command_for(a));
   if (!d) return tl::unexpected(d.error());
-  spdlog::info("slurm sync: {} {} ({} GPUs): {}", a.kind == slurm::SyncAction::Kind::kRelease ? "released" : "holding",
-               a.job_id, d->gpus_by_rank.size(), a.reason);
+  if (a.node.empty()) {
+    spdlog::info("slurm sync: {} {} ({} GPUs): {}", verb(a.kind), a.job_id, d->gpus_by_rank.size(), a.reason);
+  } else {
+    spdlog::info("slurm sync: {} node {}: {}", verb(a.kind), a.node, a.reason);
+  }
   return {};
 }
 
@@ -85,7 +115,10 @@ Result<int> SlurmSync::sync_once() {
     }
     return out;
   });
-  auto actions = slurm::reconcile(cluster_, *live, held);
+  std::vector<slurm::SlurmNodeMark> marks;
+  for (const StoredNodeMark& m : scheduler_.engine().node_marks(slurm::kSlurmSource))
+    marks.push_back({cluster_.node_name(m.node), m.mark.reason});
+  auto actions = slurm::reconcile(cluster_, *live, held, marks);
   if (!actions) {
     record_error(actions.error());
     return tl::unexpected(actions.error());

@@ -1,8 +1,9 @@
 // serve --slurm: a background worker that keeps the service's allocation state equal to
 // Slurm's. Every poll interval it reads Slurm's live state (slurm/slurm_commands.h), asks
-// slurm::reconcile() what differs from the jobs the engine holds, and applies that through
-// the Scheduler like any client: releases, then holds of exact GPUs (Command::hold_gpus),
-// each committed to the store before the next. A job the job_submit.lua placed that Slurm
+// slurm::reconcile() what differs from the jobs and the "slurm" node marks the engine holds,
+// and applies that through the Scheduler like any client: releases, node marks
+// (Command::kSetNodeAvailability, source "slurm"), then holds of exact GPUs
+// (Command::hold_gpus), each committed to the store before the next. A job the job_submit.lua placed that Slurm
 // does not list yet is released only after `grace_s` (slurmctld creates the job after the
 // plugin's request returns). Failures (Slurm unreachable, output that does not parse) change
 // nothing and are logged and shown by status(); the next poll tries again.

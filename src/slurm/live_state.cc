@@ -424,19 +424,7 @@ Result<std::vector<SlurmJob>> parse_scontrol_jobs(std::string_view text, const s
 std::string slurm_job_owner(std::string_view job_id) { return fmt::format("slurm-job:{}", job_id); }
 std::string unavailable_owner(std::string_view node) { return fmt::format("slurm-unavailable:{}", node); }
 
-namespace {
-
-// Marks every GPU of `n` that is still free as unavailable (one pseudo job per node).
-Result<void> block_free_gpus(AllocationState& state, NodeId n, int from_local = 0) {
-  const Cluster& c = state.cluster();
-  std::vector<GpuId> gpus;
-  for (int i = from_local; i < c.node_gpu_count(n); ++i)
-    if (state.gpu_free(c.node_gpu(n, i))) gpus.push_back(c.node_gpu(n, i));
-  if (gpus.empty()) return {};
-  return state.allocate(unavailable_owner(c.node_name(n)), gpus);
-}
-
-Result<void> account_job(const Cluster& cluster, const SlurmJob& job, LiveMapping& out) {
+Result<std::vector<GpuId>> slurm_job_gpus(const Cluster& cluster, const SlurmJob& job) {
   std::vector<GpuId> gpus;
   for (const SlurmJobNode& jn : job.nodes) {
     auto n = cluster.find_node(jn.node);
@@ -452,64 +440,108 @@ Result<void> account_job(const Cluster& cluster, const SlurmJob& job, LiveMappin
         return make_error(ErrorCode::kValidation,
                           fmt::format("Slurm job {} holds GPU index {} on node '{}', which has {} GPUs in the cluster spec",
                                       job.id, idx, jn.node, cluster.node_gpu_count(*n)));
-      GpuId g = cluster.node_gpu(*n, idx);
-      if (!out.state.gpu_free(g))
-        return make_error(ErrorCode::kValidation,
-                          fmt::format("Slurm reports GPU {}:{} held by job {} and by {}", jn.node, idx, job.id,
-                                      out.state.gpu_owner(g)));
-      gpus.push_back(g);
+      gpus.push_back(cluster.node_gpu(*n, idx));
     }
   }
-  if (gpus.empty()) return {};
-  out.jobs_accounted.push_back(job.id);
-  return out.state.allocate(slurm_job_owner(job.id), gpus);
+  return gpus;
+}
+
+namespace {
+
+bool in_partition(const SlurmNode& n, const std::string& partition) {
+  return partition.empty() || std::find(n.partitions.begin(), n.partitions.end(), partition) != n.partitions.end();
+}
+
+NodeAvailabilityChange slurm_mark(const std::string& node, std::string reason) {
+  return NodeAvailabilityChange{node, std::string(kSlurmSource), false, std::move(reason)};
+}
+
+// "Slurm state idle+DRAIN": the state and flags that make Slurm refuse the node.
+std::string state_reason(const SlurmNode& n) {
+  std::string state = n.state.empty() ? std::string("unknown") : n.state;
+  for (const std::string& f : n.flags) state += "+" + f;
+  return "Slurm state " + state;
 }
 
 }  // namespace
 
 Result<LiveMapping> apply_live_state(const Cluster& cluster, const SlurmLiveState& live,
                                      const LiveMappingOptions& options) {
-  LiveMapping out{AllocationState(cluster), {}, {}, {}, {}, {}};
+  LiveMapping out;
   std::unordered_map<std::string, const SlurmNode*> by_name;
   for (const SlurmNode& n : live.nodes) {
     by_name.emplace(n.name, &n);
     if (!cluster.find_node(n.name)) out.slurm_only_nodes.push_back(n.name);
   }
   if (!options.partition.empty()) {
-    bool known = std::any_of(live.nodes.begin(), live.nodes.end(), [&](const SlurmNode& n) {
-      return std::find(n.partitions.begin(), n.partitions.end(), options.partition) != n.partitions.end();
-    });
+    bool known = std::any_of(live.nodes.begin(), live.nodes.end(),
+                             [&](const SlurmNode& n) { return in_partition(n, options.partition); });
     if (!known)
       return make_error(ErrorCode::kNotFound, fmt::format("no Slurm node is in partition '{}'", options.partition));
   }
-  // Jobs first: their GPUs are busy whatever the node's state.
-  for (const SlurmJob& job : live.jobs)
-    if (job.holds_resources()) TOPOSCHED_CHECK(account_job(cluster, job, out));
+  // Jobs hold their GPUs whatever the node's state.
+  std::vector<std::string> taken(cluster.gpu_count());  // per GPU, the Slurm job holding it
+  for (const SlurmJob& job : live.jobs) {
+    if (!job.holds_resources()) continue;
+    TOPOSCHED_TRY(gpus, slurm_job_gpus(cluster, job));
+    for (GpuId g : gpus) {
+      if (!taken[g.index()].empty())
+        return make_error(ErrorCode::kValidation,
+                          fmt::format("Slurm reports GPU {}:{} held by job {} and by {}",
+                                      cluster.node_name(cluster.gpu_node(g)), cluster.gpu_local_index(g), job.id,
+                                      taken[g.index()]));
+      taken[g.index()] = slurm_job_owner(job.id);
+    }
+    if (gpus.empty()) continue;
+    out.jobs_accounted.push_back(job.id);
+    out.slurm_jobs.push_back({slurm_job_owner(job.id), std::move(gpus)});
+  }
   for (std::uint32_t i = 0; i < cluster.node_count(); ++i) {
     NodeId n(i);
     const std::string& name = cluster.node_name(n);
     auto it = by_name.find(name);
     if (it == by_name.end()) {
       out.spec_only_nodes.push_back(name);
-      TOPOSCHED_CHECK(block_free_gpus(out.state, n));
+      out.node_marks.push_back(slurm_mark(name, "unknown to Slurm"));
       continue;
     }
     const SlurmNode& sn = *it->second;
-    bool in_partition = options.partition.empty() ||
-                        std::find(sn.partitions.begin(), sn.partitions.end(), options.partition) != sn.partitions.end();
-    if (!sn.usable() || !in_partition) {
+    if (!sn.usable() || !in_partition(sn, options.partition)) {
       out.unusable_nodes.push_back(name);
-      TOPOSCHED_CHECK(block_free_gpus(out.state, n));
+      out.node_marks.push_back(
+          slurm_mark(name, sn.usable() ? "not in partition " + options.partition : state_reason(sn)));
       continue;
     }
     if (sn.gpus != cluster.node_gpu_count(n)) {
       out.gpu_count_mismatches.push_back(
           fmt::format("{}: spec {} GPUs, Slurm {}", name, cluster.node_gpu_count(n), sn.gpus));
       // Slurm cannot hand out GPUs it does not have configured.
-      if (sn.gpus < cluster.node_gpu_count(n)) TOPOSCHED_CHECK(block_free_gpus(out.state, n, sn.gpus));
+      for (int local = sn.gpus; local < cluster.node_gpu_count(n); ++local)
+        if (GpuId g = cluster.node_gpu(n, local); taken[g.index()].empty()) out.unconfigured_gpus.push_back(g);
     }
   }
   return out;
+}
+
+Result<void> hold_live_mapping(Engine& engine, const LiveMapping& mapping) {
+  std::vector<Command> commands;
+  for (const HeldJob& job : mapping.slurm_jobs) {
+    Command c;
+    c.kind = Command::Kind::kPlace;
+    c.place.job.job_id = job.id;
+    c.place.policy = "slurm";
+    c.hold_gpus = job.gpus;
+    commands.push_back(std::move(c));
+  }
+  for (const NodeAvailabilityChange& mark : mapping.node_marks) {
+    Command c;
+    c.kind = Command::Kind::kSetNodeAvailability;
+    c.availability = mark;
+    commands.push_back(std::move(c));
+  }
+  for (auto& decided : engine.decide(commands, {}))
+    if (!decided) return tl::unexpected(std::move(decided.error()));
+  return {};
 }
 
 }  // namespace toposched::slurm

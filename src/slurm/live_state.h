@@ -9,18 +9,24 @@
 // those that hold resources (RUNNING, CONFIGURING, COMPLETING, SUSPENDED, STOPPED).
 // Errors name the command's output as the file ("squeue --json:1:734: ...").
 //
-// apply_live_state() maps that onto a Cluster by node name: every GPU a Slurm job holds is
-// allocated to "slurm-job:<id>", every GPU Slurm cannot use (node down/drained, outside the
-// requested partition, absent from Slurm, beyond Slurm's GPU count) to "slurm-unavailable:<node>".
+// apply_live_state() maps that onto a Cluster by node name, in the engine's own terms: every
+// Slurm job holding GPUs is a job "slurm-job:<id>" held on exactly those GPUs
+// (Command::hold_gpus, as for any job another scheduler placed); every node Slurm cannot use
+// (down/drained, outside the requested partition, absent from Slurm) is marked unavailable by
+// the source "slurm" (placement/node_availability.h); the GPUs of a usable node beyond the
+// count Slurm configured there are a blocked GPU set for the placement
+// (PlaceRequest::blocked_gpus). hold_live_mapping() gives the first two to an engine through
+// its one entry point, so nothing here changes an allocation state itself.
 // Nodes known to one side only are listed in the result, never dropped silently.
-// Plain values and pure functions; thread-safe.
+// Plain values and pure functions (hold_live_mapping: as thread-safe as the engine).
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "placement/allocation_state.h"
+#include "placement/engine.h"
+#include "placement/node_availability.h"
 #include "topology/cluster.h"
 #include "topology/error.h"
 
@@ -75,8 +81,23 @@ struct LiveMappingOptions {
   std::string partition;  // empty = every partition
 };
 
+// A job as an engine holds it: its id and its GPUs in rank order.
+struct HeldJob {
+  std::string id;
+  std::vector<GpuId> gpus;  // rank order
+};
+
+// The source of the node marks Slurm's live state sets.
+inline constexpr std::string_view kSlurmSource = "slurm";
+
 struct LiveMapping {
-  AllocationState state;                      // GPUs held by Slurm jobs or not usable
+  // Slurm's jobs holding GPUs: "slurm-job:<id>" on the GPUs Slurm gave it, node by node.
+  std::vector<HeldJob> slurm_jobs;
+  // Nodes Slurm cannot use now, as marks of source "slurm" whose reason says why ("Slurm
+  // state idle+DRAIN", "not in partition batch", "unknown to Slurm").
+  std::vector<NodeAvailabilityChange> node_marks;
+  // Free GPUs of usable nodes beyond the GPU count Slurm configured there.
+  std::vector<GpuId> unconfigured_gpus;
   std::vector<std::string> slurm_only_nodes;  // Slurm knows them, the cluster spec does not
   std::vector<std::string> spec_only_nodes;   // in the spec, unknown to Slurm (not usable)
   std::vector<std::string> unusable_nodes;    // known to both, but down/drained/other partition
@@ -84,13 +105,24 @@ struct LiveMapping {
   std::vector<std::string> jobs_accounted;        // Slurm job ids whose GPUs were marked busy
 };
 
-// Job ids this mapping gives Slurm's GPUs in the AllocationState.
+// The GPUs a Slurm job holds, node by node in Slurm's order (none for a CPU-only job).
+// kValidation when it holds GPUs on a node the spec does not know, or a GPU index the spec's
+// node does not have.
+Result<std::vector<GpuId>> slurm_job_gpus(const Cluster& cluster, const SlurmJob& job);
+
+// The job id under which an engine holds a Slurm job's GPUs.
 std::string slurm_job_owner(std::string_view job_id);
+// The id serve --slurm's sync holds the GPUs of a node Slurm cannot use under (slurm/sync.h).
 std::string unavailable_owner(std::string_view node);
 
 // Errors (kValidation) when a job holds GPUs on a node the spec does not know, or a GPU
 // index the spec's node does not have: the state would be wrong, so nothing may be placed.
 Result<LiveMapping> apply_live_state(const Cluster& cluster, const SlurmLiveState& live,
                                      const LiveMappingOptions& options = {});
+
+// Makes `engine` (over the mapping's cluster) hold Slurm's jobs and mark Slurm's unusable
+// nodes, through Engine::decide with nothing to commit. The first refusal is returned (a
+// job id or GPU the engine already holds).
+Result<void> hold_live_mapping(Engine& engine, const LiveMapping& mapping);
 
 }  // namespace toposched::slurm

@@ -224,7 +224,14 @@ Result<SubmitOutcome> submit_with_plan(const Cluster& cluster, const std::vector
   TOPOSCHED_TRY(live, read_live_state(options.timeout_s));
   TOPOSCHED_TRY(mapping, apply_live_state(cluster, live, {args.size.partition}));
   TOPOSCHED_TRY(warnings, mapping_report(mapping, live, options.ignore_unknown_nodes));
-  TOPOSCHED_TRY(plan, plan_submit(mapping.state, args, shape));
+  // An engine holding what Slurm holds (no store: the plan is a dry run); the GPUs Slurm has
+  // not configured are the request's blocked GPUs.
+  Engine engine(cluster, AllocationState(cluster));
+  TOPOSCHED_CHECK(hold_live_mapping(engine, mapping));
+  SubmitShape planned = shape;
+  planned.blocked_gpus.insert(planned.blocked_gpus.end(), mapping.unconfigured_gpus.begin(),
+                              mapping.unconfigured_gpus.end());
+  TOPOSCHED_TRY(plan, plan_submit(engine, args, planned));
   SubmitOutcome outcome{std::move(plan), {}, std::move(warnings), options.hostfile_path};
   if (options.dry_run) return outcome;
   TOPOSCHED_TRY(id, submit_batch(outcome.plan, options.hostfile_path, options.timeout_s));

@@ -1,6 +1,7 @@
 // The submit wrapper's plan: from the user's sbatch arguments, a parallel shape and a
-// policy, on the GPUs Slurm leaves free (LiveMapping), choose the job's GPUs and rank order
-// and write the sbatch command that makes Slurm run exactly that:
+// policy, on the GPUs Slurm leaves free (an engine holding Slurm's jobs, slurm/live_state.h),
+// choose the job's GPUs and rank order and write the sbatch command that makes Slurm run
+// exactly that:
 //
 //   SLURM_HOSTFILE=<hostfile> sbatch --parsable --nodes=N --nodelist=<nodes> --ntasks=R
 //       --ntasks-per-node=K --gres=gpu[:TYPE]:K --distribution=arbitrary --gpu-bind=<bind>
@@ -12,11 +13,12 @@
 // docs/slurm.md): a job gets the same GPU count on every node (22.05 ignores a hostfile's
 // per-node task counts when it allocates), so the plan uses K GPUs on each of N nodes;
 // sbatch cannot name GPU indices and select/cons_tres gives a job the lowest free indices of
-// a node (gres.conf without Cores=/Links=), so the plan takes those, keeping the rank pattern
-// the policy chose; --gpu-bind=map_gpu takes node-wide indices and one list for every node,
-// so ranks get map_gpu when every node's list is the same, per_task:1 (task i of a node
-// takes its i-th lowest GPU) otherwise, with each node's ranks then in ascending GPU order.
-// Pure functions; thread-safe.
+// a node, so the plan asks the engine for a Slurm-aligned placement
+// (PlaceRequest::slurm_aligned, placement/slurm_alignment.h); --gpu-bind=map_gpu takes
+// node-wide indices and one list for every node, so ranks get map_gpu when every node's list
+// is the same, per_task:1 (task i of a node takes its i-th lowest GPU) otherwise.
+// The plan is a dry run of the engine (Command::dry_run): nothing is held.
+// Pure functions but plan_submit, which asks `engine` (thread-safe like the engine).
 #pragma once
 
 #include <string>
@@ -24,8 +26,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "placement/engine.h"
 #include "placement/job_schema.h"
-#include "placement/placement.h"
 #include "slurm/live_state.h"
 #include "slurm/sbatch_args.h"
 
@@ -39,7 +41,8 @@ using SubmitShape = PlaceRequest;
 inline constexpr std::string_view kSubmitJobId = "slurm-submit";
 
 struct SubmitPlan {
-  Placement placement;
+  std::vector<GpuId> gpus_by_rank;   // the engine's choice, rank order
+  nlohmann::ordered_json placement;  // its `place` JSON, as the engine answered (placement_to_json)
   int nodes = 0;
   int gpus_per_node = 0;
   std::vector<std::string> node_order;   // nodes in first-rank order
@@ -52,12 +55,13 @@ struct SubmitPlan {
 // GPUs, or says it inconsistently).
 Result<JobRequest> request_from_sbatch(const SbatchSize& size, const SubmitShape& shape);
 
-// Places on `live` (which the caller built with apply_live_state) and builds the command.
-Result<SubmitPlan> plan_submit(const AllocationState& live, const ParsedSbatchArgs& args, const SubmitShape& shape);
+// Places on what `engine` holds (a dry run: the engine is not changed) and builds the
+// command. The shape's node mask and blocked GPUs are honoured; the placement is Slurm-aligned.
+Result<SubmitPlan> plan_submit(Engine& engine, const ParsedSbatchArgs& args, const SubmitShape& shape);
 
 
 // The plan as JSON for --dry-run: {"sbatch": [...], "hostfile": "...", "gpu_bind", "plan"}.
-nlohmann::ordered_json dry_run_json(const Cluster& cluster, const SubmitPlan& plan, const std::string& hostfile_path);
+nlohmann::ordered_json dry_run_json(const SubmitPlan& plan, const std::string& hostfile_path);
 
 // A shell-quoted command line ("SLURM_HOSTFILE=... sbatch ...") a user can paste.
 std::string shell_command(const SubmitPlan& plan, const std::string& hostfile_path);

@@ -19,71 +19,64 @@ bool is_managed_id(std::string_view id) {
   return starts_with(id, "slurm-job:") || starts_with(id, "slurm-unavailable:");
 }
 
-// Slurm's GPUs of a job, node by node in allocation order.
-Result<std::vector<GpuId>> job_gpus(const Cluster& cluster, const SlurmJob& job) {
-  std::vector<GpuId> gpus;
-  for (const SlurmJobNode& jn : job.nodes) {
-    auto n = cluster.find_node(jn.node);
-    if (!n) {
-      if (jn.gpu_indices.empty()) continue;
-      return make_error(ErrorCode::kValidation,
-                        fmt::format("Slurm job {} holds GPUs on node '{}', which the cluster spec does not know",
-                                    job.id, jn.node));
-    }
-    for (int idx : jn.gpu_indices) {
-      if (idx >= cluster.node_gpu_count(*n))
-        return make_error(ErrorCode::kValidation,
-                          fmt::format("Slurm job {} holds GPU index {} on node '{}', which has {} GPUs", job.id, idx,
-                                      jn.node, cluster.node_gpu_count(*n)));
-      gpus.push_back(cluster.node_gpu(*n, idx));
-    }
-  }
-  return gpus;
-}
-
 std::vector<GpuId> sorted(std::vector<GpuId> g) {
   std::sort(g.begin(), g.end(), [](GpuId a, GpuId b) { return a.index() < b.index(); });
   return g;
 }
 
-// What the service should hold for Slurm: owner -> GPUs (running jobs and unusable nodes),
-// and the toposched ids of jobs Slurm still keeps pending.
+// What the service should hold for Slurm: owner -> GPUs (running jobs, GPUs Slurm has not
+// configured), node -> mark reason (nodes Slurm cannot use), and the toposched ids of jobs
+// Slurm still keeps pending.
 struct Desired {
   std::map<std::string, std::vector<GpuId>> holds;
+  std::map<std::string, std::string> marks;
   std::set<std::string> pending_toposched_jobs;
   std::set<std::string> ended_toposched_jobs;  // listed by Slurm as completed, cancelled, failed, ...
 };
 
 Result<Desired> desired_state(const Cluster& cluster, const SlurmLiveState& live) {
+  // The mapping checks the jobs' GPUs (known nodes and indices, no GPU held twice) and
+  // decides the node marks and the GPUs Slurm has not configured.
+  TOPOSCHED_TRY(mapping, apply_live_state(cluster, live));
   Desired d;
-  std::set<std::size_t> taken;
   for (const SlurmJob& job : live.jobs) {
     std::string tag = toposched_job_of(job);
     if (!job.holds_resources()) {
       if (!tag.empty()) (job.state == "PENDING" ? d.pending_toposched_jobs : d.ended_toposched_jobs).insert(tag);
       continue;
     }
-    TOPOSCHED_TRY(gpus, job_gpus(cluster, job));
+    TOPOSCHED_TRY(gpus, slurm_job_gpus(cluster, job));
     if (gpus.empty()) continue;
-    for (GpuId g : gpus)
-      if (!taken.insert(g.index()).second)
-        return make_error(ErrorCode::kValidation,
-                          fmt::format("Slurm reports GPU {}:{} held by two jobs (one is {})",
-                                      cluster.node_name(cluster.gpu_node(g)), cluster.gpu_local_index(g), job.id));
     d.holds[tag.empty() ? slurm_job_owner(job.id) : tag] = std::move(gpus);
   }
-  std::unordered_map<std::string, const SlurmNode*> by_name;
-  for (const SlurmNode& n : live.nodes) by_name.emplace(n.name, &n);
-  for (std::uint32_t i = 0; i < cluster.node_count(); ++i) {
-    NodeId n(i);
-    auto it = by_name.find(cluster.node_name(n));
-    int usable_gpus = it == by_name.end() || !it->second->usable() ? 0 : it->second->gpus;
-    std::vector<GpuId> blocked;
-    for (int k = usable_gpus; k < cluster.node_gpu_count(n); ++k)
-      if (!taken.contains(cluster.node_gpu(n, k).index())) blocked.push_back(cluster.node_gpu(n, k));
-    if (!blocked.empty()) d.holds[unavailable_owner(cluster.node_name(n))] = std::move(blocked);
-  }
+  for (const NodeAvailabilityChange& m : mapping.node_marks) d.marks[m.node] = m.reason;
+  for (GpuId g : mapping.unconfigured_gpus)
+    d.holds[unavailable_owner(cluster.node_name(cluster.gpu_node(g)))].push_back(g);
   return d;
+}
+
+// The marks to set (new or with another reason) and to lift, given the ones held.
+void mark_actions(const Desired& desired, const std::vector<SlurmNodeMark>& marks, std::vector<SyncAction>& lifts,
+                  std::vector<SyncAction>& sets) {
+  std::map<std::string, std::string> held;
+  for (const SlurmNodeMark& m : marks) held[m.node] = m.reason;
+  for (const auto& [node, reason] : desired.marks) {
+    auto it = held.find(node);
+    if (it != held.end() && it->second == reason) continue;
+    SyncAction a;
+    a.kind = SyncAction::Kind::kMarkNode;
+    a.node = node;
+    a.reason = reason;
+    sets.push_back(std::move(a));
+  }
+  for (const auto& [node, reason] : held) {
+    if (desired.marks.contains(node)) continue;
+    SyncAction a;
+    a.kind = SyncAction::Kind::kUnmarkNode;
+    a.node = node;
+    a.reason = "Slurm can use the node again";
+    lifts.push_back(std::move(a));
+  }
 }
 
 }  // namespace
@@ -96,7 +89,7 @@ std::string toposched_job_of(const SlurmJob& job) {
 }
 
 Result<std::vector<SyncAction>> reconcile(const Cluster& cluster, const SlurmLiveState& live,
-                                          const std::vector<HeldJob>& held) {
+                                          const std::vector<HeldJob>& held, const std::vector<SlurmNodeMark>& marks) {
   TOPOSCHED_TRY(desired, desired_state(cluster, live));
   std::vector<SyncAction> releases, holds;
   std::map<std::size_t, std::string> desired_owner;  // GPU -> owner Slurm says
@@ -136,8 +129,12 @@ Result<std::vector<SyncAction>> reconcile(const Cluster& cluster, const SlurmLiv
   for (const auto& [owner, gpus] : desired.holds)
     if (!kept.contains(owner))
       holds.push_back({SyncAction::Kind::kHold, owner, gpus,
-                       starts_with(owner, "slurm-unavailable:") ? "Slurm cannot use these GPUs now"
+                       starts_with(owner, "slurm-unavailable:") ? "beyond the GPU count Slurm configured there"
                                                                 : "Slurm runs this job on these GPUs"});
+  std::vector<SyncAction> lifts, sets;
+  mark_actions(desired, marks, lifts, sets);
+  releases.insert(releases.end(), lifts.begin(), lifts.end());
+  releases.insert(releases.end(), sets.begin(), sets.end());
   releases.insert(releases.end(), holds.begin(), holds.end());
   return releases;
 }

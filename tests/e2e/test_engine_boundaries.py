@@ -22,15 +22,8 @@ STATE_CHANGE = re.compile(r"\b(state_?|what_if|out\.state|live|fresh)\s*(\.|->)\
 STORE_CAST = re.compile(r"dynamic_cast<[^>]*Store\b")
 
 KNOWN = {
-    "select": {
-        # Slurm alignment wraps the inner policy (SlurmAlignedPolicy) instead of being a
-        # request option of place_job.
-        "slurm/submit_plan.cc",
-    },
+    "select": set(),
     "state_change": {
-        # Slurm's live state marks unavailable GPUs and Slurm's jobs as pseudo jobs
-        # ("slurm-unavailable:N") instead of a mask.
-        "slurm/live_state.cc",
         # The simulator's placer holds its jobs in its own state (one decision per event,
         # no log) and a hold pseudo job for the topo policy's look-ahead.
         "sim/placement_backend.cc",

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "formats/cluster_source.h"
+#include "placement/engine.h"
 #include "slurm/live_state.h"
 #include "topology/file_io.h"
 
@@ -144,25 +145,53 @@ TEST(SlurmParsers, JsonOfTheWrongShapeIsAnError) {
   EXPECT_NE(r.error().message.find("gres_detail"), std::string::npos);
 }
 
+// The engine a live mapping gives, and its free GPUs on a node.
+struct Held {
+  Engine engine;
+  int free(const char* node) const {
+    const Cluster& c = engine.cluster();
+    return engine.read([&](const AllocationState& s) { return s.free_gpus(*c.find_node(node)); });
+  }
+  bool available(const char* node) const {
+    return nlohmann::json::parse(*engine.node_json(node))["available"].get<bool>();
+  }
+};
+
 TEST(SlurmMapping, BusyGpusUnusableAndOneSidedNodes) {
   Cluster c = test_cluster();
   SlurmLiveState live{*parse_sinfo_json(data("sinfo.json")), *parse_squeue_json(data("squeue.json"))};
   auto m = apply_live_state(c, live);
   ASSERT_TRUE(m) << m.error().to_string();
-  const AllocationState& s = m->state;
   auto node = [&](const char* n) { return *c.find_node(n); };
-  EXPECT_EQ(s.free_gpus(node("gpu01")), 2);
-  EXPECT_FALSE(s.gpu_free(c.node_gpu(node("gpu01"), 1)));
-  EXPECT_TRUE(s.gpu_free(c.node_gpu(node("gpu01"), 2)));
-  EXPECT_EQ(s.gpu_owner(c.node_gpu(node("gpu02"), 0)), "slurm-job:2");
-  EXPECT_EQ(s.free_gpus(node("gpu03")), 1);
-  EXPECT_EQ(s.free_gpus(node("gpu04")), 0);  // drained
-  EXPECT_EQ(s.free_gpus(node("gpu05")), 0);  // unknown to Slurm
+  // Slurm's jobs are jobs the engine holds on their GPUs; unusable nodes are marks by "slurm".
+  ASSERT_EQ(m->slurm_jobs.size(), 2u);
+  EXPECT_EQ(m->slurm_jobs[0].id, "slurm-job:1");
+  EXPECT_EQ(m->slurm_jobs[0].gpus, (std::vector<GpuId>{c.node_gpu(node("gpu01"), 0), c.node_gpu(node("gpu01"), 1)}));
+  ASSERT_EQ(m->node_marks.size(), 3u);
+  EXPECT_EQ(m->node_marks[0].node, "gpu04");
+  EXPECT_EQ(m->node_marks[0].source, "slurm");
+  EXPECT_FALSE(m->node_marks[0].available);
+  EXPECT_EQ(m->node_marks[0].reason, "Slurm state idle+DRAIN");
+  EXPECT_EQ(m->node_marks[1].reason, "unknown to Slurm");
+  EXPECT_TRUE(m->unconfigured_gpus.empty());
   EXPECT_EQ(m->unusable_nodes, (std::vector<std::string>{"gpu04"}));
   EXPECT_EQ(m->spec_only_nodes, (std::vector<std::string>{"gpu05", "gpu06"}));
   EXPECT_TRUE(m->slurm_only_nodes.empty());
   EXPECT_EQ(m->jobs_accounted, (std::vector<std::string>{"1", "2"}));
-  EXPECT_TRUE(s.check_invariants());
+  // Given to an engine: the jobs hold their GPUs, the nodes are closed to placements.
+  Held held{Engine(c, AllocationState(c))};
+  ASSERT_TRUE(hold_live_mapping(held.engine, *m));
+  EXPECT_EQ(held.free("gpu01"), 2);
+  EXPECT_EQ(held.free("gpu03"), 1);
+  EXPECT_EQ(held.free("gpu04"), 4);  // drained: free, but no placement may use it
+  EXPECT_FALSE(held.available("gpu04"));
+  EXPECT_FALSE(held.available("gpu05"));
+  EXPECT_TRUE(held.available("gpu01"));
+  EXPECT_EQ(held.engine.read([&](const AllocationState& s) { return std::string(s.gpu_owner(c.node_gpu(node("gpu02"), 0))); }),
+            "slurm-job:2");
+  EXPECT_TRUE(held.engine.read([](const AllocationState& s) { return s.check_invariants().has_value(); }));
+  // Holding the same mapping twice is refused (the jobs are held already).
+  EXPECT_FALSE(hold_live_mapping(held.engine, *m));
 }
 
 TEST(SlurmMapping, PartitionFilterAndGpuCountMismatch) {
@@ -172,8 +201,11 @@ TEST(SlurmMapping, PartitionFilterAndGpuCountMismatch) {
   live.nodes[2].gpus = 2;
   auto m = apply_live_state(c, live, {"test"});
   ASSERT_TRUE(m) << m.error().to_string();
-  EXPECT_EQ(m->state.free_gpus(*c.find_node("gpu02")), 0);
-  EXPECT_EQ(m->state.free_gpus(*c.find_node("gpu03")), 2);
+  ASSERT_FALSE(m->node_marks.empty());
+  EXPECT_EQ(m->node_marks[0].node, "gpu02");
+  EXPECT_EQ(m->node_marks[0].reason, "not in partition test");
+  NodeId gpu03 = *c.find_node("gpu03");
+  EXPECT_EQ(m->unconfigured_gpus, (std::vector<GpuId>{c.node_gpu(gpu03, 2), c.node_gpu(gpu03, 3)}));
   ASSERT_EQ(m->gpu_count_mismatches.size(), 1u);
   EXPECT_EQ(m->gpu_count_mismatches[0], "gpu03: spec 4 GPUs, Slurm 2");
   EXPECT_FALSE(apply_live_state(c, live, {"nosuch"}));

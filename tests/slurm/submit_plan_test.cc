@@ -77,7 +77,7 @@ TEST(SbatchArgs, RequestFromSize) {
 
 TEST(SubmitPlan, RankOrderHostfileAndCommand) {
   Cluster c = test_cluster();
-  AllocationState live(c);
+  Engine live(c, AllocationState(c));
   SubmitShape shape;
   shape.job.tp = 4;
   shape.job.pp = 2;
@@ -85,10 +85,12 @@ TEST(SubmitPlan, RankOrderHostfileAndCommand) {
   ASSERT_TRUE(plan) << plan.error().to_string();
   EXPECT_EQ(plan->nodes, 2);
   EXPECT_EQ(plan->gpus_per_node, 4);
-  ASSERT_EQ(plan->placement.gpus_by_rank.size(), 8u);
+  ASSERT_EQ(plan->gpus_by_rank.size(), 8u);
+  EXPECT_EQ(plan->placement["gpus"].size(), 8u);
+  EXPECT_EQ(plan->placement["job"], "slurm-submit");
   // The hostfile lists rank r's node on line r.
   std::string expected;
-  for (GpuId g : plan->placement.gpus_by_rank) expected += c.node_name(c.gpu_node(g)) + "\n";
+  for (GpuId g : plan->gpus_by_rank) expected += c.node_name(c.gpu_node(g)) + "\n";
   EXPECT_EQ(plan->hostfile, expected);
   EXPECT_EQ(plan->gpu_bind, "map_gpu:0,1,2,3");
   EXPECT_TRUE(has_arg(*plan, "--nodes=2"));
@@ -106,12 +108,13 @@ TEST(SubmitPlan, RankOrderHostfileAndCommand) {
 // must say so, whatever the policy picked.
 TEST(SubmitPlan, TakesTheGpusSlurmWillAllocate) {
   Cluster c = test_cluster();
-  AllocationState live(c);
+  AllocationState busy_state(c);
   for (std::uint32_t n = 0; n < c.node_count(); ++n) {
     NodeId node(n);
     std::vector<GpuId> busy{c.node_gpu(node, 0), c.node_gpu(node, 1)};
-    ASSERT_TRUE(live.allocate("slurm-job:" + std::to_string(n), busy));
+    ASSERT_TRUE(busy_state.allocate("slurm-job:" + std::to_string(n), busy));
   }
+  Engine live(c, std::move(busy_state));
   for (const char* policy : {"topo", "first-fit", "random", "slurm-tree"}) {
     SubmitShape shape;
     shape.policy = policy;
@@ -119,30 +122,33 @@ TEST(SubmitPlan, TakesTheGpusSlurmWillAllocate) {
     ASSERT_TRUE(plan) << policy << ": " << plan.error().to_string();
     EXPECT_EQ(plan->gpus_per_node, 2) << policy;
     std::set<int> locals;
-    for (GpuId g : plan->placement.gpus_by_rank) locals.insert(c.gpu_local_index(g));
+    for (GpuId g : plan->gpus_by_rank) locals.insert(c.gpu_local_index(g));
     EXPECT_EQ(locals, (std::set<int>{2, 3})) << policy;
   }
+  EXPECT_EQ(live.job_count(), c.node_count());  // a plan is a dry run: nothing held
 }
 
 // 6 GPUs where the free capacity is 4 + 2 + ...: Slurm needs equal counts per node.
 TEST(SubmitPlan, EqualGpuCountsPerNode) {
   Cluster c = test_cluster();
-  AllocationState live(c);
+  AllocationState busy_state(c);
   for (std::uint32_t n = 1; n < c.node_count(); ++n) {
     NodeId node(n);
-    ASSERT_TRUE(live.allocate("busy" + std::to_string(n), std::vector<GpuId>{c.node_gpu(node, 0), c.node_gpu(node, 1)}));
+    ASSERT_TRUE(
+        busy_state.allocate("busy" + std::to_string(n), std::vector<GpuId>{c.node_gpu(node, 0), c.node_gpu(node, 1)}));
   }
+  Engine live(c, std::move(busy_state));
   auto plan = plan_submit(live, parsed({"--gpus=6", "--wrap=true"}), SubmitShape{});
   ASSERT_TRUE(plan) << plan.error().to_string();
   std::map<std::string, int> per_node;
-  for (GpuId g : plan->placement.gpus_by_rank) ++per_node[c.node_name(c.gpu_node(g))];
+  for (GpuId g : plan->gpus_by_rank) ++per_node[c.node_name(c.gpu_node(g))];
   for (const auto& [node, count] : per_node) EXPECT_EQ(count, plan->gpus_per_node) << node;
   EXPECT_EQ(plan->gpus_per_node * plan->nodes, 6);
 }
 
 TEST(SubmitPlan, InfeasibleAndBadPolicy) {
   Cluster c = test_cluster();
-  AllocationState live(c);
+  Engine live(c, AllocationState(c));
   auto too_big = plan_submit(live, parsed({"--gpus=64", "--wrap=true"}), SubmitShape{});
   ASSERT_FALSE(too_big);
   EXPECT_EQ(too_big.error().code, ErrorCode::kInfeasible);
@@ -153,10 +159,10 @@ TEST(SubmitPlan, InfeasibleAndBadPolicy) {
 
 TEST(SubmitPlan, DryRunJsonAndShellCommand) {
   Cluster c = test_cluster();
-  AllocationState live(c);
+  Engine live(c, AllocationState(c));
   auto plan = plan_submit(live, parsed({"--gpus=2", "--wrap=echo 'hi there'"}), SubmitShape{});
   ASSERT_TRUE(plan);
-  auto j = dry_run_json(c, *plan, "/shared/h.hosts");
+  auto j = dry_run_json(*plan, "/shared/h.hosts");
   EXPECT_EQ(j["sbatch"][0], "sbatch");
   EXPECT_EQ(j["env"]["SLURM_HOSTFILE"], "/shared/h.hosts");
   EXPECT_EQ(j["plan"]["gpus"].size(), 2u);
