@@ -300,7 +300,7 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Stat
                                  : place_job(decide_on, on_available_nodes ? *on_available_nodes : command.place,
                                              false, command.detail);
     if (!placed && placed.error().code == ErrorCode::kInfeasible && on_available_nodes)
-      placed.error().message += fmt::format(" ({} unavailable node(s) excluded: GET /v1/nodes)",
+      placed.error().message += fmt::format(" ({} unavailable node(s) excluded)",
                                             availability_.unavailable_count());
     TOPOSCHED_TRY(p, std::move(placed));
     PlaceRequest normalised = command.place;

@@ -436,6 +436,18 @@ class ControlPlane(StartedByWith):
     def pods(self, namespace: str) -> List[dict]:
         return self.api.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
 
+    def wait_bound(self, namespace: str, names: List[str], timeout_s: float,
+                   poll_s: float = 0.3) -> Tuple[Dict[str, dict], List[str]]:
+        """Polls until every named pod has a node or `timeout_s` passed: the pods by name, and
+        the names still unbound (empty when all are bound; the caller fails with its context)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            pods = {p["metadata"]["name"]: p for p in self.pods(namespace)}
+            unbound = [n for n in names if not pods[n]["spec"].get("nodeName")]
+            if not unbound or time.monotonic() > deadline:
+                return pods, unbound
+            time.sleep(poll_s)
+
 
 def hostname_label(node: str) -> Dict[str, str]:
     """The kubernetes.io/hostname label a kubelet would set: the name, where a label value can

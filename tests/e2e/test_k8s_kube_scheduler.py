@@ -181,16 +181,11 @@ class KubeSchedulerEndToEnd(unittest.TestCase):
         self.assertEqual(self.kube.pods(NAMESPACE), [])
 
     def wait_bound(self, names):
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            pods = {p["metadata"]["name"]: p for p in self.kube.pods(NAMESPACE)}
-            unbound = [n for n in names if not pods[n]["spec"].get("nodeName")]
-            if not unbound:
-                return pods
-            if time.monotonic() > deadline:
-                self.fail(f"{len(unbound)} pods not bound after {WAIT_S} s, e.g. {unbound[:5]}:\n"
-                          + self.kube.log_tail("kube-scheduler"))
-            time.sleep(0.5)
+        pods, unbound = self.kube.wait_bound(NAMESPACE, names, WAIT_S)
+        if unbound:
+            self.fail(f"{len(unbound)} pods not bound after {WAIT_S} s, e.g. {unbound[:5]}:\n"
+                      + self.kube.log_tail("kube-scheduler"))
+        return pods
 
     def run_mix(self, node_cache_capable):
         groups, oversized, order = seeded_mix(SEED)

@@ -225,16 +225,11 @@ class PluginBuildDRA(unittest.TestCase):
         self.assertEqual(self.kube.pods(NAMESPACE), [])
 
     def wait_bound(self, names):
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            pods = {p["metadata"]["name"]: p for p in self.kube.pods(NAMESPACE)}
-            unbound = [n for n in names if not pods[n]["spec"].get("nodeName")]
-            if not unbound:
-                return pods
-            if time.monotonic() > deadline:
-                self.fail(f"{len(unbound)} pods not bound after {WAIT_S} s, e.g. {unbound[:5]}:\n"
-                          + self.kube.log_tail("kube-scheduler", 40))
-            time.sleep(0.3)
+        pods, unbound = self.kube.wait_bound(NAMESPACE, names, WAIT_S)
+        if unbound:
+            self.fail(f"{len(unbound)} pods not bound after {WAIT_S} s, e.g. {unbound[:5]}:\n"
+                      + self.kube.log_tail("kube-scheduler", 40))
+        return pods
 
     def bound(self, names):
         pods = {p["metadata"]["name"]: p for p in self.kube.pods(NAMESPACE)}
