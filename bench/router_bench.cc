@@ -137,6 +137,7 @@ std::vector<char> engine_batch(std::uint64_t w, std::uint64_t k) {
     for (std::uint64_t b = 0; b < 4; ++b) p.pack_uint64(old + b + 1);
     p.pack_nil();
   }
+  p.pack(0);  // dp_rank: the batch is [ts, events, dp_rank]
   return {buf.data(), buf.data() + buf.size()};
 }
 
@@ -157,7 +158,11 @@ void BM_EngineEventIngest(benchmark::State& state) {
     auto t0 = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < batches.size(); ++i) {
       auto b = decode_engine_batch(std::as_bytes(std::span<const char>(batches[i])));
-      auto ev = engine_batch_to_router_events(*b, i % 64, 16);
+      auto ev = b ? engine_batch_to_router_events(*b, i % 64, 16) : tl::unexpected(b.error());
+      if (!ev) {
+        state.SkipWithError(ev.error().to_string().c_str());
+        return;
+      }
       auto out = (*service)->apply_to_slot(static_cast<int>(i % 64), *ev);
       events += ev->size();
       refused += out.refused;
