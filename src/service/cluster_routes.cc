@@ -12,6 +12,7 @@
 #include "formats/cluster_summary.h"
 #include "formats/exporter.h"
 #include "placement/fragmentation.h"
+#include "service/component.h"
 #include "service/http.h"
 
 namespace toposched::service {

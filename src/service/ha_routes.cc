@@ -1,11 +1,13 @@
-// HA front: with --store etcd://..., this replica campaigns for leadership, keeps its copy
-// of the state current (service/replication.h), answers mutations it may not decide with
-// 503 naming the leader, and reports its role on GET /readyz. Registers nothing for other
-// stores. Installed first (routes.cc), so its /readyz and its pre-routing check come first.
+// HA front: with --store etcd://..., the scheduler's replica (Store::replicate, made by
+// Scheduler::open before its writer starts) campaigns for leadership and keeps the copy of
+// the state current (service/replication.h); this component answers the mutations this
+// replica may not decide with 503 naming the leader (a pre-routing step). GET /readyz reports
+// the role (health_routes.cc). Not made for a store one server uses alone.
 #include <memory>
 
 #include <fmt/format.h>
 
+#include "service/component.h"
 #include "service/http.h"
 #include "service/replica.h"
 
@@ -47,20 +49,27 @@ void refuse(const Replica& rep, httplib::Response& res) {
   send_json(res, 503, body.dump());
 }
 
+class HaFront final : public Component {
+ public:
+  explicit HaFront(const Replica& replica) : replica_(replica) {}
+  void install(Endpoints& endpoints) override {
+    endpoints.pre_routing.push_back([rep = &replica_](const httplib::Request& req, httplib::Response& res) {
+      if (!is_mutation(req) || rep->leads()) return false;
+      refuse(*rep, res);
+      return true;
+    });
+  }
+
+ private:
+  const Replica& replica_;  // the scheduler's, which outlives every handler
+};
+
 }  // namespace
 
-void install_ha_routes(httplib::Server& http, ServiceContext& ctx) {
-  auto replica = ctx.scheduler.store().replicate(
-      {ctx.options.advertise, std::chrono::seconds(ctx.options.lease_ttl_s)}, ctx.scheduler.mutable_engine());
-  if (!replica) return;  // a store this server uses alone
-  Replica* rep = replica.get();  // owned by the scheduler, which outlives the HTTP server
-  ctx.scheduler.set_batch_gate(std::move(replica));
-  ctx.pre_routing.push_back([rep](const httplib::Request& req, httplib::Response& res) {
-    if (!is_mutation(req) || rep->leads()) return false;
-    refuse(*rep, res);
-    return true;
-  });
-  http.Get("/readyz", [rep](const httplib::Request&, httplib::Response& res) { send_json(res, 200, rep->status_json()); });
+std::unique_ptr<Component> make_ha_front(ServiceContext& ctx) {
+  const Replica* replica = ctx.scheduler.replica();
+  if (!replica) return nullptr;
+  return std::make_unique<HaFront>(*replica);
 }
 
 }  // namespace toposched::service

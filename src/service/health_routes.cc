@@ -2,15 +2,19 @@
 #include <fmt/format.h>
 
 #include "placement/fragmentation.h"
+#include "service/component.h"
 #include "service/http.h"
+#include "service/replica.h"
 
 namespace toposched::service {
 
 void install_health_routes(httplib::Server& http, ServiceContext& ctx) {
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("OK\n", "text/plain"); });
   // Ready = the store was restored and the writer runs (both hold once the server listens);
-  // answers with the number of jobs restored/held.
+  // answers with the number of jobs restored/held, or, with a shared store, the replica's
+  // role and leader as JSON.
   http.Get("/readyz", [&ctx](const httplib::Request&, httplib::Response& res) {
+    if (const Replica* replica = ctx.scheduler.replica()) return send_json(res, 200, replica->status_json());
     res.set_content(fmt::format("OK {} jobs\n", ctx.scheduler.engine().job_count()), "text/plain");
   });
   http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {

@@ -2,6 +2,7 @@
 // GET /v1/jobs/{id}, DELETE /v1/jobs/{id} (release).
 #include <fmt/format.h>
 
+#include "service/component.h"
 #include "service/http.h"
 
 namespace toposched::service {

@@ -4,8 +4,9 @@
 //
 // The extender reserves through the service's own Scheduler (k8s::EngineLedger), so its
 // reservations are durable jobs like those of POST /v1/jobs and both share one set of GPUs.
-// A background thread expires reservations once a second (the planner also expires them on
-// every call). Handlers only decode, call the extender and send its bytes.
+// A background thread, started and stopped with the component, expires reservations once a
+// second (the planner also expires them on every call). Handlers only decode, call the
+// extender and send its bytes.
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "k8s/extender.h"
+#include "service/component.h"
 #include "service/http.h"
 #include "topology/mutex.h"
 
@@ -28,14 +30,16 @@ class ExtenderRuntime {
  public:
   ExtenderRuntime(ServiceContext& ctx, std::optional<k8s::BindingClient> api)
       : ledger_(ctx.scheduler.engine(), [&scheduler = ctx.scheduler](Command c) { return scheduler.submit(std::move(c)); }),
-        planner_(ledger_, clock(ctx.options.k8s_test_clock),
-                 k8s::PlannerOptions{"topo", static_cast<std::int64_t>(ctx.options.k8s_reservation_timeout_s) * 1000}),
-        extender_(planner_, std::move(api)),
-        sweeper_([this] { sweep(); }) {}
+        planner_(ledger_, clock(ctx.options.k8s.test_clock),
+                 k8s::PlannerOptions{"topo", static_cast<std::int64_t>(ctx.options.k8s.reservation_timeout_s) * 1000}),
+        extender_(planner_, std::move(api)) {}
 
-  ~ExtenderRuntime() {
+  ~ExtenderRuntime() { stop(); }
+
+  void start() { sweeper_ = std::thread([this] { sweep(); }); }
+  void stop() {
     stop_.request();
-    sweeper_.join();
+    if (sweeper_.joinable()) sweeper_.join();
   }
 
   k8s::Extender& extender() { return extender_; }
@@ -63,20 +67,11 @@ class ExtenderRuntime {
   k8s::GangPlanner planner_;
   k8s::Extender extender_;
   StopSignal stop_;
-  std::thread sweeper_;    // last: starts once everything above exists
+  std::thread sweeper_;  // expires reservations once a second, from start() to stop()
 };
 
-}  // namespace
 
-void install_k8s_extender_routes(httplib::Server& http, ServiceContext& ctx) {
-  const ServeOptions& o = ctx.options;
-  if (!o.k8s_extender) return;
-  auto api = k8s::resolve_api_server(o.k8s_api, o.k8s_token_file, o.k8s_ca_file,
-                                     [](const char* name) -> const char* { return std::getenv(name); });
-  if (api) spdlog::info("k8s: binding pods through {}", api->url);
-  else spdlog::warn("k8s: no API server (no --k8s-api, not in a cluster): the bind verb will answer an Error");
-  auto runtime = std::make_shared<ExtenderRuntime>(
-      ctx, api ? std::optional<k8s::BindingClient>(k8s::BindingClient(*api)) : std::nullopt);
+void install_verbs(httplib::Server& http, const ExtenderOptions& o, const std::shared_ptr<ExtenderRuntime>& runtime) {
   std::string prefix = o.url_prefix;
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   for (const k8s::ExtenderVerb& verb : k8s::extender_verbs()) {
@@ -86,22 +81,53 @@ void install_k8s_extender_routes(httplib::Server& http, ServiceContext& ctx) {
                 send_json(res, reply.status, std::move(reply.body));
               });
   }
-  if (o.k8s_test_clock) {
-    spdlog::warn("k8s: --k8s-test-clock: the extender's clock only moves through POST {}/test/clock", prefix);
-    http.Post(fmt::format("{}/test/clock", prefix), [runtime](const httplib::Request& req, httplib::Response& res) {
-      long long ms = 0;
-      const std::string v = req.has_param("advance_ms") ? req.get_param_value("advance_ms") : "";
-      try {
-        std::size_t used = 0;
-        ms = std::stoll(v, &used);
-        if (used != v.size() || ms < 0) throw std::invalid_argument(v);
-      } catch (...) {
-        return send_error(res, 400, "invalid_argument", "give ?advance_ms=N with N >= 0");
-      }
-      runtime->advance_test_clock(ms);
-      send_json(res, 200, "{}");
-    });
+  if (!o.test_clock) return;
+  spdlog::warn("k8s: --k8s-test-clock: the extender's clock only moves through POST {}/test/clock", prefix);
+  http.Post(fmt::format("{}/test/clock", prefix), [runtime](const httplib::Request& req, httplib::Response& res) {
+    long long ms = 0;
+    const std::string v = req.has_param("advance_ms") ? req.get_param_value("advance_ms") : "";
+    try {
+      std::size_t used = 0;
+      ms = std::stoll(v, &used);
+      if (used != v.size() || ms < 0) throw std::invalid_argument(v);
+    } catch (...) {
+      return send_error(res, 400, "invalid_argument", "give ?advance_ms=N with N >= 0");
+    }
+    runtime->advance_test_clock(ms);
+    send_json(res, 200, "{}");
+  });
+}
+
+// serve --k8s-extender: the runtime (planner, ledger, reservation sweeper) and its verbs,
+// on --extender-listen's listener when there is one.
+class K8sExtender final : public Component {
+ public:
+  K8sExtender(const ExtenderOptions& options, std::shared_ptr<ExtenderRuntime> runtime)
+      : options_(options), runtime_(std::move(runtime)) {}
+  Result<void> start() override {
+    runtime_->start();
+    return {};
   }
+  void stop() override { runtime_->stop(); }
+  void install(Endpoints& endpoints) override { install_verbs(endpoints.extender, options_, runtime_); }
+
+ private:
+  const ExtenderOptions& options_;
+  std::shared_ptr<ExtenderRuntime> runtime_;  // shared with the handlers
+};
+
+}  // namespace
+
+std::unique_ptr<Component> make_k8s_extender(ServiceContext& ctx) {
+  const ExtenderOptions& o = ctx.options.k8s;
+  if (!o.enabled) return nullptr;
+  auto api = k8s::resolve_api_server(o.api, o.token_file, o.ca_file,
+                                     [](const char* name) -> const char* { return std::getenv(name); });
+  if (api) spdlog::info("k8s: binding pods through {}", api->url);
+  else spdlog::warn("k8s: no API server (no --k8s-api, not in a cluster): the bind verb will answer an Error");
+  auto runtime = std::make_shared<ExtenderRuntime>(
+      ctx, api ? std::optional<k8s::BindingClient>(k8s::BindingClient(*api)) : std::nullopt);
+  return std::make_unique<K8sExtender>(o, std::move(runtime));
 }
 
 }  // namespace toposched::service

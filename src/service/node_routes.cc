@@ -4,6 +4,7 @@
 // node already has commits nothing and answers the same.
 #include <fmt/format.h>
 
+#include "service/component.h"
 #include "service/http.h"
 
 namespace toposched::service {

@@ -4,8 +4,9 @@
 //   worker slot for a Dynamo worker id), GET /v1/kv-index (dump of the index), GET
 //   /v1/kv-subscribers (state of the engine event subscribers).
 // Handlers parse the body, call RouterService and serialise its answer; the router is built
-// once at installation from ServeOptions' router_* fields, and with --router-kv-events an
-// EngineSubscriber feeds it the engines' ZMQ events (stopped by the server's stop hooks).
+// once when the component starts, from ServeOptions' `router` options (its replicas held as
+// jobs through the scheduler), and with --router-kv-events an EngineSubscriber feeds it the
+// engines' ZMQ events (stopped with the component).
 // When its workers do not fit the cluster (or the model or GPU is unknown, or an endpoint
 // is malformed), every endpoint answers 501 with why.
 // Thread-safety: RouterService serialises calls on its own mutex.
@@ -19,6 +20,7 @@
 
 #include "router/api.h"
 #include "router/engine_subscriber.h"
+#include "service/component.h"
 #include "service/http.h"
 #include "topology/mutex.h"
 
@@ -40,9 +42,9 @@ std::string worker_job_id(int w) { return fmt::format("router:worker-{}", w); }
 // (committed like any job, policy "router"), so no POST /v1/jobs answer includes them and a
 // restart finds them again. A held worker of another size is an error naming the fix.
 Result<std::vector<router::WorkerPlacement>> hold_workers(ServiceContext& ctx) {
-  const ServeOptions& so = ctx.options;
+  const RouterFrontOptions& so = ctx.options.router;
   const Cluster& c = ctx.cluster;
-  std::vector<std::optional<router::WorkerPlacement>> held(static_cast<std::size_t>(std::max(0, so.router_workers)));
+  std::vector<std::optional<router::WorkerPlacement>> held(static_cast<std::size_t>(std::max(0, so.workers)));
   std::vector<char> busy(c.gpu_count(), 0);
   ctx.scheduler.engine().read([&](const AllocationState& s) {
     for (std::size_t g = 0; g < busy.size(); ++g) busy[g] = !s.gpu_free(GpuId(static_cast<std::uint32_t>(g)));
@@ -59,15 +61,15 @@ Result<std::vector<router::WorkerPlacement>> hold_workers(ServiceContext& ctx) {
     }
     const auto& gpus = held[w]->gpus;
     const bool one_node = std::all_of(gpus.begin(), gpus.end(), [&](GpuId g) { return c.gpu_node(g) == held[w]->node; });
-    if (static_cast<int>(gpus.size()) != so.router_tp || !one_node)
+    if (static_cast<int>(gpus.size()) != so.tp || !one_node)
       return make_error(ErrorCode::kConflict,
                         fmt::format("job {} holds {} GPUs{} but --router-tp is {}: release it (DELETE /v1/jobs/{}) or "
                                     "serve with the --router-tp it was placed with",
                                     worker_job_id(static_cast<int>(w)), gpus.size(), one_node ? "" : " on several nodes",
-                                    so.router_tp, worker_job_id(static_cast<int>(w))));
+                                    so.tp, worker_job_id(static_cast<int>(w))));
   }
   if (missing > 0) {
-    TOPOSCHED_TRY(fresh, router::place_workers(c, missing, so.router_tp, busy));
+    TOPOSCHED_TRY(fresh, router::place_workers(c, missing, so.tp, busy));
     std::size_t next = 0;
     for (std::size_t w = 0; w < held.size(); ++w) {
       if (held[w]) continue;
@@ -87,13 +89,13 @@ Result<std::vector<router::WorkerPlacement>> hold_workers(ServiceContext& ctx) {
 }
 
 RouterState build_router(ServiceContext& ctx) {
-  const ServeOptions& so = ctx.options;
-  router::RouteServiceOptions o{so.router_model,       so.router_workers,     so.router_tp,
-                                so.router_policy,      so.router_block_tokens, so.router_load_weight < 0 ? router::kDefaultLoadWeight : so.router_load_weight,
-                                so.router_max_in_flight};
+  const RouterFrontOptions& so = ctx.options.router;
+  router::RouteServiceOptions o{so.model,  so.workers,      so.tp,
+                                so.policy, so.block_tokens, so.load_weight < 0 ? router::kDefaultLoadWeight : so.load_weight,
+                                so.max_in_flight};
   RouterState st;
   std::vector<router::WorkerPlacement> workers;  // empty: placed on an empty cluster, held by nobody
-  if (so.router_hold_workers) {
+  if (so.hold_workers) {
     auto held = hold_workers(ctx);
     if (!held) {
       st.why = fmt::format("router workers not held: {}", held.error().message);
@@ -110,7 +112,7 @@ RouterState build_router(ServiceContext& ctx) {
   }
   st.service = std::move(*created);
   std::vector<router::EngineEndpoint> endpoints;
-  for (const std::string& spec : so.router_kv_events) {
+  for (const std::string& spec : so.kv_events) {
     auto e = router::parse_engine_endpoint(spec, st.service->workers());
     if (!e) {
       st.why = e.error().message;
@@ -127,16 +129,20 @@ RouterState build_router(ServiceContext& ctx) {
     return st;
   }
   st.subscriber = std::move(*sub);
-  spdlog::info("router: subscribed to {} engine KV event publishers", so.router_kv_events.size());
+  spdlog::info("router: subscribed to {} engine KV event publishers", so.kv_events.size());
   return st;
 }
 
-// The router, built at installation; when its workers could not be held then (an HA replica
-// that does not lead yet: the hold is a write), built again on a later request, so the replica
-// that becomes leader holds them (or finds them in the store, held by the previous leader).
+// The router, built when the component starts; when its workers could not be held then (an
+// HA replica that does not lead yet: the hold is a write), built again on a later request, so
+// the replica that becomes leader holds them (or finds them in the store, held by the previous
+// leader).
 class RouterHolder {
  public:
-  explicit RouterHolder(ServiceContext& ctx) : ctx_(ctx), state_(build_router(ctx)) {
+  explicit RouterHolder(ServiceContext& ctx) : ctx_(ctx) {}
+  void build() EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    state_ = build_router(ctx_);
     log();
     built_.store(state_.service != nullptr, std::memory_order_release);
   }
@@ -161,7 +167,7 @@ class RouterHolder {
   // state_ is never written again.
   const RouterState& built_state() const NO_THREAD_SAFETY_ANALYSIS { return state_; }
   void log() const REQUIRES(mutex_) {
-    if (!state_.why.empty() && ctx_.options.router_hold_workers) spdlog::error("router: {}", state_.why);
+    if (!state_.why.empty() && ctx_.options.router.hold_workers) spdlog::error("router: {}", state_.why);
   }
   ServiceContext& ctx_;
   Mutex mutex_;
@@ -169,11 +175,7 @@ class RouterHolder {
   std::atomic<bool> built_{false};         // state_ holds a router
 };
 
-}  // namespace
-
-void install_router_routes(httplib::Server& http, ServiceContext& ctx) {
-  auto holder = std::make_shared<RouterHolder>(ctx);
-  ctx.stop_hooks.push_back([holder] { holder->stop(); });
+void install_endpoints(httplib::Server& http, ServiceContext& ctx, const std::shared_ptr<RouterHolder>& holder) {
   enum class Kind { kRoute, kDone, kEvents, kWorkers, kIndex, kSubscribers };
   auto handle = [&ctx, holder](Kind kind) {
     return [&ctx, holder, kind](const httplib::Request& req, httplib::Response& res) {
@@ -206,5 +208,27 @@ void install_router_routes(httplib::Server& http, ServiceContext& ctx) {
   http.Get("/v1/kv-index", handle(Kind::kIndex));
   http.Get("/v1/kv-subscribers", handle(Kind::kSubscribers));
 }
+
+// The router and its endpoints (made always: unconfigured, they answer 501 with why).
+class RouterFront final : public Component {
+ public:
+  explicit RouterFront(ServiceContext& ctx) : ctx_(ctx), holder_(std::make_shared<RouterHolder>(ctx)) {}
+  // A router that cannot be built is not fatal: its endpoints say why (an HA follower builds
+  // it again once it leads).
+  Result<void> start() override {
+    holder_->build();
+    return {};
+  }
+  void stop() override { holder_->stop(); }
+  void install(Endpoints& endpoints) override { install_endpoints(endpoints.api, ctx_, holder_); }
+
+ private:
+  ServiceContext& ctx_;
+  std::shared_ptr<RouterHolder> holder_;  // shared with the handlers
+};
+
+}  // namespace
+
+std::unique_ptr<Component> make_router(ServiceContext& ctx) { return std::make_unique<RouterFront>(ctx); }
 
 }  // namespace toposched::service

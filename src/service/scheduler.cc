@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "formats/native_spec.h"
+#include "service/replica.h"
 #include "topology/hostlist.h"
 
 namespace toposched::service {
@@ -106,11 +107,13 @@ Scheduler::Scheduler(const Cluster& cluster, std::unique_ptr<Store> store, Metri
       max_batch_(max_batch == 0 ? 1 : max_batch) {}
 
 Result<std::unique_ptr<Scheduler>> Scheduler::open(const Cluster& cluster, std::unique_ptr<Store> store,
-                                                   Metrics& metrics, std::size_t max_batch) {
+                                                   Metrics& metrics, std::size_t max_batch,
+                                                   const ReplicaOptions* replication) {
   TOPOSCHED_CHECK(store->bind_cluster(cluster.name(), cluster_digest(cluster)));
   max_batch = std::min(max_batch, store->max_batch());
   std::unique_ptr<Scheduler> s(new Scheduler(cluster, std::move(store), metrics, max_batch));
   TOPOSCHED_CHECK(restore_jobs(s->engine_, *s->store_));
+  if (replication) s->replica_ = s->store_->replicate(*replication, s->engine_);
   s->writer_ = std::thread([p = s.get()] { p->writer_loop(); });
   return s;
 }
@@ -194,17 +197,11 @@ void Scheduler::count(const Result<Decision>& r) {
   }
 }
 
-void Scheduler::set_batch_gate(std::shared_ptr<BatchGate> gate) {
-  MutexLock lock(mutex_);
-  gate_ = std::move(gate);
-}
-
 void Scheduler::writer_loop() {
   std::vector<Pending*> batch;
   std::vector<Command> commands;
   while (true) {
     batch.clear();
-    std::shared_ptr<BatchGate> gate;
     {
       MutexLock lock(mutex_);
       while (!stopping_ && queue_.empty()) wake_.wait(mutex_);
@@ -213,11 +210,10 @@ void Scheduler::writer_loop() {
         batch.push_back(queue_.front());
         queue_.pop_front();
       }
-      gate = gate_;
     }
     std::unique_lock<Mutex> gate_lock;
-    if (gate) {
-      auto entered = gate->enter(engine_);
+    if (replica_) {
+      auto entered = replica_->enter(engine_);
       if (!entered) {
         for (Pending* p : batch) {
           Result<Decision> refused = tl::unexpected(entered.error());

@@ -50,11 +50,17 @@ class BatchGate {
   virtual Result<std::unique_lock<Mutex>> enter(Engine& engine) = 0;
 };
 
+class Replica;
+struct ReplicaOptions;
+
 class Scheduler {
  public:
-  // `cluster` and `metrics` must outlive the scheduler.
+  // `cluster` and `metrics` must outlive the scheduler. With `replication` and a store that
+  // several replicas share, the store's replica (Store::replicate) gates every batch from
+  // the first on: it is in place before the writer starts.
   static Result<std::unique_ptr<Scheduler>> open(const Cluster& cluster, std::unique_ptr<Store> store,
-                                                 Metrics& metrics, std::size_t max_batch = 256);
+                                                 Metrics& metrics, std::size_t max_batch = 256,
+                                                 const ReplicaOptions* replication = nullptr);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -70,8 +76,8 @@ class Scheduler {
   // For a BatchGate that refreshes the engine from a shared store (a follower's copy); any
   // other change goes through submit().
   Engine& mutable_engine() { return engine_; }
-  // Puts `gate` in front of every later batch; the scheduler keeps it until it is destroyed.
-  void set_batch_gate(std::shared_ptr<BatchGate> gate);
+  // The replica gating the batches (a shared store opened with `replication`), or nullptr.
+  const Replica* replica() const { return replica_.get(); }
   // Stops the writer after the queued commands were answered.
   void stop();
 
@@ -91,7 +97,9 @@ class Scheduler {
   std::deque<Pending*> queue_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread writer_;
-  std::shared_ptr<BatchGate> gate_ GUARDED_BY(mutex_);  // destroyed before the store and engine
+  // Set by open() before the writer starts and never changed: the writer reads it unlocked.
+  // Destroyed before the store and the engine.
+  std::shared_ptr<Replica> replica_;
 };
 
 }  // namespace toposched::service

@@ -14,7 +14,9 @@
 #include <spdlog/spdlog.h>
 
 #include "formats/cluster_source.h"
+#include "service/component.h"
 #include "service/http.h"
+#include "service/replica.h"
 #include "service/http_limits.h"
 #include "topology/file_io.h"
 #include "topology/mutex.h"
@@ -123,7 +125,7 @@ Result<void> check_options(const ServeOptions& o, const std::string& host) {
         "place and release jobs); give --token-file F, or --insecure to accept that",
         host)));
   if (o.max_connections < 1) return tl::unexpected(invalid("--max-connections must be at least 1"));
-  if (!o.extender_listen.empty() && !o.k8s_extender)
+  if (!o.k8s.listen.empty() && !o.k8s.enabled)
     return tl::unexpected(invalid("--extender-listen needs --k8s-extender"));
   return {};
 }
@@ -195,12 +197,13 @@ void configure_http(httplib::Server& http, const ServeOptions& o, Metrics& metri
 }
 }  // namespace
 
-Result<std::unique_ptr<Server>> Server::start(ServeOptions options) {
-  TOPOSCHED_TRY(listen, parse_listen(options.listen));
-  TOPOSCHED_CHECK(check_options(options, listen.first));
-  std::unique_ptr<Server> s(new Server());
+Result<std::unique_ptr<Service>> Service::open(ServeOptions options) {
+  return open(std::move(options), component_kinds());
+}
+
+Result<std::unique_ptr<Service>> Service::open(ServeOptions options, std::span<const ComponentKind> kinds) {
+  std::unique_ptr<Service> s(new Service());
   s->options_ = std::move(options);
-  s->host_ = listen.first;
   const ServeOptions& o = s->options_;
   if (!o.token_file.empty()) {
     TOPOSCHED_TRY(token, read_token(o.token_file));
@@ -211,9 +214,46 @@ Result<std::unique_ptr<Server>> Server::start(ServeOptions options) {
   s->metrics_ = std::make_unique<Metrics>();
   TOPOSCHED_TRY(store, open_store(o.store_url));
   if (o.event_log_keep >= 0) store->set_event_log_limit(o.event_log_keep);
-  TOPOSCHED_TRY(scheduler, Scheduler::open(*s->cluster_, std::move(store), *s->metrics_, o.group_commit_max));
+  const ReplicaOptions replication{o.ha.advertise, std::chrono::seconds(o.ha.lease_ttl_s)};
+  TOPOSCHED_TRY(scheduler,
+                Scheduler::open(*s->cluster_, std::move(store), *s->metrics_, o.group_commit_max, &replication));
   s->scheduler_ = std::move(scheduler);
   s->context_.reset(new ServiceContext{s->options_, *s->cluster_, *s->scheduler_, *s->metrics_, s->auth_});
+  for (const ComponentKind& kind : kinds) {
+    std::unique_ptr<Component> component = kind.make(*s->context_);
+    if (!component) continue;
+    s->components_.push_back(std::move(component));
+    s->names_.push_back(kind.name);
+    // On error the destructor stops those already started (this one included), then the scheduler.
+    if (auto started = s->components_.back()->start(); !started)
+      return make_error(started.error().code, fmt::format("{}: {}", kind.name, started.error().message));
+  }
+  return s;
+}
+
+std::vector<std::string_view> Service::component_names() const { return names_; }
+
+void Service::install(httplib::Server& api, httplib::Server& extender, std::vector<PreRoutingHook>& pre_routing) {
+  Endpoints endpoints{api, extender, pre_routing};
+  for (auto& component : components_) component->install(endpoints);
+}
+
+void Service::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  for (auto it = components_.rbegin(); it != components_.rend(); ++it) (*it)->stop();
+  if (scheduler_) scheduler_->stop();
+}
+
+Service::~Service() { stop(); }
+
+Result<std::unique_ptr<Server>> Server::start(ServeOptions options) {
+  TOPOSCHED_TRY(listen, parse_listen(options.listen));
+  TOPOSCHED_CHECK(check_options(options, listen.first));
+  std::unique_ptr<Server> s(new Server());
+  s->host_ = listen.first;
+  s->tls_cert_ = options.tls_cert;
+  const ServeOptions& o = options;
   if (o.tls_cert.empty())
     s->http_ = std::make_unique<httplib::Server>();
   else
@@ -222,40 +262,46 @@ Result<std::unique_ptr<Server>> Server::start(ServeOptions options) {
     return make_error(ErrorCode::kInvalidArgument,
                       fmt::format("cannot use --tls-cert {} / --tls-key {}: not a readable PEM certificate and key",
                                   o.tls_cert, o.tls_key));
-  configure_http(*s->http_, o, *s->metrics_);
+  // The HTTP settings need the metrics, which the service owns; they are applied below,
+  // before the first request is accepted.
   TOPOSCHED_TRY(port, bind_listener(*s->http_, s->host_, listen.second, o.listen));
   s->port_ = port;
-  if (!o.extender_listen.empty()) {
-    TOPOSCHED_TRY(ext, parse_listen(o.extender_listen));
+  if (!o.k8s.listen.empty()) {
+    TOPOSCHED_TRY(ext, parse_listen(o.k8s.listen));
     s->extender_http_ = std::make_unique<httplib::Server>();
-    configure_http(*s->extender_http_, o, *s->metrics_);
-    TOPOSCHED_TRY(ext_port, bind_listener(*s->extender_http_, ext.first, ext.second, o.extender_listen));
+    TOPOSCHED_TRY(ext_port, bind_listener(*s->extender_http_, ext.first, ext.second, o.k8s.listen));
     s->extender_port_ = ext_port;
     if (!is_loopback(ext.first))
       spdlog::warn("--extender-listen {}: the extender verbs need no token; only kube-scheduler may reach this "
-                   "address (deploy/kubernetes/networkpolicy.yaml)", o.extender_listen);
-  } else if (o.k8s_extender && s->auth_.required()) {
+                   "address (deploy/kubernetes/networkpolicy.yaml)", o.k8s.listen);
+  } else if (o.k8s.enabled && !o.token_file.empty()) {
     spdlog::warn("--k8s-extender with --token-file: the extender verbs need the token, which kube-scheduler "
                  "cannot send; give --extender-listen");
   }
-  // Routes are installed once the port is known: an HA replica advertises its own URL.
-  if (s->options_.advertise.empty()) s->options_.advertise = s->url();
-  for (const RouteSet& r : route_sets())
-    r.install(r.name == "k8s-extender" && s->extender_http_ ? *s->extender_http_ : *s->http_, *s->context_);
-  install_request_checks(*s->http_, o.max_body_bytes, &s->auth_, s->context_->pre_routing);
+  // The service opens once the port is known: an HA replica advertises its own URL.
+  if (options.ha.advertise.empty()) options.ha.advertise = s->url();
+  const std::string extender_host = o.k8s.listen.substr(0, o.k8s.listen.rfind(':'));
+  TOPOSCHED_TRY(service, Service::open(std::move(options)));
+  s->service_ = std::move(service);
+  ServiceContext& ctx = s->service_->context();
+  configure_http(*s->http_, ctx.options, ctx.metrics);
+  if (s->extender_http_) configure_http(*s->extender_http_, ctx.options, ctx.metrics);
+  std::vector<PreRoutingHook> pre_routing;
+  s->service_->install(*s->http_, s->extender_http_ ? *s->extender_http_ : *s->http_, pre_routing);
+  install_request_checks(*s->http_, ctx.options.max_body_bytes, &ctx.auth, std::move(pre_routing));
   s->listener_ = start_accepting(*s->http_);
   if (s->extender_http_) {
-    install_request_checks(*s->extender_http_, o.max_body_bytes, nullptr, {});
+    install_request_checks(*s->extender_http_, ctx.options.max_body_bytes, nullptr, {});
     s->extender_listener_ = start_accepting(*s->extender_http_);
-    const std::string host = o.extender_listen.substr(0, o.extender_listen.rfind(':'));
-    spdlog::info("k8s: the extender verbs are served on http://{}:{} (--extender-listen)", host, s->extender_port_);
+    spdlog::info("k8s: the extender verbs are served on http://{}:{} (--extender-listen)", extender_host,
+                 s->extender_port_);
   }
   return s;
 }
 
 std::string Server::url() const {
   std::string host = host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_;
-  return fmt::format("{}://{}:{}", options_.tls_cert.empty() ? "http" : "https", host, port_);
+  return fmt::format("{}://{}:{}", tls_cert_.empty() ? "http" : "https", host, port_);
 }
 
 void Server::stop() {
@@ -264,9 +310,7 @@ void Server::stop() {
   if (listener_.joinable()) listener_.join();
   if (extender_http_) extender_http_->stop();
   if (extender_listener_.joinable()) extender_listener_.join();
-  if (context_)
-    for (auto& hook : context_->stop_hooks) hook();
-  if (scheduler_) scheduler_->stop();
+  if (service_) service_->stop();
 }
 
 Server::~Server() { stop(); }

@@ -1,30 +1,29 @@
-// Server: `toposched serve`, the HTTP/JSON front of a Scheduler (cpp-httplib, TLS through
-// OpenSSL), and the extension point other front ends plug their endpoints into.
+// Server: `toposched serve`, the HTTP/JSON front of a Service (cpp-httplib, TLS through
+// OpenSSL); Service: the composition root that builds what the server serves.
 //
-// Extension point: endpoints live in files under src/service/, one file per group (jobs,
-// cluster, topograph, ...). Each file defines a RouteInstaller and adds ONE row to the
-// table in routes.cc:
+// Service::open builds, in this order: the cluster; the store; the scheduler, whose batch
+// gate (an HA store's replica: Store::replicate, service/replica.h) is in place before its
+// writer starts; then the components (service/component.h: the HA front, the Kubernetes
+// extender, the Slurm sync, the Topograph request queue, the LLM router, and the plain
+// endpoint groups), each made from its own options and started in table order. Only then
+// does the Server install the components' routes, which only route, and accept requests.
+// Shutdown runs in reverse: the listeners close and the requests in flight end, the
+// components stop last-made first, then the scheduler answers what is queued and stops.
 //
-//     void install_k8s_extender_routes(httplib::Server& http, ServiceContext& ctx);   // k8s_routes.cc
-//     {"k8s-extender", "Kubernetes scheduler extender verbs", install_k8s_extender_routes},
-//
-// An installer registers its handlers with http.Get/Post/Delete (paths may use
-// ctx.options.url_prefix), reads its own options from ctx.options (ServeOptions below holds
-// the flags of every front end: --k8s-extender, --url-prefix, --k8s-api, --slurm, and the
-// --store URL for etcd), decides through ctx.scheduler and answers with the helpers of
-// service/http.h (send_json, send_error, authorize). An installer whose flag is off
-// registers nothing. Handlers only parse, call and serialise (DESIGN.md).
+// ServeOptions holds the server's own flags and one options struct per component; each
+// component reads only its own (cli/cmd_serve.cc registers the flags in the same groups).
 //
 // Thread-safety: handlers run on the server's worker threads concurrently; everything in a
 // ServiceContext is safe to use from them (Scheduler, Metrics and Auth are thread-safe;
-// options and cluster are read-only while serving). A Server object itself is started and
-// stopped from one thread.
+// options and cluster are read-only while serving). Server and Service objects are opened
+// and stopped from one thread.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -42,6 +41,49 @@ struct Response;
 
 namespace toposched::service {
 
+// serve --k8s-extender and its flags (k8s_routes.cc).
+struct ExtenderOptions {
+  bool enabled = false;  // --k8s-extender
+  // --extender-listen ADDR:PORT: the extender verbs on their own plain-HTTP listener, which
+  // needs no token (kube-scheduler's extender config cannot send one); only kube-scheduler
+  // may reach it (loopback, or a NetworkPolicy: docs/kubernetes.md). Empty: the verbs are
+  // on --listen and, with --token-file, need the token like every other POST.
+  std::string listen;
+  std::string url_prefix;            // --url-prefix, e.g. /scheduler
+  std::string api;                   // --k8s-api URL
+  std::string token_file;            // --k8s-token-file (default in-cluster: the service account's)
+  std::string ca_file;               // --k8s-ca-file
+  int reservation_timeout_s = 300;   // --k8s-reservation-timeout
+  bool test_clock = false;           // --k8s-test-clock (tests only: manual clock endpoint)
+};
+
+// serve --slurm (slurm_sync.cc).
+struct SlurmSyncOptions {
+  bool enabled = false;        // --slurm
+  double poll_interval_s = 5;  // --slurm-poll-interval
+};
+
+// The LLM request router: POST /v1/route, /v1/kv-events (router_routes.cc).
+struct RouterFrontOptions {
+  std::string model = "llama3-8b";  // --router-model
+  int workers = 8;                  // --router-workers
+  int tp = 1;                       // --router-tp
+  std::string policy = "kv-topo";   // --router-policy
+  int block_tokens = 512;           // --router-block-tokens: tokens per KV block (the engines' block size)
+  double load_weight = -1;          // --router-load-weight: anti-burst weight (< 0: router::kDefaultLoadWeight)
+  std::size_t max_in_flight = 0;    // --router-max-in-flight: admission bound (0: none)
+  std::vector<std::string> kv_events;  // --router-kv-events W=ENDPOINT[,replay=ENDPOINT][,topic=T], per worker
+  // The replicas are real engines (--router-workers or --router-kv-events given): their GPUs
+  // are held in the engine as jobs router:worker-N, so POST /v1/jobs never hands them out.
+  bool hold_workers = false;
+};
+
+// HA with a shared store (--store etcd://...; service/replication.h).
+struct ReplicationFlags {
+  std::string advertise;  // --advertise URL followers name as the leader (default: this server's URL)
+  int lease_ttl_s = 3;    // --lease-ttl: the leader's etcd lease
+};
+
 struct ServeOptions {
   std::string cluster_spec;
   std::string store_url = "sqlite:./toposched-state.db";
@@ -56,36 +98,11 @@ struct ServeOptions {
   int keep_alive_s = 5;                   // idle keep-alive connections are closed after this
   std::size_t group_commit_max = 256;     // most mutations in one store commit
   std::int64_t event_log_keep = -1;       // --event-log-keep: newest events kept (0 all; -1 the store's default)
-  // Front ends built on the service (their installers read these).
-  bool k8s_extender = false;  // --k8s-extender
-  // --extender-listen ADDR:PORT: the extender verbs on their own plain-HTTP listener, which
-  // needs no token (kube-scheduler's extender config cannot send one); only kube-scheduler
-  // may reach it (loopback, or a NetworkPolicy: docs/kubernetes.md). Empty: the verbs are
-  // on --listen and, with --token-file, need the token like every other POST.
-  std::string extender_listen;
-  std::string url_prefix;     // --url-prefix, e.g. /scheduler
-  std::string k8s_api;        // --k8s-api URL
-  std::string k8s_token_file;  // --k8s-token-file (default in-cluster: the service account's)
-  std::string k8s_ca_file;     // --k8s-ca-file
-  int k8s_reservation_timeout_s = 300;  // --k8s-reservation-timeout
-  bool k8s_test_clock = false;          // --k8s-test-clock (tests only: manual clock endpoint)
-  bool slurm = false;         // --slurm
-  // The LLM request router (POST /v1/route, /v1/kv-events; router_routes.cc).
-  std::string router_model = "llama3-8b";  // --router-model
-  int router_workers = 8;                  // --router-workers
-  int router_tp = 1;                       // --router-tp
-  std::string router_policy = "kv-topo";   // --router-policy
-  int router_block_tokens = 512;           // --router-block-tokens: tokens per KV block (the engines' block size)
-  double router_load_weight = -1;          // --router-load-weight: anti-burst weight (< 0: router::kDefaultLoadWeight)
-  std::size_t router_max_in_flight = 0;    // --router-max-in-flight: admission bound (0: none)
-  std::vector<std::string> router_kv_events;  // --router-kv-events W=ENDPOINT[,replay=ENDPOINT][,topic=T], per worker
-  // The replicas are real engines (--router-workers or --router-kv-events given): their GPUs
-  // are held in the engine as jobs router:worker-N, so POST /v1/jobs never hands them out.
-  bool router_hold_workers = false;
-  double slurm_poll_interval_s = 5;  // --slurm-poll-interval
-  // HA (--store etcd://...; service/replication.h).
-  std::string advertise;      // --advertise URL followers name as the leader (default: this server's URL)
-  int lease_ttl_s = 3;        // --lease-ttl: the leader's etcd lease
+  // The components' own options (service/component.h).
+  ExtenderOptions k8s;
+  SlurmSyncOptions slurm;
+  RouterFrontOptions router;
+  ReplicationFlags ha;
 };
 
 // Bearer-token check (constant-time compare); http_limits.h applies it to every request
@@ -104,40 +121,54 @@ class Auth {
 
 using PreRoutingHook = std::function<bool(const httplib::Request&, httplib::Response&)>;
 
+// What every component and handler may use; lives as long as the Service.
 struct ServiceContext {
   const ServeOptions& options;
   const Cluster& cluster;
   Scheduler& scheduler;
   Metrics& metrics;
   const Auth& auth;
-  // Background workers an installer starts (serve --slurm's sync) register how to stop them;
-  // Server::stop runs these after the last request and before the scheduler stops.
-  std::vector<std::function<void()>> stop_hooks = {};
-  // Pre-routing steps an installer adds (HA answers mutations on a follower with 503): each
-  // returns true once it has answered. They run after the HTTP layer's framing and token
-  // checks (http_limits.h), before the body is read.
-  std::vector<PreRoutingHook> pre_routing = {};
 };
 
-using RouteInstaller = void (*)(httplib::Server& http, ServiceContext& ctx);
-struct RouteSet {
-  std::string_view name;
-  std::string_view summary;
-  RouteInstaller install;
-};
-// Every endpoint group, in installation order (routes.cc).
-const std::vector<RouteSet>& route_sets();
+class Component;
+struct ComponentKind;
 
-// Installers of this folder's own groups (one file each).
-void install_health_routes(httplib::Server& http, ServiceContext& ctx);    // health_routes.cc
-void install_job_routes(httplib::Server& http, ServiceContext& ctx);       // job_routes.cc
-void install_node_routes(httplib::Server& http, ServiceContext& ctx);      // node_routes.cc
-void install_cluster_routes(httplib::Server& http, ServiceContext& ctx);   // cluster_routes.cc
-void install_topograph_routes(httplib::Server& http, ServiceContext& ctx); // topograph_routes.cc
-void install_router_routes(httplib::Server& http, ServiceContext& ctx);    // router_routes.cc
-void install_slurm_sync(httplib::Server& http, ServiceContext& ctx);        // slurm_sync.cc
-void install_k8s_extender_routes(httplib::Server& http, ServiceContext& ctx);  // k8s_routes.cc
-void install_ha_routes(httplib::Server& http, ServiceContext& ctx);        // ha_routes.cc
+// The composition root (see the top of this file): everything `serve` runs but the HTTP
+// listeners.
+class Service {
+ public:
+  // `options.ha.advertise` must be set when the store is shared (the Server sets it to its
+  // URL). Errors: kInvalidArgument (options, token file), kValidation (store of another
+  // cluster), kIo/kUnavailable (files, store), or a component's start error.
+  static Result<std::unique_ptr<Service>> open(ServeOptions options);
+  // The same with another component table (tests).
+  static Result<std::unique_ptr<Service>> open(ServeOptions options, std::span<const ComponentKind> kinds);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  ServiceContext& context() { return *context_; }
+  Scheduler& scheduler() { return *scheduler_; }
+  // The names of the components made, in start order.
+  std::vector<std::string_view> component_names() const;
+  // Registers every component's endpoints on `api` (and the extender's on `extender`, which
+  // is `api` without --extender-listen); the pre-routing steps they add go to `pre_routing`.
+  void install(httplib::Server& api, httplib::Server& extender, std::vector<PreRoutingHook>& pre_routing);
+  // Stops the components in reverse order, then the scheduler (after the queued decisions).
+  void stop();
+
+ private:
+  Service() = default;
+  ServeOptions options_;
+  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<Scheduler> scheduler_;
+  Auth auth_;
+  std::unique_ptr<ServiceContext> context_;
+  std::vector<std::unique_ptr<Component>> components_;  // in start order
+  std::vector<std::string_view> names_;                 // of components_
+  bool stopped_ = false;
+};
 
 // A running server: loads the cluster, opens the store, restores, listens.
 class Server {
@@ -151,18 +182,15 @@ class Server {
   std::uint16_t port() const { return port_; }
   std::uint16_t extender_port() const { return extender_port_; }  // 0 without --extender-listen
   std::string url() const;  // http(s)://ADDR:PORT
-  Scheduler& scheduler() { return *scheduler_; }
-  // Stops accepting, finishes the requests in flight and the queued decisions.
+  Scheduler& scheduler() { return service_->scheduler(); }
+  Service& service() { return *service_; }
+  // Stops accepting, finishes the requests in flight, then stops the service.
   void stop();
 
  private:
   Server() = default;
-  ServeOptions options_;
-  std::unique_ptr<Cluster> cluster_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<Scheduler> scheduler_;
-  Auth auth_;
-  std::unique_ptr<ServiceContext> context_;
+  std::string tls_cert_;
+  std::unique_ptr<Service> service_;
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
   std::uint16_t port_ = 0;

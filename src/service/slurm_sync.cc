@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "service/component.h"
 #include "service/http.h"
 #include "slurm/slurm_commands.h"
 #include "slurm/sync.h"
@@ -155,14 +156,31 @@ nlohmann::json SlurmSync::status() const {
           {"interval_s", interval_s_}};
 }
 
-void install_slurm_sync(httplib::Server& http, ServiceContext& ctx) {
-  if (!ctx.options.slurm) return;
-  auto sync = std::make_shared<SlurmSync>(ctx.cluster, ctx.scheduler, ctx.options.slurm_poll_interval_s);
-  sync->start();
-  ctx.stop_hooks.push_back([sync] { sync->stop(); });
-  http.Get("/v1/slurm/sync", [sync](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200, sync->status().dump());
-  });
+namespace {
+// serve --slurm: the sync worker and GET /v1/slurm/sync.
+class SlurmSyncComponent final : public Component {
+ public:
+  SlurmSyncComponent(const Cluster& cluster, Scheduler& scheduler, double interval_s)
+      : sync_(std::make_shared<SlurmSync>(cluster, scheduler, interval_s)) {}
+  Result<void> start() override {
+    sync_->start();
+    return {};
+  }
+  void stop() override { sync_->stop(); }
+  void install(Endpoints& endpoints) override {
+    endpoints.api.Get("/v1/slurm/sync", [sync = sync_](const httplib::Request&, httplib::Response& res) {
+      send_json(res, 200, sync->status().dump());
+    });
+  }
+
+ private:
+  std::shared_ptr<SlurmSync> sync_;
+};
+}  // namespace
+
+std::unique_ptr<Component> make_slurm_sync(ServiceContext& ctx) {
+  if (!ctx.options.slurm.enabled) return nullptr;
+  return std::make_unique<SlurmSyncComponent>(ctx.cluster, ctx.scheduler, ctx.options.slurm.poll_interval_s);
 }
 
 }  // namespace toposched::service

@@ -28,7 +28,7 @@ namespace toposched::service {
 
 class SlurmSync {
  public:
-  // `cluster` and `scheduler` must outlive the worker (Server::stop stops it first).
+  // `cluster` and `scheduler` must outlive the worker (the service stops it before the scheduler).
   SlurmSync(const Cluster& cluster, Scheduler& scheduler, double interval_s, double grace_s = 30);
   ~SlurmSync();
 

@@ -22,6 +22,7 @@
 #include "formats/exporter.h"
 #include "formats/json_input.h"
 #include "formats/topograph_export.h"
+#include "service/component.h"
 #include "service/http.h"
 #include "topology/mutex.h"
 
@@ -73,14 +74,18 @@ Result<TopographJob> topograph_job(const nlohmann::json& body) {
 // Request ids, their results, and the worker that computes them.
 class TopographRequests {
  public:
-  explicit TopographRequests(const Cluster& cluster) : cluster_(cluster), worker_([this] { run(); }) {}
-  ~TopographRequests() {
+  explicit TopographRequests(const Cluster& cluster) : cluster_(cluster) {}
+  ~TopographRequests() { stop(); }
+
+  void start() { worker_ = std::thread([this] { run(); }); }
+  // Ends the worker after the request it computes (queued ones stay "not completed yet").
+  void stop() EXCLUDES(mutex_) {
     {
       MutexLock lock(mutex_);
       stopping_ = true;
     }
     wake_.notify_all();
-    worker_.join();
+    if (worker_.joinable()) worker_.join();
   }
 
   static constexpr std::size_t kMaxPending = 32;
@@ -153,7 +158,7 @@ class TopographRequests {
 
   const Cluster& cluster_;
   Mutex mutex_;
-  CondVar wake_;  // a request was queued, or the destructor asks the worker to stop
+  CondVar wake_;  // a request was queued, or stop() asks the worker to end
   std::map<std::string, Answer> results_ GUARDED_BY(mutex_);
   std::deque<std::string> order_ GUARDED_BY(mutex_);
   std::size_t kept_bytes_ GUARDED_BY(mutex_) = 0;  // bodies of finished results_
@@ -162,31 +167,48 @@ class TopographRequests {
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread worker_;
 };
+
+// The request queue and its worker, and the two endpoints over them.
+class TopographQueue final : public Component {
+ public:
+  explicit TopographQueue(const Cluster& cluster) : requests_(std::make_shared<TopographRequests>(cluster)) {}
+  Result<void> start() override {
+    requests_->start();
+    return {};
+  }
+  void stop() override { requests_->stop(); }
+  void install(Endpoints& endpoints) override { install_endpoints(endpoints.api, requests_); }
+
+ private:
+  // The handlers share the queue: cpp-httplib keeps them until the server is destroyed.
+  static void install_endpoints(httplib::Server& http, const std::shared_ptr<TopographRequests>& requests) {
+    http.Post("/v1/generate", [requests](const httplib::Request& req, httplib::Response& res) {
+      auto body = parse_json_body(req);
+      if (!body) return send_error(res, body.error());
+      auto job = topograph_job(*body);
+      if (!job) return send_error(res, job.error());
+      auto uid = requests->submit(std::move(*job));
+      if (!uid) {
+        res.set_header("Retry-After", "1");
+        return send_error(res, 503, "busy", "too many /v1/generate requests are waiting; retry later");
+      }
+      res.status = 202;
+      res.set_content(std::move(*uid), "text/plain");
+    });
+    http.Get("/v1/topology", [requests](const httplib::Request& req, httplib::Response& res) {
+      if (!req.has_param("uid")) return send_error(res, 400, "invalid_argument", "give the request id as ?uid=ID");
+      auto r = requests->get(req.get_param_value("uid"));
+      res.status = r.status;
+      res.set_content(std::move(r.body), "text/plain");
+    });
+  }
+
+  std::shared_ptr<TopographRequests> requests_;
+};
 }  // namespace
 
-void install_topograph_routes(httplib::Server& http, ServiceContext& ctx) {
-  // Lives as long as the process's last server (installers run once per server; the
-  // handlers hold a shared reference).
-  auto requests = std::make_shared<TopographRequests>(ctx.cluster);
-  http.Post("/v1/generate", [requests](const httplib::Request& req, httplib::Response& res) {
-    auto body = parse_json_body(req);
-    if (!body) return send_error(res, body.error());
-    auto job = topograph_job(*body);
-    if (!job) return send_error(res, job.error());
-    auto uid = requests->submit(std::move(*job));
-    if (!uid) {
-      res.set_header("Retry-After", "1");
-      return send_error(res, 503, "busy", "too many /v1/generate requests are waiting; retry later");
-    }
-    res.status = 202;
-    res.set_content(std::move(*uid), "text/plain");
-  });
-  http.Get("/v1/topology", [requests](const httplib::Request& req, httplib::Response& res) {
-    if (!req.has_param("uid")) return send_error(res, 400, "invalid_argument", "give the request id as ?uid=ID");
-    auto r = requests->get(req.get_param_value("uid"));
-    res.status = r.status;
-    res.set_content(std::move(r.body), "text/plain");
-  });
+std::unique_ptr<Component> make_topograph_queue(ServiceContext& ctx) {
+  return std::make_unique<TopographQueue>(ctx.cluster);
 }
 
 }  // namespace toposched::service

@@ -30,8 +30,8 @@ std::unique_ptr<Server> start_router(const RouterTempDir& dir, const std::string
   o.cluster_spec = cluster;
   o.store_url = "sqlite:" + (dir.path / "state.db").string();
   o.listen = "127.0.0.1:0";
-  o.router_workers = workers;
-  o.router_policy = "kv";
+  o.router.workers = workers;
+  o.router.policy = "kv";
   auto s = Server::start(std::move(o));
   EXPECT_TRUE(s) << (s ? "" : s.error().message);
   return s ? std::move(*s) : nullptr;

@@ -1,6 +1,6 @@
 // toposched serve, in process on a loopback port it picks (port 0): the jobs API, bad input
 // (statuses, JSON errors, state unchanged), tokens, 16 concurrent clients on 10,000 GPUs,
-// byte-identical restart, Topograph's API, and the extension point.
+// byte-identical restart, Topograph's API, and the components' lifecycle (service/component.h).
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
@@ -20,6 +20,7 @@
 
 #include "formats/cluster_source.h"
 #include "formats/exporter.h"
+#include "service/component.h"
 #include "service/server.h"
 
 namespace toposched::service {
@@ -330,13 +331,80 @@ TEST(Serve, TopographGenerateThenPollTopology) {
   EXPECT_EQ(c.Post("/v1/generate", R"({"engine":{"name":"pbs"}})", "application/json")->status, 400);
 }
 
-TEST(Serve, EveryRouteSetIsNamedAndInstallable) {
+TEST(Serve, EveryComponentIsNamedAndMadeOnlyWhenItsOptionsAskForIt) {
   std::set<std::string_view> names;
-  for (const RouteSet& r : route_sets()) {
-    EXPECT_TRUE(r.install);
-    EXPECT_TRUE(names.insert(r.name).second) << r.name;
+  for (const ComponentKind& kind : component_kinds()) {
+    EXPECT_TRUE(kind.make);
+    EXPECT_TRUE(names.insert(kind.name).second) << kind.name;
   }
-  EXPECT_TRUE(names.contains("jobs"));
+  TempDir dir;
+  auto plain = start(options(dir, "preset:dgx-h100?nodes=2"));
+  ASSERT_TRUE(plain);
+  // SQLite: no HA front; no --slurm, no --k8s-extender.
+  EXPECT_EQ(plain->service().component_names(),
+            (std::vector<std::string_view>{"health", "jobs", "nodes", "cluster", "topograph", "router"}));
+  plain.reset();
+  ServeOptions o = options(dir, "preset:dgx-h100?nodes=2");
+  o.k8s.enabled = true;
+  auto with_extender = start(o);
+  ASSERT_TRUE(with_extender);
+  EXPECT_EQ(with_extender->service().component_names().back(), "k8s-extender");
+  httplib::Client c = client(*with_extender);
+  EXPECT_NE(c.Post("/filter", R"({"Pod":{}})", "application/json")->status, 404);  // the verb is served
+}
+
+// What the recording components below saw, in order.
+std::vector<std::string>& lifecycle_log() {
+  static std::vector<std::string> log;
+  return log;
+}
+
+template <int N>
+struct Recording final : Component {
+  explicit Recording(ServiceContext& ctx) : ctx_(ctx) {}
+  Result<void> start() override {
+    // The scheduler runs when a component starts: it may decide through it.
+    lifecycle_log().push_back(fmt::format("start {} jobs={}", N, ctx_.scheduler.engine().job_count()));
+    if (N == 3) return make_error(ErrorCode::kUnavailable, "cannot reach the thing");
+    return {};
+  }
+  void install(Endpoints&) override { lifecycle_log().push_back(fmt::format("install {}", N)); }
+  void stop() override { lifecycle_log().push_back(fmt::format("stop {}", N)); }
+  ServiceContext& ctx_;
+};
+
+template <int N>
+std::unique_ptr<Component> make_recording(ServiceContext& ctx) {
+  return std::make_unique<Recording<N>>(ctx);
+}
+std::unique_ptr<Component> make_none(ServiceContext&) { return nullptr; }
+
+TEST(Serve, ComponentsStartInOrderInstallAfterAllStartedAndStopInReverse) {
+  TempDir dir;
+  const ComponentKind kinds[] = {{"one", "", make_recording<1>}, {"off", "", make_none}, {"two", "", make_recording<2>}};
+  lifecycle_log().clear();
+  auto service = Service::open(options(dir, "preset:dgx-h100?nodes=2"), kinds);
+  ASSERT_TRUE(service) << service.error().message;
+  EXPECT_EQ((*service)->component_names(), (std::vector<std::string_view>{"one", "two"}));
+  httplib::Server api;
+  std::vector<PreRoutingHook> hooks;
+  (*service)->install(api, api, hooks);
+  (*service)->stop();
+  (*service)->stop();  // once only
+  EXPECT_EQ(lifecycle_log(), (std::vector<std::string>{"start 1 jobs=0", "start 2 jobs=0", "install 1", "install 2",
+                                                       "stop 2", "stop 1"}));
+}
+
+TEST(Serve, AComponentThatCannotStartStopsTheOnesBeforeItAndNamesItself) {
+  TempDir dir;
+  const ComponentKind kinds[] = {{"one", "", make_recording<1>}, {"flaky", "", make_recording<3>},
+                                 {"two", "", make_recording<2>}};
+  lifecycle_log().clear();
+  auto service = Service::open(options(dir, "preset:dgx-h100?nodes=2"), kinds);
+  ASSERT_FALSE(service);
+  EXPECT_EQ(service.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(service.error().message, "flaky: cannot reach the thing");
+  EXPECT_EQ(lifecycle_log(), (std::vector<std::string>{"start 1 jobs=0", "start 3 jobs=0", "stop 3", "stop 1"}));
 }
 
 }  // namespace
