@@ -165,7 +165,7 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
   for (int w = 0; w < r.workers(); ++w) {
     const int own = overlap[static_cast<std::size_t>(w)];
     const int pinned = std::min(own, safe[static_cast<std::size_t>(w)]);
-    const double keep = own > pinned ? 1.0 - r.eviction_risk(w) : 1.0;
+    const double keep = own > pinned ? r.keep_share(w, q.sequence[static_cast<std::size_t>(own - 1)]) : 1.0;
     const double queue = r.load(w).prefill_seconds;
     double t = queue + prefill(pinned + keep * (own - pinned));
     const double own_lost = keep < 1.0 ? prefill(pinned) : 0.0;
@@ -278,6 +278,32 @@ double Router::eviction_risk(int w) const {
   return std::min(1.0, evicted / evictable);
 }
 
+double Router::keep_share(int w, std::uint64_t last_block) const {
+  const double risk = eviction_risk(w);
+  if (risk <= 0) return 1.0;
+  const Load& l = loads_[static_cast<std::size_t>(w)];
+  auto it = l.stamp.find(last_block);
+  if (it == l.stamp.end()) return 1.0 - risk;
+  const double cached = static_cast<double>(index_.blocks(w));
+  const double evicted = l.pending_blocks - std::max(0.0, static_cast<double>(config_.cache_blocks) - cached);
+  const double pinned = std::max(0.0, static_cast<double>(l.block_refs.size()) - l.pending_blocks);
+  // Touched since: newer than it; those of queued requests are not stored yet.
+  const double newer = std::max(0.0, static_cast<double>(l.touches - it->second) - l.pending_blocks);
+  const double older = std::max(0.0, cached - pinned - newer);
+  return std::clamp(older / evicted, 0.0, 1.0);
+}
+
+void Router::touch(int w, std::span<const std::uint64_t> blocks) {
+  if (config_.cache_blocks <= 0) return;
+  Load& l = loads_[static_cast<std::size_t>(w)];
+  // First blocks last: they are the most recent, as the engines' LRU keeps shared prefixes.
+  for (auto h = blocks.rbegin(); h != blocks.rend(); ++h) l.stamp[*h] = ++l.touches;
+  // Blocks touched more than a few caches ago are gone from any LRU of this size.
+  const std::uint64_t horizon = 4 * static_cast<std::uint64_t>(config_.cache_blocks);
+  if (l.stamp.size() > 2 * horizon)
+    std::erase_if(l.stamp, [&](const auto& e) { return l.touches - e.second > horizon; });
+}
+
 const std::vector<std::size_t>& Router::new_blocks_all(std::span<const std::uint64_t> sequence) {
   new_blocks_.assign(static_cast<std::size_t>(workers_), sequence.size());
   for (std::uint64_t h : sequence) {
@@ -313,6 +339,7 @@ RouteDecision Router::route(std::uint64_t request_id, const RouteQuery& query) {
       ++l.active_blocks;
       active_holders_[h].set(d.worker);
     }
+  touch(d.worker, query.sequence);
   active_[request_id] = std::move(a);
   return d;
 }
@@ -339,6 +366,7 @@ void Router::finished(std::uint64_t request_id) {
   if (it == active_.end()) return;
   prefill_done(request_id);
   Load& l = loads_[static_cast<std::size_t>(it->second.worker)];
+  touch(it->second.worker, it->second.blocks);
   for (std::uint64_t h : it->second.blocks) {
     auto ref = l.block_refs.find(h);
     if (ref != l.block_refs.end() && --ref->second == 0) {

@@ -154,6 +154,14 @@ class Router {
   // evict (every block held by no active request equally likely: the router does not know
   // their order). 0 without RouterConfig::cache_blocks.
   double eviction_risk(int w) const;
+  // The expected share of worker w's cached prefix ending with `last_block` (no active request
+  // holding it) left when a request routed there now is admitted. LRU order: the router
+  // stamps a worker's blocks when it routes a request there and when the request finishes
+  // (Dynamo's blocks become most recent then), so the blocks touched on w since `last_block`
+  // are newer than it and evicted after it; it survives when the evictable blocks older than
+  // it cover the evictions. A block the router never stamped (stored by an engine's own
+  // traffic) falls back to 1 - eviction_risk. 1 without RouterConfig::cache_blocks.
+  double keep_share(int w, std::uint64_t last_block) const;
 
   // Per-worker load, as the policies read it.
   struct Load {
@@ -163,6 +171,8 @@ class Router {
     int active_requests = 0;        // routed and not finished (prefilling or decoding)
     double pending_blocks = 0;      // blocks routed requests will store there (not cached there when routed), prefill not done
     std::unordered_map<std::uint64_t, int> block_refs;  // sequence hash -> active requests using it
+    std::uint64_t touches = 0;                           // blocks stamped on the worker so far
+    std::unordered_map<std::uint64_t, std::uint64_t> stamp;  // sequence hash -> `touches` when last used there
   };
   const Load& load(int w) const { return loads_[static_cast<std::size_t>(w)]; }
   // Blocks of `sequence` not among worker w's active blocks (Dynamo's new_blocks).
@@ -199,6 +209,7 @@ class Router {
   std::unordered_map<std::uint64_t, WorkerSet> active_holders_;  // block -> workers with it active
   std::unordered_map<std::uint64_t, Active> active_;
   std::uint64_t round_robin_ = 0;
+  void touch(int w, std::span<const std::uint64_t> blocks);  // LRU stamps (keep_share)
 };
 
 }  // namespace toposched::router

@@ -189,6 +189,31 @@ TEST(KvTopo, DoesNotChaseAPrefixAboutToBeEvicted) {
   EXPECT_EQ(keep.local_overlap, 8);
 }
 
+// LRU order: a prefix the router saw used recently on the worker sits behind the older
+// blocks, so the same 60 queued stores do not reach it.
+TEST(KvTopo, ARecentlyUsedPrefixOutlivesTheEvictions) {
+  Fixture f = make("preset:dgx-h100?nodes=1", 2);
+  RouterConfig config;
+  config.cache_blocks = 100;
+  Router router(**find_policy("round-robin"), 2, f.time, f.transfers, config);
+  auto q = sequence_hashes(ids(1, 16));
+  std::span<const std::uint64_t> head(q.data(), 8);
+  for (std::uint64_t b = 0; b < 92; ++b) router.index().store(0, 900000 + b);
+  router.route(3, {head, 8 * 512});  // worker 0 computes the 8 blocks ...
+  for (int b = 0; b < 8; ++b) router.index().store(0, q[static_cast<std::size_t>(b)]);
+  router.finished(3);  // ... and they end most recently used there
+  router.route(4, {sequence_hashes(ids(30000, 1)), 512});  // worker 1
+  auto a = sequence_hashes(ids(10000, 60)), b = sequence_hashes(ids(20000, 61));
+  router.route(1, {a, 60 * 512});  // worker 0: 60 blocks to store
+  router.route(2, {b, 61 * 512});  // worker 1
+  EXPECT_DOUBLE_EQ(router.eviction_risk(0), 0.6);  // 60 of 100 evictable blocks go ...
+  EXPECT_DOUBLE_EQ(router.keep_share(0, q[7]), 1.0);  // ... the 92 older ones first
+  EXPECT_DOUBLE_EQ(router.keep_share(0, 900000), 0.4);  // never stamped: the uniform share
+  RouteDecision d = (*find_policy("kv-topo"))->choose(router, {q, 16 * 512});
+  EXPECT_EQ(d.worker, 0);
+  EXPECT_EQ(d.pull_from, -1);
+}
+
 TEST(RoundRobinAndLeastLoaded, CycleAndBalance) {
   Fixture f = make("preset:dgx-h100?nodes=1", 3);
   Router rr(**find_policy("round-robin"), 3, f.time, f.transfers);
