@@ -168,6 +168,10 @@ Result<std::unique_ptr<RouterService>> RouterService::create(const Cluster& clus
   RouterConfig config;
   config.block_tokens = o.block_tokens;
   config.load_weight = o.load_weight;
+  // kv-topo's eviction term reads the engines' cache size: the time model's (90 % of the
+  // group's memory less the weights, vLLM's default) in blocks of the engines' block size.
+  config.cache_blocks = o.cache_blocks != 0 ? std::max(0LL, o.cache_blocks)
+                                            : static_cast<long long>(time.kv_capacity_tokens() / o.block_tokens);
   Router router(*policy, o.workers, time, std::move(table), config);
   return std::unique_ptr<RouterService>(new RouterService(cluster, std::move(workers), std::move(router), o.block_tokens, o.max_in_flight));
 }

@@ -58,6 +58,9 @@ struct RouteServiceOptions {
   // Admission control: at most this many requests in flight (routed with a request_id and
   // not yet reported done); past it a route is shed (429 + Retry-After). 0: no bound.
   std::size_t max_in_flight = 0;
+  // KV cache blocks per worker for kv-topo's eviction term (RouterConfig::cache_blocks):
+  // 0 = from the time model (GPU memory less weights), < 0 = no term.
+  long long cache_blocks = 0;
 };
 
 // A route answer, or a shed request: the router's queue is full.

@@ -143,7 +143,7 @@ class Engine {
       : workers_(workers), time_(time), trace_(trace), hashes_(hashes), policy_(policy), config_(config), all_(std::move(all)),
         prefill_count_(config.disaggregated ? static_cast<int>(workers.size()) / 2 : static_cast<int>(workers.size())),
         router_(policy, prefill_count_, time, std::move(prefill_side),
-                RouterConfig{config.block_tokens, 1.0, config.load_weight, config.predictor_scale}),
+                RouterConfig{config.block_tokens, 1.0, config.load_weight, config.predictor_scale, std::max(0LL, capacity)}),
         decode_index_(static_cast<int>(workers.size())),
         prefill_feed_(&router_.index(), config.event_lag_s),
         decode_feed_(&decode_index_, 0) {

@@ -137,10 +137,16 @@ RouteDecision choose_kv(Router& r, const RouteQuery& q) {
 // seconds, then either the prefill of what it lacks, or (for each worker holding a longer
 // prefix) the transfer of the missing prefix blocks, overlapped with the queue, then the
 // prefill of the rest. `blind` prices every transfer as the fastest pair of the cluster.
-// The choice minimises that estimate x (1 + the worker's anti-burst weight); the answer's
-// predicted_ttft_s is the estimate itself.
+// Eviction term (RouterConfig::cache_blocks): of a worker's cached prefix, the blocks no
+// active request holds count only in the share its LRU is expected to keep until the request
+// is admitted (1 - eviction_risk); a pull onto such a prefix counts only with that
+// probability (the pulled blocks extend the local prefix: if its tail is evicted they are
+// of no use, as in the simulator). The choice minimises that estimate x (1 + the worker's
+// anti-burst weight); the answer's predicted_ttft_s is the estimate itself.
 RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
   const auto& overlap = r.prefixes(q);
+  const bool evict = r.config().cache_blocks > 0;
+  const auto& safe = evict ? r.active_prefixes(q.sequence, overlap) : overlap;
   const int bs = r.config().block_tokens;
   static thread_local std::vector<int> sources;
   sources.clear();
@@ -150,22 +156,25 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
   if (blind)
     for (const TransferCost& c : r.transfers().cost)
       if (c.blocks_per_s > fastest.blocks_per_s) fastest = c;
-  auto prefill = [&](int blocks) {
-    double cached = cached_tokens(blocks, bs, q.input_tokens);
+  auto prefill = [&](double blocks) {
+    double cached = std::min<double>(blocks * bs, q.input_tokens);
     return r.predicted_prefill_s(std::max(1.0, q.input_tokens - cached), std::min(cached, q.input_tokens - 1.0));
   };
   RouteDecision d;
   double best = std::numeric_limits<double>::infinity(), best_ttft = best;
   for (int w = 0; w < r.workers(); ++w) {
     const int own = overlap[static_cast<std::size_t>(w)];
+    const int pinned = std::min(own, safe[static_cast<std::size_t>(w)]);
+    const double keep = own > pinned ? r.keep_share(w, q.sequence[static_cast<std::size_t>(own - 1)]) : 1.0;
     const double queue = r.load(w).prefill_seconds;
-    double t = queue + prefill(own);
+    double t = queue + prefill(pinned + keep * (own - pinned));
+    const double own_lost = keep < 1.0 ? prefill(pinned) : 0.0;
     int from = -1;
     for (int s : sources) {
       const int theirs = overlap[static_cast<std::size_t>(s)];
       if (theirs <= own) continue;
       const TransferCost& c = blind ? fastest : r.transfers().at(s, w);
-      double ts = std::max(queue, c.seconds(theirs - own)) + prefill(theirs);
+      double ts = std::max(queue, c.seconds(theirs - own)) + keep * prefill(theirs) + (1.0 - keep) * own_lost;
       if (ts < t) {
         t = ts;
         from = s;
@@ -232,6 +241,69 @@ const std::vector<int>& Router::prefixes(const RouteQuery& q) {
   return overlap_;
 }
 
+const std::vector<int>& Router::active_prefixes(std::span<const std::uint64_t> sequence, const std::vector<int>& overlap) {
+  active_prefix_.assign(static_cast<std::size_t>(workers_), 0);
+  WorkerSet still;
+  int longest = 0;
+  for (int w = 0; w < workers_; ++w)
+    if (overlap[static_cast<std::size_t>(w)] > 0) {
+      still.set(w);
+      longest = std::max(longest, overlap[static_cast<std::size_t>(w)]);
+    }
+  longest = std::min<int>(longest, static_cast<int>(sequence.size()));
+  for (int k = 0; k < longest && !still.empty(); ++k) {
+    auto it = active_holders_.find(sequence[static_cast<std::size_t>(k)]);
+    if (it == active_holders_.end()) break;
+    still &= it->second;
+    WorkerSet next = still;
+    still.for_each([&](int w) {
+      if (overlap[static_cast<std::size_t>(w)] > k) active_prefix_[static_cast<std::size_t>(w)] = k + 1;
+      else next.reset(w);
+    });
+    still = next;
+  }
+  return active_prefix_;
+}
+
+double Router::eviction_risk(int w) const {
+  if (config_.cache_blocks <= 0) return 0;
+  const Load& l = loads_[static_cast<std::size_t>(w)];
+  const double cached = static_cast<double>(index_.blocks(w));
+  const double free = std::max(0.0, static_cast<double>(config_.cache_blocks) - cached);
+  const double evicted = l.pending_blocks - free;
+  if (evicted <= 0) return 0;
+  // Blocks of active requests already stored there are pinned: not evictable.
+  const double pinned = std::max(0.0, static_cast<double>(l.block_refs.size()) - l.pending_blocks);
+  const double evictable = std::max(1.0, cached - pinned);
+  return std::min(1.0, evicted / evictable);
+}
+
+double Router::keep_share(int w, std::uint64_t last_block) const {
+  const double risk = eviction_risk(w);
+  if (risk <= 0) return 1.0;
+  const Load& l = loads_[static_cast<std::size_t>(w)];
+  auto it = l.stamp.find(last_block);
+  if (it == l.stamp.end()) return 1.0 - risk;
+  const double cached = static_cast<double>(index_.blocks(w));
+  const double evicted = l.pending_blocks - std::max(0.0, static_cast<double>(config_.cache_blocks) - cached);
+  const double pinned = std::max(0.0, static_cast<double>(l.block_refs.size()) - l.pending_blocks);
+  // Touched since: newer than it; those of queued requests are not stored yet.
+  const double newer = std::max(0.0, static_cast<double>(l.touches - it->second) - l.pending_blocks);
+  const double older = std::max(0.0, cached - pinned - newer);
+  return std::clamp(older / evicted, 0.0, 1.0);
+}
+
+void Router::touch(int w, std::span<const std::uint64_t> blocks) {
+  if (config_.cache_blocks <= 0) return;
+  Load& l = loads_[static_cast<std::size_t>(w)];
+  // First blocks last: they are the most recent, as the engines' LRU keeps shared prefixes.
+  for (auto h = blocks.rbegin(); h != blocks.rend(); ++h) l.stamp[*h] = ++l.touches;
+  // Blocks touched more than a few caches ago are gone from any LRU of this size.
+  const std::uint64_t horizon = 4 * static_cast<std::uint64_t>(config_.cache_blocks);
+  if (l.stamp.size() > 2 * horizon)
+    std::erase_if(l.stamp, [&](const auto& e) { return l.touches - e.second > horizon; });
+}
+
 const std::vector<std::size_t>& Router::new_blocks_all(std::span<const std::uint64_t> sequence) {
   new_blocks_.assign(static_cast<std::size_t>(workers_), sequence.size());
   for (std::uint64_t h : sequence) {
@@ -257,6 +329,8 @@ RouteDecision Router::route(std::uint64_t request_id, const RouteQuery& query) {
   a.prefill_tokens = std::max(0.0, query.input_tokens - cached);
   a.prefill_seconds = predicted_prefill_s(std::max(1.0, a.prefill_tokens), std::min(cached, query.input_tokens - 1.0));
   a.blocks.assign(query.sequence.begin(), query.sequence.end());
+  a.pending_blocks = static_cast<double>(query.sequence.size()) - std::min<double>(d.local_overlap, static_cast<double>(query.sequence.size()));
+  l.pending_blocks += a.pending_blocks;
   l.prefill_tokens += a.prefill_tokens;
   l.prefill_seconds += a.prefill_seconds;
   ++l.active_requests;
@@ -265,6 +339,7 @@ RouteDecision Router::route(std::uint64_t request_id, const RouteQuery& query) {
       ++l.active_blocks;
       active_holders_[h].set(d.worker);
     }
+  touch(d.worker, query.sequence);
   active_[request_id] = std::move(a);
   return d;
 }
@@ -275,6 +350,7 @@ void Router::prefill_done(std::uint64_t request_id) {
   Load& l = loads_[static_cast<std::size_t>(it->second.worker)];
   l.prefill_tokens = std::max(0.0, l.prefill_tokens - it->second.prefill_tokens);
   l.prefill_seconds = std::max(0.0, l.prefill_seconds - it->second.prefill_seconds);
+  l.pending_blocks = std::max(0.0, l.pending_blocks - it->second.pending_blocks);
   it->second.prefill_pending = false;
 }
 
@@ -290,6 +366,7 @@ void Router::finished(std::uint64_t request_id) {
   if (it == active_.end()) return;
   prefill_done(request_id);
   Load& l = loads_[static_cast<std::size_t>(it->second.worker)];
+  touch(it->second.worker, it->second.blocks);
   for (std::uint64_t h : it->second.blocks) {
     auto ref = l.block_refs.find(h);
     if (ref != l.block_refs.end() && --ref->second == 0) {

@@ -18,6 +18,9 @@
 // a worker adds RouterConfig::load_weight to the weight of the prefill routed there (the
 // prefill it would stall; vLLM's chunked prefill puts the chunks in the same iterations as
 // the decoding sequences). load_weight 0 is Dynamo's cost exactly.
+// kv-topo and kv-pull-blind also price the risk that a cached prefix is evicted before the
+// request is admitted (RouterConfig::cache_blocks; Router::eviction_risk): blocks no active
+// request holds count only in the share the worker's LRU is expected to keep.
 //
 // Decisions are deterministic (ties go to the lower worker index). Thread-safety: none;
 // one thread at a time (the service holds a mutex around it).
@@ -98,6 +101,12 @@ struct RouterConfig {
   // The router's prefill-time predictor scaled against the time model (1 = calibrated; the
   // simulator's robustness runs use 0.7 and 1.4). Transfer estimates are not scaled.
   double predictor_scale = 1.0;
+  // Blocks of KV cache per worker (the engines' capacity). > 0 turns on kv-topo's eviction
+  // term: a worker whose queued requests will store more blocks than its cache has free
+  // evicts its least recently used blocks first, so a cached prefix no active request holds
+  // counts only in the expected share that survives (Router::eviction_risk). <= 0: unknown
+  // or unlimited, no term.
+  long long cache_blocks = 0;
 };
 
 class Router;
@@ -139,6 +148,20 @@ class Router {
   double predicted_prefill_s(double tokens, double cached) const { return config_.predictor_scale * time_.prefill_s(tokens, cached); }
   // The kv family's anti-burst addition to the weight of worker w's prefill term.
   double burst_weight(int w) const { return config_.load_weight * loads_[static_cast<std::size_t>(w)].active_requests; }
+  // The expected share (0..1) of worker w's cached blocks that no active request holds which
+  // its LRU will evict before a request routed there now is admitted: the blocks its queued
+  // requests still have to store, less the room its cache has free, over the blocks it could
+  // evict (every block held by no active request equally likely: the router does not know
+  // their order). 0 without RouterConfig::cache_blocks.
+  double eviction_risk(int w) const;
+  // The expected share of worker w's cached prefix ending with `last_block` (no active request
+  // holding it) left when a request routed there now is admitted. LRU order: the router
+  // stamps a worker's blocks when it routes a request there and when the request finishes
+  // (Dynamo's blocks become most recent then), so the blocks touched on w since `last_block`
+  // are newer than it and evicted after it; it survives when the evictable blocks older than
+  // it cover the evictions. A block the router never stamped (stored by an engine's own
+  // traffic) falls back to 1 - eviction_risk. 1 without RouterConfig::cache_blocks.
+  double keep_share(int w, std::uint64_t last_block) const;
 
   // Per-worker load, as the policies read it.
   struct Load {
@@ -146,7 +169,10 @@ class Router {
     double prefill_seconds = 0;  // the same, timed by the time model
     std::size_t active_blocks = 0;  // unique blocks of active requests
     int active_requests = 0;        // routed and not finished (prefilling or decoding)
+    double pending_blocks = 0;      // blocks routed requests will store there (not cached there when routed), prefill not done
     std::unordered_map<std::uint64_t, int> block_refs;  // sequence hash -> active requests using it
+    std::uint64_t touches = 0;                           // blocks stamped on the worker so far
+    std::unordered_map<std::uint64_t, std::uint64_t> stamp;  // sequence hash -> `touches` when last used there
   };
   const Load& load(int w) const { return loads_[static_cast<std::size_t>(w)]; }
   // Blocks of `sequence` not among worker w's active blocks (Dynamo's new_blocks).
@@ -155,6 +181,9 @@ class Router {
   const std::vector<std::size_t>& new_blocks_all(std::span<const std::uint64_t> sequence);
   // overlap per worker of the last query (filled by prefixes()).
   const std::vector<int>& prefixes(const RouteQuery& q);
+  // Per worker, the leading blocks of `sequence` among its active requests' blocks (safe from
+  // eviction), capped at `overlap[w]`: one lookup per block until no worker has it active.
+  const std::vector<int>& active_prefixes(std::span<const std::uint64_t> sequence, const std::vector<int>& overlap);
   std::uint64_t next_round_robin() { return round_robin_++; }
 
  private:
@@ -163,6 +192,7 @@ class Router {
     double prefill_tokens = 0;
     double prefill_seconds = 0;
     bool prefill_pending = true;
+    double pending_blocks = 0;  // blocks it will store on its worker (Load::pending_blocks)
     std::vector<std::uint64_t> blocks;
     std::size_t output_blocks = 0;
   };
@@ -175,9 +205,11 @@ class Router {
   std::vector<Load> loads_;
   std::vector<int> overlap_;
   std::vector<std::size_t> new_blocks_;
+  std::vector<int> active_prefix_;
   std::unordered_map<std::uint64_t, WorkerSet> active_holders_;  // block -> workers with it active
   std::unordered_map<std::uint64_t, Active> active_;
   std::uint64_t round_robin_ = 0;
+  void touch(int w, std::span<const std::uint64_t> blocks);  // LRU stamps (keep_share)
 };
 
 }  // namespace toposched::router

@@ -126,6 +126,94 @@ TEST(KvTopo, PredictorScaleChangesTheEstimateNotTheUnscaledTransfer) {
   EXPECT_NEAR(a.predicted_ttft_s, f.time.prefill_s(2048, 0), 1e-12);
 }
 
+// Eviction term. Worker 0 caches 8 blocks of the prompt but its cache (100 blocks) is full
+// and a queued request will store 60 new blocks there: its LRU is expected to evict 60 of
+// its 100 evictable blocks first. Worker 1's cache is empty. Both have about the same queue.
+struct EvictionState {
+  Router router;
+  std::vector<std::uint64_t> q;
+};
+
+EvictionState eviction_state(const Fixture& f, long long cache_blocks, bool prefix_active) {
+  RouterConfig config;
+  config.cache_blocks = cache_blocks;
+  EvictionState st{Router(**find_policy("round-robin"), 2, f.time, f.transfers, config), sequence_hashes(ids(1, 16))};
+  for (int b = 0; b < 8; ++b) st.router.index().store(0, st.q[static_cast<std::size_t>(b)]);
+  for (std::uint64_t b = 0; b < 92; ++b) st.router.index().store(0, 900000 + b);
+  auto a = sequence_hashes(ids(10000, 60)), b = sequence_hashes(ids(20000, 61));
+  st.router.route(1, {a, 60 * 512});  // worker 0: 60 blocks to store
+  st.router.route(2, {b, 61 * 512});  // worker 1: 61 blocks, one more block of prefill queued
+  if (prefix_active) {
+    std::span<const std::uint64_t> head(st.q.data(), 8);
+    st.router.route(3, {head, 8 * 512});  // worker 0: an active request holds the 8 blocks
+  }
+  return st;
+}
+
+TEST(KvTopo, EvictionRiskIsTheQueuedStoresOverTheEvictableBlocks) {
+  Fixture f = make("preset:dgx-h100?nodes=1", 2);
+  EvictionState st = eviction_state(f, 100, false);
+  EXPECT_DOUBLE_EQ(st.router.eviction_risk(0), 0.6);  // (60 - 0 free) / 100 evictable
+  EXPECT_DOUBLE_EQ(st.router.eviction_risk(1), 0.0);  // 61 fit in its 100 free blocks
+  EvictionState pinned = eviction_state(f, 100, true);
+  // The 8 blocks the active request holds are not evictable: 60 / 92.
+  EXPECT_DOUBLE_EQ(pinned.router.eviction_risk(0), 60.0 / 92.0);
+  st.router.prefill_done(1);  // the queued request has stored its blocks
+  EXPECT_DOUBLE_EQ(st.router.eviction_risk(0), 0.0);
+  EXPECT_DOUBLE_EQ(eviction_state(f, 0, false).router.eviction_risk(0), 0.0);  // no cache size: no term
+}
+
+TEST(KvTopo, DoesNotChaseAPrefixAboutToBeEvicted) {
+  Fixture f = make("preset:dgx-h100?nodes=1", 2);
+  const PolicyEntry& topo = **find_policy("kv-topo");
+  // Without the term worker 0's 8 cached blocks win: its queue is a block shorter.
+  EvictionState blind = eviction_state(f, 0, false);
+  RouteDecision chase = topo.choose(blind.router, {blind.q, 16 * 512});
+  EXPECT_EQ(chase.worker, 0);
+  EXPECT_EQ(chase.pull_from, -1);
+  // With it, 0.6 of those blocks are expected gone before the request runs there: worker 1
+  // pulls the 8 blocks now (they land in its free cache) and computes the other 8.
+  EvictionState st = eviction_state(f, 100, false);
+  RouteDecision d = topo.choose(st.router, {st.q, 16 * 512});
+  EXPECT_EQ(d.worker, 1);
+  EXPECT_EQ(d.pull_from, 0);
+  EXPECT_EQ(d.pull_blocks, 8);
+  double expect = std::max(st.router.load(1).prefill_seconds, f.transfers.at(0, 1).seconds(8)) + f.time.prefill_s(8 * 512, 8 * 512);
+  EXPECT_NEAR(d.predicted_ttft_s, expect, 1e-12);
+  // Worker 0's estimate with the term: its queue, then 8 - 0.6 x 8 = 3.2 blocks cached.
+  EXPECT_GT(st.router.load(0).prefill_seconds + f.time.prefill_s(16 * 512 - 3.2 * 512, 3.2 * 512), d.predicted_ttft_s);
+  // Blocks an active request holds cannot be evicted: worker 0 keeps the request.
+  EvictionState held = eviction_state(f, 100, true);
+  RouteDecision keep = topo.choose(held.router, {held.q, 16 * 512});
+  EXPECT_EQ(keep.worker, 0);
+  EXPECT_EQ(keep.local_overlap, 8);
+}
+
+// LRU order: a prefix the router saw used recently on the worker sits behind the older
+// blocks, so the same 60 queued stores do not reach it.
+TEST(KvTopo, ARecentlyUsedPrefixOutlivesTheEvictions) {
+  Fixture f = make("preset:dgx-h100?nodes=1", 2);
+  RouterConfig config;
+  config.cache_blocks = 100;
+  Router router(**find_policy("round-robin"), 2, f.time, f.transfers, config);
+  auto q = sequence_hashes(ids(1, 16));
+  std::span<const std::uint64_t> head(q.data(), 8);
+  for (std::uint64_t b = 0; b < 92; ++b) router.index().store(0, 900000 + b);
+  router.route(3, {head, 8 * 512});  // worker 0 computes the 8 blocks ...
+  for (int b = 0; b < 8; ++b) router.index().store(0, q[static_cast<std::size_t>(b)]);
+  router.finished(3);  // ... and they end most recently used there
+  router.route(4, {sequence_hashes(ids(30000, 1)), 512});  // worker 1
+  auto a = sequence_hashes(ids(10000, 60)), b = sequence_hashes(ids(20000, 61));
+  router.route(1, {a, 60 * 512});  // worker 0: 60 blocks to store
+  router.route(2, {b, 61 * 512});  // worker 1
+  EXPECT_DOUBLE_EQ(router.eviction_risk(0), 0.6);  // 60 of 100 evictable blocks go ...
+  EXPECT_DOUBLE_EQ(router.keep_share(0, q[7]), 1.0);  // ... the 92 older ones first
+  EXPECT_DOUBLE_EQ(router.keep_share(0, 900000), 0.4);  // never stamped: the uniform share
+  RouteDecision d = (*find_policy("kv-topo"))->choose(router, {q, 16 * 512});
+  EXPECT_EQ(d.worker, 0);
+  EXPECT_EQ(d.pull_from, -1);
+}
+
 TEST(RoundRobinAndLeastLoaded, CycleAndBalance) {
   Fixture f = make("preset:dgx-h100?nodes=1", 3);
   Router rr(**find_policy("round-robin"), 3, f.time, f.transfers);
