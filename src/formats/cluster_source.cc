@@ -26,7 +26,9 @@ Result<Cluster> from_discovered(Result<DiscoveredTopology> t, const std::string&
   DiscoveryOptions o;
   o.cluster_name = std::filesystem::path(file).stem().string();
   if (o.cluster_name.empty()) o.cluster_name = "cluster";
-  auto r = merge_discovered({std::move(*t)}, o);
+  std::vector<DiscoveredTopology> sources;  // not {std::move(*t)}: an initializer list is copied
+  sources.push_back(std::move(*t));
+  auto r = merge_discovered(std::move(sources), o);
   if (!r) {
     Error e = r.error();
     if (e.where.file.empty()) e.where.file = file;

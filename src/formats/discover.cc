@@ -96,7 +96,7 @@ Result<void> read_topo_m_file(const std::string& f, const DiscoverRequest& r,
                       SourceLocation{f, 0, 0});
   for (const auto& w : m.warnings) hw.warnings.push_back(f + ": " + w);
   topo_gpus[n.name] = m.type.gpu_count;
-  n.hardware = std::move(m.type);
+  n.hardware = std::make_shared<const NodeType>(std::move(m.type));
   hw.nodes.push_back(std::move(n));
   return {};
 }
@@ -197,7 +197,7 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
   DiscoveryOptions merge = r.merge;
   merge.default_nic_gbit = r.topo.nic_gbit;
   if (!r.topo.gpu_model.empty()) merge.default_gpu_model = r.topo.gpu_model;
-  return merge_discovered(sources, merge);
+  return merge_discovered(std::move(sources), merge);
 }
 
 }  // namespace toposched

@@ -5,9 +5,10 @@
 // Names only, no ids: sources refer to nodes and switches by the names the tools print.
 // Invariants a reader guarantees: tier indices are < tiers.size(); a switch's parent (when
 // set) names a switch of the same source in a higher tier; a node appears at most once.
-// Plain values; safe to copy between threads.
+// Plain values (the node type is shared and never modified); safe to copy between threads.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +28,10 @@ struct DiscoveredNode {
   std::string switch_name;           // the switch the node hangs under; empty = unknown
   std::string domain;                // accelerator (multi-node NVLink) domain; empty = none
   std::string sub_domain;            // optional, only with a domain
-  std::optional<NodeType> hardware;  // GPUs and NICs, from `nvidia-smi topo -m`
+  // GPUs and NICs, from `nvidia-smi topo -m`; null = unknown. Shared and immutable: a
+  // NodeType is large (its GPU/NIC tables) and a million-node NodeList has none, so a node
+  // holds a pointer (16 bytes) rather than an optional NodeType inline.
+  std::shared_ptr<const NodeType> hardware;
   int gpu_count = 0;                 // hint from labels or the instance type; 0 = unknown
   std::string gpu_model;             // hint, e.g. "NVIDIA H100 80GB HBM3"; empty = unknown
   SourceLocation gpu_model_at;       // where the hint was read, for errors; may be empty

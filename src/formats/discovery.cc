@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -91,14 +92,21 @@ bool natural_less(const std::string& a, const std::string& b) {
 
 namespace {
 
+const std::string kNoSource;
+
+// A node as merged, with the source of each of its facts. The sources are names in the
+// DiscoveredTopology vector merge_discovered owns for the whole merge (pointers, not copies:
+// a million-node input would otherwise hold three copies of its file name per node).
 struct MergedNode {
   DiscoveredNode node;
-  std::string switch_source, domain_source, hardware_source;
+  const std::string* switch_source = &kNoSource;
+  const std::string* domain_source = &kNoSource;
+  const std::string* hardware_source = &kNoSource;
 };
 
 struct MergedSwitch {
   DiscoveredSwitch sw;
-  std::string source;
+  const std::string* source = &kNoSource;
 };
 
 bool same_hardware(NodeType a, NodeType b) {
@@ -131,14 +139,14 @@ void take_source_warnings(const std::vector<DiscoveredTopology>& sources, Merged
     if (s.tiers.size() > m.tiers.size()) m.tiers = s.tiers;
 }
 
-// Switches: the union, first source wins.
-void merge_switches(const std::vector<DiscoveredTopology>& sources, Merged& m) {
-  for (const auto& s : sources)
-    for (const auto& sw : s.switches) {
+// Switches: the union, first source wins. Each source's switches are moved from.
+void merge_switches(std::vector<DiscoveredTopology>& sources, Merged& m) {
+  for (auto& s : sources)
+    for (auto& sw : s.switches) {
       auto it = m.switch_index.find(sw.name);
       if (it == m.switch_index.end()) {
         m.switch_index.emplace(sw.name, m.switches.size());
-        m.switches.push_back({sw, s.source});
+        m.switches.push_back({std::move(sw), &s.source});
         continue;
       }
       const MergedSwitch& prev = m.switches[it->second];
@@ -146,7 +154,7 @@ void merge_switches(const std::vector<DiscoveredTopology>& sources, Merged& m) {
         m.warnings.push_back(
             fmt::format("{}: switch '{}' is in tier {} under '{}' here but in tier {} under '{}' in {}; "
                         "keeping the latter",
-                        s.source, sw.name, sw.tier, sw.parent, prev.sw.tier, prev.sw.parent, prev.source));
+                        s.source, sw.name, sw.tier, sw.parent, prev.sw.tier, prev.sw.parent, *prev.source));
     }
 }
 
@@ -155,10 +163,10 @@ void merge_node(const std::string& source, const DiscoveredNode& n, MergedNode& 
   if (!n.switch_name.empty()) {
     if (m.node.switch_name.empty()) {
       m.node.switch_name = n.switch_name;
-      m.switch_source = source;
+      m.switch_source = &source;
     } else if (m.node.switch_name != n.switch_name) {
       warnings.push_back(fmt::format("{}: node '{}' is under switch '{}' here but under '{}' in {}; keeping '{}'",
-                                     source, n.name, n.switch_name, m.node.switch_name, m.switch_source,
+                                     source, n.name, n.switch_name, m.node.switch_name, *m.switch_source,
                                      m.node.switch_name));
     }
   }
@@ -166,12 +174,12 @@ void merge_node(const std::string& source, const DiscoveredNode& n, MergedNode& 
     if (m.node.domain.empty()) {
       m.node.domain = n.domain;
       m.node.sub_domain = n.sub_domain;
-      m.domain_source = source;
+      m.domain_source = &source;
     } else if (m.node.domain != n.domain) {
       warnings.push_back(
           fmt::format("{}: node '{}' is in accelerator domain '{}' here but in '{}' in {}; "
                       "keeping '{}'",
-                      source, n.name, n.domain, m.node.domain, m.domain_source, m.node.domain));
+                      source, n.name, n.domain, m.node.domain, *m.domain_source, m.node.domain));
     } else if (m.node.sub_domain.empty()) {
       m.node.sub_domain = n.sub_domain;
     }
@@ -179,10 +187,10 @@ void merge_node(const std::string& source, const DiscoveredNode& n, MergedNode& 
   if (n.hardware) {
     if (!m.node.hardware) {
       m.node.hardware = n.hardware;
-      m.hardware_source = source;
+      m.hardware_source = &source;
     } else if (!same_hardware(*m.node.hardware, *n.hardware)) {
       warnings.push_back(fmt::format("{}: node '{}' has different hardware here than in {}; keeping the latter",
-                                     source, n.name, m.hardware_source));
+                                     source, n.name, *m.hardware_source));
     }
   }
   if (m.node.nic_gbit == 0) m.node.nic_gbit = n.nic_gbit;
@@ -190,16 +198,34 @@ void merge_node(const std::string& source, const DiscoveredNode& n, MergedNode& 
   if (m.node.gpu_model.empty()) m.node.gpu_model = n.gpu_model, m.node.gpu_model_at = n.gpu_model_at;
 }
 
-// Nodes: merged by name, then sorted.
-Result<void> merge_nodes(const std::vector<DiscoveredTopology>& sources, Merged& m) {
-  std::unordered_map<std::string, std::size_t> node_index;
-  for (const auto& s : sources)
-    for (const auto& n : s.nodes) {
-      auto [it, inserted] = node_index.emplace(n.name, m.nodes.size());
-      if (inserted) {
-        MergedNode fresh;
-        fresh.node.name = n.name;
-        m.nodes.push_back(std::move(fresh));
+// The first source's view of a node, moved: what merge_node would make of it on an
+// empty node, without copying its strings.
+MergedNode first_view(const std::string& source, DiscoveredNode&& n) {
+  MergedNode m;
+  if (!n.switch_name.empty()) m.switch_source = &source;
+  if (!n.domain.empty())
+    m.domain_source = &source;
+  else
+    n.sub_domain.clear();
+  if (n.hardware) m.hardware_source = &source;
+  m.node = std::move(n);
+  return m;
+}
+
+// Nodes: merged by name, then sorted. Each source's nodes are moved from.
+Result<void> merge_nodes(std::vector<DiscoveredTopology>& sources, Merged& m) {
+  std::unordered_map<std::string_view, std::size_t> node_index;  // views of the names in m.nodes
+  std::size_t total = 0;
+  for (const auto& s : sources) total += s.nodes.size();
+  m.nodes.reserve(total);  // no reallocation: node_index views the names in place
+  node_index.reserve(total);
+  for (auto& s : sources)
+    for (auto& n : s.nodes) {
+      auto it = node_index.find(n.name);
+      if (it == node_index.end()) {
+        m.nodes.push_back(first_view(s.source, std::move(n)));
+        node_index.emplace(m.nodes.back().node.name, m.nodes.size() - 1);
+        continue;
       }
       merge_node(s.source, n, m.nodes[it->second], m.warnings);
     }
@@ -216,7 +242,7 @@ void check_node_fabric(Merged& m) {
   for (auto& n : m.nodes)
     if (!n.node.switch_name.empty() && !m.switch_index.contains(n.node.switch_name)) {
       m.warnings.push_back(fmt::format("{}: node '{}' names switch '{}', which no source declares; ignoring it",
-                                       n.switch_source, n.node.name, n.node.switch_name));
+                                       *n.switch_source, n.node.name, n.node.switch_name));
       n.node.switch_name.clear();
     }
   std::vector<std::string> no_hardware;
@@ -312,7 +338,7 @@ Result<SwitchId> add_fabric(Merged& m, ClusterBuilder& builder) {
       auto p = builder.find_switch(s.sw.parent);
       if (!p) {
         m.warnings.push_back(fmt::format("{}: switch '{}' names parent '{}', which no source declares; ignoring it",
-                                         s.source, s.sw.name, s.sw.parent));
+                                         *s.source, s.sw.name, s.sw.parent));
         continue;
       }
       builder.connect(*builder.find_switch(s.sw.name), *p);
@@ -346,7 +372,7 @@ void add_nodes(const Merged& m, const std::vector<NodeTypeId>& node_type, Switch
 
 }  // namespace
 
-Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& sources,
+Result<DiscoveryResult> merge_discovered(std::vector<DiscoveredTopology> sources,
                                          const DiscoveryOptions& options) {
   Merged m;
   take_source_warnings(sources, m);

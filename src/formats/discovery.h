@@ -39,7 +39,9 @@ struct DiscoveryResult {
   std::vector<std::string> warnings;  // each prefixed with the source it concerns
 };
 
-Result<DiscoveryResult> merge_discovered(const std::vector<DiscoveredTopology>& sources,
+// Takes the sources by value and moves their nodes and switches into the merge (pass
+// std::move(sources) when they are not needed afterwards: a large NodeList is not copied).
+Result<DiscoveryResult> merge_discovered(std::vector<DiscoveredTopology> sources,
                                          const DiscoveryOptions& options);
 
 // Orders names naturally ("n2" before "n10"), so that hostlists compress well.

@@ -6,7 +6,8 @@
 // deeper than kMaxJsonDepth is an error with its file:line:col (a document that ends early
 // says so: "truncated output?"). Pure functions; thread-safe. The extender's Node lists are
 // read with simdjson instead (k8s/extender_types: measurably faster on 7 MB bodies); its
-// errors are the same Error, located through this parser ("request body:LINE:COL").
+// errors are the same Error, located through this parser ("request body:LINE:COL"). So is a
+// JSON NodeList (formats/k8s_nodes), whose errors come from its yaml-cpp path.
 #pragma once
 
 #include <cstdint>

@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include "topology/hostlist.h"
+#include "topology/text.h"
 #include "topology/yaml_input.h"
 
 namespace toposched {
@@ -92,24 +97,27 @@ Result<std::vector<YAML::Node>> node_items(YamlInput& in, const YAML::Node& root
 
 // Reads Node objects one at a time into a DiscoveredTopology: the node's name, its labels by
 // role, then the switches its tier labels name, linked closest first. One reader per call.
+// The parser is the caller's: a Node arrives as its name and the indices (into the label
+// keys, ascending) of the label keys it has, with a NodeSource that gives each label's value
+// and the positions for messages:
+//   Result<std::string_view> value(std::size_t i)  the i-th label's value, or the error
+//   Result<void> check_labels()  whether the labels are a mapping (checked after the name)
+//   SourceLocation name_at()  SourceLocation label_at(std::size_t i)
 class NodeListReader {
  public:
-  NodeListReader(YamlInput& in, const std::string& file, const LabelKeys& keys) : in_(in), keys_(keys) {
-    out_.source = file;
-  }
+  NodeListReader(const std::string& file, const LabelKeys& keys) : keys_(keys) { out_.source = file; }
 
-  Result<void> read_item(const YAML::Node& item) {
-    if (!item.IsMap() || !item["metadata"] || !item["metadata"].IsMap())
-      return in_.error_at(item, fmt::format("expected a Node with 'metadata', found {}", YamlInput::describe(item)));
-    const YAML::Node meta = item["metadata"];
-    TOPOSCHED_TRY(name, in_.req_string(meta, "name"));
-    if (name.empty()) return in_.error_at(meta["name"], "expected a node name, found an empty one");
-    if (seen_nodes_[name]) return in_.error_at(meta["name"], fmt::format("node '{}' appears twice", name));
-    seen_nodes_[name] = true;
+  template <class NodeSource>
+  Result<void> read_node(std::string name, const std::vector<std::size_t>& present, const NodeSource& src) {
+    if (name.empty())
+      return make_error(ErrorCode::kParse, "expected a node name, found an empty one", src.name_at());
+    if (!seen_nodes_.insert(name).second)
+      return make_error(ErrorCode::kParse, fmt::format("node '{}' appears twice", name), src.name_at());
+    TOPOSCHED_CHECK(src.check_labels());
     DiscoveredNode node;
-    node.name = name;
+    node.name = std::move(name);
     std::vector<std::string> tier_value(kMaxTiers);
-    if (const YAML::Node labels = meta["labels"]) TOPOSCHED_CHECK(read_labels(labels, node, tier_value));
+    TOPOSCHED_CHECK(read_labels(present, src, node, tier_value));
     if (node.domain.empty()) node.sub_domain.clear();
     link_switches(node, tier_value);
     if (node.switch_name.empty() && node.domain.empty() && node.gpu_count == 0 && node.gpu_model.empty()) {
@@ -130,14 +138,13 @@ class NodeListReader {
 
  private:
   // The first present label of each role: tier values into tier_value, the rest into node.
-  Result<void> read_labels(const YAML::Node& labels, DiscoveredNode& node, std::vector<std::string>& tier_value) {
-    if (!labels.IsMap())
-      return in_.error_at(labels, fmt::format("expected 'labels' to be a mapping, found {}", YamlInput::describe(labels)));
+  template <class NodeSource>
+  Result<void> read_labels(const std::vector<std::size_t>& present, const NodeSource& src, DiscoveredNode& node,
+                           std::vector<std::string>& tier_value) {
     std::vector<bool> role_done(kMaxTiers + 4, false);
-    for (const auto& [key, role] : keys_) {
-      const YAML::Node v = labels[key];
-      if (!v) continue;
-      TOPOSCHED_TRY(value, in_.string(v, key));
+    for (std::size_t i = 0; i < present.size(); ++i) {
+      const auto& [key, role] = keys_[present[i]];
+      TOPOSCHED_TRY(value, src.value(i));
       if (value.empty()) continue;
       const std::size_t slot =
           role < kMaxTiers ? static_cast<std::size_t>(role) : static_cast<std::size_t>(kMaxTiers + role - kDomain);
@@ -153,11 +160,13 @@ class NodeListReader {
         int n = 0;
         auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
         if (ec != std::errc() || p != value.data() + value.size() || n < 1 || n > 64)
-          return in_.error_at(v, fmt::format("label '{}': expected a GPU count in 1..64, found '{}'", key, value));
+          return make_error(ErrorCode::kParse,
+                            fmt::format("label '{}': expected a GPU count in 1..64, found '{}'", key, value),
+                            src.label_at(i));
         node.gpu_count = n;
       } else if (role == kGpuProduct) {
         node.gpu_model = value;
-        node.gpu_model_at = in_.where(v);
+        node.gpu_model_at = src.label_at(i);
       }
     }
     return {};
@@ -196,16 +205,62 @@ class NodeListReader {
     }
   }
 
-  YamlInput& in_;
   const LabelKeys& keys_;
   DiscoveredTopology out_;
   // (tier, label value) -> switch index; switch names must be unique across tiers.
   std::map<std::pair<int, std::string>, std::size_t> sw_index_;
   std::unordered_map<std::string, int> name_tier_;
   int max_tier_ = -1;
-  std::unordered_map<std::string, bool> seen_nodes_;
+  std::unordered_set<std::string> seen_nodes_;
   std::vector<std::string> skipped_;
 };
+
+// A Node of the yaml-cpp tree as read_node sees it: its metadata's name and labels.
+class YamlNodeSource {
+ public:
+  YamlNodeSource(const YamlInput& in, const LabelKeys& keys, const YAML::Node& meta)
+      : in_(in), keys_(keys), name_(meta["name"]), labels_(meta["labels"]) {}
+
+  // The label keys present, ascending; their nodes are kept for value() and label_at().
+  std::vector<std::size_t> find_labels() {
+    std::vector<std::size_t> present;
+    const YAML::Node& labels = labels_;  // const: operator[] of a non-const node inserts the key
+    if (!labels || !labels.IsMap()) return present;
+    for (std::size_t k = 0; k < keys_.size(); ++k)
+      if (YAML::Node v = labels[keys_[k].first]) present.push_back(k), values_.emplace_back(k, v);
+    return present;
+  }
+  Result<void> check_labels() const {
+    if (labels_ && !labels_.IsMap())
+      return in_.error_at(labels_,
+                          fmt::format("expected 'labels' to be a mapping, found {}", YamlInput::describe(labels_)));
+    return {};
+  }
+  Result<std::string_view> value(std::size_t i) const {
+    const auto& [key, node] = values_[i];
+    if (!node.IsScalar()) return tl::unexpected(in_.string(node, keys_[key].first).error());
+    return std::string_view(node.Scalar());
+  }
+  SourceLocation name_at() const { return in_.where(name_); }
+  SourceLocation label_at(std::size_t i) const { return in_.where(values_[i].second); }
+
+ private:
+  const YamlInput& in_;
+  const LabelKeys& keys_;
+  YAML::Node name_, labels_;
+  std::vector<std::pair<std::size_t, YAML::Node>> values_;
+};
+
+// One Node of the yaml-cpp tree: its metadata and name, then read_node.
+Result<void> read_yaml_item(const YamlInput& in, const LabelKeys& keys, const YAML::Node& item,
+                            NodeListReader& reader) {
+  if (!item.IsMap() || !item["metadata"] || !item["metadata"].IsMap())
+    return in.error_at(item, fmt::format("expected a Node with 'metadata', found {}", YamlInput::describe(item)));
+  const YAML::Node meta = item["metadata"];
+  TOPOSCHED_TRY(name, in.req_string(meta, "name"));
+  YamlNodeSource src(in, keys, meta);
+  return reader.read_node(std::move(name), src.find_labels(), src);
+}
 
 std::optional<int> builtin_role(std::string_view key) {
   static const std::vector<std::pair<std::string, int>> kLabels = builtin_labels();
@@ -239,21 +294,248 @@ bool looks_like_k8s_nodes(std::string_view text) {
   }
 }
 
-// Phases: the label keys → the document's Node items → each Node read → the tiers.
-Result<DiscoveredTopology> read_k8s_nodes(std::string_view text, const std::string& file,
-                                          const std::vector<std::string>& label_map) {
-  TOPOSCHED_TRY(keys, label_keys(label_map));
+namespace {
+
+// The fast path: a JSON NodeList read with simdjson On Demand, Node by Node, without a
+// document tree (a 50 MB NodeList's yaml-cpp tree is several times the text). It accepts
+// exactly what the yaml-cpp path accepts with the same result, or declines (FastPathDeclines)
+// and the yaml-cpp path reads the text again, for its result or its file:line:col error.
+// It declines on anything it does not read the way yaml-cpp does: text that is not one JSON
+// object with 'items', a \u escape (yaml-cpp encodes surrogate halves alone), a lone CR (a
+// line break to yaml-cpp's positions), a byte order mark, a repeated key in any object,
+// nesting deeper than yaml-cpp's limit, a label the reader needs that is not a string, and
+// every error the reader finds (the yaml-cpp path reports it with its position).
+namespace sj = simdjson::ondemand;
+
+struct FastPathDeclines {};
+
+constexpr int kFastPathMaxDepth = 400;  // yaml-cpp refuses more than 500 nested collections
+
+bool fast_path_may_read(std::string_view text) {
+  const std::size_t first = text.find_first_not_of(" \t\n\r");
+  if (first == std::string_view::npos || text[first] != '{') return false;
+  if (text.find("\\u") != std::string_view::npos) return false;
+  for (std::size_t cr = text.find('\r'); cr != std::string_view::npos; cr = text.find('\r', cr + 1))
+    if (cr + 1 == text.size() || text[cr + 1] != '\n') return false;
+  return true;
+}
+
+// The keys of one object so far; a repeated one declines (load_yaml_document refuses it).
+class ObjectKeys {
+ public:
+  void add(std::string_view key) {
+    if (keys_.size() >= 256) throw FastPathDeclines{};  // the linear check stays cheap
+    for (std::string_view k : keys_)
+      if (k == key) throw FastPathDeclines{};
+    keys_.push_back(key);
+  }
+
+ private:
+  std::vector<std::string_view> keys_;
+};
+
+// A value the reader does not use, walked for what the yaml-cpp path would refuse in it.
+void check_unused(sj::value v, int depth) {
+  if (depth > kFastPathMaxDepth) throw FastPathDeclines{};
+  switch (v.type()) {
+    case sj::json_type::object: {
+      ObjectKeys keys;
+      for (auto field : v.get_object()) {
+        keys.add(field.unescaped_key());
+        check_unused(field.value(), depth + 1);
+      }
+      break;
+    }
+    case sj::json_type::array:
+      for (auto item : v.get_array()) check_unused(item.value(), depth + 1);
+      break;
+    case sj::json_type::string:
+      (void)v.get_string();  // unescaped, so a bad escape fails here as in yaml-cpp
+      break;
+    default:
+      break;
+  }
+}
+
+std::string_view string_value(sj::value v) {
+  if (v.type() != sj::json_type::string) throw FastPathDeclines{};
+  return v.get_string();
+}
+
+// A Node of the JSON text as read_node sees it; positions from byte offsets.
+class JsonNodeSource {
+ public:
+  JsonNodeSource(std::vector<std::pair<std::string_view, std::size_t>>& values, OffsetLocator& locator)
+      : values_(values), locator_(locator) {}
+  Result<void> check_labels() const { return {}; }
+  Result<std::string_view> value(std::size_t i) const { return values_[i].first; }
+  SourceLocation name_at() const { return {}; }  // errors decline before positions matter
+  SourceLocation label_at(std::size_t i) const { return locator_.at(values_[i].second); }
+
+ private:
+  std::vector<std::pair<std::string_view, std::size_t>>& values_;  // (value, offset) per present key
+  OffsetLocator& locator_;
+};
+
+class JsonNodeListReader {
+ public:
+  JsonNodeListReader(std::string_view text, const std::string& file, const LabelKeys& keys, const char* base)
+      : keys_(keys), reader_(file, keys), locator_(text, file), base_(base) {
+    for (std::size_t k = 0; k < keys.size(); ++k) key_index_[keys[k].first].push_back(k);
+  }
+
+  void read_root(sj::object root) {
+    ObjectKeys keys;
+    bool items_seen = false;
+    for (auto field : root) {
+      std::string_view key = field.unescaped_key();
+      keys.add(key);
+      if (key != "items") {
+        check_unused(field.value(), 1);
+        continue;
+      }
+      items_seen = true;
+      sj::value items = field.value();
+      if (items.type() != sj::json_type::array) throw FastPathDeclines{};
+      for (auto item : items.get_array()) read_item(item.value());
+    }
+    if (!items_seen) throw FastPathDeclines{};  // one Node, or not a NodeList: the yaml-cpp path
+  }
+
+  DiscoveredTopology finish() { return reader_.finish(); }
+
+ private:
+  void read_item(sj::value item) {
+    if (item.type() != sj::json_type::object) throw FastPathDeclines{};
+    ObjectKeys keys;
+    bool have_name = false;
+    std::string name;
+    labels_.clear();
+    for (auto field : item.get_object()) {
+      std::string_view key = field.unescaped_key();
+      keys.add(key);
+      if (key == "metadata") {
+        have_name = read_metadata(field.value(), name);
+      } else {
+        check_unused(field.value(), 2);
+      }
+    }
+    if (!have_name) throw FastPathDeclines{};
+    // Present keys in key order, each key's first value (a repeated label already declined).
+    std::sort(labels_.begin(), labels_.end());
+    present_.clear();
+    values_.clear();
+    for (const auto& [k, value, offset] : labels_) present_.push_back(k), values_.emplace_back(value, offset);
+    JsonNodeSource src(values_, locator_);
+    if (!reader_.read_node(std::move(name), present_, src)) throw FastPathDeclines{};
+  }
+
+  // Returns whether the metadata named the node.
+  bool read_metadata(sj::value meta, std::string& name) {
+    if (meta.type() != sj::json_type::object) throw FastPathDeclines{};
+    ObjectKeys keys;
+    bool have_name = false;
+    for (auto field : meta.get_object()) {
+      std::string_view key = field.unescaped_key();
+      keys.add(key);
+      if (key == "name") {
+        name = std::string(string_value(field.value()));
+        have_name = true;
+      } else if (key == "labels") {
+        read_labels(field.value());
+      } else {
+        check_unused(field.value(), 3);
+      }
+    }
+    return have_name;
+  }
+
+  void read_labels(sj::value labels) {
+    if (labels.type() != sj::json_type::object) throw FastPathDeclines{};
+    ObjectKeys keys;
+    for (auto field : labels.get_object()) {
+      std::string_view key = field.unescaped_key();
+      keys.add(key);
+      auto known = key_index_.find(key);
+      if (known == key_index_.end()) {
+        check_unused(field.value(), 4);
+        continue;
+      }
+      sj::value v = field.value();
+      const std::size_t offset = static_cast<std::size_t>(v.raw_json_token().data() - base_);
+      std::string_view value = string_value(v);
+      for (std::size_t k : known->second) labels_.emplace_back(k, value, offset);
+    }
+  }
+
+  const LabelKeys& keys_;
+  NodeListReader reader_;
+  OffsetLocator locator_;
+  const char* base_;  // the padded copy the offsets are taken in
+  std::unordered_map<std::string_view, std::vector<std::size_t>> key_index_;  // label key -> its indices in keys_
+  // Per Node, reused: (key index, value, offset) of each known label, then in key order.
+  std::vector<std::tuple<std::size_t, std::string_view, std::size_t>> labels_;
+  std::vector<std::size_t> present_;
+  std::vector<std::pair<std::string_view, std::size_t>> values_;
+};
+
+// The fast path's result, or nullopt when it declines.
+std::optional<DiscoveredTopology> read_k8s_nodes_json(std::string_view text, const std::string& file,
+                                                      const LabelKeys& keys) {
+  if (!fast_path_may_read(text)) return std::nullopt;
+  try {
+    simdjson::padded_string padded(text);
+    sj::parser parser;
+    sj::document doc = parser.iterate(padded);
+    JsonNodeListReader reader(text, file, keys, padded.data());
+    reader.read_root(doc.get_object());
+    // A location left after the object is text after it (a second document); at the end there is none.
+    if (!doc.current_location().error()) return std::nullopt;
+    return reader.finish();
+  } catch (const FastPathDeclines&) {
+    return std::nullopt;
+  } catch (const simdjson::simdjson_error&) {
+    return std::nullopt;
+  }
+}
+
+// Reads the document with yaml-cpp: exact positions for every error.
+Result<DiscoveredTopology> read_k8s_nodes_yaml(std::string_view text, const std::string& file, const LabelKeys& keys) {
   YamlInput in(file);
   try {
     TOPOSCHED_TRY(root, in.parse(text));
     TOPOSCHED_TRY(items, node_items(in, root));
-    NodeListReader reader(in, file, keys);
-    for (const auto& item : items) TOPOSCHED_CHECK(reader.read_item(item));
+    NodeListReader reader(file, keys);
+    for (const auto& item : items) TOPOSCHED_CHECK(read_yaml_item(in, keys, item, reader));
     return reader.finish();
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),
                       location_of(e.mark, file));
   }
+}
+
+}  // namespace
+
+std::optional<DiscoveredTopology> read_k8s_nodes_fast_path(std::string_view text, const std::string& file,
+                                                           const std::vector<std::string>& label_map) {
+  auto keys = label_keys(label_map);
+  if (!keys) return std::nullopt;
+  return read_k8s_nodes_json(text, file, *keys);
+}
+
+Result<DiscoveredTopology> read_k8s_nodes_yaml_path(std::string_view text, const std::string& file,
+                                                    const std::vector<std::string>& label_map) {
+  TOPOSCHED_TRY(keys, label_keys(label_map));
+  return read_k8s_nodes_yaml(text, file, keys);
+}
+
+// Phases: the label keys → the fast JSON path (k8s_nodes_json.cc), or the yaml-cpp tree when
+// it declines: its Node items → each Node read → the tiers.
+Result<DiscoveredTopology> read_k8s_nodes(std::string_view text, const std::string& file,
+                                          const std::vector<std::string>& label_map) {
+  TOPOSCHED_TRY(keys, label_keys(label_map));
+  if (auto fast = read_k8s_nodes_json(text, file, keys)) return std::move(*fast);
+  return read_k8s_nodes_yaml(text, file, keys);
 }
 
 }  // namespace toposched

@@ -11,6 +11,11 @@
 // Nodes with neither GPU nor topology labels (CPU and control-plane nodes) are skipped and
 // counted in a warning.
 // Errors name file:line:col. Pure function; thread-safe.
+//
+// Two parsers, one result: a JSON NodeList is read with simdjson On Demand, Node by Node
+// without a document tree; anything that path does not read exactly as yaml-cpp would (YAML,
+// a single Node, a \u escape, a repeated key, every error) is read again through yaml-cpp,
+// whose tree gives every error its file:line:col (tests/formats/k8s_nodes_paths_test.cc).
 #pragma once
 
 #include <optional>
@@ -27,6 +32,14 @@ Result<DiscoveredTopology> read_k8s_nodes(std::string_view text, const std::stri
                                           const std::vector<std::string>& label_map = {});
 
 bool looks_like_k8s_nodes(std::string_view text);
+
+// The two paths of read_k8s_nodes alone, for the tests that hold them equal: the simdjson
+// path's result, or nullopt where it declines (and read_k8s_nodes takes the yaml-cpp path);
+// the yaml-cpp path's result or error.
+std::optional<DiscoveredTopology> read_k8s_nodes_fast_path(std::string_view text, const std::string& file,
+                                                           const std::vector<std::string>& label_map = {});
+Result<DiscoveredTopology> read_k8s_nodes_yaml_path(std::string_view text, const std::string& file,
+                                                    const std::vector<std::string>& label_map = {});
 
 // What a built-in label key above stands for (the same table read_k8s_nodes uses): the
 // fabric tier it names (0 = closest), or nullopt; and whether it names an accelerator

@@ -1,6 +1,7 @@
 #include "topology/yaml_document.h"
 
-#include <sstream>
+#include <istream>
+#include <streambuf>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -103,18 +104,37 @@ Result<void> check_utf8_text(std::string_view text, const std::string& file) {
                     location_of(text, *bad, file));
 }
 
+// An input stream over text owned by the caller: yaml-cpp reads through std::istream, and
+// YAML::Load(std::string) copies the text into a stringstream (a second copy of a 50 MB file).
+class TextStreamBuf : public std::streambuf {
+ public:
+  explicit TextStreamBuf(std::string_view text) {
+    char* begin = const_cast<char*>(text.data());  // read only: the get area is never written
+    setg(begin, begin, begin + text.size());
+  }
+};
+
+// Parses the whole text as events only, to find a second document before the first one is
+// built: the probe keeps nothing, so the check costs no memory beside the tree built after it.
+void refuse_second_document(std::string_view text) {
+  TextStreamBuf buf(text);
+  std::istream in(&buf);
+  YAML::Parser parser(in);
+  SecondDocumentProbe probe;
+  while (parser.HandleNextDocument(probe)) {
+  }
+}
+
 }  // namespace
 
 Result<YAML::Node> load_yaml_document(std::string_view text, const std::string& file) {
   TOPOSCHED_CHECK(check_utf8_text(text, file));
   YAML::Node document;
   try {
-    document = YAML::Load(std::string(text));
-    std::istringstream in{std::string(text)};
-    YAML::Parser parser(in);
-    SecondDocumentProbe probe;
-    while (parser.HandleNextDocument(probe)) {
-    }
+    refuse_second_document(text);
+    TextStreamBuf buf(text);
+    std::istream in(&buf);
+    document = YAML::Load(in);
   } catch (const SecondDocument& second) {
     return make_error(ErrorCode::kParse,
                       "expected the end of the input after the first document, found a second document "

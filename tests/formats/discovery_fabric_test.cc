@@ -139,7 +139,7 @@ DiscoveredNode topo_node(const std::string& name, const std::string& file, const
   EXPECT_TRUE(m);
   DiscoveredNode n;
   n.name = name;
-  n.hardware = m->type;
+  n.hardware = std::make_shared<const NodeType>(m->type);
   return n;
 }
 

@@ -56,7 +56,7 @@ const std::vector<std::pair<std::string, Reader>>& readers() {
            DiscoveredTopology d;
            DiscoveredNode n;
            n.name = "node";
-           n.hardware = r->type;
+           n.hardware = std::make_shared<const NodeType>(r->type);
            d.nodes.push_back(n);
            auto m = merge_discovered({d}, {});
            if (!m) {

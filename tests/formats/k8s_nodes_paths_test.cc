@@ -1,0 +1,149 @@
+// read_k8s_nodes has two parsers (formats/k8s_nodes.h): simdjson On Demand for a JSON
+// NodeList, yaml-cpp for everything that path declines. These tests hold them to one result:
+// on every input the fast path either gives exactly what the yaml-cpp path gives (nodes,
+// switches, tiers, warnings, the positions of GPU products) or declines, and every error
+// read_k8s_nodes reports is the yaml-cpp path's, with its file:line:col.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "formats/k8s_nodes.h"
+#include "topology/file_io.h"
+
+namespace toposched {
+namespace {
+
+std::string data(const std::string& name) {
+  auto text = read_text_file(std::string(TOPOSCHED_TEST_DATA) + "/discovery/" + name);
+  EXPECT_TRUE(text) << name;
+  return text ? *text : std::string();
+}
+
+std::string where(const SourceLocation& l) { return fmt::format("{}:{}:{}", l.file, l.line, l.column); }
+
+// Every field of a DiscoveredTopology, one line each, so a difference shows where it is.
+std::vector<std::string> lines_of(const DiscoveredTopology& t) {
+  std::vector<std::string> out{"source " + t.source};
+  for (const auto& tier : t.tiers) out.push_back("tier " + tier);
+  for (const auto& s : t.switches) out.push_back(fmt::format("switch {} {} {}", s.name, s.tier, s.parent));
+  for (const auto& n : t.nodes)
+    out.push_back(fmt::format("node {} sw={} dom={} sub={} hw={} gpus={} model={} at={} nic={}", n.name,
+                              n.switch_name, n.domain, n.sub_domain, n.hardware != nullptr, n.gpu_count,
+                              n.gpu_model, where(n.gpu_model_at), n.nic_gbit));
+  for (const auto& w : t.warnings) out.push_back("warning " + w);
+  return out;
+}
+
+// The fast path reads `text` and agrees with the yaml-cpp path.
+void expect_fast_and_equal(const std::string& text, const std::vector<std::string>& label_map = {}) {
+  auto fast = read_k8s_nodes_fast_path(text, "nodes.json", label_map);
+  auto slow = read_k8s_nodes_yaml_path(text, "nodes.json", label_map);
+  ASSERT_TRUE(slow) << slow.error().to_string();
+  ASSERT_TRUE(fast.has_value()) << "the fast path declined";
+  EXPECT_EQ(lines_of(*fast), lines_of(*slow));
+  auto both = read_k8s_nodes(text, "nodes.json", label_map);
+  ASSERT_TRUE(both);
+  EXPECT_EQ(lines_of(*both), lines_of(*slow));
+}
+
+// The fast path declines `text`, and read_k8s_nodes answers what the yaml-cpp path answers.
+void expect_declined_and_same(const std::string& text, const std::vector<std::string>& label_map = {}) {
+  EXPECT_FALSE(read_k8s_nodes_fast_path(text, "nodes.json", label_map).has_value()) << text;
+  auto slow = read_k8s_nodes_yaml_path(text, "nodes.json", label_map);
+  auto both = read_k8s_nodes(text, "nodes.json", label_map);
+  ASSERT_EQ(bool(slow), bool(both)) << text;
+  if (slow)
+    EXPECT_EQ(lines_of(*both), lines_of(*slow));
+  else
+    EXPECT_EQ(both.error().to_string(), slow.error().to_string());
+}
+
+std::string node_list(const std::string& items) { return "{\"kind\": \"NodeList\", \"items\": [" + items + "]}\n"; }
+
+std::string node(const std::string& name, const std::string& labels) {
+  return fmt::format("{{\"metadata\": {{\"name\": \"{}\", \"labels\": {{{}}}}}}}", name, labels);
+}
+
+TEST(K8sNodesPaths, FixtureIsReadByTheFastPathWithTheSameResult) {
+  expect_fast_and_equal(data("k8s-nodes.json"));
+  expect_fast_and_equal(data("k8s-nodes.json"), {"example.com/rack=tier-0"});
+  expect_fast_and_equal(data("k8s-nodes.json"), {"example.com/rack=leaf", "nvidia.com/gpu.clique=tier-1"});
+}
+
+TEST(K8sNodesPaths, ProductPositionsWarningsAndCompactJsonAgree) {
+  // Positions of the GPU product after multi-byte UTF-8 on its line, CRLF line ends, compact
+  // JSON, a switch two nodes put under different parents, a CPU node that is skipped.
+  std::string text = node_list(
+      "\n" + node("a1", "\"note\": \"caf\xC3\xA9\", \"nvidia.com/gpu.product\": \"NVIDIA-H100-80GB-HBM3\","
+                        "\"network.topology.nvidia.com/leaf\": \"l1\", \"network.topology.nvidia.com/spine\": \"s1\"") +
+      ",\r\n" + node("a2", "\"network.topology.nvidia.com/leaf\":\"l1\",\"network.topology.nvidia.com/spine\":\"s2\"") +
+      ",\n" + node("cpu1", "\"kubernetes.io/os\": \"linux\"") + ",\n" +
+      node("a3", "\"nvidia.com/gpu.count\": \"4\", \"nvidia.com/gpu.product\": \"NVIDIA-GB200\","
+                 " \"nvidia.com/gpu.clique\": \"d1\", \"accelerator.topograph.run/sub-domain\": \"t1\""));
+  expect_fast_and_equal(text);
+  auto t = read_k8s_nodes(text, "nodes.json");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(where(t->nodes[0].gpu_model_at), "nodes.json:2:83");  // the value's quote, in bytes
+  EXPECT_EQ(t->warnings.size(), 2u);
+  // Empty label values are skipped, and a later key of the same role is taken instead.
+  expect_fast_and_equal(node_list(node("b1", "\"fabric.topograph.run/tier-0\": \"\", \"nvidia.com/gpu.count\": \"8\","
+                                             " \"network.topology.nvidia.com/leaf\": \"x\"")));
+  // Values the reader ignores may be anything JSON allows.
+  expect_fast_and_equal(node_list(
+      "{\"apiVersion\": \"v1\", \"status\": {\"images\": [{\"names\": [\"a\", \"b\"], \"sizeBytes\": 12}], \"x\": null,"
+      " \"y\": [true, false, -1.5e3]}, " + node("c1", "\"nvidia.com/gpu.count\": \"2\"").substr(1)));
+}
+
+TEST(K8sNodesPaths, ErrorsComeFromTheYamlPathWithTheirPosition) {
+  const std::vector<std::string> bad = {
+      node_list(node("", "")),                                                 // empty name
+      node_list(node("n1", "") + "," + node("n1", "")),                       // a node twice
+      node_list(node("n1", "\"nvidia.com/gpu.count\": \"65\"")),               // GPU count out of range
+      node_list(node("n1", "\"nvidia.com/gpu.count\": 8")),                    // a number: yaml-cpp reads "8"
+      node_list(node("n1", "\"nvidia.com/gpu.product\": {\"a\": 1}")),         // not a string
+      node_list("{\"metadata\": {\"labels\": {}}}"),                           // no name
+      node_list("{\"metadata\": {\"name\": \"n1\", \"labels\": []}}"),          // labels not a mapping
+      node_list("{\"metadata\": {\"name\": \"n1\", \"name\": \"n2\"}}"),        // a repeated key
+      node_list("{\"metadata\": {\"name\": \"n1\"}, \"status\": {\"a\": 1, \"a\": 2}}"),  // repeated, unused
+      node_list(node("n1", "")) + "{}",                                         // a second document
+      node_list(node("n1", "")) + ",,,\n",                                      // trailing commas
+      "{\"items\": [" + node("n1", "\"x\": \"\\q\""),                          // bad escape, truncated
+      "{\"items\": 3}",                                                         // items not a list
+      "{\"kind\": \"Node\"}",                                                   // neither items nor metadata
+      node_list(node("n\xff", "")),                                             // not UTF-8
+  };
+  for (const auto& text : bad) {
+    expect_declined_and_same(text);
+    auto r = read_k8s_nodes(text, "nodes.json");
+    if (text.find("gpu.count\": 8") != std::string::npos) continue;  // valid: the yaml-cpp path reads it
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().where.file, "nodes.json") << r.error().to_string();
+    EXPECT_GT(r.error().where.line, 0) << r.error().to_string();
+  }
+}
+
+TEST(K8sNodesPaths, InputsTheFastPathLeavesToYamlCpp) {
+  // YAML, one Node, \u escapes (yaml-cpp encodes surrogate halves alone), a lone CR.
+  expect_declined_and_same("items:\n- metadata: {name: n1, labels: {nvidia.com/gpu.count: '8'}}\n");
+  expect_declined_and_same(node("n1", "\"nvidia.com/gpu.count\": \"8\""));
+  expect_declined_and_same(node_list(node("n\\u00e9", "\"nvidia.com/gpu.count\": \"8\"")));
+  expect_declined_and_same(node_list(node("n1", "\"nvidia.com/gpu.count\": \"8\"")) + "\r \n");
+}
+
+TEST(K8sNodesPaths, LargeGeneratedListAgrees) {
+  std::string items;
+  for (int i = 0; i < 2000; ++i)
+    items += fmt::format("{}{}\n", i ? "," : "",
+                         node(fmt::format("n{:05d}", i),
+                              fmt::format("\"fabric.topograph.run/tier-0\": \"leaf{}\", \"fabric.topograph.run/tier-1\": "
+                                          "\"spine{}\", \"nvidia.com/gpu.count\": \"8\", \"nvidia.com/gpu.product\": "
+                                          "\"NVIDIA-H100-80GB-HBM3\"",
+                                          i / 32, i / 512)));
+  expect_fast_and_equal(node_list(items));
+}
+
+}  // namespace
+}  // namespace toposched
