@@ -9,10 +9,9 @@
 //    Acceptance (issue 34): p99 <= 100 us for class 0, <= 1 ms for class 1.
 //  - BM_TopoPlaceAtScale: the same mix of jobs up to 4,096 GPUs through place(), which also
 //    runs the cost model's prediction on the chosen GPUs (acceptance: p99 <= 1 ms).
-//  - BM_SimulateAtScale/<policy index>/<jobs>: a generated LLM mix (jobs up to 4,096 GPUs,
-//    overloaded, easy-backfill) on the same 100,000 GPUs, one policy at a time; the full
-//    100,000-job run of the issue is a CLI command (docs/performance.md), too long for a
-//    benchmark loop.
+//  - BM_SimulateAtScale/<policy index>/<jobs>: the issue's generated LLM mix
+//    (bench/scale-mix.yaml: jobs up to 4,096 GPUs, overloaded, easy-backfill) on the same
+//    100,000 GPUs, first-fit and topo, one run each; 10,000 and all 100,000 jobs.
 //
 // Job-size mix (GPUs: share): 1: 20%, 2: 10%, 4: 10%, 8: 15%, 16: 10%, 32: 10%, 64: 8%,
 // 128: 6%, 256: 5%, 512: 3%, 1024: 1.5%, 2048: 0.8%, 4096: 0.7%; jobs of 8+ GPUs use tp=8,
@@ -176,7 +175,8 @@ void BM_SimulateAtScale(benchmark::State& st) {
 void SimArgs(benchmark::internal::Benchmark* b) {
   const auto names = sim::placer_names();
   for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == "first-fit" || names[i] == "topo") b->Args({static_cast<long>(i), 10000});
+    if (names[i] == "first-fit" || names[i] == "topo")
+      for (long jobs : {10000L, 100000L}) b->Args({static_cast<long>(i), jobs});
 }
 BENCHMARK(BM_SimulateAtScale)->Apply(SimArgs)->Iterations(1)->Unit(benchmark::kSecond);
 
