@@ -347,22 +347,34 @@ Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count
       }
   }
   // The smallest domain, then switch, that holds the job (stage-aligned when it has stages,
-  // else packed in node order); the whole cluster last.
+  // else packed in node order); the whole cluster last. A scope with fewer nodes than the job
+  // needs is passed over without counting its nodes, and the whole cluster's node list is
+  // built only when no smaller scope holds the job: a job that fits a leaf costs
+  // O(scopes + its leaf), not O(nodes) (docs/performance.md, "Scale: 100,000 GPUs").
   std::vector<const std::vector<NodeId>*> scopes;
   for (std::uint32_t d = 0; d < cluster.domain_count(); ++d) scopes.push_back(&cluster.domain_nodes(DomainId(d)));
   for (std::size_t tier = 0; tier < cluster.tiers().size(); ++tier)
     for (std::uint32_t s = 0; s < cluster.switch_count(); ++s)
       if (cluster.switch_tier(SwitchId(s)) == static_cast<int>(tier)) scopes.push_back(&cluster.switch_subtree_nodes(SwitchId(s)));
   std::vector<NodeId> all;
-  for (std::uint32_t n = 0; n < cluster.node_count(); ++n) all.push_back(NodeId(n));
-  scopes.push_back(&all);
-  if (staged)
+  const auto holds = [&](const std::vector<NodeId>& nodes) { return nodes.size() >= need && count_of_type(nodes) >= need; };
+  const auto whole_cluster = [&]() -> const std::vector<NodeId>& {
+    if (all.empty())
+      for (std::uint32_t n = 0; n < cluster.node_count(); ++n) all.push_back(NodeId(n));
+    return all;
+  };
+  if (staged) {
     for (const std::vector<NodeId>* nodes : scopes)
-      if (count_of_type(*nodes) >= need)
+      if (holds(*nodes))
         if (auto out = take_staged(*nodes)) return *out;
+    if (holds(whole_cluster()))
+      if (auto out = take_staged(all)) return *out;
+  }
   for (const std::vector<NodeId>* nodes : scopes)
-    if (count_of_type(*nodes) >= need)
+    if (holds(*nodes))
       if (auto out = take(*nodes)) return *out;
+  if (holds(whole_cluster()))
+    if (auto out = take(all)) return *out;
   return make_error(ErrorCode::kInfeasible, fmt::format("cluster '{}' has fewer than {} GPUs of node type '{}'",
                                                         cluster.name(), gpu_count, cluster.node_type_at(type).name));
 }

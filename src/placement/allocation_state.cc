@@ -40,16 +40,66 @@ AllocationState::AllocationState(const Cluster& cluster) : cluster_(&cluster) {
   }
   switch_total_gpus_ = switch_free_gpus_;
   domain_total_gpus_ = domain_free_gpus_;
+  build_index();
   job_name_.emplace_back();
   job_gpus_.emplace_back();
   job_order_.push_back(0);
+}
+
+void AllocationState::build_index() {
+  const Cluster& c = *cluster_;
+  const std::size_t nodes = c.node_count();
+  int widest = 0;
+  for (std::size_t i = 0; i < nodes; ++i) {
+    const int g = c.node_gpu_count(NodeId(static_cast<std::uint32_t>(i)));
+    widest = std::max(widest, g);
+    if (std::find(bucket_gpus_.begin(), bucket_gpus_.end(), g) == bucket_gpus_.end()) bucket_gpus_.push_back(g);
+  }
+  std::sort(bucket_gpus_.begin(), bucket_gpus_.end());
+  bucket_width_ = widest + 1;
+  const std::size_t buckets = bucket_gpus_.size() * static_cast<std::size_t>(bucket_width_);
+  bucket_nodes_.assign(buckets, {});
+  node_slot_.resize(nodes);
+  bucket_pos_.resize(nodes);
+  switch_bucket_nodes_.assign(c.switch_count() * buckets, 0);
+  for (std::size_t i = 0; i < nodes; ++i) {
+    const NodeId n(static_cast<std::uint32_t>(i));
+    node_slot_[i] = static_cast<std::uint8_t>(
+        std::lower_bound(bucket_gpus_.begin(), bucket_gpus_.end(), c.node_gpu_count(n)) - bucket_gpus_.begin());
+    const int b = node_bucket(n);
+    bucket_pos_[i] = static_cast<std::uint32_t>(bucket_nodes_[static_cast<std::size_t>(b)].size());
+    bucket_nodes_[static_cast<std::size_t>(b)].push_back(n);
+    for (SwitchId s : node_ancestors(n)) ++switch_bucket_nodes_[s.index() * buckets + static_cast<std::size_t>(b)];
+    if (!c.node_switch(n).valid()) switchless_nodes_.push_back(n);
+  }
+  for (std::size_t s = 0; s < c.switch_count(); ++s)
+    if (!c.switch_nodes(SwitchId(static_cast<std::uint32_t>(s))).empty())
+      leaf_switches_.push_back(SwitchId(static_cast<std::uint32_t>(s)));
+}
+
+void AllocationState::move_bucket(NodeId n, int from, int to) {
+  const std::size_t buckets = bucket_nodes_.size();
+  std::vector<NodeId>& src = bucket_nodes_[static_cast<std::size_t>(from)];
+  const std::uint32_t pos = bucket_pos_[n.index()];
+  src[pos] = src.back();
+  bucket_pos_[src[pos].index()] = pos;
+  src.pop_back();
+  std::vector<NodeId>& dst = bucket_nodes_[static_cast<std::size_t>(to)];
+  bucket_pos_[n.index()] = static_cast<std::uint32_t>(dst.size());
+  dst.push_back(n);
+  for (SwitchId s : node_ancestors(n)) {
+    --switch_bucket_nodes_[s.index() * buckets + static_cast<std::size_t>(from)];
+    ++switch_bucket_nodes_[s.index() * buckets + static_cast<std::size_t>(to)];
+  }
 }
 
 void AllocationState::adjust(NodeId n, int delta) {
   const int before = node_free_[n.index()];
   const int after = before + delta;
   const int whole = cluster_->node_gpu_count(n);
+  const int from = node_bucket(n);
   node_free_[n.index()] = after;
+  if (delta != 0) move_bucket(n, from, node_bucket(n));
   const int node_delta = (after == whole) - (before == whole);
   total_free_gpus_ += delta;
   total_free_nodes_ += node_delta;
@@ -187,7 +237,10 @@ Result<void> AllocationState::check_invariants() const {
                           fmt::format("node {}: free counter {} but {} GPUs are free",
                                       cluster_->node_name(NodeId(static_cast<std::uint32_t>(i))), node_free_[i],
                                       fresh.node_free_[i]));
-    return make_error(ErrorCode::kValidation, "switch, domain or total free counters disagree with the GPU owners");
+    if (!same_buckets(fresh))
+      return make_error(ErrorCode::kValidation, "the free-GPU index's node buckets disagree with the GPU owners");
+    return make_error(ErrorCode::kValidation,
+                      "switch, domain, total or per-bucket free counters disagree with the GPU owners");
   }
   std::size_t owned = 0;
   for (const auto& [name, slot] : job_index_) {
@@ -210,7 +263,20 @@ bool AllocationState::same_counters(const AllocationState& o) const {
   return node_free_ == o.node_free_ && switch_free_gpus_ == o.switch_free_gpus_ &&
          switch_free_nodes_ == o.switch_free_nodes_ && domain_free_gpus_ == o.domain_free_gpus_ &&
          domain_free_nodes_ == o.domain_free_nodes_ && total_free_gpus_ == o.total_free_gpus_ &&
-         total_free_nodes_ == o.total_free_nodes_;
+         total_free_nodes_ == o.total_free_nodes_ && switch_bucket_nodes_ == o.switch_bucket_nodes_ &&
+         same_buckets(o);
+}
+
+bool AllocationState::same_buckets(const AllocationState& o) const {
+  if (bucket_nodes_.size() != o.bucket_nodes_.size()) return false;
+  for (std::size_t b = 0; b < bucket_nodes_.size(); ++b) {
+    if (bucket_nodes_[b].size() != o.bucket_nodes_[b].size()) return false;
+    for (std::size_t k = 0; k < bucket_nodes_[b].size(); ++k) {
+      const NodeId n = bucket_nodes_[b][k];
+      if (bucket_pos_[n.index()] != k || o.node_bucket(n) != static_cast<int>(b)) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace toposched

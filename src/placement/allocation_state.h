@@ -3,11 +3,17 @@
 // Counters kept up to date on every allocate/release: free GPUs per node, per switch (whole
 // subtree, every tier) and per accelerator domain, and the number of wholly free nodes
 // under each switch and in each domain. allocate/release cost O(GPUs x tree depth); all
-// other queries are O(1). A job is allocated all at once (gang): allocate() either takes
+// other queries are O(1).
+//
+// Free-GPU index (for searches that must not scan every node, docs/design.md "Free-GPU
+// index"): every node sits in one bucket, keyed by (its GPU count, its free GPUs); each
+// bucket lists its nodes (in no particular order), and every switch counts the nodes of its
+// subtree per bucket. Kept up to date in the same O(tree depth) step as the counters. A job is allocated all at once (gang): allocate() either takes
 // every GPU it is given or changes nothing.
 //
 // Invariants (check_invariants() recomputes them from the owners): every counter equals
-// the count derived from the per-GPU owners; every job's GPU list holds exactly the GPUs
+// the count derived from the per-GPU owners (the index included: each node is listed once,
+// in the bucket of its free GPUs, at the position bucket_pos_ records); every job's GPU list holds exactly the GPUs
 // whose owner is that job; no GPU has two owners (structural: one owner slot per GPU).
 //
 // The state refers to its Cluster by pointer: the Cluster must outlive it. Copying is the
@@ -60,6 +66,25 @@ class AllocationState {
   std::int64_t total_free_gpus() const { return total_free_gpus_; }
   std::int64_t total_free_nodes() const { return total_free_nodes_; }
 
+  // Free-GPU index. Buckets are numbered 0..bucket_count()-1; bucket b holds the nodes of
+  // bucket_node_gpus(b) GPUs that have bucket_free(b) of them free.
+  int bucket_count() const { return static_cast<int>(bucket_nodes_.size()); }
+  int bucket_free(int b) const { return b % bucket_width_; }
+  int bucket_node_gpus(int b) const { return bucket_gpus_[static_cast<std::size_t>(b / bucket_width_)]; }
+  int node_bucket(NodeId n) const {
+    return node_slot_[n.index()] * bucket_width_ + node_free_[n.index()];
+  }
+  // The nodes of a bucket, in no particular order (it changes with every allocate/release).
+  std::span<const NodeId> bucket_nodes(int b) const { return bucket_nodes_[static_cast<std::size_t>(b)]; }
+  // Nodes of bucket b below switch s (whole subtree).
+  std::int64_t switch_bucket_nodes(SwitchId s, int b) const {
+    return switch_bucket_nodes_[s.index() * bucket_nodes_.size() + static_cast<std::size_t>(b)];
+  }
+  // Nodes attached to no switch, in node order.
+  std::span<const NodeId> switchless_nodes() const { return switchless_nodes_; }
+  // Switches with nodes attached (leaves of the tree, whatever their tier), in id order.
+  std::span<const SwitchId> leaf_switches() const { return leaf_switches_; }
+
   // Switches above the node, leaf first (the node's switch, its parent, ...).
   std::span<const SwitchId> node_ancestors(NodeId n) const {
     return {ancestors_.data() + ancestor_begin_[n.index()],
@@ -101,6 +126,20 @@ class AllocationState {
   std::int64_t total_free_nodes_ = 0;
   std::vector<std::uint32_t> ancestor_begin_;  // per node + 1, into ancestors_
   std::vector<SwitchId> ancestors_;
+
+  // Free-GPU index (see the top of this file).
+  int bucket_width_ = 1;                          // largest node GPU count + 1
+  std::vector<int> bucket_gpus_;                  // per GPU-count slot: the node GPU count
+  std::vector<std::uint8_t> node_slot_;           // per node: its GPU-count slot
+  std::vector<std::vector<NodeId>> bucket_nodes_;  // per bucket, unordered
+  std::vector<std::uint32_t> bucket_pos_;         // per node: its position in its bucket's list
+  std::vector<std::int64_t> switch_bucket_nodes_;  // per switch x bucket
+  std::vector<NodeId> switchless_nodes_;
+  std::vector<SwitchId> leaf_switches_;
+  void build_index();
+  void move_bucket(NodeId n, int from, int to);
+  // Every node is listed at its recorded position in the bucket `o` puts it in.
+  bool same_buckets(const AllocationState& o) const;
 
   // Job table: slot 0 is unused ("free"); released slots are recycled.
   std::vector<std::string> job_name_;

@@ -64,7 +64,22 @@ class RegistryPlacer final : public Placer {
         ended.pop_back();
       }
     };
+    // GPUs free once the first k have ended, from a prefix sum: a probe with fewer free GPUs
+    // than the job needs fails in choose_gpus' first check, so it is answered without
+    // releasing jobs or asking the policy (the same answers, in the same probe sequence).
+    std::vector<std::int64_t> free_after{state_.total_free_gpus()};
+    auto enough = [&](std::size_t k) {
+      while (free_after.size() <= k) {
+        const std::size_t i = free_after.size() - 1;
+        free_after.push_back(free_after.back() +
+                             static_cast<std::int64_t>(state_.job_gpus(std::to_string(running_by_end[i])).size()));
+      }
+      return free_after[k] >= job.gpus;
+    };
     auto probe = [&](std::size_t k) -> Result<std::vector<GpuId>> {
+      if (!enough(k))
+        return make_error(ErrorCode::kInfeasible, fmt::format("needs {} GPUs; only {} would be free", job.gpus,
+                                                              free_after[k]));
       end_first(k);
       TOPOSCHED_TRY(p, place_job(state_, r, false, PlaceDetail::kGpusOnly));
       return std::move(p.gpus_by_rank);

@@ -45,6 +45,38 @@ TEST(AllocationState, CountersFollowAllocateAndRelease) {
   EXPECT_FALSE(s.release("a"));
 }
 
+TEST(AllocationState, FreeGpuIndexFollowsAllocateAndRelease) {
+  Cluster c = preset("dgx-h100?nodes=64");  // 8-GPU nodes: one GPU-count slot, buckets 0..8
+  AllocationState s(c);
+  ASSERT_EQ(s.bucket_count(), 9);
+  const SwitchId leaf0 = c.node_switch(NodeId(0)), leaf1 = c.node_switch(NodeId(32));
+  EXPECT_EQ(s.bucket_nodes(8).size(), 64u);
+  EXPECT_EQ(s.leaf_switches().size(), 2u);
+  EXPECT_TRUE(s.switchless_nodes().empty());
+
+  ASSERT_TRUE(s.allocate("a", node_gpus(c, 0, 0, 3)));   // node 0: 5 free
+  ASSERT_TRUE(s.allocate("b", node_gpus(c, 33, 0, 8)));  // node 33: none free
+  ASSERT_TRUE(s.allocate("c", node_gpus(c, 1, 0, 3)));   // node 1: 5 free
+  EXPECT_EQ(s.node_bucket(NodeId(0)), 5);
+  EXPECT_EQ(s.bucket_free(s.node_bucket(NodeId(33))), 0);
+  EXPECT_EQ(s.bucket_node_gpus(5), 8);
+  EXPECT_EQ(s.bucket_nodes(5).size(), 2u);
+  EXPECT_EQ(s.bucket_nodes(8).size(), 61u);
+  EXPECT_EQ(s.switch_bucket_nodes(leaf0, 5), 2);
+  EXPECT_EQ(s.switch_bucket_nodes(leaf1, 5), 0);
+  EXPECT_EQ(s.switch_bucket_nodes(leaf1, 0), 1);
+  EXPECT_EQ(s.switch_bucket_nodes(c.switch_parent(leaf0), 8), 61);
+  ASSERT_TRUE(s.check_invariants());
+
+  ASSERT_TRUE(s.release("a"));  // node 0 leaves bucket 5; node 1 stays listed
+  EXPECT_EQ(s.bucket_nodes(5).size(), 1u);
+  EXPECT_EQ(s.bucket_nodes(5)[0], NodeId(1));
+  ASSERT_TRUE(s.check_invariants());
+  ASSERT_TRUE(s.release("b"));
+  ASSERT_TRUE(s.release("c"));
+  EXPECT_TRUE(s.same_counters(AllocationState(c)));
+}
+
 TEST(AllocationState, GangAllocationIsAllOrNothing) {
   Cluster c = preset("dgx-h100?nodes=4");
   AllocationState s(c);

@@ -344,6 +344,63 @@ TEST(Topo, InfeasibleTpGroupSaysWhy) {
   EXPECT_EQ(domains.size(), 1u);
 }
 
+// The free-GPU index changes how topo finds nodes, not what it picks: on random states of
+// every small preset, a request with no node mask (the indexed search) and the same request
+// with a mask allowing every node (which forces the scan of every node) get the same GPUs in
+// the same rank order, or the same error.
+TEST(Topo, IndexedSearchMatchesTheFullScan) {
+  const PlacementPolicy& topo = **find_policy("topo");
+  for (const auto& [name, spec] : kSmallPresets) {
+    Cluster c = preset(spec);
+    AllocationState s(c);
+    const NodeMask every(c.node_count(), true);
+    std::mt19937 rng(20261206);
+    std::vector<std::string> live;
+    int placed = 0, refused = 0;
+    for (int step = 0; step < 400; ++step) {
+      JobRequest r;
+      const int kind = static_cast<int>(rng() % 4);
+      if (kind == 0) {  // inference replicas
+        r.workload = WorkloadKind::kInference;
+        r.replica_gpus = 1 << (rng() % 3);
+        r.gpus = r.replica_gpus * static_cast<int>(1 + rng() % 6);
+      } else {  // training: tp x pp x dp
+        r.tp = 1 << (rng() % 4);
+        r.pp = 1 << (rng() % 3);
+        r.gpus = r.tp * r.pp * static_cast<int>(1 << (rng() % (kind == 1 ? 2 : 5)));
+        if (kind == 3) r.gpus = static_cast<int>(1 + rng() % 7);
+        if (kind == 3) r.tp = r.pp = 1;
+      }
+      auto n = normalize(r, c);
+      if (!n) continue;
+      auto indexed = topo.select(s, *n, {});
+      auto scanned = topo.select(s, *n, every);
+      const std::string what = fmt::format("{} step {}: {} GPUs tp {} pp {}", name, step, n->total_gpus, n->tp, n->pp);
+      ASSERT_EQ(indexed.has_value(), scanned.has_value()) << what;
+      if (!indexed) {
+        EXPECT_EQ(indexed.error().message, scanned.error().message) << what;
+        ++refused;
+      } else {
+        ASSERT_EQ(*indexed, *scanned) << what;
+        ++placed;
+        if (rng() % 4 != 0) {
+          const std::string id = fmt::format("j{}", step);
+          ASSERT_TRUE(s.allocate(id, *indexed)) << what;
+          live.push_back(id);
+        }
+      }
+      if (!live.empty() && rng() % 3 == 0) {
+        const std::size_t k = rng() % live.size();
+        ASSERT_TRUE(s.release(live[k]));
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    }
+    ASSERT_TRUE(s.check_invariants()) << name;
+    EXPECT_GT(placed, 100) << name;
+    EXPECT_GT(refused, 0) << name << ": the states never got full enough to refuse";
+  }
+}
+
 TEST(SlurmTree, PicksTheTightestLeafThatFits) {
   Cluster c = preset("synthetic?nodes=12&gpus_per_node=4&fanout=4");  // leaves of 4 nodes, one spine
   AllocationState s(c);

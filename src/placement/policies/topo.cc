@@ -134,6 +134,41 @@ struct Candidate {
   bool ok = false;
 };
 
+// Units (TP groups or replicas) each node can still give the job, less what a candidate has
+// taken. A request every node serves with all its free GPUs (indexed(): no node mask, model,
+// per-node count or exclusivity) derives them from the free counters, so nothing is O(nodes);
+// any other request keeps a per-node array filled by one scan of node_capacity.
+class NodeUnits {
+ public:
+  // Indexed: free_gpus(n) / unit.
+  NodeUnits(const AllocationState& s, int unit) : s_(&s), unit_(unit), dense_(false) {}
+  // Full scan: the given per-node units.
+  explicit NodeUnits(std::vector<int> units) : units_(std::move(units)), dense_(true) {}
+
+  static bool indexed(const JobRequest& r, const NodeMask& allowed) {
+    return allowed.empty() && !r.exclusive && r.gpus_per_node == 0 && r.gpu_model.empty();
+  }
+  bool dense() const { return dense_; }
+  int operator[](NodeId n) const {
+    if (dense_) return units_[n.index()];
+    auto it = taken_.find(n.value);
+    return s_->free_gpus(n) / unit_ - (it == taken_.end() ? 0 : it->second);
+  }
+  void take(NodeId n, int u) {
+    if (dense_)
+      units_[n.index()] -= u;
+    else
+      taken_[n.value] += u;
+  }
+
+ private:
+  const AllocationState* s_ = nullptr;
+  int unit_ = 1;
+  std::vector<int> units_;                       // dense: per node
+  std::unordered_map<std::uint32_t, int> taken_;  // indexed: units taken per node
+  bool dense_;
+};
+
 // A communication difference below this share of the step is not worth leaving nodes
 // partly used for: the candidate that fragments less wins (docs/placement.md).
 constexpr double kNegligibleStepShare = 0.01;
@@ -214,20 +249,42 @@ class Topo final : public PlacementPolicy {
   Result<std::vector<GpuId>> place_units(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
                                          const Plan& plan) const {
     const Cluster& c = s.cluster();
-    std::vector<int> node_units(c.node_count(), 0);
     std::vector<long> sw_units(c.switch_count(), 0);
     long total = 0;
     int best_node_units = 0;
-    for (std::size_t i = 0; i < c.node_count(); ++i) {
-      NodeId n(static_cast<std::uint32_t>(i));
-      int cap = node_capacity(s, r, allowed, n);
-      int u = plan.fixed ? (cap > 0 ? plan.per_node : 0) : cap / plan.unit;
-      node_units[i] = u;
-      if (!u) continue;
-      total += u;
-      best_node_units = std::max(best_node_units, u);
-      for (SwitchId sw : s.node_ancestors(n)) sw_units[sw.index()] += u;
+    std::optional<NodeUnits> units;
+    if (NodeUnits::indexed(r, allowed)) {
+      // From the free-GPU index: O(buckets x switches), not O(nodes).
+      units.emplace(s, plan.unit);
+      std::vector<int> bucket_units;
+      for (int b = 0; b < s.bucket_count(); ++b) {
+        const int u = s.bucket_free(b) / plan.unit;
+        if (u > 0 && !s.bucket_nodes(b).empty()) {
+          total += static_cast<long>(u) * static_cast<long>(s.bucket_nodes(b).size());
+          best_node_units = std::max(best_node_units, u);
+        }
+        bucket_units.push_back(u);
+      }
+      for (std::size_t sw = 0; sw < c.switch_count(); ++sw)
+        for (int b = 0; b < s.bucket_count(); ++b)
+          if (bucket_units[static_cast<std::size_t>(b)] > 0)
+            sw_units[sw] += bucket_units[static_cast<std::size_t>(b)] *
+                            s.switch_bucket_nodes(SwitchId(static_cast<std::uint32_t>(sw)), b);
+    } else {
+      std::vector<int> node_units(c.node_count(), 0);
+      for (std::size_t i = 0; i < c.node_count(); ++i) {
+        NodeId n(static_cast<std::uint32_t>(i));
+        int cap = node_capacity(s, r, allowed, n);
+        int u = plan.fixed ? (cap > 0 ? plan.per_node : 0) : cap / plan.unit;
+        node_units[i] = u;
+        if (!u) continue;
+        total += u;
+        best_node_units = std::max(best_node_units, u);
+        for (SwitchId sw : s.node_ancestors(n)) sw_units[sw.index()] += u;
+      }
+      units.emplace(std::move(node_units));
     }
+    const NodeUnits& node_units = *units;
     const int limit_tier = r.required_tier_index ? *r.required_tier_index : std::numeric_limits<int>::max();
     auto unit_text = [&] {
       return plan.unit == 1
@@ -286,7 +343,8 @@ class Topo final : public PlacementPolicy {
   // units and in GPUs (of two nodes that each hold one TP group of 4, the one with 4 free
   // GPUs, not the one with 7 that would strand 3); then the node whose leaf has the fewest
   // free GPUs, so whole leaves stay free.
-  NodeId best_single_node(const AllocationState& s, const Plan& plan, const std::vector<int>& node_units) const {
+  NodeId best_single_node(const AllocationState& s, const Plan& plan, const NodeUnits& node_units) const {
+    if (!node_units.dense()) return best_single_node_indexed(s, plan);
     const Cluster& c = s.cluster();
     const int job_gpus = plan.units * plan.unit;
     const auto growth = [&](NodeId n) {
@@ -296,7 +354,7 @@ class Topo final : public PlacementPolicy {
     const auto tighter = [&](NodeId a, NodeId b) {
       const double grow_a = growth(a), grow_b = growth(b);
       if (std::abs(grow_a - grow_b) > 1e-9) return grow_a < grow_b;
-      if (node_units[a.index()] != node_units[b.index()]) return node_units[a.index()] < node_units[b.index()];
+      if (node_units[a] != node_units[b]) return node_units[a] < node_units[b];
       const int fa = s.free_gpus(a), fb = s.free_gpus(b);
       if (fa != fb) return fa < fb;
       const SwitchId la = c.node_switch(a), lb = c.node_switch(b);
@@ -306,8 +364,72 @@ class Topo final : public PlacementPolicy {
     NodeId best;
     for (std::size_t i = 0; i < c.node_count(); ++i) {
       const NodeId n(static_cast<std::uint32_t>(i));
-      if (node_units[i] >= plan.units && (!best.valid() || tighter(n, best))) best = n;
+      if (node_units[n] >= plan.units && (!best.valid() || tighter(n, best))) best = n;
     }
+    return best;
+  }
+
+  // best_single_node from the free-GPU index (an indexed() request: units = free / unit),
+  // the same node the scan picks: the node buckets tied on (growth, units, free GPUs), then
+  // the leaf with the fewest free GPUs holding one of their nodes (a switchless node counts
+  // 0), then the lowest node id. O(buckets + leaves x tied buckets + the nodes of the tied
+  // leaves scanned up to their first match).
+  NodeId best_single_node_indexed(const AllocationState& s, const Plan& plan) const {
+    const Cluster& c = s.cluster();
+    const int job_gpus = plan.units * plan.unit;
+    std::vector<int> tied;
+    double best_grow = 0;
+    int best_units = 0, best_free = 0;
+    for (int b = 0; b < s.bucket_count(); ++b) {
+      const int free = s.bucket_free(b), u = free / plan.unit;
+      if (u < plan.units || s.bucket_nodes(b).empty()) continue;
+      const int all = s.bucket_node_gpus(b);
+      const double g =
+          expected_unusable_on_node(free - job_gpus, all, job_sizes_) - expected_unusable_on_node(free, all, job_sizes_);
+      const bool same = !tied.empty() && std::abs(g - best_grow) <= 1e-9 && u == best_units && free == best_free;
+      const bool better = tied.empty() || (std::abs(g - best_grow) > 1e-9 ? g < best_grow
+                                           : u != best_units              ? u < best_units
+                                                                          : free < best_free);
+      if (same) {
+        tied.push_back(b);
+      } else if (better) {
+        tied.assign(1, b);
+        best_grow = g;
+        best_units = u;
+        best_free = free;
+      }
+    }
+    if (tied.empty()) return NodeId();
+    const auto in_tied = [&](NodeId n) { return std::find(tied.begin(), tied.end(), s.node_bucket(n)) != tied.end(); };
+    for (NodeId n : s.switchless_nodes())
+      if (in_tied(n)) return n;  // leaf free counts 0: fewer than any leaf holding a free GPU
+    std::vector<SwitchId> leaves;
+    std::int64_t least = std::numeric_limits<std::int64_t>::max();
+    for (SwitchId leaf : s.leaf_switches()) {
+      // The switch's own nodes of the tied buckets: its subtree counts, unless it also has
+      // child switches (then its own nodes are counted one by one).
+      std::int64_t held = 0;
+      if (c.switch_children(leaf).empty())
+        for (int b : tied) held += s.switch_bucket_nodes(leaf, b);
+      else
+        held = std::count_if(c.switch_nodes(leaf).begin(), c.switch_nodes(leaf).end(), in_tied);
+      if (held == 0) continue;
+      const std::int64_t lf = s.switch_free_gpus(leaf);
+      if (lf < least) {
+        least = lf;
+        leaves.clear();
+      }
+      if (lf == least) leaves.push_back(leaf);
+    }
+    NodeId best;
+    for (SwitchId leaf : leaves)
+      for (NodeId n : c.switch_nodes(leaf)) {
+        if (best.valid() && n.value >= best.value) break;
+        if (in_tied(n)) {
+          best = n;
+          break;
+        }
+      }
     return best;
   }
 
@@ -338,7 +460,7 @@ class Topo final : public PlacementPolicy {
   }
 
   // 2. Per-stage best fit inside the scope (invalid scope = the whole cluster).
-  static Candidate build(const AllocationState& s, const Plan& plan, std::vector<int> node_units,
+  static Candidate build(const AllocationState& s, const Plan& plan, NodeUnits node_units,
                          std::vector<long> sw_units, SwitchId scope) {
     Candidate cand;
     const int per_stage = plan.units / plan.stages;
@@ -359,7 +481,7 @@ class Topo final : public PlacementPolicy {
     long free_gpus;  // breaks ties between equal unit counts: fewer strands fewer GPUs
   };
 
-  static void take(const AllocationState& s, const Plan& plan, SwitchId sw, long& need, std::vector<int>& node_units,
+  static void take(const AllocationState& s, const Plan& plan, SwitchId sw, long& need, NodeUnits& node_units,
                    std::vector<long>& sw_units, std::vector<std::pair<NodeId, int>>& takes) {
     const Cluster& c = s.cluster();
     std::vector<Child> kids;
@@ -367,16 +489,14 @@ class Topo final : public PlacementPolicy {
       if (sw_units[ch.index()] > 0) kids.push_back({false, ch.value, sw_units[ch.index()], s.switch_free_gpus(ch)});
     };
     auto add_node = [&](NodeId n) {
-      if (node_units[n.index()] > 0) kids.push_back({true, n.value, node_units[n.index()], s.free_gpus(n)});
+      if (node_units[n] > 0) kids.push_back({true, n.value, node_units[n], s.free_gpus(n)});
     };
     if (sw.valid()) {
       for (SwitchId ch : c.switch_children(sw)) add_switch(ch);
       for (NodeId n : c.switch_nodes(sw)) add_node(n);
     } else {
       for (SwitchId root : c.root_switches()) add_switch(root);
-      for (std::size_t i = 0; i < c.node_count(); ++i)
-        if (!c.node_switch(NodeId(static_cast<std::uint32_t>(i))).valid())
-          add_node(NodeId(static_cast<std::uint32_t>(i)));
+      for (NodeId n : s.switchless_nodes()) add_node(n);
     }
     while (need > 0) {
       // Tightest child that holds the rest, else the child with the most.
@@ -398,7 +518,7 @@ class Topo final : public PlacementPolicy {
       long want = std::min(k.units, need);
       if (k.is_node) {
         NodeId n(k.id);
-        node_units[n.index()] -= static_cast<int>(want);
+        node_units.take(n, static_cast<int>(want));
         for (SwitchId a : s.node_ancestors(n)) sw_units[a.index()] -= want;
         if (!takes.empty() && takes.back().first == n)
           takes.back().second += static_cast<int>(want);
@@ -482,17 +602,25 @@ class Topo final : public PlacementPolicy {
                                                   const NodeMask& allowed, const std::vector<JobSizeWeight>& job_sizes) {
     const Cluster& c = s.cluster();
     const int size = r.replica_gpus;
-    int max_free = 0;
-    std::vector<int> free(c.node_count(), 0);
-    for (std::size_t i = 0; i < c.node_count(); ++i) {
-      free[i] = node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i)));
-      max_free = std::max(max_free, free[i]);
+    // Min-heaps of the usable nodes by free GPUs (the top is the lowest node id): from the
+    // free-GPU index for an indexed request, else from a scan of node_capacity.
+    std::vector<std::vector<std::uint32_t>> bucket;
+    auto add = [&](int free, std::uint32_t node) {
+      if (free < size) return;
+      if (bucket.size() <= static_cast<std::size_t>(free)) bucket.resize(static_cast<std::size_t>(free) + 1);
+      bucket[static_cast<std::size_t>(free)].push_back(node);
+    };
+    if (NodeUnits::indexed(r, allowed)) {
+      for (int b = 0; b < s.bucket_count(); ++b)
+        if (s.bucket_free(b) >= size)
+          for (NodeId n : s.bucket_nodes(b)) add(s.bucket_free(b), n.value);
+    } else {
+      for (std::size_t i = 0; i < c.node_count(); ++i)
+        add(node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i))), static_cast<std::uint32_t>(i));
     }
-    // Buckets of nodes by free GPUs, each in node order.
-    std::vector<std::vector<std::uint32_t>> bucket(static_cast<std::size_t>(max_free) + 1);
-    for (std::size_t i = 0; i < c.node_count(); ++i)
-      if (free[i] >= size) bucket[static_cast<std::size_t>(free[i])].push_back(static_cast<std::uint32_t>(i));
-    for (auto& b : bucket) std::reverse(b.begin(), b.end());  // pop_back takes the lowest node id
+    const int max_free = bucket.empty() ? 0 : static_cast<int>(bucket.size()) - 1;
+    bucket.resize(static_cast<std::size_t>(max_free) + 1);
+    for (auto& b : bucket) std::make_heap(b.begin(), b.end(), std::greater<>());
     TakenMasks taken;
     std::vector<GpuId> out;
     const int replicas = r.total_gpus / size;
@@ -503,7 +631,7 @@ class Topo final : public PlacementPolicy {
       double f_growth = 0;
       for (int b = size; b <= max_free; ++b) {
         if (bucket[static_cast<std::size_t>(b)].empty()) continue;
-        const int all = c.node_gpu_count(NodeId(bucket[static_cast<std::size_t>(b)].back()));
+        const int all = c.node_gpu_count(NodeId(bucket[static_cast<std::size_t>(b)].front()));
         const double g = expected_unusable_on_node(b - size, all, job_sizes) - expected_unusable_on_node(b, all, job_sizes);
         if (f > max_free || g < f_growth - 1e-9) {
           f = b;
@@ -514,12 +642,15 @@ class Topo final : public PlacementPolicy {
         return make_error(
             ErrorCode::kInfeasible,
             fmt::format("needs {} replicas of {} GPUs, each inside one node; only {} fit", replicas, size, k));
-      std::uint32_t node = bucket[static_cast<std::size_t>(f)].back();
-      bucket[static_cast<std::size_t>(f)].pop_back();
+      auto& from = bucket[static_cast<std::size_t>(f)];
+      std::pop_heap(from.begin(), from.end(), std::greater<>());
+      std::uint32_t node = from.back();
+      from.pop_back();
       choose_gpus(s, NodeId(node), size, size, taken, out);
       if (f - size >= size) {
         auto& b = bucket[static_cast<std::size_t>(f - size)];
-        b.insert(std::upper_bound(b.begin(), b.end(), node, std::greater<>()), node);
+        b.push_back(node);
+        std::push_heap(b.begin(), b.end(), std::greater<>());
       }
     }
     return out;
