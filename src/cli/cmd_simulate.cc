@@ -13,6 +13,7 @@
 #include "sim/backend.h"
 #include "sim/generator.h"
 #include "sim/report.h"
+#include "sim/score_model.h"
 #include "sim/simulate.h"
 #include "sim/traces/native_csv.h"
 #include "sim/traces/trace_source.h"
@@ -36,6 +37,7 @@ struct SimulateOptions {
   long max_jobs = 0;
   std::string report;
   std::string write_trace;
+  std::string score_model;
   bool quiet = false;
   OutputFormat format = OutputFormat::kText;
 };
@@ -115,8 +117,11 @@ Stop prepare_trace(const SimulateOptions& o, const Cluster& cluster, sim::Trace&
 }
 
 // Every policy on the trace, with a progress bar on a terminal.
+// With --score-model the placers decide on `scored` (the perturbed model) while the runtimes
+// come from `cluster` (the truth); same ids in both (sim/score_model.h).
 Result<std::vector<sim::PolicyOutcome>> simulate_all(const SimulateOptions& o, const Cluster& cluster, const sim::Trace& trace,
-                                                     const std::vector<std::string>& policies, sim::Discipline discipline) {
+                                                     const std::vector<std::string>& policies, sim::Discipline discipline,
+                                                     const Cluster* scored) {
   auto comm = sim::make_comm_model(cluster);
   sim::EngineOptions eo;
   eo.discipline = discipline;
@@ -132,7 +137,10 @@ Result<std::vector<sim::PolicyOutcome>> simulate_all(const SimulateOptions& o, c
     fmt::print(stderr, "\rsimulating {} policies [{:<40}] {:3d}%", policies.size(), std::string(static_cast<std::size_t>(filled), '#'), pct);
     std::fflush(stderr);
   };
-  auto results = sim::simulate_policies(cluster, trace, policies, *comm, eo, {}, bar ? std::function<void(double)>(progress) : nullptr);
+  sim::PlacerFactory make;
+  if (scored)
+    make = [scored](const Cluster&, const std::string& p, std::uint64_t seed) { return sim::make_placer(*scored, p, seed); };
+  auto results = sim::simulate_policies(cluster, trace, policies, *comm, eo, make, bar ? std::function<void(double)>(progress) : nullptr);
   if (bar) fmt::print(stderr, "\r{:<70}\r", "");
   return results;
 }
@@ -168,10 +176,20 @@ int run_simulate(const SimulateOptions& o) {
     int code = report(cluster.error());
     return o.cluster.starts_with("preset:") ? code : kExitError;
   }
+  std::optional<Cluster> scored;
+  if (!o.score_model.empty()) {
+    auto model = sim::parse_score_model(o.score_model);
+    if (!model) return report(model.error());
+    if (!model->identity()) {
+      auto perturbed = sim::perturbed_cluster(*cluster, *model);
+      if (!perturbed) return report(perturbed.error());
+      scored.emplace(std::move(*perturbed));
+    }
+  }
   sim::Trace trace;
   if (Stop stop = read_trace(o, trace)) return *stop;
   if (Stop stop = prepare_trace(o, *cluster, trace)) return *stop;
-  auto results = simulate_all(o, *cluster, trace, policies, discipline);
+  auto results = simulate_all(o, *cluster, trace, policies, discipline, scored ? &*scored : nullptr);
   if (!results) {
     report(results.error());
     return kExitUsage;  // only an unknown policy name fails here
@@ -186,6 +204,7 @@ int run_simulate(const SimulateOptions& o) {
   info.trace_jobs = trace.jobs.size();
   info.discipline = std::string(sim::discipline_name(discipline));
   info.seed = o.seed;
+  info.score_model = o.score_model;
   std::vector<sim::PolicyRun> runs;
   for (const auto& r : *results) runs.push_back({r.summary, &r.result});
   return write_outputs(o, info, trace, runs);
@@ -217,6 +236,10 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-jobs", o->max_jobs, "Simulate only the first N jobs of the trace");
   cmd->add_option("--report,-r", o->report, "Write DIR/report.json and DIR/report.html");
   cmd->add_option("--write-trace", o->write_trace, "Also write the trace simulated (e.g. the generated one) as native CSV");
+  cmd->add_option("--score-model", o->score_model,
+                  "The policies decide with this perturbed model while runtimes use the true one: comma-separated "
+                  "bw:TIER=F, lat:TIER=F (TIER a tier name or all; F 0.7 or -30%), bw:nvlink=F, hop-us=X, none "
+                  "(docs/simulator.md)");
   cmd->add_flag("--quiet,-q", o->quiet, "No progress bar and no notes on stderr");
   add_format_option(*cmd, o->format);
   cmd->footer(

@@ -556,6 +556,7 @@ double crossing_bandwidth(const Cluster& cluster, const CostOptions& options, co
       if (k < p.tier && !options.share_accounts_for_oversubscription) over *= tiers[k].oversubscription;
     }
     bw = std::min({bw, cap * a.nodes, cap * b.nodes}) / over;
+    if (p.tier < tiers.size()) bw *= tiers[p.tier].path_bandwidth_factor;  // 1 but under simulate --score-model
   } else if (p.level == PathLevel::kCrossRoot) {
     if (cluster.cross_root_bandwidth_GBps() > 0) {
       bw = std::min(bw, cluster.cross_root_bandwidth_GBps() * std::min(a.gpus, b.gpus));
@@ -565,6 +566,7 @@ double crossing_bandwidth(const Cluster& cluster, const CostOptions& options, co
         for (const Tier& t : tiers) over *= t.oversubscription;
       bw /= over;
     }
+    if (!tiers.empty()) bw *= tiers.back().path_bandwidth_factor;
   }
   return bw * options.network_share;
 }

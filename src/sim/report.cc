@@ -89,6 +89,7 @@ Json run_json(const RunInfo& info) {
   r["trace_jobs"] = info.trace_jobs;
   r["discipline"] = info.discipline;
   r["seed"] = info.seed;
+  if (!info.score_model.empty()) r["score_model"] = info.score_model;
   return r;
 }
 
@@ -153,6 +154,8 @@ std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs
   }
   std::string out = fmt::format("{} ({} nodes, {} GPUs), trace {} ({} jobs), queue {}, seed {}\n\n", info.cluster, info.cluster_nodes,
                                 info.cluster_gpus, info.trace, info.trace_jobs, info.discipline, info.seed);
+  if (!info.score_model.empty())
+    out.insert(out.size() - 1, fmt::format("policies scored with the perturbed model --score-model {} (runtimes: the true model)\n", info.score_model));
   out += fmt::format("{:<{}}", "", label_w);
   for (std::size_t i = 0; i < runs.size(); ++i) out += fmt::format("  {:>{}}", runs[i].summary.policy, col_w[i]);
   out += "\n";

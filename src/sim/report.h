@@ -30,6 +30,8 @@ struct RunInfo {
   std::size_t trace_jobs = 0;
   std::string discipline;
   std::uint64_t seed = 0;
+  // --score-model's spec when the policies decided on a perturbed model; empty otherwise.
+  std::string score_model;
 };
 
 struct PolicyRun {

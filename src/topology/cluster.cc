@@ -121,6 +121,10 @@ Path Cluster::network_path(GpuId a, GpuId b, NodeId na, NodeId nb) const {
                  : tiers_.empty()           ? kNicLatencyUs + kDefaultHopLatencyUs
                                   : kNicLatencyUs + tier_latency_.back() +
                                         2 * tiers_.back().hop_latency_us;
+    if (!tiers_.empty()) {
+      bw *= tiers_.back().path_bandwidth_factor;
+      lat *= tiers_.back().path_latency_factor;
+    }
     return Path{PathLevel::kCrossRoot, 0, bw, lat};
   }
   const int k = switch_tier_[join.index()];
@@ -129,7 +133,9 @@ Path Cluster::network_path(GpuId a, GpuId b, NodeId na, NodeId nb) const {
   double bw = std::min({net_a, net_b, cap / node_types_[node_type_[na.index()].index()].gpu_count,
                         cap / node_types_[node_type_[nb.index()].index()].gpu_count}) /
               tier_oversub_below_[ku];
-  return Path{PathLevel::kTier, static_cast<std::uint8_t>(k), bw, kNicLatencyUs + tier_latency_[ku]};
+  const Tier& t = tiers_[ku];
+  return Path{PathLevel::kTier, static_cast<std::uint8_t>(k), bw * t.path_bandwidth_factor,
+              (kNicLatencyUs + tier_latency_[ku]) * t.path_latency_factor};
 }
 
 Path Cluster::path(GpuId a, GpuId b) const {
@@ -370,6 +376,9 @@ Result<Cluster> ClusterBuilder::build() && {
                                         t.oversubscription));
       if (t.bandwidth_GBps_per_node < 0 || t.hop_latency_us < 0)
         return fail(t.name, fmt::format("tier '{}': bandwidth and latency must not be negative", t.name));
+      if (!(t.path_bandwidth_factor > 0 && t.path_latency_factor > 0) || std::isinf(t.path_bandwidth_factor) ||
+          std::isinf(t.path_latency_factor))
+        return fail(t.name, fmt::format("tier '{}': path bandwidth and latency factors must be finite and > 0", t.name));
     }
   }
   if (c.tiers_.size() > 200) return fail("", "more than 200 fabric tiers");

@@ -101,6 +101,12 @@ struct Tier {
   double bandwidth_GBps_per_node = 0;
   double hop_latency_us = 0.5;     // one traversal of a switch of this tier
   double oversubscription = 1.0;   // down:up capacity of this tier's switches (>= 1)
+  // What-if factors (> 0) on the paths this tier joins: a path whose joining switch is in
+  // this tier (or, for the top tier, a cross-root path) gets its bandwidth and latency
+  // multiplied by them. 1 from every spec reader and preset; set only by the simulator's
+  // --score-model (sim/score_model.h), to give placement policies a deliberately wrong model.
+  double path_bandwidth_factor = 1.0;
+  double path_latency_factor = 1.0;
   friend bool operator==(const Tier&, const Tier&) = default;
 };
 

@@ -26,6 +26,53 @@ def small_mix(tmp, seed=5, jobs=120):
     return path
 
 
+class ScoreModelTest(unittest.TestCase):
+    """--score-model (issue 32 item 6): the policies decide on a perturbed model, runtimes
+    come from the true one."""
+
+    def simulate(self, mix, *extra, policies="first-fit,topo"):
+        proc = run("simulate", "--cluster", CLUSTER, "--generate", mix, "--policies", policies, "--discipline",
+                   "easy-backfill", "--quiet", "--format", "json", *extra)
+        return json.loads(proc.stdout)
+
+    def test_identity_models_change_nothing_and_are_recorded(self):
+        with temp_dir() as tmp:
+            mix = small_mix(tmp, seed=9)
+            truth = self.simulate(mix)
+            self.assertNotIn("score_model", truth["run"])
+            for spec in ["none", "bw:all=1,lat:all=1"]:
+                got = self.simulate(mix, "--score-model", spec)
+                self.assertEqual(got["policies"], truth["policies"], spec)
+                self.assertEqual(got["run"]["score_model"], spec)
+
+    def test_a_wrong_model_leaves_structural_policies_alone(self):
+        with temp_dir() as tmp:
+            mix = small_mix(tmp, seed=9)
+            truth = self.simulate(mix)
+            wrong = self.simulate(mix, "--score-model", "bw:all=0.001,lat:all=1000")
+            # first-fit ranks by structure, never by bandwidth: the same run.
+            self.assertEqual(wrong["policies"]["first-fit"], truth["policies"]["first-fit"])
+            # topo's figures are still measured by the true model: complete and >= 1 slowdown.
+            self.assertEqual(wrong["policies"]["topo"]["jobs"] + wrong["policies"]["topo"]["never_placed"], 120)
+            self.assertGreaterEqual(wrong["policies"]["topo"]["comm_slowdown_mean"], 1.0)
+            table = run("simulate", "--cluster", CLUSTER, "--generate", mix, "--policies", "topo", "--quiet",
+                        "--score-model", "hop-us=2").stdout
+            self.assertIn("policies scored with the perturbed model --score-model hop-us=2", table.splitlines()[1])
+
+    def test_bad_specs_are_positioned_usage_errors(self):
+        with temp_dir() as tmp:
+            mix = small_mix(tmp, jobs=5)
+            for spec, message in [
+                ("bw:spin=0.7", "--score-model:1:1: cluster dgx-h100-16n has no tier 'spin' (its tiers: leaf, spine, all, nvlink)"),
+                ("hop-us=1,bw:leaf=x", "--score-model:1:18: bw:leaf: expected a factor > 0"),
+                ("bw:leaf=0.7,", "--score-model:1:13: empty term"),
+            ]:
+                proc = run("simulate", "--cluster", CLUSTER, "--generate", mix, "--score-model", spec, check=False)
+                self.assertEqual(proc.returncode, 2, proc.stderr)
+                self.assertIn(f"toposched: error: {message}", proc.stderr)
+                self.assertEqual(proc.stdout, "")
+
+
 class SimulateTest(unittest.TestCase):
     def test_report_json_contract_and_table(self):
         with temp_dir() as tmp:
