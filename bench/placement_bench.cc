@@ -21,37 +21,17 @@
 
 #include <benchmark/benchmark.h>
 
+#include "busy_cluster.h"
+
 #include "placement/placement.h"
 #include "topology/presets.h"
 
 namespace toposched {
 namespace {
 
-const Cluster& big_cluster() {
-  static const Cluster c = *build_preset("dgx-h100?nodes=12500");
-  return c;
-}
+using bench::big_cluster;
 
-AllocationState occupied_state(std::uint64_t seed) {
-  const Cluster& c = big_cluster();
-  AllocationState s(c);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  std::vector<GpuId> gpus;
-  for (std::uint32_t n = 0; n < c.node_count(); ++n) {
-    double x = u(rng);
-    int busy = x < 0.85 ? 8 : x < 0.92 ? 0 : 1 + static_cast<int>(rng() % 7);
-    if (!busy) continue;
-    std::vector<int> local(8);
-    for (int i = 0; i < 8; ++i) local[static_cast<std::size_t>(i)] = i;
-    std::shuffle(local.begin(), local.end(), rng);
-    gpus.clear();
-    for (int i = 0; i < busy; ++i) gpus.push_back(c.node_gpu(NodeId(n), local[static_cast<std::size_t>(i)]));
-    std::sort(gpus.begin(), gpus.end());
-    (void)s.allocate("bg-" + std::to_string(n), gpus);
-  }
-  return s;
-}
+AllocationState occupied_state(std::uint64_t seed) { return bench::busy_state(seed); }
 
 JobRequest draw_request(std::mt19937_64& rng) {
   static const int kSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};

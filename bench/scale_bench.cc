@@ -23,6 +23,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "busy_cluster.h"
+
 #include "placement/placement.h"
 #include "sim/backend.h"
 #include "sim/engine.h"
@@ -32,33 +34,9 @@
 namespace toposched {
 namespace {
 
-const Cluster& big_cluster() {
-  static const Cluster c = *build_preset("dgx-h100?nodes=12500");
-  return c;
-}
+using bench::big_cluster;
 
-// Every node independently fully busy (85%), wholly free (7%) or partly busy (8%, 1-7 of
-// its 8 GPUs, uniform), in random positions.
-AllocationState occupied_state(std::uint64_t seed) {
-  const Cluster& c = big_cluster();
-  AllocationState s(c);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  std::vector<GpuId> gpus;
-  for (std::uint32_t n = 0; n < c.node_count(); ++n) {
-    double x = u(rng);
-    int busy = x < 0.85 ? 8 : x < 0.92 ? 0 : 1 + static_cast<int>(rng() % 7);
-    if (!busy) continue;
-    std::vector<int> local(8);
-    for (int i = 0; i < 8; ++i) local[static_cast<std::size_t>(i)] = i;
-    std::shuffle(local.begin(), local.end(), rng);
-    gpus.clear();
-    for (int i = 0; i < busy; ++i) gpus.push_back(c.node_gpu(NodeId(n), local[static_cast<std::size_t>(i)]));
-    std::sort(gpus.begin(), gpus.end());
-    (void)s.allocate("bg-" + std::to_string(n), gpus);
-  }
-  return s;
-}
+AllocationState occupied_state(std::uint64_t seed) { return bench::busy_state(seed); }
 
 // A request of the mix, of at most max_gpus GPUs (redrawn until it is).
 JobRequest draw_request(std::mt19937_64& rng, int max_gpus) {
