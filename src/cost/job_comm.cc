@@ -286,6 +286,8 @@ Result<std::vector<int>> group_of_rank(const ParallelPlan& plan, std::string_vie
   return out;
 }
 
+// long: the node-taking and stage-aligned helpers share the job's type and need, then one walk
+// of scopes smallest first; splitting them would pass that state through every call
 Result<std::vector<GpuId>> ideal_placement(const Cluster& cluster, int gpu_count, GpuId like, int stage_gpus) {
   if (!like.valid() || like.index() >= cluster.gpu_count())
     return make_error(ErrorCode::kInvalidArgument, "ideal placement: the reference GPU is not in the cluster");

@@ -246,6 +246,8 @@ class Topo final : public PlacementPolicy {
     return 1;
   }
 
+  // long: the per-switch unit counts from the free-GPU index, then the scope search over them;
+  // both read the same counts, built once per decision
   Result<std::vector<GpuId>> place_units(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
                                          const Plan& plan) const {
     const Cluster& c = s.cluster();
