@@ -1,11 +1,19 @@
 // The 100,000-GPU cluster the placement and scale benches decide on, and the busy state they
 // start from: 12,500 DGX H100 nodes, each independently fully busy (85%), wholly free (7%)
 // or partly busy (8%, 1-7 of its 8 GPUs, uniform), in random positions (89-90% busy).
-// One definition so both benches measure the same occupancy.
+// Also the job-size mix both draw from and the per-thread CPU clock they time with. One
+// definition so both benches measure the same occupancy, jobs and clock.
+//
+// Job-size mix (GPUs: share): 1: 20%, 2: 10%, 4: 10%, 8: 15%, 16: 10%, 32: 10%, 64: 8%,
+// 128: 6%, 256: 5%, 512: 3%, 1024: 1.5%, 2048: 0.8%, 4096: 0.7%; tp = min(size, 8), pp = 4
+// from 256 GPUs.
 //
 // Thread-safety: big_cluster() is a function-local static (initialised once, then
-// read-only); busy_state() builds a new state per call.
+// read-only); busy_state() builds a new state per call; draw_request() shares one
+// distribution object and is for one bench thread at a time.
 #pragma once
+
+#include <time.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -42,6 +50,28 @@ inline AllocationState busy_state(std::uint64_t seed) {
     (void)s.allocate("bg-" + std::to_string(n), gpus);
   }
   return s;
+}
+
+// A request of the mix, of at most max_gpus GPUs (redrawn until it is; with the default,
+// every draw is kept).
+inline JobRequest draw_request(std::mt19937_64& rng, int max_gpus = 4096) {
+  static const int kSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+  static const double kShare[] = {20, 10, 10, 15, 10, 10, 8, 6, 5, 3, 1.5, 0.8, 0.7};
+  static std::discrete_distribution<int> pick(std::begin(kShare), std::end(kShare));
+  JobRequest r;
+  do r.gpus = kSizes[pick(rng)];
+  while (r.gpus > max_gpus);
+  r.tp = std::min(r.gpus, 8);
+  r.pp = r.gpus >= 256 ? 4 : 1;
+  return r;
+}
+
+// CPU time of this thread, in microseconds: the VM's two cores are shared with other users,
+// so wall-clock quantiles measure their load more than ours.
+inline double thread_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
 }
 
 }  // namespace toposched::bench

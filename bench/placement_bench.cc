@@ -13,7 +13,6 @@
 // Job-size mix (GPUs: share): 1: 20%, 2: 10%, 4: 10%, 8: 15%, 16: 10%, 32: 10%, 64: 8%,
 // 128: 6%, 256: 5%, 512: 3%, 1024: 1.5%, 2048: 0.8%, 4096: 0.7%; jobs of 8+ GPUs use tp=8,
 // of 256+ GPUs also pp=4; smaller ones tp = their size.
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -30,31 +29,14 @@ namespace toposched {
 namespace {
 
 using bench::big_cluster;
+using bench::draw_request;
+using bench::thread_cpu_us;
 
 AllocationState occupied_state(std::uint64_t seed) { return bench::busy_state(seed); }
-
-JobRequest draw_request(std::mt19937_64& rng) {
-  static const int kSizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
-  static const double kShare[] = {20, 10, 10, 15, 10, 10, 8, 6, 5, 3, 1.5, 0.8, 0.7};
-  static std::discrete_distribution<int> pick(std::begin(kShare), std::end(kShare));
-  JobRequest r;
-  r.gpus = kSizes[pick(rng)];
-  r.tp = std::min(r.gpus, 8);
-  r.pp = r.gpus >= 256 ? 4 : 1;
-  return r;
-}
 
 // The decision: the policy's choice of GPUs and rank order, checked against the request
 // (PlacementPolicy::select + check_placement). `full` adds what place() derives for the
 // report: the cost model's prediction of the chosen placement and the explanation.
-// CPU time of this thread, in microseconds: the VM's two cores are shared with other users,
-// so wall-clock quantiles measure their load more than ours.
-double thread_cpu_us() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
-}
-
 void run_decisions(benchmark::State& st, bool full) {
   const Cluster& c = big_cluster();
   static const AllocationState s = occupied_state(42);
