@@ -98,6 +98,9 @@ void register_route(CLI::App& app, int& exit_code) {
   cmd->add_option("--predictor-scale", o->route.sim.predictor_scale,
                   "The router's prefill-time predictor x this against the simulated time (default 1; robustness runs)");
   cmd->add_option("--event-lag-ms", o->event_lag_ms, "KV events reach the router this many milliseconds late (default 0)");
+  cmd->add_option("--warmup-requests", o->route.sim.warmup_requests,
+                  "Simulate the first N requests but leave them out of the TTFT and TPOT figures (a warm-up stage;\n"
+                  "default 0)");
   cmd->add_flag("--skip-bad-rows", o->route.skip_bad_rows, "Skip malformed trace lines (counted on stderr) instead of failing");
   cmd->add_option("--report,-r", o->report_dir, "Write DIR/report.json and DIR/report.html");
   cmd->add_flag("--quiet,-q", o->quiet, "No notes on stderr");

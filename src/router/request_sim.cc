@@ -154,6 +154,7 @@ class Engine {
     reqs_.resize(trace.requests.size());
     result_.requests.resize(trace.requests.size());
     result_.policy = std::string(policy.name);
+    result_.warmup_requests = config.warmup_requests;
     result_.cache_blocks_per_worker = capacity;
   }
 

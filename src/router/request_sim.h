@@ -38,6 +38,10 @@ struct SimConfig {
   double load_weight = kDefaultLoadWeight;  // the router's anti-burst weight (RouterConfig)
   double predictor_scale = 1.0;             // the router's prefill predictor x this (robustness runs)
   double event_lag_s = 0;                   // KV events reach the router's index this late
+  // The first this many requests (in arrival order) are simulated but left out of the TTFT
+  // and TPOT figures (a benchmark's warm-up stage; docs/router.md, "Warm-up"). Hit rates,
+  // busy time and energy still count every request.
+  std::size_t warmup_requests = 0;
 };
 
 struct RequestOutcome {
@@ -64,6 +68,7 @@ struct LoadSample {
 struct PolicyResult {
   std::string policy;
   std::vector<RequestOutcome> requests;  // in trace order
+  std::size_t warmup_requests = 0;       // SimConfig::warmup_requests: the first ones, not in TTFT/TPOT figures
   std::vector<LoadSample> timeline;
   std::map<std::string, double> kv_bytes_by_level;  // path level name -> bytes moved between workers
   double kv_bytes_moved = 0;

@@ -32,7 +32,7 @@ double nearest_rank(std::vector<double> v, double q) {
 
 double ttft_p99(const PolicyResult& r) {
   std::vector<double> t;
-  for (const RequestOutcome& o : r.requests) t.push_back(o.ttft_s);
+  for (std::size_t i = r.warmup_requests; i < r.requests.size(); ++i) t.push_back(r.requests[i].ttft_s);
   return nearest_rank(std::move(t), 0.99);
 }
 
@@ -41,8 +41,8 @@ LoadBaseline baseline(const TimeModel& time, const RequestTrace& trace, const st
   LoadBaseline b;
   std::vector<double> ttft;
   double sum = 0;
-  for (const LlmRequest& r : trace.requests) {
-    ttft.push_back(unloaded_ttft_s(time, r.input_tokens, o.sim.max_batched_tokens));
+  for (std::size_t i = o.sim.warmup_requests; i < trace.requests.size(); ++i) {
+    ttft.push_back(unloaded_ttft_s(time, trace.requests[i].input_tokens, o.sim.max_batched_tokens));
     sum += ttft.back();
   }
   b.unloaded_ttft_mean_s = ttft.empty() ? 0 : sum / static_cast<double>(ttft.size());
@@ -101,6 +101,9 @@ Result<void> find_load_points(const Cluster& cluster, const std::vector<WorkerPl
 
 Result<RouteRun> run_route(const Cluster& cluster, const std::string& cluster_label, const RequestTrace& trace, const RouteOptions& o) {
   TOPOSCHED_CHECK(check_policies(o.policies));
+  if (o.sim.warmup_requests > 0 && o.sim.warmup_requests >= trace.requests.size())
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--warmup-requests: expected fewer than the trace's {} requests, found {}",
+                                                               trace.requests.size(), o.sim.warmup_requests));
   auto model = find_model(o.model);
   if (!model) return make_error(ErrorCode::kInvalidArgument, model.error().message);
   TOPOSCHED_TRY(workers, place_workers(cluster, o.workers, o.tp));

@@ -45,10 +45,13 @@ Summary summarise(const PolicyResult& r) {
   s.policy = r.policy;
   double blocks = 0, hits = 0, input = 0, hit_tokens = 0, output = 0, first = 0, last = 0, pulled_tokens = 0;
   bool any = false;
-  for (const RequestOutcome& o : r.requests) {
+  for (std::size_t i = 0; i < r.requests.size(); ++i) {
+    const RequestOutcome& o = r.requests[i];
     ++s.requests;
-    s.ttft.push_back(o.ttft_s);
-    if (o.tpot_s >= 0) s.tpot.push_back(o.tpot_s);
+    if (i >= r.warmup_requests) {  // warm-up: in the hit rates, not in the latencies
+      s.ttft.push_back(o.ttft_s);
+      if (o.tpot_s >= 0) s.tpot.push_back(o.tpot_s);
+    }
     blocks += o.blocks;
     hits += o.hit_blocks;
     input += o.input_tokens;
@@ -123,6 +126,7 @@ Json run_json(const RouteRunInfo& i) {
   r["load_weight"] = round_decimals(i.sim.load_weight, 6);
   r["predictor_scale"] = round_decimals(i.sim.predictor_scale, 6);
   r["event_lag_s"] = round_decimals(i.sim.event_lag_s, 6);
+  r["warmup_requests"] = i.sim.warmup_requests;
   r["cache_blocks_per_worker"] = i.cache_blocks_per_worker;  // -1: unlimited
   r["trace"] = i.trace;
   r["skipped_rows"] = i.skipped_rows;

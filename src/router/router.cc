@@ -133,62 +133,102 @@ RouteDecision choose_kv(Router& r, const RouteQuery& q) {
   return d;
 }
 
-// kv-topo: for every worker, the earliest first token it could give: its queued prefill
-// seconds, then either the prefill of what it lacks, or (for each worker holding a longer
-// prefix) the transfer of the missing prefix blocks, overlapped with the queue, then the
-// prefill of the rest. `blind` prices every transfer as the fastest pair of the cluster.
-// Eviction term (RouterConfig::cache_blocks): of a worker's cached prefix, the blocks no
-// active request holds count only in the share its LRU is expected to keep until the request
-// is admitted (1 - eviction_risk); a pull onto such a prefix counts only with that
-// probability (the pulled blocks extend the local prefix: if its tail is evicted they are
-// of no use, as in the simulator). The choice minimises that estimate x (1 + the worker's
-// anti-burst weight); the answer's predicted_ttft_s is the estimate itself.
+// kv-topo: kv's cost (Dynamo's, with the anti-burst weight), where a worker may also pull
+// a longer cached prefix from another worker before it computes the rest. Pulling k blocks
+// removes k blocks from the worker's prefill term and adds the transfer's wait (what the
+// transfer takes beyond the worker's queued prefill seconds, which it overlaps) converted to
+// prefill blocks at the seconds per block the pull saves, weighted by overlap_score_weight
+// alone: the wait delays only this request, while the prefill it replaces also stalls the
+// worker's decoding requests. So a worker's options are compared in the unit kv compares
+// workers in, with the same load term. A pull is taken only where it lowers that cost below
+// kv's choice (the best worker computing what it lacks) and also gives an earlier first-token
+// estimate than kv's choice: a pull made only to even out decode blocks would copy a prefix
+// and evict others' (measured on the llm-d shared-prefix trace, docs/router.md). With no
+// such pull the choice is kv's, with the eviction term below. `blind` prices every transfer as the fastest pair
+// of the cluster. Eviction term (RouterConfig::cache_blocks): of a worker's cached prefix,
+// the blocks no active request holds count only in the share its LRU is expected to keep
+// until the request is admitted; a pull onto such a prefix counts only with that
+// probability (the pulled blocks extend the local prefix: if its tail is evicted they are of
+// no use, as in the simulator). Ties as kv's: the smaller cached tree, then the lower index.
+// predicted_ttft_s is the chosen option's first-token estimate in seconds: the queue, the
+// transfer (overlapped with the queue), then the prefill of the rest.
 RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
   const auto& overlap = r.prefixes(q);
   const bool evict = r.config().cache_blocks > 0;
   const auto& safe = evict ? r.active_prefixes(q.sequence, overlap) : overlap;
+  const auto& fresh = r.new_blocks_all(q.sequence);
   const int bs = r.config().block_tokens;
-  static thread_local std::vector<int> sources;
-  sources.clear();
-  for (int w = 0; w < r.workers(); ++w)
-    if (overlap[static_cast<std::size_t>(w)] > 0) sources.push_back(w);
-  TransferCost fastest;
-  if (blind)
-    for (const TransferCost& c : r.transfers().cost)
-      if (c.blocks_per_s > fastest.blocks_per_s) fastest = c;
+  const double osw = r.config().overlap_score_weight;
+  const int n = r.workers();
+  // Tokens left to compute with `blocks` (possibly fractional: expected) cached; and their time.
+  auto uncached = [&](double blocks) { return std::max(0.0, q.input_tokens - blocks * bs); };
   auto prefill = [&](double blocks) {
     double cached = std::min<double>(blocks * bs, q.input_tokens);
     return r.predicted_prefill_s(std::max(1.0, q.input_tokens - cached), std::min(cached, q.input_tokens - 1.0));
   };
+  // Per worker: the cached prefix counted in expectation (eviction term), the weight of its
+  // prefill term, its decode blocks; and kv's cost computing there.
+  static thread_local std::vector<double> own_blocks, weight, decode;
+  own_blocks.assign(static_cast<std::size_t>(n), 0);
+  weight.assign(static_cast<std::size_t>(n), 0);
+  decode.assign(static_cast<std::size_t>(n), 0);
   RouteDecision d;
-  double best = std::numeric_limits<double>::infinity(), best_ttft = best;
-  for (int w = 0; w < r.workers(); ++w) {
-    const int own = overlap[static_cast<std::size_t>(w)];
-    const int pinned = std::min(own, safe[static_cast<std::size_t>(w)]);
+  double best = std::numeric_limits<double>::infinity();
+  std::size_t best_tree = 0;
+  for (int w = 0; w < n; ++w) {
+    const auto i = static_cast<std::size_t>(w);
+    const Router::Load& l = r.load(w);
+    const int own = overlap[i];
+    const int pinned = std::min(own, safe[i]);
     const double keep = own > pinned ? r.keep_share(w, q.sequence[static_cast<std::size_t>(own - 1)]) : 1.0;
-    const double queue = r.load(w).prefill_seconds;
-    double t = queue + prefill(pinned + keep * (own - pinned));
-    const double own_lost = keep < 1.0 ? prefill(pinned) : 0.0;
-    int from = -1;
-    for (int s : sources) {
-      const int theirs = overlap[static_cast<std::size_t>(s)];
-      if (theirs <= own) continue;
-      const TransferCost& c = blind ? fastest : r.transfers().at(s, w);
-      double ts = std::max(queue, c.seconds(theirs - own)) + keep * prefill(theirs) + (1.0 - keep) * own_lost;
-      if (ts < t) {
-        t = ts;
-        from = s;
-      }
-    }
-    // Anti-burst: the estimate weighted by the requests this prefill would stall there.
-    const double cost = t * (1 + r.burst_weight(w));
-    if (cost < best || (cost == best && r.load(w).active_blocks < r.load(d.worker).active_blocks)) {
-      best = cost;
-      best_ttft = t;
+    own_blocks[i] = pinned + keep * (own - pinned);
+    weight[i] = osw + r.burst_weight(w);
+    decode[i] = static_cast<double>(l.active_blocks + fresh[i]);
+    const double logit = weight[i] * (l.prefill_tokens + uncached(own_blocks[i])) / bs + decode[i];
+    const std::size_t tree = r.index().blocks(w);
+    if (d.worker < 0 || logit < best || (logit == best && tree < best_tree)) {
+      best = logit;
+      best_tree = tree;
       d.worker = w;
       d.local_overlap = own;
-      d.pull_from = from;
-      d.pull_blocks = from >= 0 ? overlap[static_cast<std::size_t>(from)] - own : 0;
+    }
+  }
+  const double kv_ttft = r.load(d.worker).prefill_seconds + prefill(own_blocks[static_cast<std::size_t>(d.worker)]);
+  double best_ttft = kv_ttft;
+  // Pulls: a worker w takes a longer prefix from s when that lowers both the cost and the
+  // first-token estimate below kv's choice's.
+  TransferCost fastest;
+  if (blind)
+    for (const TransferCost& c : r.transfers().cost)
+      if (c.blocks_per_s > fastest.blocks_per_s) fastest = c;
+  for (int s = 0; s < n; ++s) {
+    const int theirs = overlap[static_cast<std::size_t>(s)];
+    if (theirs == 0) continue;
+    for (int w = 0; w < n; ++w) {
+      const auto i = static_cast<std::size_t>(w);
+      const int own = overlap[i];
+      if (theirs <= own) continue;
+      const Router::Load& l = r.load(w);
+      const TransferCost& c = blind ? fastest : r.transfers().at(s, w);
+      // The pulled blocks extend the local prefix: kept with the share the local tail is kept.
+      const int pinned = std::min(own, safe[i]);
+      const double keep = own > pinned ? (own_blocks[i] - pinned) / (own - pinned) : 1.0;
+      const double pulled = pinned + keep * (theirs - pinned);
+      const double saved_s = prefill(own_blocks[i]) - prefill(pulled);
+      if (saved_s <= 0) continue;
+      const double transfer = c.seconds(theirs - own);
+      const double ttft = std::max(l.prefill_seconds, transfer) + prefill(pulled);
+      if (ttft >= kv_ttft) continue;
+      const double wait_blocks = std::max(0.0, transfer - l.prefill_seconds) / (saved_s / (pulled - own_blocks[i]));
+      const double logit = weight[i] * (l.prefill_tokens + uncached(pulled)) / bs + osw * wait_blocks + decode[i];
+      if (logit < best) {
+        best = logit;
+        best_ttft = ttft;
+        d.worker = w;
+        d.local_overlap = own;
+        d.pull_from = s;
+        d.pull_blocks = theirs - own;
+      }
     }
   }
   d.cost = best;
@@ -206,7 +246,7 @@ const std::vector<PolicyEntry>& policy_catalog() {
       {"round-robin", "each request to the next worker in turn", choose_round_robin},
       {"least-loaded", "the worker with the fewest active requests (then fewest active KV blocks)", choose_least_loaded},
       {"kv", "Dynamo's KV router: min of prefill blocks not cached + active decode blocks (weight 1, temperature 0)", choose_kv},
-      {"kv-topo", "toposched: earliest first token, computing the uncached part or pulling the cached prefix over the actual path",
+      {"kv-topo", "toposched: kv's cost, pulling a longer cached prefix over the actual path where that lowers the cost and the first token",
        choose_kv_topo},
       {"kv-pull-blind", "kv-topo's rule pricing every KV transfer as the cluster's fastest path (topology-blind variant)",
        choose_kv_pull_blind},

@@ -11,9 +11,11 @@
 //
 // Policies (registry table in router.cc, like formats/exporter.cc):
 //   round-robin, least-loaded, kv (Dynamo's DefaultWorkerSelector), kv-topo (toposched:
-//   compute here, or pull the cached prefix over the actual path first, whichever gives the
-//   earlier first token), kv-pull-blind (kv-topo's rule with every transfer priced as the
-//   cluster's fastest path: the topology-blind variant). See docs/router.md.
+//   kv's cost, where a worker may first pull a longer cached prefix from another worker over
+//   the actual path, the transfer's wait priced in prefill blocks; a pull is taken only when
+//   it lowers both that cost and the first-token estimate below kv's own choice),
+//   kv-pull-blind (kv-topo's rule with every transfer priced as the cluster's fastest path:
+//   the topology-blind variant). See docs/router.md.
 // The kv family's prefill term carries an anti-burst weight: each request already active on
 // a worker adds RouterConfig::load_weight to the weight of the prefill routed there (the
 // prefill it would stall; vLLM's chunked prefill puts the chunks in the same iterations as

@@ -91,17 +91,20 @@ TEST(RouterAcceptance, KvAgainstRoundRobinAtTheKnee) {
 
 // Issue 15's acceptance 3 asked for 3x the rate; with issue 33's time model 3x is far past
 // saturation (round-robin's TTFT p99 is 11.8x the unloaded p99 already at 2.5x, and at 3x
-// kv-topo's mean is 1.09x the blind variant's: docs/router.md). These runs use issue 33's
+// kv-topo's mean is 1.20x the blind variant's: docs/router.md). These runs use issue 33's
 // overload point, 2.5x, where the figures in docs/router.md come from.
 TEST(RouterAcceptance, KvTopoOn25GbE) {
   auto p = run(std::string(TOPOSCHED_SOURCE_DIR) + "/examples/h100-2n-25gbe.yaml", 2.5, {"kv", "kv-pull-blind", "kv-topo"});
   std::cout << "kv-topo/kv TTFT mean " << ratio(p, "kv-topo", "kv", "ttft_mean_s") << ", kv-topo/kv-pull-blind "
             << ratio(p, "kv-topo", "kv-pull-blind", "ttft_mean_s") << "\n";
   // Against kv with the anti-burst term (issue 33) the gain is smaller than issue 15's 30 %
-  // against Dynamo's cost alone (0.757 then): 0.864.
-  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_mean_s"), 0.90);
-  EXPECT_LE(ratio(p, "kv-topo", "kv-pull-blind", "ttft_mean_s"), 0.80);  // the model: 0.728
-  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_p99_s"), 1.02);              // issue 33: <= 1.02x (0.754)
+  // against Dynamo's cost alone (0.757 then): 0.913, and 0.812 of the blind variant's. Since
+  // kv-topo prices its pulls in kv's cost and takes one only for an earlier first token
+  // (docs/router.md), it copies fewer prefixes than its earlier seconds-only rule (0.864 and
+  // 0.728 here), which lost to kv on the llm-d shared-prefix trace (1.48x).
+  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_mean_s"), 0.95);
+  EXPECT_LE(ratio(p, "kv-topo", "kv-pull-blind", "ttft_mean_s"), 0.85);  // the model: 0.812
+  EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_p99_s"), 1.02);              // issue 33: <= 1.02x (0.897)
   EXPECT_LE(ratio(p, "kv-topo", "kv-pull-blind", "ttft_p99_s"), 1.02);
   // kv-topo moves its KV over NVLink; the blind variant also over the 25 GbE link.
   EXPECT_GT(p["kv-pull-blind"]["kv_bytes_moved_by_level"].value("tier:tor", 0.0), 0.0);
@@ -112,7 +115,7 @@ TEST(RouterAcceptance, KvTopoOn25GbE) {
 TEST(RouterAcceptance, KvTopoOnRdma400) {
   auto p = run("preset:dgx-h100?nodes=2", 2.5, {"kv", "kv-pull-blind", "kv-topo"});
   std::cout << "kv-topo/kv TTFT mean " << ratio(p, "kv-topo", "kv", "ttft_mean_s") << "\n";
-  // It never hurts against kv (0.856) and stays within 5 % of the blind variant (0.999):
+  // It never hurts against kv (0.905) and stays within 5 % of the blind variant (1.005):
   // on a fast fabric knowing the path buys little.
   EXPECT_LE(ratio(p, "kv-topo", "kv", "ttft_mean_s"), 1.02);
   EXPECT_NEAR(ratio(p, "kv-topo", "kv-pull-blind", "ttft_mean_s"), 1.0, 0.05);

@@ -155,6 +155,39 @@ TEST(RouteRun, BadOptionsAreRejected) {
   EXPECT_TRUE(run_route(*cluster, "c", small_trace(), o));
 }
 
+// Warm-up: the first requests run (they fill the caches, count in the hit rates) but their
+// TTFT and TPOT are left out of the figures, and of the unloaded baseline.
+TEST(RouteRun, WarmupRequestsAreSimulatedButNotInTheLatencies) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=1");
+  ASSERT_TRUE(cluster);
+  RouteOptions o;
+  o.workers = 1;
+  o.policies = {"kv"};
+  auto all = run_route(*cluster, "c", small_trace(), o);
+  o.sim.warmup_requests = 2;
+  auto warm = run_route(*cluster, "c", small_trace(), o);
+  ASSERT_TRUE(all && warm);
+  const auto& reqs = all->results.front().requests;
+  ASSERT_EQ(reqs.size(), 4u);
+  // The same simulation: every request's outcome is unchanged.
+  for (std::size_t i = 0; i < reqs.size(); ++i) EXPECT_DOUBLE_EQ(warm->results.front().requests[i].ttft_s, reqs[i].ttft_s);
+  auto j = nlohmann::json::parse(route_report_json(*warm));
+  auto ja = nlohmann::json::parse(route_report_json(*all));
+  const auto& kv = j["policies"]["kv"];
+  EXPECT_EQ(kv["requests"], 4);
+  EXPECT_EQ(kv["token_hit_rate"], ja["policies"]["kv"]["token_hit_rate"]);
+  // The latencies are those of requests 3 and 4 alone.
+  double mean = (reqs[2].ttft_s + reqs[3].ttft_s) / 2;
+  EXPECT_NEAR(kv["ttft_mean_s"].get<double>(), mean, 1e-6);
+  EXPECT_NEAR(kv["ttft_p99_s"].get<double>(), std::max(reqs[2].ttft_s, reqs[3].ttft_s), 1e-6);
+  EXPECT_NE(kv["ttft_mean_s"], ja["policies"]["kv"]["ttft_mean_s"]);
+  EXPECT_EQ(j["run"]["warmup_requests"], 2);
+  // Unloaded TTFT over requests 3 and 4 (4,600 and 512 tokens): the p99 is the 4,600-token one.
+  EXPECT_LT(j["trace"]["unloaded_ttft_mean_s"].get<double>(), ja["trace"]["unloaded_ttft_mean_s"].get<double>());
+  o.sim.warmup_requests = 4;  // nothing left to measure
+  EXPECT_EQ(run_route(*cluster, "c", small_trace(), o).error().code, ErrorCode::kInvalidArgument);
+}
+
 TEST(RouteReport, JsonCarriesTheContractAndIsByteStable) {
   auto cluster = load_cluster("preset:dgx-h100?nodes=2");
   ASSERT_TRUE(cluster);

@@ -214,6 +214,43 @@ TEST(KvTopo, ARecentlyUsedPrefixOutlivesTheEvictions) {
   EXPECT_EQ(d.pull_from, -1);
 }
 
+// kv-topo's pulls are priced in kv's cost and must also bring the first token earlier than
+// kv's own choice. Worker 0 caches 8 of the prompt's 9 blocks and decodes one 40-block
+// request; worker 1 decodes five 1-block requests. kv keeps the prompt on worker 0 (its
+// prefill weight 2 x 1 block + 49 decode blocks = 51, against 6 x 9 + 14 = 68 computing on
+// worker 1). Pulling the 8 blocks to worker 1 would cost less in kv's unit (6 x 1 + 14 plus
+// the transfer's wait) only by evening out decode blocks: its first token would come later
+// than worker 0's (no queue there), so kv-topo does not copy the prefix.
+TEST(KvTopo, DoesNotPullOnlyToEvenOutDecodeBlocks) {
+  Fixture f = make("preset:dgx-h100?nodes=1", 2);
+  RouterConfig config;
+  config.load_weight = 1;
+  Router router(**find_policy("round-robin"), 2, f.time, f.transfers, config);
+  router.route(1, {sequence_hashes(ids(5000, 40)), 40 * 512});  // worker 0
+  router.prefill_done(1);
+  for (std::uint64_t id = 2; id <= 10; ++id) {
+    router.route(id, {sequence_hashes(ids(6000 + 10 * id, 1)), 512});  // workers 1, 0, 1, 0, ...
+    router.prefill_done(id);
+    if (id % 2 == 1) router.finished(id);  // those on worker 0
+  }
+  ASSERT_EQ(router.load(0).active_requests, 1);
+  ASSERT_EQ(router.load(1).active_requests, 5);
+  auto q = sequence_hashes(ids(1, 9));
+  for (int b = 0; b < 8; ++b) router.index().store(0, q[static_cast<std::size_t>(b)]);
+  RouteQuery query{q, 9 * 512};
+  RouteDecision kv = (*find_policy("kv"))->choose(router, query);
+  EXPECT_EQ(kv.worker, 0);
+  EXPECT_DOUBLE_EQ(kv.cost, 51.0);
+  RouteDecision topo = (*find_policy("kv-topo"))->choose(router, query);
+  EXPECT_EQ(topo.worker, 0);
+  EXPECT_EQ(topo.pull_from, -1);
+  EXPECT_DOUBLE_EQ(topo.cost, kv.cost);
+  EXPECT_NEAR(topo.predicted_ttft_s, f.time.prefill_s(512, 8 * 512), 1e-12);
+  // The pull's cost in kv's unit is lower; its first token is not earlier.
+  EXPECT_LT(6.0 * 1 + 14 + 1, kv.cost);
+  EXPECT_GT(f.transfers.at(0, 1).seconds(8), 0.0);
+}
+
 TEST(RoundRobinAndLeastLoaded, CycleAndBalance) {
   Fixture f = make("preset:dgx-h100?nodes=1", 3);
   Router rr(**find_policy("round-robin"), 3, f.time, f.transfers);
