@@ -182,8 +182,13 @@ TEST(RouteRun, WarmupRequestsAreSimulatedButNotInTheLatencies) {
   EXPECT_NEAR(kv["ttft_p99_s"].get<double>(), std::max(reqs[2].ttft_s, reqs[3].ttft_s), 1e-6);
   EXPECT_NE(kv["ttft_mean_s"], ja["policies"]["kv"]["ttft_mean_s"]);
   EXPECT_EQ(j["run"]["warmup_requests"], 2);
-  // Unloaded TTFT over requests 3 and 4 (4,600 and 512 tokens): the p99 is the 4,600-token one.
-  EXPECT_LT(j["trace"]["unloaded_ttft_mean_s"].get<double>(), ja["trace"]["unloaded_ttft_mean_s"].get<double>());
+  // Unloaded TTFT over requests 3 and 4 alone (4,600 and 512 tokens).
+  TimeModel time(*find_model("llama3-8b"), *find_gpu_spec("H100-SXM5"), 1);
+  const double u3 = unloaded_ttft_s(time, 4600, 8192), u4 = unloaded_ttft_s(time, 512, 8192);
+  EXPECT_NEAR(j["trace"]["unloaded_ttft_mean_s"].get<double>(), (u3 + u4) / 2, 1e-6);
+  EXPECT_NEAR(j["trace"]["unloaded_ttft_p99_s"].get<double>(), u3, 1e-6);
+  EXPECT_NEAR(ja["trace"]["unloaded_ttft_mean_s"].get<double>(),
+              (unloaded_ttft_s(time, 4096, 8192) + unloaded_ttft_s(time, 1000, 8192) + u3 + u4) / 4, 1e-6);
   o.sim.warmup_requests = 4;  // nothing left to measure
   EXPECT_EQ(run_route(*cluster, "c", small_trace(), o).error().code, ErrorCode::kInvalidArgument);
 }
