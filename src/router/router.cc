@@ -196,31 +196,42 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
   const double kv_ttft = r.load(d.worker).prefill_seconds + prefill(own_blocks[static_cast<std::size_t>(d.worker)]);
   double best_ttft = kv_ttft;
   // Pulls: a worker w takes a longer prefix from s when that lowers both the cost and the
-  // first-token estimate below kv's choice's.
+  // first-token estimate below kv's choice's. Cheap bounds first (the decision is timed per
+  // request): a pull's cost is at least its prefill and decode terms, its first token at least
+  // the worker's queue and the transfer.
   TransferCost fastest;
   if (blind)
     for (const TransferCost& c : r.transfers().cost)
       if (c.blocks_per_s > fastest.blocks_per_s) fastest = c;
-  for (int s = 0; s < n; ++s) {
-    const int theirs = overlap[static_cast<std::size_t>(s)];
-    if (theirs == 0) continue;
-    for (int w = 0; w < n; ++w) {
-      const auto i = static_cast<std::size_t>(w);
-      const int own = overlap[i];
+  int longest = 0;
+  for (int w = 0; w < n; ++w) longest = std::max(longest, overlap[static_cast<std::size_t>(w)]);
+  for (int w = 0; w < n; ++w) {
+    const auto i = static_cast<std::size_t>(w);
+    const int own = overlap[i];
+    if (own >= longest) continue;
+    const Router::Load& l = r.load(w);
+    if (l.prefill_seconds >= kv_ttft) continue;
+    // The pulled blocks extend the local prefix: kept with the share the local tail is kept.
+    const int pinned = std::min(own, safe[i]);
+    const double keep = own > pinned ? (own_blocks[i] - pinned) / (own - pinned) : 1.0;
+    auto pulled_of = [&](int theirs) { return pinned + keep * (theirs - pinned); };
+    auto bound = [&](double pulled) { return weight[i] * (l.prefill_tokens + uncached(pulled)) / bs + decode[i]; };
+    if (bound(pulled_of(longest)) >= best) continue;
+    const double own_s = prefill(own_blocks[i]);
+    for (int s = 0; s < n; ++s) {
+      const int theirs = overlap[static_cast<std::size_t>(s)];
       if (theirs <= own) continue;
-      const Router::Load& l = r.load(w);
+      const double pulled = pulled_of(theirs);
+      if (pulled <= own_blocks[i] || bound(pulled) >= best) continue;
       const TransferCost& c = blind ? fastest : r.transfers().at(s, w);
-      // The pulled blocks extend the local prefix: kept with the share the local tail is kept.
-      const int pinned = std::min(own, safe[i]);
-      const double keep = own > pinned ? (own_blocks[i] - pinned) / (own - pinned) : 1.0;
-      const double pulled = pinned + keep * (theirs - pinned);
-      const double saved_s = prefill(own_blocks[i]) - prefill(pulled);
-      if (saved_s <= 0) continue;
       const double transfer = c.seconds(theirs - own);
-      const double ttft = std::max(l.prefill_seconds, transfer) + prefill(pulled);
-      if (ttft >= kv_ttft) continue;
+      if (transfer >= kv_ttft) continue;
+      const double pulled_s = prefill(pulled);
+      const double ttft = std::max(l.prefill_seconds, transfer) + pulled_s;
+      const double saved_s = own_s - pulled_s;
+      if (ttft >= kv_ttft || saved_s <= 0) continue;
       const double wait_blocks = std::max(0.0, transfer - l.prefill_seconds) / (saved_s / (pulled - own_blocks[i]));
-      const double logit = weight[i] * (l.prefill_tokens + uncached(pulled)) / bs + osw * wait_blocks + decode[i];
+      const double logit = bound(pulled) + osw * wait_blocks;
       if (logit < best) {
         best = logit;
         best_ttft = ttft;
