@@ -22,6 +22,7 @@ struct RouteCliOptions {
   std::string report_dir;
   bool quiet = false;
   double event_lag_ms = 0;
+  long long warmup_requests = 0;
   OutputFormat format = OutputFormat::kText;
 };
 
@@ -43,6 +44,8 @@ int run_route_command(RouteCliOptions& o) {
     }
   }
   o.route.sim.event_lag_s = o.event_lag_ms / 1e3;
+  if (o.warmup_requests < 0) return usage_error(fmt::format("--warmup-requests: expected a count >= 0, found {}", o.warmup_requests));
+  o.route.sim.warmup_requests = static_cast<std::size_t>(o.warmup_requests);
   auto run = router::run_route(o.route);
   if (!run) return report(run.error());
   if (!o.quiet && run->info.skipped_rows > 0)
@@ -98,7 +101,7 @@ void register_route(CLI::App& app, int& exit_code) {
   cmd->add_option("--predictor-scale", o->route.sim.predictor_scale,
                   "The router's prefill-time predictor x this against the simulated time (default 1; robustness runs)");
   cmd->add_option("--event-lag-ms", o->event_lag_ms, "KV events reach the router this many milliseconds late (default 0)");
-  cmd->add_option("--warmup-requests", o->route.sim.warmup_requests,
+  cmd->add_option("--warmup-requests", o->warmup_requests,
                   "Simulate the first N requests but leave them out of the TTFT and TPOT figures (a warm-up stage;\n"
                   "default 0)");
   cmd->add_flag("--skip-bad-rows", o->route.skip_bad_rows, "Skip malformed trace lines (counted on stderr) instead of failing");

@@ -92,7 +92,8 @@ class RouteTest(unittest.TestCase):
         with temp_dir() as tmp:
             trace = head(tmp, 5)
             for args in (["--policies", "kv,magic"], ["--policies", "kv,kv"], ["--model", "gpt-x"],
-                         ["--kv-cache-blocks", "lots"], ["--workers", "0"]):
+                         ["--kv-cache-blocks", "lots"], ["--workers", "0"], ["--warmup-requests", "-3"],
+                         ["--warmup-requests", "5"]):  # the trace has 5 requests: none would be measured
                 proc = run("route", "--cluster", CLUSTER, "--trace", trace, *args, check=False)
                 self.assertEqual(proc.returncode, 2, f"{args}: {proc.stderr}")
                 self.assertIn("error:", proc.stderr)
