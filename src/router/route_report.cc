@@ -238,8 +238,12 @@ std::string route_report_table(const RouteRun& run) {
   std::string out = run_line(run) + "\n";
   out += fmt::format("trace: block reuse {:.2f} %, token hit upper bound {:.2f} %, one LRU of the cluster's cache {:.2f} %\n",
                      100 * run.stats.block_reuse, 100 * run.stats.token_hit_upper_bound, 100 * run.baseline.oracle_token_hit_rate);
-  out += fmt::format("unloaded TTFT (each prompt alone on an idle worker): mean {}, p99 {}\n\n", seconds(run.baseline.unloaded_ttft_mean_s),
+  out += fmt::format("unloaded TTFT (each prompt alone on an idle worker): mean {}, p99 {}\n", seconds(run.baseline.unloaded_ttft_mean_s),
                      seconds(run.baseline.unloaded_ttft_p99_s));
+  if (run.info.sim.warmup_requests > 0)
+    out += fmt::format("warm-up: the first {} requests are simulated but not in TTFT, TPOT or the unloaded TTFT (hit rates count them)\n",
+                       run.info.sim.warmup_requests);
+  out += "\n";
   out += policy_table(run.results);
   if (!run.sweep.empty()) {
     out += "\nload sweep (round-robin TTFT p99 / unloaded p99):";
