@@ -73,7 +73,10 @@ std::array<KindTraffic, 5> traffic_of(const ParallelPlan& plan, const WorkloadMo
   const int layers_per_stage = (m.layers + plan.pp - 1) / plan.pp;
   const int moe_every = std::max(1, m.moe_layer_interval);
   const int moe_layers = m.experts > 0 ? (layers_per_stage + moe_every - 1) / moe_every : 0;
-  const int passes = m.training ? 2 : 1;  // forward (+ backward)
+  // Forward (+ backward); full recomputation runs each layer's forward again before its
+  // backward, with the TP all-reduces, CP all-gathers and EP all-to-alls of that forward
+  // (Megatron's checkpointed layer re-enters the same forward code).
+  const int passes = m.training ? (m.recompute == Recompute::kFull ? 3 : 2) : 1;
   std::array<KindTraffic, 5> t{};
   t[0] = {Collective::kAllReduce, act, 2 * passes * layers_per_stage * m.micro_batches};
   // K and V of this rank's heads (GQA: kv_heads of them); the backward reduce-scatter moves the same bytes.
@@ -90,7 +93,7 @@ std::array<KindTraffic, 5> traffic_of(const ParallelPlan& plan, const WorkloadMo
   t[3] = {Collective::kAllReduce, params_per_rank * dp_element, m.training ? 1 : 0};
   // Interleaved (virtual_stages chunks per stage): each micro-batch crosses every stage
   // boundary once per chunk.
-  t[4] = {Collective::kSendRecv, act / plan.tp, passes * m.micro_batches * std::max(m.virtual_stages, 1)};
+  t[4] = {Collective::kSendRecv, act / plan.tp, (m.training ? 2 : 1) * m.micro_batches * std::max(m.virtual_stages, 1)};
   return t;
 }
 
