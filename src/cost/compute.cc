@@ -60,8 +60,10 @@ GemmBytes gemm_bytes(Precision p) {
 // achievable rate (wave-quantized over the SMs) and its operands' bytes at HBM speed; the
 // epilogue then writes the m x n output (and reads it first when it accumulates), after the
 // K loop of its tile: CUTLASS's Ampere kernels and Hopper's "cooperative" kernels do not
-// overlap a tile's epilogue with its mainloop, and the SMs' tiles run in lock-step waves, so
-// the output traffic adds to the compute rather than hiding under it.
+// overlap a tile's epilogue with its mainloop (CUTLASS media/docs/efficient_gemm.md; Wright
+// and Hoque, "Deep Dive on CUTLASS Ping-Pong GEMM Kernel", PyTorch blog 2024: only ping-pong
+// does), and the SMs' tiles run in lock-step waves, so the output traffic adds to the
+// compute rather than hiding under it.
 double gemm_s(double m, double k, double n, double peak, double in_bytes, double out_bytes, const GpuDatasheet& g) {
   if (m <= 0 || k <= 0 || n <= 0) return 0;
   const double tiles = std::ceil(m / kTile) * std::ceil(n / kTile);
