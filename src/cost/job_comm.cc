@@ -4,6 +4,7 @@
 #include <map>
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -64,6 +65,9 @@ struct KindTraffic {
   Collective collective;
   double bytes;
   int calls;
+  // A second collective of the same bytes in each call (sequence parallelism: an all-gather
+  // and a reduce-scatter where Megatron without it runs one all-reduce).
+  std::optional<Collective> paired = std::nullopt;
 };
 
 // What one group of each kind moves per step (see job_comm.h).
@@ -78,7 +82,12 @@ std::array<KindTraffic, 5> traffic_of(const ParallelPlan& plan, const WorkloadMo
   // (Megatron's checkpointed layer re-enters the same forward code).
   const int passes = m.training ? (m.recompute == Recompute::kFull ? 3 : 2) : 1;
   std::array<KindTraffic, 5> t{};
+  // With sequence parallelism Megatron's f/g become an all-gather before the column-parallel
+  // GEMMs and a reduce-scatter after the row-parallel ones (Korthikanti et al. 2022, §4.2.2;
+  // megatron/core/tensor_parallel/mappings.py): the same ring bytes as an all-reduce, but
+  // two NCCL calls, and NVLink SHARP accelerates the all-reduce more than the pair.
   t[0] = {Collective::kAllReduce, act, 2 * passes * layers_per_stage * m.micro_batches};
+  if (m.sequence_parallel && plan.tp > 1) t[0] = {Collective::kAllGather, act, t[0].calls, Collective::kReduceScatter};
   // K and V of this rank's heads (GQA: kv_heads of them); the backward reduce-scatter moves the same bytes.
   const double kv_share = m.heads > 0 && m.kv_heads > 0 ? static_cast<double>(m.kv_heads) / m.heads : 1.0;
   t[1] = {Collective::kAllGather, 2.0 * m.sequence * m.micro_batch * m.hidden * kv_share * m.bytes_per_element / plan.tp,
@@ -125,7 +134,13 @@ Result<KindTimes> kind_times(const Cluster& cluster, std::span<const GpuId> gpus
       if (tr.calls == 0 || tr.bytes <= 0) continue;
       auto est = estimate_collective(cluster, members, tr.collective, tr.bytes, Algorithm::kAuto, options);
       if (!est) return tl::unexpected(est.error());
-      worst = std::max(worst, est->time_us * tr.calls);
+      double per_call = est->time_us;
+      if (tr.paired) {
+        auto second = estimate_collective(cluster, members, *tr.paired, tr.bytes, Algorithm::kAuto, options);
+        if (!second) return tl::unexpected(second.error());
+        per_call += second->time_us;
+      }
+      worst = std::max(worst, per_call * tr.calls);
     }
     out.time[static_cast<std::size_t>(k)] = worst;
     out.groups[static_cast<std::size_t>(k)] = groups;
@@ -525,7 +540,9 @@ Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<cons
     g.ideal_time_us = std::min(ideal.kind_time_us[static_cast<std::size_t>(k)], g.time_us);
     g.groups = actual->groups[static_cast<std::size_t>(k)];
     g.group_size = size;
-    g.collective = std::string(collective_name(traffic[static_cast<std::size_t>(k)].collective));
+    const KindTraffic& tr = traffic[static_cast<std::size_t>(k)];
+    g.collective = std::string(collective_name(tr.collective));
+    if (tr.paired) g.collective += "+" + std::string(collective_name(*tr.paired));
     g.bytes = traffic[static_cast<std::size_t>(k)].bytes;
     g.calls = traffic[static_cast<std::size_t>(k)].calls;
     g.exposed_us = exposed_us(k, g.time_us, g.bytes, g.calls, plan, model);
