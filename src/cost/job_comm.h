@@ -11,8 +11,8 @@
 // Per step and per group (the slowest group of a kind bounds the step, since groups of one
 // kind run in lock-step):
 //   tp: 4 allreduces of one micro-batch's activations per layer per micro-batch (2 forward,
-//       2 backward; Megatron's f/g operators; with sequence parallelism the same bytes move as
-//       allgather + reduce-scatter),
+//       2 backward; Megatron's f/g operators; 6 with full recomputation); with sequence
+//       parallelism each is an allgather plus a reduce-scatter of the same bytes, timed apart,
 //   cp: allgather of K and V per layer per micro-batch forward, reduce-scatter backward,
 //   ep: 4 all-to-alls (dispatch and combine, forward and backward) per MoE layer per
 //       micro-batch of the routed tokens (top_k copies),
