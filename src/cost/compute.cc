@@ -186,7 +186,8 @@ StepCompute transformer_training(const WorkloadModel& m, const ParallelPlan& pla
   if (m.recompute == Recompute::kFull) again = gemm_fwd + attn_fwd + mem_fwd;
   if (m.recompute == Recompute::kSelective && !m.flash_attention) again = attn_fwd;
   // Output layer (last stage): logits GEMM in BF16, fp32 cross-entropy over the logits.
-  const LinearTimes logits = linear_s(t, s.h, s.vocab / tp, g.bf16_dense_flops, gemm_bytes(Precision::kBf16), g);
+  const LinearTimes logits =
+      linear_s(t, s.h, s.vocab / tp, g.bf16_dense_flops, gemm_bytes(Precision::kBf16), g);
   const double loss = kCrossEntropyBytesPerLogit * t * s.vocab / tp / g.hbm_Bps;
   const double mb = m.micro_batches;
   out.gemm_us = mb * (gemm_fwd + gemm_bwd + (m.recompute == Recompute::kFull ? gemm_fwd : 0)) * 1e6;

@@ -87,7 +87,8 @@ std::array<KindTraffic, 5> traffic_of(const ParallelPlan& plan, const WorkloadMo
   // megatron/core/tensor_parallel/mappings.py): the same ring bytes as an all-reduce, but
   // two NCCL calls, and NVLink SHARP accelerates the all-reduce more than the pair.
   t[0] = {Collective::kAllReduce, act, 2 * passes * layers_per_stage * m.micro_batches};
-  if (m.sequence_parallel && plan.tp > 1) t[0] = {Collective::kAllGather, act, t[0].calls, Collective::kReduceScatter};
+  if (m.sequence_parallel && plan.tp > 1)
+    t[0] = {Collective::kAllGather, act, t[0].calls, Collective::kReduceScatter};
   // K and V of this rank's heads (GQA: kv_heads of them); the backward reduce-scatter moves the same bytes.
   const double kv_share = m.heads > 0 && m.kv_heads > 0 ? static_cast<double>(m.kv_heads) / m.heads : 1.0;
   t[1] = {Collective::kAllGather, 2.0 * m.sequence * m.micro_batch * m.hidden * kv_share * m.bytes_per_element / plan.tp,

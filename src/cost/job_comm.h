@@ -119,7 +119,7 @@ struct GroupComm {
   double ideal_time_us = 0;  // the same on the ideal placement
   int groups = 0;            // how many groups of this kind
   int group_size = 0;
-  std::string collective;  // what it runs: "allreduce", "all-to-all", "send-recv", ...
+  std::string collective;  // what it runs: "allreduce", "allgather+reduce-scatter" (TP with SP), "all-to-all", ...
   double bytes = 0;        // per collective call
   int calls = 0;           // calls per step
   double exposed_us = 0;   // of time_us, what the per-kind overlap rule leaves on the step

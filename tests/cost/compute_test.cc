@@ -101,7 +101,8 @@ TEST(Compute, GemmEpilogueAddsTheOutputsBytes) {
   small.micro_batches = 8;
   large.micro_batches = 1;
   large.micro_batch = 8;
-  EXPECT_LT(step_compute(large, plan_of(4, 8), h100()).gemm_us, step_compute(small, plan_of(4, 8), h100()).gemm_us);
+  EXPECT_LT(step_compute(large, plan_of(4, 8), h100()).gemm_us,
+            step_compute(small, plan_of(4, 8), h100()).gemm_us);
 }
 
 TEST(Compute, Fp8SpeedsUpTheGemmsOnly) {

@@ -220,7 +220,8 @@ TEST(JobComm, SequenceParallelTpIsAnAllGatherAndAReduceScatter) {
   std::vector<GpuId> gpus;
   for (int i = 0; i < 8; ++i) gpus.push_back(c.node_gpu(NodeId(0), i));
   auto model = *workload_class("llm-dense");
-  const double act = static_cast<double>(model.sequence) * model.micro_batch * model.hidden * model.bytes_per_element;
+  const double act =
+      static_cast<double>(model.sequence) * model.micro_batch * model.hidden * model.bytes_per_element;
   const int calls = 4 * model.layers * model.micro_batches;
   auto tp_of = [&](const WorkloadModel& m) {
     auto e = estimate_job_comm(c, gpus, plan, m);
@@ -233,7 +234,8 @@ TEST(JobComm, SequenceParallelTpIsAnAllGatherAndAReduceScatter) {
   model.sequence_parallel = true;
   const GroupComm sp = tp_of(model);
   EXPECT_EQ(sp.collective, "allgather+reduce-scatter");
-  EXPECT_NEAR(sp.time_us, calls * (time_of(Collective::kAllGather) + time_of(Collective::kReduceScatter)), 1e-6 * sp.time_us);
+  EXPECT_NEAR(sp.time_us, calls * (time_of(Collective::kAllGather) + time_of(Collective::kReduceScatter)),
+              1e-6 * sp.time_us);
   model.sequence_parallel = false;
   const GroupComm ar = tp_of(model);
   EXPECT_EQ(ar.collective, "allreduce");
