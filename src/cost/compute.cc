@@ -24,6 +24,13 @@ constexpr double kCrossEntropyBytesPerLogit = 38 + 14;
 // bf16 output gradient backward to FP8 with the transpose the other GEMM of the pair needs
 // (its fused cast-transpose kernel: read 2 B, write 1 B twice, per element).
 constexpr double kFp8CastBytesPerElement = 2 + 1 + 1;
+// A weight-gradient GEMM that accumulates into an fp32 main gradient reads and writes it.
+constexpr double kFp32MainGradBytes = 4 + 4;
+
+// Bytes per element of a GEMM's inputs and outputs, and of the weight gradient's output.
+struct GemmBytes {
+  double in = 2, out = 2, wgrad_out = 2;
+};
 
 double gemm_peak(const GpuDatasheet& g, Precision p) {
   switch (p) {
@@ -35,25 +42,46 @@ double gemm_peak(const GpuDatasheet& g, Precision p) {
 
 double element_bytes(Precision p) { return p == Precision::kFp8 ? 1 : p == Precision::kFp32 ? 4 : 2; }
 
-// One GEMM (m x k) x (k x n), in seconds: the longer of its FLOPs at the achievable rate
-// (wave-quantized over the SMs) and its operands' bytes at HBM speed.
-double gemm_s(double m, double k, double n, double peak, double bytes, const GpuDatasheet& g) {
+// What the GEMMs read and write: inputs in the GEMM's precision; outputs in bf16 (FP8 GEMMs
+// write bf16, Transformer Engine) or fp16 / fp32; the weight gradient accumulated into an
+// fp32 main gradient (read and written, 8 B) with bf16 and FP8 (Megatron-LM forces fp32
+// gradient accumulation for bf16, megatron/training/arguments.py, and fuses it into the
+// weight-gradient GEMM, gradient_accumulation_fusion), written once in the parameters'
+// precision with fp16 and fp32 (2020's fp16 path: the optimizer copies it to fp32).
+GemmBytes gemm_bytes(Precision p) {
+  GemmBytes b;
+  b.in = element_bytes(p);
+  b.out = p == Precision::kFp32 ? 4 : 2;
+  b.wgrad_out = p == Precision::kBf16 || p == Precision::kFp8 ? kFp32MainGradBytes : b.out;
+  return b;
+}
+
+// One GEMM (m x k) x (k x n), in seconds. The K loop runs at the longer of its FLOPs at the
+// achievable rate (wave-quantized over the SMs) and its operands' bytes at HBM speed; the
+// epilogue then writes the m x n output (and reads it first when it accumulates), after the
+// K loop of its tile: CUTLASS's Ampere kernels and Hopper's "cooperative" kernels do not
+// overlap a tile's epilogue with its mainloop (CUTLASS media/docs/efficient_gemm.md; Wright
+// and Hoque, "Deep Dive on CUTLASS Ping-Pong GEMM Kernel", PyTorch blog 2024: only ping-pong
+// does), and the SMs' tiles run in lock-step waves, so the output traffic adds to the
+// compute rather than hiding under it.
+double gemm_s(double m, double k, double n, double peak, double in_bytes, double out_bytes, const GpuDatasheet& g) {
   if (m <= 0 || k <= 0 || n <= 0) return 0;
   const double tiles = std::ceil(m / kTile) * std::ceil(n / kTile);
   const double sms = std::max(g.sm_count, 1);
   const double wave_efficiency = tiles / (std::ceil(tiles / sms) * sms);
   const double compute = 2 * m * k * n / (peak * g.gemm_efficiency * wave_efficiency);
-  const double memory = bytes * (m * k + k * n + m * n) / g.hbm_Bps;
-  return std::max(compute, memory);
+  const double operands = in_bytes * (m * k + k * n) / g.hbm_Bps;
+  return std::max(compute, operands) + out_bytes * m * n / g.hbm_Bps;
 }
 
 // A linear layer's forward and backward (input gradient and weight gradient) in seconds.
 struct LinearTimes {
   double forward = 0, backward = 0;
 };
-LinearTimes linear_s(double m, double k, double n, double peak, double bytes, const GpuDatasheet& g, double count = 1) {
-  return {count * gemm_s(m, k, n, peak, bytes, g),
-          count * (gemm_s(m, n, k, peak, bytes, g) + gemm_s(k, m, n, peak, bytes, g))};
+LinearTimes linear_s(double m, double k, double n, double peak, const GemmBytes& b, const GpuDatasheet& g,
+                     double count = 1) {
+  return {count * gemm_s(m, k, n, peak, b.in, b.out, g),
+          count * (gemm_s(m, n, k, peak, b.in, b.out, g) + gemm_s(k, m, n, peak, b.in, b.wgrad_out, g))};
 }
 
 struct Shape {
@@ -118,7 +146,8 @@ StepCompute transformer_training(const WorkloadModel& m, const ParallelPlan& pla
   const Shape s = shape_of(m);
   const double tp = plan.tp, cp = plan.cp;
   const double t = static_cast<double>(m.micro_batch) * m.sequence / cp;  // tokens on this GPU
-  const double peak = gemm_peak(g, m.precision), bytes = element_bytes(m.precision);
+  const double peak = gemm_peak(g, m.precision);
+  const GemmBytes bytes = gemm_bytes(m.precision);
   const int layers = (m.layers + plan.pp - 1) / plan.pp;  // per stage (the last stage's)
   const int moe = moe_layers_of(m, layers);
   // GEMMs of one layer.
@@ -157,7 +186,8 @@ StepCompute transformer_training(const WorkloadModel& m, const ParallelPlan& pla
   if (m.recompute == Recompute::kFull) again = gemm_fwd + attn_fwd + mem_fwd;
   if (m.recompute == Recompute::kSelective && !m.flash_attention) again = attn_fwd;
   // Output layer (last stage): logits GEMM in BF16, fp32 cross-entropy over the logits.
-  const LinearTimes logits = linear_s(t, s.h, s.vocab / tp, g.bf16_dense_flops, 2, g);
+  const LinearTimes logits =
+      linear_s(t, s.h, s.vocab / tp, g.bf16_dense_flops, gemm_bytes(Precision::kBf16), g);
   const double loss = kCrossEntropyBytesPerLogit * t * s.vocab / tp / g.hbm_Bps;
   const double mb = m.micro_batches;
   out.gemm_us = mb * (gemm_fwd + gemm_bwd + (m.recompute == Recompute::kFull ? gemm_fwd : 0)) * 1e6;

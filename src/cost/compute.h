@@ -9,8 +9,10 @@
 //   GEMMs of each layer split by tp (QKV with GQA, attention output, MLP up (x2 gated) and
 //     down; MoE layers run top_k experts' MLPs per token), forward 2mkn FLOPs, backward twice
 //     that; each GEMM's time is its roofline (FLOPs at peak x gemm_efficiency x the wave
-//     quantization of its 128x128 output tiles over the SMs, or its bytes at HBM speed,
-//     whichever is longer);
+//     quantization of its 128x128 output tiles over the SMs, or its inputs' bytes at HBM
+//     speed, whichever is longer), plus its epilogue: the output written (read and written
+//     for the weight gradient, accumulated into the fp32 main gradient with bf16 and FP8)
+//     at HBM speed after the K loop;
 //   attention core: 4 t s h / tp FLOPs forward, causal (half the scores computed), backward
 //     2.5x (FlashAttention-2's count), at kAttentionEfficiency of the BF16 peak;
 //   memory-bound work (norms, activations, dropout, residuals; the scores' softmax without

@@ -4,6 +4,7 @@
 #include <map>
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -64,6 +65,9 @@ struct KindTraffic {
   Collective collective;
   double bytes;
   int calls;
+  // A second collective of the same bytes in each call (sequence parallelism: an all-gather
+  // and a reduce-scatter where Megatron without it runs one all-reduce).
+  std::optional<Collective> paired = std::nullopt;
 };
 
 // What one group of each kind moves per step (see job_comm.h).
@@ -73,9 +77,18 @@ std::array<KindTraffic, 5> traffic_of(const ParallelPlan& plan, const WorkloadMo
   const int layers_per_stage = (m.layers + plan.pp - 1) / plan.pp;
   const int moe_every = std::max(1, m.moe_layer_interval);
   const int moe_layers = m.experts > 0 ? (layers_per_stage + moe_every - 1) / moe_every : 0;
-  const int passes = m.training ? 2 : 1;  // forward (+ backward)
+  // Forward (+ backward); full recomputation runs each layer's forward again before its
+  // backward, with the TP all-reduces, CP all-gathers and EP all-to-alls of that forward
+  // (Megatron's checkpointed layer re-enters the same forward code).
+  const int passes = m.training ? (m.recompute == Recompute::kFull ? 3 : 2) : 1;
   std::array<KindTraffic, 5> t{};
+  // With sequence parallelism Megatron's f/g become an all-gather before the column-parallel
+  // GEMMs and a reduce-scatter after the row-parallel ones (Korthikanti et al. 2022, §4.2.2;
+  // megatron/core/tensor_parallel/mappings.py): the same ring bytes as an all-reduce, but
+  // two NCCL calls, and NVLink SHARP accelerates the all-reduce more than the pair.
   t[0] = {Collective::kAllReduce, act, 2 * passes * layers_per_stage * m.micro_batches};
+  if (m.sequence_parallel && plan.tp > 1)
+    t[0] = {Collective::kAllGather, act, t[0].calls, Collective::kReduceScatter};
   // K and V of this rank's heads (GQA: kv_heads of them); the backward reduce-scatter moves the same bytes.
   const double kv_share = m.heads > 0 && m.kv_heads > 0 ? static_cast<double>(m.kv_heads) / m.heads : 1.0;
   t[1] = {Collective::kAllGather, 2.0 * m.sequence * m.micro_batch * m.hidden * kv_share * m.bytes_per_element / plan.tp,
@@ -90,7 +103,7 @@ std::array<KindTraffic, 5> traffic_of(const ParallelPlan& plan, const WorkloadMo
   t[3] = {Collective::kAllReduce, params_per_rank * dp_element, m.training ? 1 : 0};
   // Interleaved (virtual_stages chunks per stage): each micro-batch crosses every stage
   // boundary once per chunk.
-  t[4] = {Collective::kSendRecv, act / plan.tp, passes * m.micro_batches * std::max(m.virtual_stages, 1)};
+  t[4] = {Collective::kSendRecv, act / plan.tp, (m.training ? 2 : 1) * m.micro_batches * std::max(m.virtual_stages, 1)};
   return t;
 }
 
@@ -122,7 +135,13 @@ Result<KindTimes> kind_times(const Cluster& cluster, std::span<const GpuId> gpus
       if (tr.calls == 0 || tr.bytes <= 0) continue;
       auto est = estimate_collective(cluster, members, tr.collective, tr.bytes, Algorithm::kAuto, options);
       if (!est) return tl::unexpected(est.error());
-      worst = std::max(worst, est->time_us * tr.calls);
+      double per_call = est->time_us;
+      if (tr.paired) {
+        auto second = estimate_collective(cluster, members, *tr.paired, tr.bytes, Algorithm::kAuto, options);
+        if (!second) return tl::unexpected(second.error());
+        per_call += second->time_us;
+      }
+      worst = std::max(worst, per_call * tr.calls);
     }
     out.time[static_cast<std::size_t>(k)] = worst;
     out.groups[static_cast<std::size_t>(k)] = groups;
@@ -522,7 +541,9 @@ Result<JobCommEstimate> estimate_job_comm(const Cluster& cluster, std::span<cons
     g.ideal_time_us = std::min(ideal.kind_time_us[static_cast<std::size_t>(k)], g.time_us);
     g.groups = actual->groups[static_cast<std::size_t>(k)];
     g.group_size = size;
-    g.collective = std::string(collective_name(traffic[static_cast<std::size_t>(k)].collective));
+    const KindTraffic& tr = traffic[static_cast<std::size_t>(k)];
+    g.collective = std::string(collective_name(tr.collective));
+    if (tr.paired) g.collective += "+" + std::string(collective_name(*tr.paired));
     g.bytes = traffic[static_cast<std::size_t>(k)].bytes;
     g.calls = traffic[static_cast<std::size_t>(k)].calls;
     g.exposed_us = exposed_us(k, g.time_us, g.bytes, g.calls, plan, model);

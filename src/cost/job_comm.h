@@ -11,8 +11,8 @@
 // Per step and per group (the slowest group of a kind bounds the step, since groups of one
 // kind run in lock-step):
 //   tp: 4 allreduces of one micro-batch's activations per layer per micro-batch (2 forward,
-//       2 backward; Megatron's f/g operators; with sequence parallelism the same bytes move as
-//       allgather + reduce-scatter),
+//       2 backward; Megatron's f/g operators; 6 with full recomputation); with sequence
+//       parallelism each is an allgather plus a reduce-scatter of the same bytes, timed apart,
 //   cp: allgather of K and V per layer per micro-batch forward, reduce-scatter backward,
 //   ep: 4 all-to-alls (dispatch and combine, forward and backward) per MoE layer per
 //       micro-batch of the routed tokens (top_k copies),
@@ -119,7 +119,7 @@ struct GroupComm {
   double ideal_time_us = 0;  // the same on the ideal placement
   int groups = 0;            // how many groups of this kind
   int group_size = 0;
-  std::string collective;  // what it runs: "allreduce", "all-to-all", "send-recv", ...
+  std::string collective;  // what it runs: "allreduce", "allgather+reduce-scatter" (TP with SP), "all-to-all", ...
   double bytes = 0;        // per collective call
   int calls = 0;           // calls per step
   double exposed_us = 0;   // of time_us, what the per-kind overlap rule leaves on the step

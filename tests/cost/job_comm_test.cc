@@ -210,6 +210,42 @@ TEST(JobComm, ComputeTimeDilutesTheStepSlowdown) {
   EXPECT_NEAR(e->step_slowdown, expected, 1e-12);
 }
 
+TEST(JobComm, SequenceParallelTpIsAnAllGatherAndAReduceScatter) {
+  // One DGX H100 node, TP 8: with sequence parallelism each of the 4 per layer and micro-batch
+  // is an all-gather plus a reduce-scatter of the micro-batch's activations; without it one
+  // all-reduce of the same bytes, which NVLink SHARP makes the cheaper of the two.
+  Cluster c = preset("dgx-h100?nodes=1");
+  ParallelPlan plan;
+  plan.tp = 8;
+  std::vector<GpuId> gpus;
+  for (int i = 0; i < 8; ++i) gpus.push_back(c.node_gpu(NodeId(0), i));
+  auto model = *workload_class("llm-dense");
+  const double act =
+      static_cast<double>(model.sequence) * model.micro_batch * model.hidden * model.bytes_per_element;
+  const int calls = 4 * model.layers * model.micro_batches;
+  auto tp_of = [&](const WorkloadModel& m) {
+    auto e = estimate_job_comm(c, gpus, plan, m);
+    EXPECT_TRUE(e.has_value());
+    return e->groups.at(0);
+  };
+  auto time_of = [&](Collective k) {
+    return estimate_collective(c, gpus, k, act, Algorithm::kAuto, CostOptions{})->time_us;
+  };
+  model.sequence_parallel = true;
+  const GroupComm sp = tp_of(model);
+  EXPECT_EQ(sp.collective, "allgather+reduce-scatter");
+  EXPECT_NEAR(sp.time_us, calls * (time_of(Collective::kAllGather) + time_of(Collective::kReduceScatter)),
+              1e-6 * sp.time_us);
+  model.sequence_parallel = false;
+  const GroupComm ar = tp_of(model);
+  EXPECT_EQ(ar.collective, "allreduce");
+  EXPECT_NEAR(ar.time_us, calls * time_of(Collective::kAllReduce), 1e-6 * ar.time_us);
+  EXPECT_GT(sp.time_us, ar.time_us);
+  // Full recomputation runs the forward's two again: 6 per layer and micro-batch.
+  model.recompute = Recompute::kFull;
+  EXPECT_NEAR(tp_of(model).time_us, ar.time_us * 6 / 4, 1e-6 * ar.time_us);
+}
+
 }  // namespace
 }  // namespace toposched
 
