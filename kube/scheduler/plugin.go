@@ -94,6 +94,8 @@ var (
 	_ fwk.ReservePlugin   = &Plugin{}
 	_ fwk.PermitPlugin    = &Plugin{}
 	_ fwk.BindPlugin      = &Plugin{}
+
+	_ fwk.PodGroupPostFilterPlugin = &Plugin{}
 )
 
 // New is the plugin's factory for app.WithPlugin.
@@ -337,8 +339,7 @@ func (p *Plugin) Reserve(context.Context, fwk.CycleState, *v1.Pod, string) *fwk.
 // v1.37's pod group algorithm (schedule_one_podgroup.go) runs every member's PreFilter to
 // Reserve, then undoes each (Unreserve) before it assumes and reserves the members again for
 // binding; serve's reservation is that plan and must survive the undo. A group whose cycle
-// fails after serve planned it never reaches Permit: serve keeps the plan until its
-// reservation time-out (--k8s-reservation-timeout), then plans the group afresh.
+// fails is released by PodGroupPostFilter (podgroup.go).
 func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) {
 	if ok, _ := p.places(pod); !ok {
 		return

@@ -18,11 +18,13 @@ package scheduler
 // cannot, with the reason).
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
@@ -89,4 +91,31 @@ func (p *Plugin) withNativeGroup(pod, base *v1.Pod) (*v1.Pod, *fwk.Status) {
 		}
 	}
 	return out, nil
+}
+
+// PodGroupPostFilter implements fwk.PodGroupPostFilterPlugin: kube-scheduler calls it when a
+// pod group's cycle failed (after DefaultPreemption's, when that cannot help). Serve may hold
+// the group's plan (a member was refused by another filter after the plan was made): it is
+// released, as the Permit time-out does for groups scheduled pod by pod, so the next attempt
+// plans the group afresh on the cluster as it is then. Never makes the group schedulable.
+func (p *Plugin) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleState, pg fwk.PodGroupInfo,
+	_ fwk.PodGroupSchedulingFunc) (*fwk.PodGroupPostFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	for _, pod := range pg.GetUnscheduledPods() {
+		if ok, _ := p.places(pod); !ok {
+			continue
+		}
+		p.unpinClaims(ctx, pod)
+		released, err := p.serve.unreserve(ctx, pod, "")
+		if err != nil {
+			// The reservation then expires in serve (--k8s-reservation-timeout).
+			logger.Error(err, "toposched unreserve failed", "pod", klog.KObj(pod))
+			continue
+		}
+		if released != "" {
+			logger.V(2).Info("toposched released the plan of a pod group that could not be scheduled",
+				"podGroup", pg.GetName(), "job", released)
+		}
+	}
+	return nil, fwk.NewStatus(fwk.Unschedulable, "toposched released the group's plan; it is planned again on the next attempt")
 }

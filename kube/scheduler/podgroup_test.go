@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,5 +134,42 @@ func TestUnreserveKeepsServesPlanInsideAPodGroupCycle(t *testing.T) {
 	p.Unreserve(context.Background(), framework.NewCycleState(), pod, "n1")
 	if calls != 1 {
 		t.Errorf("Unreserve outside the pod group cycle called serve's unreserve %d times, want 1", calls)
+	}
+}
+
+// fakePodGroupInfo is fwk.PodGroupInfo for one PodGroup's unscheduled pods.
+type fakePodGroupInfo struct{ pods []*v1.Pod }
+
+func (f fakePodGroupInfo) GetUnscheduledPods() []*v1.Pod                               { return f.pods }
+func (f fakePodGroupInfo) GetName() string                                             { return "train" }
+func (f fakePodGroupInfo) GetNamespace() string                                        { return "ml" }
+func (f fakePodGroupInfo) GetType() fwk.EntityKeyType                                  { return "" }
+func (f fakePodGroupInfo) GetKey() string                                              { return "ml/train" }
+func (f fakePodGroupInfo) GetPodGroup() *schedulingv1beta1.PodGroup                    { return nil }
+func (f fakePodGroupInfo) GetCompositePodGroup() *schedulingv1alpha3.CompositePodGroup { return nil }
+func (f fakePodGroupInfo) GetChildren() []fwk.PodGroupInfo                             { return nil }
+
+// A pod group whose cycle failed: serve is asked to release each GPU member's slot (the
+// group's plan goes once no member is bound); pods without GPUs are left out; the group is
+// never made schedulable.
+func TestPodGroupPostFilterReleasesServesPlan(t *testing.T) {
+	var asked []string
+	serve := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var args extenderv1.ExtenderBindingArgs
+		if err := json.NewDecoder(r.Body).Decode(&args); err != nil || !strings.HasSuffix(r.URL.Path, "/unreserve") {
+			t.Errorf("%s: %v", r.URL.Path, err)
+		}
+		asked = append(asked, args.PodName)
+		_, _ = w.Write([]byte(`{"released":"k8s:ml:train"}`))
+	}))
+	defer serve.Close()
+	p := newPlugin(t, serve.URL+"/toposched")
+	pods := []*v1.Pod{inGroup(gpuPod("w-0", 8), "train"), inGroup(gpuPod("cpu-0", 0), "train"), inGroup(gpuPod("w-1", 8), "train")}
+	res, status := p.PodGroupPostFilter(context.Background(), nil, fakePodGroupInfo{pods}, nil)
+	if res != nil || status.Code() != fwk.Unschedulable {
+		t.Errorf("result %v, status %v: want nil and Unschedulable", res, status)
+	}
+	if strings.Join(asked, ",") != "w-0,w-1" {
+		t.Errorf("serve's unreserve asked for %v, want the GPU members w-0,w-1", asked)
 	}
 }

@@ -11,7 +11,9 @@ and carry no other group key. Every pod is bound; each gang is one toposched job
 `k8s:ml:<PodGroup>` with the group's GPUs, every member on its rank block's node with the
 toposched.io annotations, the group in one leaf; the basic group's pods are jobs of their own;
 no node over capacity. A gang whose minCount exceeds the cluster binds no member and holds
-nothing in toposched.
+nothing in toposched. A gang with a member no node admits (a nodeSelector): no member bound,
+and Toposched's PodGroupPostFilter releases serve's plan of it; the member recreated without
+the selector, the gang is planned again and bound whole.
 
 build/kube/toposched-kube-scheduler comes from scripts/build-kube: a machine without it fails
 this test, it does not skip it.
@@ -121,6 +123,48 @@ class PluginPodGroups(extender_e2e.KubeSchedulerEndToEnd):
         self.assertEqual(bound, [], "members of the gang that cannot fit were bound")
         status, _ = server.request("GET", f"/v1/jobs/{too_big.job_id()}")
         self.assertEqual(status, 404, "toposched holds GPUs for the gang that cannot fit")
+
+    def test_a_gang_with_an_unplaceable_member_binds_none_and_its_plan_is_released(self):
+        g = NativeGroup("pg-stuck", 3, 8)
+        server = self.start_toposched("stuck")
+        self.kube.start_scheduler(f"{server.url()}{PREFIX}", True, plugin=True)
+        self.addCleanup(self.delete_all_pods)
+        self.addCleanup(self.kube.stop_scheduler)
+        self.kube.api.create(PODGROUPS, g.podgroup())
+        pods = [g.pod(i) for i in range(g.size)]
+        pods[2]["spec"]["nodeSelector"] = {"toposched.io/no-such-node": "true"}
+        for p in pods:
+            self.kube.api.create(f"/api/v1/namespaces/{NAMESPACE}/pods", p)
+        # serve plans the group at the first member's PreFilter; the third member's Filter
+        # fails, the pod group cycle fails, and Toposched's PodGroupPostFilter releases the plan.
+        release = f"release job={g.job_id()} "
+        deadline = time.monotonic() + 60
+        released = False
+        while time.monotonic() < deadline and not released:
+            self.assertEqual(self.bound(g.pod_names()), [], "a member of the gang was bound")
+            with open(server.log_path) as f:
+                released = release in f.read()
+            time.sleep(0.1)
+        self.assertTrue(released, "serve's plan of the failed gang was not released:\n"
+                        + self.kube.log_tail("kube-scheduler", 60))
+        time.sleep(2)
+        self.assertEqual(self.bound(g.pod_names()), [], "a member of the gang was bound")
+        # The member recreated without the selector: planned again and bound whole.
+        self.kube.api.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/{g.name}-2")
+        deadline = time.monotonic() + 30
+        while any(p["metadata"]["name"] == f"{g.name}-2" for p in self.kube.pods(NAMESPACE)):
+            self.assertLess(time.monotonic(), deadline, "the member was not deleted")
+            time.sleep(0.1)
+        self.kube.api.create(f"/api/v1/namespaces/{NAMESPACE}/pods", g.pod(2))
+        bound = self.wait_bound(g.pod_names())
+        status, body = server.request("GET", "/v1/jobs")
+        jobs = {j["job"]: j for j in json.loads(body)["jobs"]}
+        self.check_capacity(bound)
+        self.check_groups([g], bound, jobs)
+
+    def bound(self, names):
+        pods = {p["metadata"]["name"]: p for p in self.kube.pods(NAMESPACE)}
+        return sorted(n for n in names if n in pods and pods[n]["spec"].get("nodeName"))
 
     def delete_all_pods(self):
         super().delete_all_pods()
