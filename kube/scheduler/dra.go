@@ -14,11 +14,16 @@ package scheduler
 // and CUDA_DEVICE_ORDER=PCI_BUS_ID number them): NVIDIA's DRA driver (v25.8 and later)
 // publishes no index, but every GPU carries resource.kubernetes.io/pciBusID and uuid.
 //
-// Not handled (the pod is refused with a reason naming the claim, never half pinned): a claim
-// mixing GPU and other requests (a NIC in the same claim), allocationMode All, firstAvailable
-// alternatives of a GPU class, adminAccess, a pod asking for GPUs both as nvidia.com/gpu and
-// through claims. Claims without GPU requests (a NIC claim of its own) are left to
-// DynamicResources, which allocates them on the planned node.
+// A claim may mix GPU requests with requests for other devices (a NIC, exactly `count` of a
+// DeviceClass): the plugin pins the whole claim, the GPUs as planned and, for each other
+// request, the first free devices on the planned node that the class and request selectors
+// admit and that keep the claim's constraints with the GPUs already chosen (a matchAttribute
+// resource.kubernetes.io/pcieRoot across a GPU and a NIC request: the NIC on the GPU's root).
+//
+// Not handled (the pod is refused with a reason naming the claim, never half pinned):
+// allocationMode All, firstAvailable alternatives, adminAccess, a pod asking for GPUs both as
+// nvidia.com/gpu and through claims. Claims without GPU requests (a NIC claim of its own) are
+// left to DynamicResources, which allocates them on the planned node.
 
 import (
 	"context"
@@ -73,10 +78,12 @@ type gpuRequest struct {
 	cel   []string // the request's own CEL selectors (the class's are in class)
 }
 
-// gpuClaim is one of the pod's claims whose requests are all GPU requests.
+// gpuClaim is one of the pod's claims with GPU requests; `others` are its requests for other
+// devices (a NIC beside the GPUs), chosen by the plugin on the planned node.
 type gpuClaim struct {
 	claim    *resourceapi.ResourceClaim
 	requests []gpuRequest
+	others   []gpuRequest
 }
 
 // draDemand is what a pod asks of toposched through ResourceClaims.
@@ -147,10 +154,12 @@ func (p *Plugin) demandOf(pod *v1.Pod) (*draDemand, *refusal) {
 }
 
 // gpuRequestsOf sorts the claim's requests: GPU requests (of a class in p.gpuClasses) are
-// toposched's; a claim with both kinds is refused (it cannot be pinned whole).
+// toposched's; in a claim with GPU requests, the other requests (exactly `count` devices of
+// another class) are pinned with them.
 func (p *Plugin) gpuRequestsOf(claim *resourceapi.ResourceClaim) (*gpuClaim, *refusal) {
 	gc := &gpuClaim{claim: claim}
-	other := ""
+	unpinnable := "" // a request of the claim the plugin could not pin beside its GPUs
+	why := ""
 	refuse := func(request, why string) (*gpuClaim, *refusal) {
 		return nil, &refusal{unresolved: true, reason: fmt.Sprintf("ResourceClaim %s/%s request %q: %s",
 			claim.Namespace, claim.Name, request, why)}
@@ -163,19 +172,24 @@ func (p *Plugin) gpuRequestsOf(claim *resourceapi.ResourceClaim) (*gpuClaim, *re
 						"ask for exactly: {deviceClassName, count}")
 				}
 			}
-			other = req.Name
+			unpinnable, why = req.Name, "firstAvailable alternatives beside GPUs are not pinned by toposched"
 			continue
 		}
 		ex := req.Exactly
-		if !p.gpuClasses.Has(ex.DeviceClassName) {
-			other = req.Name
+		gpu := p.gpuClasses.Has(ex.DeviceClassName)
+		if ex.AllocationMode == resourceapi.DeviceAllocationModeAll {
+			if gpu {
+				return refuse(req.Name, "allocationMode All is not placed by toposched; ask for a count of GPUs")
+			}
+			unpinnable, why = req.Name, "allocationMode All beside GPUs is not pinned by toposched; ask for a count"
 			continue
 		}
-		if ex.AllocationMode == resourceapi.DeviceAllocationModeAll {
-			return refuse(req.Name, "allocationMode All is not placed by toposched; ask for a count of GPUs")
-		}
 		if ex.AdminAccess != nil && *ex.AdminAccess {
-			return refuse(req.Name, "adminAccess requests are not placed by toposched")
+			if gpu {
+				return refuse(req.Name, "adminAccess requests are not placed by toposched")
+			}
+			unpinnable, why = req.Name, "adminAccess requests beside GPUs are not pinned by toposched"
+			continue
 		}
 		class, err := p.dra.deviceClass(ex.DeviceClassName)
 		if err != nil {
@@ -191,11 +205,14 @@ func (p *Plugin) gpuRequestsOf(claim *resourceapi.ResourceClaim) (*gpuClaim, *re
 				r.cel = append(r.cel, s.CEL.Expression)
 			}
 		}
-		gc.requests = append(gc.requests, r)
+		if gpu {
+			gc.requests = append(gc.requests, r)
+		} else {
+			gc.others = append(gc.others, r)
+		}
 	}
-	if len(gc.requests) > 0 && other != "" {
-		return refuse(other, "the claim mixes GPU requests with other devices; toposched pins whole claims of GPUs "+
-			"(put the other devices in a claim of their own)")
+	if len(gc.requests) > 0 && unpinnable != "" {
+		return refuse(unpinnable, why+" (put those devices in a claim of their own)")
 	}
 	return gc, nil
 }
@@ -212,8 +229,9 @@ func withGPURequest(pod *v1.Pod, gpus int) *v1.Pod {
 	return out
 }
 
-// gpuDevice is one GPU a node publishes.
+// gpuDevice is one device a node publishes (a GPU, or another device pinned beside GPUs).
 type gpuDevice struct {
+	driver string
 	pool   string
 	device resourceapi.Device
 }
@@ -247,7 +265,7 @@ func (p *Plugin) nodeGPUs(node string) ([]gpuDevice, error) {
 			continue // an older generation the driver is replacing
 		}
 		for _, d := range s.Spec.Devices {
-			g := gpuDevice{pool: s.Spec.Pool.Name, device: d}
+			g := gpuDevice{driver: p.gpuDriver, pool: s.Spec.Pool.Name, device: d}
 			if g.pciBusID() == "" {
 				return nil, fmt.Errorf("ResourceSlice %s: device %s has no %s attribute (toposched numbers a node's GPUs "+
 					"in PCI bus order)", s.Name, d.Name, PCIBusIDAttribute)
@@ -257,6 +275,44 @@ func (p *Plugin) nodeGPUs(node string) ([]gpuDevice, error) {
 	}
 	sort.Slice(gpus, func(i, j int) bool { return gpus[i].pciBusID() < gpus[j].pciBusID() })
 	return gpus, nil
+}
+
+// nodeDevices lists every device of any driver that the node's ResourceSlices (each pool's
+// current generation) publish, sorted by driver, PCI bus id and name: the candidates for a
+// claim's non-GPU requests.
+func (p *Plugin) nodeDevices(node string) ([]gpuDevice, error) {
+	all, err := p.dra.resourceSlices()
+	if err != nil {
+		return nil, err
+	}
+	generation := map[string]int64{}
+	for _, s := range all {
+		if s.Spec.NodeName != nil && *s.Spec.NodeName == node {
+			key := s.Spec.Driver + "/" + s.Spec.Pool.Name
+			generation[key] = max(generation[key], s.Spec.Pool.Generation)
+		}
+	}
+	var out []gpuDevice
+	for _, s := range all {
+		if s.Spec.NodeName == nil || *s.Spec.NodeName != node ||
+			s.Spec.Pool.Generation != generation[s.Spec.Driver+"/"+s.Spec.Pool.Name] {
+			continue
+		}
+		for _, d := range s.Spec.Devices {
+			out = append(out, gpuDevice{driver: s.Spec.Driver, pool: s.Spec.Pool.Name, device: d})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.driver != b.driver {
+			return a.driver < b.driver
+		}
+		if a.pciBusID() != b.pciBusID() {
+			return a.pciBusID() < b.pciBusID()
+		}
+		return a.device.Name < b.device.Name
+	})
+	return out, nil
 }
 
 // celCache compiles each selector once. Thread-safe.
@@ -292,7 +348,7 @@ func (p *Plugin) selectorsAdmit(ctx context.Context, req gpuRequest, g gpuDevice
 		}
 	}
 	for _, e := range exprs {
-		ok, err := p.cel.matches(ctx, e, p.gpuDriver, &g.device)
+		ok, err := p.cel.matches(ctx, e, g.driver, &g.device)
 		if err != nil {
 			return err
 		}
@@ -306,7 +362,7 @@ func (p *Plugin) selectorsAdmit(ctx context.Context, req gpuRequest, g gpuDevice
 
 // constraintsHold checks the claim's matchAttribute / distinctAttribute constraints on the
 // devices chosen for its requests.
-func constraintsHold(claim *resourceapi.ResourceClaim, driver string, chosen map[string][]gpuDevice) error {
+func constraintsHold(claim *resourceapi.ResourceClaim, chosen map[string][]gpuDevice) error {
 	for _, c := range claim.Spec.Devices.Constraints {
 		var attr *resourceapi.FullyQualifiedName
 		distinct := false
@@ -324,7 +380,7 @@ func constraintsHold(claim *resourceapi.ResourceClaim, driver string, chosen map
 				continue
 			}
 			for _, g := range devices {
-				seen[attributeText(g, driver, *attr)] = true
+				seen[attributeText(g, *attr)] = true
 			}
 		}
 		if (!distinct && len(seen) > 1) || (distinct && len(seen) < countOf(chosen, c.Requests)) {
@@ -333,6 +389,39 @@ func constraintsHold(claim *resourceapi.ResourceClaim, driver string, chosen map
 		}
 	}
 	return nil
+}
+
+// admitsBeside: device g, chosen for request `req` beside the devices already chosen, keeps
+// every matchAttribute (same value as those chosen; present) and distinctAttribute (a value
+// none of them has) constraint of the claim that covers the request.
+func admitsBeside(claim *resourceapi.ResourceClaim, req string, g gpuDevice, chosen map[string][]gpuDevice) bool {
+	for _, c := range claim.Spec.Devices.Constraints {
+		if len(c.Requests) > 0 && !slices.Contains(c.Requests, req) {
+			continue
+		}
+		attr, distinct := c.MatchAttribute, false
+		if attr == nil {
+			attr, distinct = c.DistinctAttribute, true
+		}
+		if attr == nil {
+			continue
+		}
+		mine := attributeText(g, *attr)
+		if mine == "" {
+			return false
+		}
+		for other, devices := range chosen {
+			if len(c.Requests) > 0 && !slices.Contains(c.Requests, other) {
+				continue
+			}
+			for _, d := range devices {
+				if same := attributeText(d, *attr) == mine; same == distinct {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 func countOf(chosen map[string][]gpuDevice, requests []string) int {
@@ -347,12 +436,12 @@ func countOf(chosen map[string][]gpuDevice, requests []string) int {
 
 // attributeText: the device's value of a fully qualified attribute ("<domain>/<id>"; an
 // attribute published without a domain belongs to the driver's), "" when absent.
-func attributeText(g gpuDevice, driver string, name resourceapi.FullyQualifiedName) string {
+func attributeText(g gpuDevice, name resourceapi.FullyQualifiedName) string {
 	domain, id, _ := strings.Cut(string(name), "/")
 	for k, a := range g.device.Attributes {
 		key := string(k)
 		if !strings.Contains(key, "/") {
-			key = driver + "/" + key
+			key = g.driver + "/" + key
 		}
 		if key == domain+"/"+id {
 			return fmt.Sprint(deref(a.StringValue), deref(a.IntValue), deref(a.BoolValue), deref(a.VersionValue))

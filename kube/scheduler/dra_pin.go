@@ -78,7 +78,14 @@ func (p *Plugin) allocationFor(ctx context.Context, gc gpuClaim, node string, gp
 				Request: req.name, Driver: p.gpuDriver, Pool: g.pool, Device: g.device.Name})
 		}
 	}
-	if err := constraintsHold(gc.claim, p.gpuDriver, chosen); err != nil {
+	if len(gc.others) > 0 {
+		results, err := p.chooseOthers(ctx, gc, node, chosen)
+		if err != nil {
+			return nil, err
+		}
+		alloc.Devices.Results = append(alloc.Devices.Results, results...)
+	}
+	if err := constraintsHold(gc.claim, chosen); err != nil {
 		return nil, err
 	}
 	alloc.Devices.Config = allocationConfig(gc)
@@ -90,13 +97,70 @@ func (p *Plugin) allocationFor(ctx context.Context, gc gpuClaim, node string, gp
 	return alloc, nil
 }
 
+// chooseOthers picks, for each non-GPU request of the claim, the first free devices on
+// `node` that the request's class and selectors admit and that keep the claim's constraints
+// with what is chosen already (the planned GPUs first): a NIC that must share a pcieRoot with
+// the claim's GPU is the first free NIC on that root. Adds them to `chosen`.
+func (p *Plugin) chooseOthers(ctx context.Context, gc gpuClaim, node string,
+	chosen map[string][]gpuDevice) ([]resourceapi.DeviceRequestAllocationResult, error) {
+	devices, err := p.nodeDevices(node)
+	if err != nil {
+		return nil, err
+	}
+	taken, err := p.dra.allocatedDevices()
+	if err != nil {
+		return nil, err
+	}
+	used := sets.New[structured.DeviceID]()
+	for _, ds := range chosen {
+		for _, d := range ds {
+			used.Insert(structured.MakeDeviceID(d.driver, d.pool, d.device.Name))
+		}
+	}
+	var out []resourceapi.DeviceRequestAllocationResult
+	for _, req := range gc.others {
+		for range req.count {
+			found := false
+			for _, d := range devices {
+				id := structured.MakeDeviceID(d.driver, d.pool, d.device.Name)
+				if used.Has(id) || (taken.Has(id) && !heldBy(gc.claim, d)) || p.selectorsAdmit(ctx, req, d) != nil ||
+					!admitsBeside(gc.claim, req.name, d, chosen) {
+					continue
+				}
+				used.Insert(id)
+				chosen[req.name] = append(chosen[req.name], d)
+				out = append(out, resourceapi.DeviceRequestAllocationResult{Request: req.name, Driver: d.driver,
+					Pool: d.pool, Device: d.device.Name})
+				found = true
+				break
+			}
+			if !found {
+				return nil, fmt.Errorf("ResourceClaim %s/%s request %q: no free device of class %s on %s that its "+
+					"selectors admit and that keeps the claim's constraints with the GPUs toposched planned",
+					gc.claim.Namespace, gc.claim.Name, req.name, req.class.Name, node)
+			}
+		}
+	}
+	return out, nil
+}
+
+// heldBy: the device is in the claim's own current allocation (a retry of the same plan).
+func heldBy(claim *resourceapi.ResourceClaim, d gpuDevice) bool {
+	if claim.Status.Allocation == nil {
+		return false
+	}
+	return slices.ContainsFunc(claim.Status.Allocation.Devices.Results, func(r resourceapi.DeviceRequestAllocationResult) bool {
+		return r.Driver == d.driver && r.Pool == d.pool && r.Device == d.device.Name
+	})
+}
+
 // allocationConfig is what a driver reads from the allocation: each class's configs, for
 // the requests of that class, then the claim's own configs.
 func allocationConfig(gc gpuClaim) []resourceapi.DeviceAllocationConfiguration {
 	var out []resourceapi.DeviceAllocationConfiguration
 	var classes []*resourceapi.DeviceClass
 	requestsOf := map[string][]string{}
-	for _, r := range gc.requests {
+	for _, r := range slices.Concat(gc.requests, gc.others) {
 		if _, seen := requestsOf[r.class.Name]; !seen {
 			classes = append(classes, r.class)
 		}
@@ -177,7 +241,11 @@ func (p *Plugin) checkPinned(pod *v1.Pod, d *draDemand, node string, planned []i
 		if gc.claim.Status.Allocation == nil {
 			return fmt.Errorf("ResourceClaim %s/%s is not allocated", gc.claim.Namespace, gc.claim.Name)
 		}
-		have = append(have, deviceKeys(gc.claim.Status.Allocation)...)
+		for _, r := range gc.claim.Status.Allocation.Devices.Results {
+			if slices.ContainsFunc(gc.requests, func(q gpuRequest) bool { return q.name == r.Request }) {
+				have = append(have, r.Driver+"/"+r.Pool+"/"+r.Device)
+			}
+		}
 	}
 	sort.Strings(want)
 	sort.Strings(have)

@@ -174,13 +174,15 @@ func TestDemandCountsTheGPURequestsOfThePodsClaims(t *testing.T) {
 func TestDemandRefusesWhatToposchedCannotPinWhole(t *testing.T) {
 	all := exact("all", DefaultGPUDeviceClass, 0)
 	all.Exactly.AllocationMode = resourceapi.DeviceAllocationModeAll
+	nicAll := exact("n", "nic.example.com", 0)
+	nicAll.Exactly.AllocationMode = resourceapi.DeviceAllocationModeAll
 	cases := map[string]struct {
 		claim      *resourceapi.ResourceClaim
 		reason     string
 		unresolved bool
 	}{
 		"all":     {gpuClaimOf("p", all), "allocationMode All", true},
-		"mixed":   {gpuClaimOf("p", exact("g", DefaultGPUDeviceClass, 2), exact("n", "nic.example.com", 1)), "mixes GPU", true},
+		"mixed":   {gpuClaimOf("p", exact("g", DefaultGPUDeviceClass, 2), nicAll), "allocationMode All beside GPUs", true},
 		"missing": {nil, "not found", false},
 	}
 	for name, c := range cases {
@@ -342,5 +344,98 @@ func TestUnreserveUndoesOnlyThePodsOwnPins(t *testing.T) {
 	p.Unreserve(context.Background(), nil, pod, "n1")
 	if want := []string{"dealloc ml/a-gpus"}; !reflect.DeepEqual(dra.writes, want) {
 		t.Errorf("writes %v, want %v (the claim another pod has reserved stays)", dra.writes, want)
+	}
+}
+
+// nicSlice: a NIC driver's slice on `node`, one NIC per pcieRoot given, in that order (as
+// dranet publishes them: pciBusID and pcieRoot, names not in PCI order).
+func nicSlice(node string, roots ...string) *resourceapi.ResourceSlice {
+	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-nic"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: "nic.example.com", NodeName: str(node),
+			Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}}}
+	for i, root := range roots {
+		bus := strings.TrimPrefix(root, "pci")[:4] + fmt.Sprintf(":%02x:00.0", 2+i)
+		s.Spec.Devices = append(s.Spec.Devices, resourceapi.Device{Name: fmt.Sprintf("nic-%c", 'a'+i),
+			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+				"resource.kubernetes.io/pciBusID": {StringValue: str(bus)},
+				"resource.kubernetes.io/pcieRoot": {StringValue: str(root)},
+			}})
+	}
+	return s
+}
+
+// A claim of one GPU and one NIC with matchAttribute pcieRoot across both requests: the NIC
+// pinned beside the planned GPU is the first free one on that GPU's root; without the
+// constraint, the first free NIC; none free on that root: refused, nothing written.
+func TestPreFilterPinsTheNICOnThePlannedGPUsPCIeRoot(t *testing.T) {
+	root := resourceapi.FullyQualifiedName("resource.kubernetes.io/pcieRoot")
+	claimOf := func(constrained bool) *resourceapi.ResourceClaim {
+		c := gpuClaimOf("a", exact("gpu", DefaultGPUDeviceClass, 1), exact("nic", "nic.example.com", 1))
+		if constrained {
+			c.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{Requests: []string{"gpu", "nic"}, MatchAttribute: &root}}
+		}
+		return c
+	}
+	// n1's NICs: nic-a on GPU 0's root, nic-b on GPU 3's, nic-c and nic-d on GPU 2's
+	// (pci0018:00), nic-e on a root without GPUs.
+	nics := nicSlice("n1", "pci0008:00", "pci0019:00", "pci0018:00", "pci0018:00", "pci0100:00")
+	nicClass := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "nic.example.com"},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+			Expression: "device.driver == 'nic.example.com'"}}}}}
+	cases := []struct {
+		name        string
+		constrained bool
+		taken       []string // NICs another claim holds
+		want        string   // the write, "" = refused
+	}{
+		{"constrained", true, nil, "alloc ml/a-gpus gpu.nvidia.com/n1/gpu-2,nic.example.com/n1/nic-c"},
+		{"next on the root", true, []string{"nic-c"}, "alloc ml/a-gpus gpu.nvidia.com/n1/gpu-2,nic.example.com/n1/nic-d"},
+		{"unconstrained", false, nil, "alloc ml/a-gpus gpu.nvidia.com/n1/gpu-2,nic.example.com/n1/nic-a"},
+		{"root full", true, []string{"nic-c", "nic-d"}, ""},
+	}
+	for _, c := range cases {
+		var asked int64
+		serve := servePlanning(t, "n1", []int{2}, &asked) // GPU 2 in PCI order: gpu-2 on pci0018:00
+		p := newPlugin(t, serve.URL+"/toposched")
+		var held []resourceapi.DeviceRequestAllocationResult
+		for _, n := range c.taken {
+			held = append(held, resourceapi.DeviceRequestAllocationResult{Request: "nic", Driver: "nic.example.com", Pool: "n1", Device: n})
+		}
+		other := gpuClaimOf("other", exact("nic", "nic.example.com", int64(len(held))))
+		if len(held) > 0 {
+			other.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: held}}
+		}
+		dra := newDRA(claimOf(c.constrained), other)
+		dra.classes["nic.example.com"] = nicClass
+		dra.slices = append(dra.slices, nics)
+		p.dra = dra
+		_, status := p.PreFilter(context.Background(), nil, draPod("a", "a-gpus"), []fwk.NodeInfo{node("n1", nil)})
+		defer serve.Close()
+		if c.want == "" {
+			if status.IsSuccess() || !strings.Contains(status.Message(), `request "nic": no free device`) || len(dra.writes) != 0 {
+				t.Errorf("%s: status %v, writes %v: want a refusal naming the NIC request and no write", c.name, status, dra.writes)
+			}
+			continue
+		}
+		if !status.IsSuccess() {
+			t.Fatalf("%s: %v", c.name, status)
+		}
+		if asked != 1 {
+			t.Errorf("%s: serve planned %d GPUs, want 1 (the NIC is not a GPU)", c.name, asked)
+		}
+		if !reflect.DeepEqual(dra.writes, []string{c.want}) {
+			t.Errorf("%s: writes %v, want [%s]", c.name, dra.writes, c.want)
+		}
+		d, _ := p.demandOf(draPod("a", "a-gpus"))
+		if err := p.checkPinned(draPod("a", "a-gpus"), d, "n1", []int{2}); err != nil {
+			t.Errorf("%s: Bind's check: %v", c.name, err)
+		}
+		// A retry of the same plan keeps the NIC and writes nothing.
+		if _, status := p.PreFilter(context.Background(), nil, draPod("a", "a-gpus"), []fwk.NodeInfo{node("n1", nil)}); !status.IsSuccess() {
+			t.Errorf("%s: retry: %v", c.name, status)
+		}
+		if len(dra.writes) != 1 {
+			t.Errorf("%s: writes %v after a retry, want none more", c.name, dra.writes)
+		}
 	}
 }

@@ -82,6 +82,9 @@ type Plugin struct {
 	gpuClasses sets.Set[string]
 	cel        *celCache
 
+	// Kubernetes' own PodGroups (podgroup.go); nil without kube-scheduler's PodGroupManager.
+	podGroups podGroupSource
+
 	mu       sync.Mutex
 	jobOfPod map[types.UID]string // waiting at Permit: the pod's job; guarded by mu
 }
@@ -91,6 +94,8 @@ var (
 	_ fwk.ReservePlugin   = &Plugin{}
 	_ fwk.PermitPlugin    = &Plugin{}
 	_ fwk.BindPlugin      = &Plugin{}
+
+	_ fwk.PodGroupPostFilterPlugin = &Plugin{}
 )
 
 // New is the plugin's factory for app.WithPlugin.
@@ -126,6 +131,9 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	}
 	if p.gpuClasses.Len() == 0 {
 		p.gpuClasses.Insert(DefaultGPUDeviceClass)
+	}
+	if h != nil && h.PodGroupManager() != nil {
+		p.podGroups = managerPodGroups{manager: h.PodGroupManager()}
 	}
 	if h != nil && h.SharedDRAManager() != nil {
 		p.dra = &draStore{manager: h.SharedDRAManager(), client: h.ClientSet()}
@@ -251,6 +259,10 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	case req.scalar[GPUResource] == 0:
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	planPod, status := p.withNativeGroup(pod, planPod)
+	if status != nil {
+		return nil, status
+	}
 	logger := klog.FromContext(ctx)
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
 	offer := make([]string, 0, len(nodes))
@@ -323,9 +335,16 @@ func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 func (p *Plugin) Reserve(context.Context, fwk.CycleState, *v1.Pod, string) *fwk.Status { return nil }
 
 // Unreserve gives back what the pod's attempt held and rejects its waiting siblings when
-// the whole group was released.
-func (p *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, node string) {
+// the whole group was released. Not inside a pod group scheduling cycle: kube-scheduler
+// v1.37's pod group algorithm (schedule_one_podgroup.go) runs every member's PreFilter to
+// Reserve, then undoes each (Unreserve) before it assumes and reserves the members again for
+// binding; serve's reservation is that plan and must survive the undo. A group whose cycle
+// fails is released by PodGroupPostFilter (podgroup.go).
+func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, node string) {
 	if ok, _ := p.places(pod); !ok {
+		return
+	}
+	if state != nil && state.IsPodGroupSchedulingCycle() {
 		return
 	}
 	logger := klog.FromContext(ctx)

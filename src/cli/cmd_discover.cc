@@ -23,10 +23,10 @@ int run_discover(DiscoverOptions& o) {
   if (!o.hca.empty()) r.hca_regex = o.hca;
   if (!o.compute_nics.empty()) r.topo.compute_nic_regex = o.compute_nics;
   if (r.topo_m.empty() && r.fabric.empty() && r.gpu_info.empty() && r.ibnetdiscover.empty() && r.slurm_topology.empty() &&
-      r.topograph_models.empty() && r.k8s_nodes.empty() && r.aws_topology.empty())
+      r.topograph_models.empty() && r.k8s_nodes.empty() && r.aws_topology.empty() && r.resource_slices.empty())
     return usage_error(
         "discover needs at least one input (--topo-m, --fabric, --gpu-info, --ibnetdiscover, --slurm-topology, "
-        "--topograph-model, --k8s-nodes or --aws-topology); see 'toposched discover --help'");
+        "--topograph-model, --k8s-nodes, --resource-slices or --aws-topology); see 'toposched discover --help'");
   int code = kExitOk;
   if (!output_usable_or_report(o.output, code)) return code;
   auto result = discover(r);
@@ -78,6 +78,10 @@ void register_discover(CLI::App& app, int& exit_code) {
   cmd->add_option("--topograph-model", r.topograph_models, "NVIDIA Topograph cluster model YAML")->type_name("FILE");
   cmd->add_option("--k8s-nodes", r.k8s_nodes, "`kubectl get nodes -o json` output; topology from node labels")
       ->type_name("FILE");
+  cmd->add_option("--resource-slices", r.resource_slices,
+                  "`kubectl get resourceslices -o json` (or -o yaml) output: each node's GPUs from its DRA "
+                  "ResourceSlices (count, productName, PCI order and pcieRoot)")
+      ->type_name("FILE");
   cmd->add_option("--label-map", r.label_map,
                   "Extra Kubernetes label KEY=ROLE, ROLE one of tier-N, leaf, spine, core, domain, sub-domain, "
                   "gpu-count, gpu-product (e.g. example.com/rack=tier-0). Repeatable")
@@ -107,7 +111,8 @@ void register_discover(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Output: a native cluster spec, YAML (--format text) or JSON (--format json); see docs/cluster-spec.md.\n"
       "GPUs and NICs come from topo -m; accelerator domains (ClusterUUID.CliqueId) from --fabric or labels;\n"
-      "switch tiers from ibnetdiscover, topology.conf, the Topograph model, labels or AWS network nodes.\n"
+      "switch tiers from ibnetdiscover, topology.conf, the Topograph model, labels or AWS network nodes;\n"
+      "GPU counts, products and PCIe roots of nodes without topo -m from labels or ResourceSlices.\n"
       "Nodes the switch tree misses go under a switch named 'no-topology' and are reported. Warnings go to\n"
       "stderr. Inputs are documented in docs/formats.md.\n\n"
       "Example:\n"

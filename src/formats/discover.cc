@@ -11,6 +11,7 @@
 #include "formats/k8s_nodes.h"
 #include "formats/nvidia_fabric.h"
 #include "formats/nvidia_gpu_query.h"
+#include "formats/resource_slices.h"
 #include "formats/slurm_topology.h"
 #include "formats/topograph_model.h"
 #include "topology/file_io.h"
@@ -184,6 +185,22 @@ Result<void> add_cluster_sources(const DiscoverRequest& r, std::vector<Discovere
   return {};
 }
 
+// Kubernetes ResourceSlices, one file each: each node's GPUs (count, product, PCIe layout).
+// A node whose `topo -m` counts other GPUs is named in a warning (its `topo -m` wins).
+Result<void> add_resource_slices(const DiscoverRequest& r, const std::unordered_map<std::string, int>& topo_gpus,
+                                 std::vector<DiscoveredTopology>& sources) {
+  for (const auto& f : r.resource_slices) {
+    TOPOSCHED_TRY(text, read_text_file(f));
+    TOPOSCHED_TRY(t, read_resource_slices(text, f));
+    for (const DiscoveredNode& n : t.nodes)
+      if (auto it = topo_gpus.find(n.name); it != topo_gpus.end() && it->second != n.gpu_count)
+        t.warnings.push_back(fmt::format("node '{}': its slices list {} GPUs but its topo -m has {}", n.name,
+                                         n.gpu_count, it->second));
+    sources.push_back(std::move(t));
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string node_name_from_path(const std::string& path) { return fs::path(path).stem().string(); }
@@ -194,6 +211,7 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
   TOPOSCHED_CHECK(add_hardware_sources(r, topo_gpus, sources));
   TOPOSCHED_CHECK(add_nvlink_fabric_source(r, topo_gpus, sources));
   TOPOSCHED_CHECK(add_cluster_sources(r, sources));
+  TOPOSCHED_CHECK(add_resource_slices(r, topo_gpus, sources));
   DiscoveryOptions merge = r.merge;
   merge.default_nic_gbit = r.topo.nic_gbit;
   if (!r.topo.gpu_model.empty()) merge.default_gpu_model = r.topo.gpu_model;

@@ -25,6 +25,7 @@ struct DiscoverRequest {
   std::vector<std::string> slurm_topology;  // topology.conf files
   std::vector<std::string> topograph_models;
   std::vector<std::string> k8s_nodes;     // kubectl get nodes -o json
+  std::vector<std::string> resource_slices;  // kubectl get resourceslices -o json|yaml
   std::vector<std::string> aws_topology;  // describe-instance-topology JSON
   std::optional<std::string> hca_regex;   // ibnetdiscover: the compute HCAs' device names
   std::vector<std::string> label_map;     // KEY=ROLE for Kubernetes labels

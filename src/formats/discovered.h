@@ -23,6 +23,19 @@ struct DiscoveredSwitch {
   std::string parent;  // empty = a root
 };
 
+// What a node's DRA ResourceSlices say of where its GPUs sit on PCIe (NVIDIA's driver v25.8+
+// publishes `uuid`, `resource.kubernetes.io/pciBusID`, `resource.kubernetes.io/pcieRoot` and
+// `resource.kubernetes.io/numaNode` per GPU). One entry per GPU, in PCI bus order (the order
+// nvidia-smi and CUDA_DEVICE_ORDER=PCI_BUS_ID number them, and toposched's GPU indices).
+// Invariant: all vectors have the node's GPU count of entries; a value a device did not
+// publish is empty (strings) or -1 (numa). Immutable once made; shared between threads.
+struct GpuPcieLayout {
+  std::vector<std::string> uuid;
+  std::vector<std::string> pci_bus_id;  // lower case, e.g. "0000:1b:00.0"
+  std::vector<std::string> pcie_root;   // e.g. "pci0000:00"
+  std::vector<int> numa;
+};
+
 struct DiscoveredNode {
   std::string name;
   std::string switch_name;           // the switch the node hangs under; empty = unknown
@@ -36,6 +49,9 @@ struct DiscoveredNode {
   std::string gpu_model;             // hint, e.g. "NVIDIA H100 80GB HBM3"; empty = unknown
   SourceLocation gpu_model_at;       // where the hint was read, for errors; may be empty
   double nic_gbit = 0;               // hint: line rate of its compute NICs (from the fabric); 0 = unknown
+  // Hint from ResourceSlices: the GPUs' PCIe roots and NUMA nodes (a generic node type takes
+  // its PCIe distances from it); null = unknown.
+  std::shared_ptr<const GpuPcieLayout> pcie;
 };
 
 struct DiscoveredTopology {
@@ -54,5 +70,12 @@ std::string tier_name_for_level(int level);
 // product's per-GPU link count (an NVSwitch baseboard) when the product has NVLink, else
 // joined over PCIe (SYS); one `nic_gbit` NIC per GPU at PIX.
 Result<NodeType> generic_node_type(const std::string& gpu_model, int gpu_count, double nic_gbit);
+
+// Refines a generic node type with what ResourceSlices say of its GPUs' PCIe placement
+// (layout.pcie_root.size() must equal type.gpu_count): GPUs not joined by NVLink are PHB apart
+// on one PCIe root, NODE apart on two roots of one NUMA node, else SYS; each GPU's NIC
+// (generic: one beside each GPU) is as far from the other GPUs as its GPU is; the NUMA nodes
+// become the GPUs' `gpu_numa` when every GPU has one.
+void apply_pcie_layout(const GpuPcieLayout& layout, NodeType& type);
 
 }  // namespace toposched

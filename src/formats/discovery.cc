@@ -62,6 +62,27 @@ Result<NodeType> generic_node_type(const std::string& gpu_model, int gpu_count, 
   return t;
 }
 
+void apply_pcie_layout(const GpuPcieLayout& layout, NodeType& type) {
+  const auto n = static_cast<std::size_t>(type.gpu_count);
+  if (layout.pcie_root.size() != n || layout.numa.size() != n) return;
+  auto distance = [&](std::size_t a, std::size_t b) {
+    if (a == b) return LinkClass::kSelf;
+    if (!layout.pcie_root[a].empty() && layout.pcie_root[a] == layout.pcie_root[b]) return LinkClass::kPhb;
+    if (layout.numa[a] >= 0 && layout.numa[a] == layout.numa[b]) return LinkClass::kNode;
+    return LinkClass::kSys;
+  };
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b) {
+      GpuLink& link = type.gpu_links[a * n + b];
+      if (link.cls != LinkClass::kNVLink) link.cls = distance(a, b);
+    }
+  // The generic type's NIC g sits beside GPU g (PIX).
+  for (std::size_t g = 0; g < type.nics.size() && g < n; ++g)
+    for (std::size_t b = 0; b < n; ++b) type.nics[g].gpu_affinity[b] = b == g ? LinkClass::kPix : distance(g, b);
+  if (std::all_of(layout.numa.begin(), layout.numa.end(), [](int x) { return x >= 0; }))
+    type.gpu_numa = layout.numa;
+}
+
 bool natural_less(const std::string& a, const std::string& b) {
   std::size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
@@ -195,6 +216,7 @@ void merge_node(const std::string& source, const DiscoveredNode& n, MergedNode& 
   }
   if (m.node.nic_gbit == 0) m.node.nic_gbit = n.nic_gbit;
   if (m.node.gpu_count == 0) m.node.gpu_count = n.gpu_count;
+  if (!m.node.pcie) m.node.pcie = n.pcie;
   if (m.node.gpu_model.empty()) m.node.gpu_model = n.gpu_model, m.node.gpu_model_at = n.gpu_model_at;
 }
 
@@ -294,6 +316,7 @@ Result<NodeType> node_hardware(const MergedNode& m, const DiscoveryOptions& opti
   const double nic_gbit =
       options.nic_gbit_from_fabric && m.node.nic_gbit > 0 ? m.node.nic_gbit : options.default_nic_gbit;
   auto generic = generic_node_type(model, count, nic_gbit);
+  if (generic && m.node.pcie) apply_pcie_layout(*m.node.pcie, *generic);
   if (generic) return generic;
   Error e = generic.error();
   e.message = fmt::format("node '{}': {}", m.node.name, e.message);

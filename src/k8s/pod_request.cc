@@ -124,6 +124,9 @@ Result<std::optional<GangInfo>> pod_gang(const Pod& pod) {
       // KAI-Scheduler's pod-grouper names each pod's PodGroup in this annotation; the
       // group's minMember lives in the PodGroup object, which the extender does not read.
       {"kai", "pod-group-name", {"toposched.io/group-size"}},
+      // Kubernetes' own PodGroup (scheduling.k8s.io): the plugin build copies its name and
+      // gang minCount here from the pod's spec.schedulingGroup and the PodGroup object.
+      {"kubernetes", "toposched.io/pod-group", {"toposched.io/group-size"}},
   };
   for (const Source& s : kSources) {
     const std::string* name = find_meta(pod, s.name_key);

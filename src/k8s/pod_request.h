@@ -20,6 +20,11 @@
 //                      which the extender does not read)
 //   KAI-Scheduler      annotation pod-group-name (set by KAI's pod-grouper), size = annotation
 //                      toposched.io/group-size
+//   Kubernetes         annotation toposched.io/pod-group, size = annotation
+//                      toposched.io/group-size: Kubernetes' own PodGroup (scheduling.k8s.io,
+//                      the pod's spec.schedulingGroup.podGroupName and the PodGroup's
+//                      spec.schedulingPolicy.gang.minCount), which the plugin build writes
+//                      into the copy of the pod it asks serve about (kube/scheduler)
 // Topology level of the whole group, from one scheduler's annotations (two are refused):
 //   Kueue              kueue.x-k8s.io/podset-required-topology, -preferred-topology,
 //                      -unconstrained-topology, slices (the job schema's rows)
@@ -53,7 +58,7 @@ inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 Result<int> pod_gpu_count(const Pod& pod);
 
 struct GangInfo {
-  std::string source;  // "scheduler-plugins" | "kueue" | "volcano" | "kai"
+  std::string source;  // "scheduler-plugins" | "kueue" | "volcano" | "kai" | "kubernetes"
   std::string name;    // group name, unique within the namespace
   int size = 0;        // members the group waits for
 };

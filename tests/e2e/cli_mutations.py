@@ -55,6 +55,7 @@ TARGETS = [
     ("tests/data/discovery/two-su-rails-storage.ibnet", ["discover", "--ibnetdiscover", "{in}", "-o", "{out}"]),
     ("tests/data/discovery/k8s-nodes.json", ["discover", "--k8s-nodes", "{in}", "-o", "{out}"]),
     ("tests/data/discovery/aws-instance-topology.json", ["discover", "--aws-topology", "{in}", "-o", "{out}"]),
+    ("tests/data/discovery/dra/resource-slices.json", ["discover", "--resource-slices", "{in}", "-o", "{out}"]),
     ("tests/data/discovery/slurm-tree.conf", ["discover", "--slurm-topology", "{in}", "--format", "json", "-o", "{out}"]),
     ("tests/data/fuzz-seeds/state_file/two-jobs.json", ["place", "--cluster", PRESET, "--gpus", "2", "--state", "{in}", "--save-state", "{out}"]),
     ("tests/data/fuzz-seeds/state_file/two-jobs.json", ["frag", "--cluster", PRESET, "--state", "{in}", "--format", "json"]),

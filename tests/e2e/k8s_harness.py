@@ -235,7 +235,11 @@ class ControlPlane(StartedByWith):
     docstring. extender_url: the urlPrefix of the extender verbs (None: no scheduler)."""
 
     def __init__(self, extender_url: Optional[str] = None, node_cache_capable: bool = True,
-                 keep_dir: bool = False):
+                 keep_dir: bool = False, feature_gates: Optional[List[str]] = None,
+                 runtime_config: Optional[List[str]] = None):
+        """feature_gates ("GenericWorkload=true"): given to kube-apiserver and kube-scheduler;
+        runtime_config ("scheduling.k8s.io/v1beta1=true"): API versions the API server serves
+        beyond its defaults."""
         reason = binaries_missing()
         if reason:
             raise K8sHarnessError(reason)
@@ -243,6 +247,8 @@ class ControlPlane(StartedByWith):
         self.extender_url = extender_url
         self.node_cache_capable = node_cache_capable
         self.keep_dir = keep_dir
+        self.feature_gates = list(feature_gates or [])
+        self.runtime_config = list(runtime_config or [])
         self.dir = tempfile.mkdtemp(prefix="toposched-k8s-")
         self.etcd: Optional[EtcdCluster] = None
         self.apiserver: Optional[subprocess.Popen] = None
@@ -315,6 +321,10 @@ class ControlPlane(StartedByWith):
             "--delete-collection-workers=16",
             "--profiling=false", "--v=1",
         ]
+        if self.feature_gates:
+            args.append("--feature-gates=" + ",".join(self.feature_gates))
+        if self.runtime_config:
+            args.append("--runtime-config=" + ",".join(self.runtime_config))
         self.apiserver = self._spawn("kube-apiserver", args)
 
     def start_scheduler(self, extender_url: Optional[str] = None,
@@ -347,6 +357,8 @@ class ControlPlane(StartedByWith):
             f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",
             "--v=2",
         ]
+        if self.feature_gates:
+            args.append("--feature-gates=" + ",".join(self.feature_gates))
         self.scheduler = self._spawn("kube-scheduler", args)
         self._wait_https_ok(self.scheduler, self.scheduler_port, "/healthz", "kube-scheduler", verify=False)
 

@@ -220,6 +220,28 @@ class DiscoverClusterWideSources(unittest.TestCase):
         self.assertIn("cpu-login", names)
         self.assertEqual(run("discover", "--k8s-nodes", nodes, "--label-map", "bad", check=False).returncode, 2)
 
+    def test_resource_slices_with_clique_labels(self):
+        slices = os.path.join(DATA, "dra", "resource-slices.json")
+        nodes = os.path.join(DATA, "dra", "nodes.json")
+        spec = self.spec_of("--resource-slices", slices, "--k8s-nodes", nodes)
+        types = {t["name"]: t for t in spec["node_types"]}
+        self.assertEqual(types["GB200x4-generic"]["gpu"]["count"], 4)
+        self.assertEqual(types["L40Sx8-generic"]["links"][0], "X PHB NODE NODE SYS SYS SYS SYS")
+        self.assertEqual(len(spec["accelerator_domains"]), 2)  # the two gpu.clique values
+        # A malformed pciBusID: exit 1, the file and the value's line and column.
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "slices.json")
+            with open(slices) as f:
+                text = f.read()
+            with open(bad, "w") as f:
+                f.write(text.replace('"0018:01:00.0"', '"0018:01:00"', 1))
+            line = next(i for i, l in enumerate(text.splitlines(), 1) if '"0018:01:00.0"' in l)
+            col = text.splitlines()[line - 1].index('"0018:01:00.0"') + 1
+            proc = run("discover", "--resource-slices", bad, check=False)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn(f"slices.json:{line}:{col}", proc.stderr)
+            self.assertIn("expected a PCI bus id", proc.stderr)
+
     def test_aws_instance_topology(self):
         spec = self.spec_of("--aws-topology", os.path.join(DATA, "aws-instance-topology.json"))
         self.assertEqual([t["name"] for t in spec["fabric"]["tiers"]], ["leaf", "spine", "core"])

@@ -79,13 +79,17 @@ class DeployManifests(unittest.TestCase):
         args = next(pc["args"] for pc in profile["pluginConfig"] if pc["name"] == "Toposched")
         self.assertEqual(args["url"], ext_cfg["extenders"][0]["urlPrefix"])
         plugins = profile["plugins"]
-        for point in ("preFilter", "reserve", "permit"):
+        for point in ("preFilter", "reserve", "permit", "podGroupPostFilter"):
             self.assertIn({"name": "Toposched"}, plugins[point]["enabled"], point)
         self.assertEqual(plugins["bind"]["enabled"], [{"name": "Toposched"}, {"name": "DefaultBinder"}])
         # DRA: Toposched pins the claims before DynamicResources' PreFilter reads them.
         self.assertEqual(plugins["preFilter"]["enabled"], [{"name": "Toposched"}, {"name": "DynamicResources"}])
         self.assertEqual(plugins["preFilter"]["disabled"], [{"name": "DynamicResources"}])
         self.assertEqual(plugins["bind"]["disabled"], [{"name": "DefaultBinder"}])
+        # Native PodGroups: Toposched's PodGroupPostFilter releases a failed group's plan;
+        # DefaultPreemption's group preemption (on kube-scheduler's GPU counts) is off.
+        self.assertEqual(plugins["podGroupPostFilter"], {"disabled": [{"name": "DefaultPreemption"}],
+                                                         "enabled": [{"name": "Toposched"}]})
         plugin_dep = load("kube-scheduler-plugin.yaml")[0]
         ext_dep = load("kube-scheduler.yaml")[0]
         self.assertEqual(plugin_dep["spec"]["template"]["metadata"]["labels"],

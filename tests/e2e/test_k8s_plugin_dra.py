@@ -25,7 +25,11 @@ Asserted, read back from the API server:
   allocated twice;
 - a claim toposched cannot place (allocationMode All) leaves its pod unbound with the reason;
 - Permit: a DRA group of which one member cannot be placed binds no member, and after the
-  time-out the waiting members' claims are deallocated again (nothing half allocated).
+  time-out the waiting members' claims are deallocated again (nothing half allocated);
+- GPU and NIC on one pcieRoot: each node also publishes a NIC driver's slice (a NIC on each
+  GPU's root complex, listed first on another root); a claim of one GPU and one NIC with
+  matchAttribute resource.kubernetes.io/pcieRoot over both gets toposched's GPU and the NIC
+  on that GPU's root.
 
 build/kube/toposched-kube-scheduler comes from scripts/build-kube (make test builds it): a
 machine without it fails these tests, it does not skip them.
@@ -102,10 +106,34 @@ DEVICE_CLASS = {
 }
 
 
-def claim_template(name, request):
+def claim_template(name, request, extra=None, constraints=None):
+    requests = [{"name": "gpus", "exactly": request}] + (extra or [])
+    devices = {"requests": requests}
+    if constraints:
+        devices["constraints"] = constraints
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
             "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": request}]}}}}
+            "spec": {"spec": {"devices": devices}}}
+
+
+NIC_DRIVER = "nic.toposched.test"
+NIC_CLASS = {
+    "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": NIC_DRIVER},
+    "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{NIC_DRIVER}'"}}]},
+}
+
+
+def nic_slice(node):
+    """A NIC DRA driver's slice (as dranet publishes: pciBusID and pcieRoot): nic-x on a root
+    complex without GPUs listed first, then one NIC on each GPU's root."""
+    def nic(name, bus, root):
+        return {"name": name, "attributes": {"resource.kubernetes.io/pciBusID": {"string": bus},
+                                             "resource.kubernetes.io/pcieRoot": {"string": root}}}
+    devices = [nic("nic-x", "0001:01:00.0", "pci0001:00")]
+    devices += [nic(f"nic-{i}", f"{root[3:7]}:02:00.0", root) for i, root in enumerate(ROOTS)]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-{NIC_DRIVER}"},
+            "spec": {"driver": NIC_DRIVER, "nodeName": node,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}}
 
 
 TEMPLATES = [
@@ -115,6 +143,8 @@ TEMPLATES = [
                                                     f"device.attributes['{DRIVER}'].productName == 'NVIDIA GB200'"}}]}),
     claim_template("gpu-1", {"deviceClassName": DRIVER}),  # count defaults to 1
     claim_template("gpu-all", {"deviceClassName": DRIVER, "allocationMode": "All"}),
+    claim_template("gpu-nic", {"deviceClassName": DRIVER}, [{"name": "nic", "exactly": {"deviceClassName": NIC_DRIVER}}],
+                   [{"requests": ["gpus", "nic"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]),
 ]
 
 
@@ -166,7 +196,9 @@ class PluginBuildDRA(unittest.TestCase):
             s = resource_slice(node, rng)
             cls.kube.api.create(f"{RESOURCE}/resourceslices", s)
             cls.slices[node] = s
+            cls.kube.api.create(f"{RESOURCE}/resourceslices", nic_slice(node))
         cls.kube.api.create(f"{RESOURCE}/deviceclasses", DEVICE_CLASS)
+        cls.kube.api.create(f"{RESOURCE}/deviceclasses", NIC_CLASS)
         for t in TEMPLATES:
             cls.kube.api.create(f"{RESOURCE}/namespaces/{NAMESPACE}/resourceclaimtemplates", t)
 
@@ -287,6 +319,26 @@ class PluginBuildDRA(unittest.TestCase):
             self.assertEqual(len(domains), 1, f"{job.name} spans NVLink domains {sorted(domains)}")
         self.assertEqual(len(allocated), len(set(allocated)), "a GPU allocated twice")
         self.assertEqual(len(allocated), sum(j.size * j.gpus for j in jobs))
+
+    def test_a_gpu_and_a_nic_on_one_pcie_root(self):
+        jobs = [Job(f"gn{i}", 1, "gpu-nic", 1) for i in range(6)]
+        self.start("gpu-nic")
+        for job in jobs:
+            self.create_pod(job, 0)
+        names = [n for j in jobs for n in j.pod_names()]
+        pods = self.wait_bound(names)
+        for name in names:
+            node = pods[name]["spec"]["nodeName"]
+            gpu = int(pods[name]["metadata"]["annotations"]["toposched.io/gpus"])
+            results = self.claim(name)["status"]["allocation"]["devices"]["results"]
+            by_request = {r["request"]: r for r in results}
+            self.assertEqual(sorted(by_request), ["gpus", "nic"], name)
+            want_gpu = self.devices_in_pci_order(node)[gpu]
+            self.assertEqual((by_request["gpus"]["driver"], by_request["gpus"]["device"]), (DRIVER, want_gpu["name"]), name)
+            root = want_gpu["attributes"]["resource.kubernetes.io/pcieRoot"]["string"]
+            self.assertEqual((by_request["nic"]["driver"], by_request["nic"]["pool"], by_request["nic"]["device"]),
+                             (NIC_DRIVER, node, f"nic-{ROOTS.index(root)}"),
+                             f"{name}: the NIC is not the one on GPU {gpu}'s root {root}")
 
     def test_a_claim_toposched_cannot_place_leaves_the_pod_unbound_with_the_reason(self):
         self.start("refused")

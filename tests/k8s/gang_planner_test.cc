@@ -565,6 +565,20 @@ TEST(PodRequest, KaiPodGroupNameIsAGangKey) {
   EXPECT_EQ((*g)->size, 4);
 }
 
+TEST(PodRequest, KubernetesPodGroupIsAGangKey) {
+  Pod k;
+  k.annotations["toposched.io/pod-group"] = "train";
+  auto none = pod_gang(k);
+  ASSERT_FALSE(none);  // the size must be said (the plugin writes the gang's minCount)
+  EXPECT_NE(none.error().message.find("toposched.io/group-size"), std::string::npos) << none.error().message;
+  k.annotations["toposched.io/group-size"] = "3";
+  auto g = pod_gang(k);
+  ASSERT_TRUE(g && *g);
+  EXPECT_EQ((*g)->source, "kubernetes");
+  EXPECT_EQ((*g)->name, "train");
+  EXPECT_EQ((*g)->size, 3);
+}
+
 }  // namespace
 }  // namespace toposched::k8s
 
