@@ -19,7 +19,7 @@ namespace {
 
 struct SubmitCliOptions {
   std::string cluster;
-  slurm::SubmitShape shape;
+  PlaceRequest shape;
   std::string hostfile;
   bool dry_run = false;
   bool ignore_unknown_nodes = false;

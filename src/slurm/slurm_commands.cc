@@ -212,7 +212,7 @@ Result<std::vector<std::string>> mapping_report(const LiveMapping& mapping, cons
 }
 
 Result<SubmitOutcome> submit_with_plan(const Cluster& cluster, const std::vector<std::string>& sbatch_args,
-                                       const SubmitShape& shape, const SubmitOptions& options_in) {
+                                       const PlaceRequest& shape, const SubmitOptions& options_in) {
   SubmitOptions options = options_in;
   // The job's srun reads SLURM_HOSTFILE from its own working directory: make the path absolute.
   std::error_code ec;
@@ -228,7 +228,7 @@ Result<SubmitOutcome> submit_with_plan(const Cluster& cluster, const std::vector
   // not configured are the request's blocked GPUs.
   Engine engine(cluster, AllocationState(cluster));
   TOPOSCHED_CHECK(hold_live_mapping(engine, mapping));
-  SubmitShape planned = shape;
+  PlaceRequest planned = shape;
   planned.blocked_gpus.insert(planned.blocked_gpus.end(), mapping.unconfigured_gpus.begin(),
                               mapping.unconfigured_gpus.end());
   TOPOSCHED_TRY(plan, plan_submit(engine, args, planned));

@@ -58,7 +58,7 @@ struct SubmitOutcome {
 // The whole wrapper: read Slurm's live state, map it onto `cluster`, plan, and (unless
 // dry_run) submit. Any error before sbatch runs means nothing was submitted.
 Result<SubmitOutcome> submit_with_plan(const Cluster& cluster, const std::vector<std::string>& sbatch_args,
-                                       const SubmitShape& shape, const SubmitOptions& options);
+                                       const PlaceRequest& shape, const SubmitOptions& options);
 
 // The warnings (and, for GPU nodes Slurm has and the spec lacks, the error) of a mapping.
 Result<std::vector<std::string>> mapping_report(const LiveMapping& mapping, const SlurmLiveState& live,

@@ -80,7 +80,7 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
-Result<JobRequest> request_from_sbatch(const SbatchSize& size, const SubmitShape& shape) {
+Result<JobRequest> request_from_sbatch(const SbatchSize& size, const PlaceRequest& shape) {
   JobRequest r = shape.job;  // the plan's rows; the size rows are the sbatch arguments'
   if (r.job_id.empty()) r.job_id = kSubmitJobId;
   r.gpus = r.nodes = r.gpus_per_node = 0;
@@ -118,7 +118,7 @@ Result<JobRequest> request_from_sbatch(const SbatchSize& size, const SubmitShape
   return r;
 }
 
-Result<SubmitPlan> plan_submit(Engine& engine, const ParsedSbatchArgs& args, const SubmitShape& shape) {
+Result<SubmitPlan> plan_submit(Engine& engine, const ParsedSbatchArgs& args, const PlaceRequest& shape) {
   const Cluster& c = engine.cluster();
   PlaceRequest request = shape;
   TOPOSCHED_TRY(job, request_from_sbatch(args.size, shape));

@@ -33,11 +33,10 @@
 
 namespace toposched::slurm {
 
-// The parallel plan and policy of the job (the job-request schema's PlaceRequest: its tp,
-// cp, ep, dp, pp and policy rows, as `toposched slurm submit` registers them); the size
-// fields come from the sbatch arguments. An empty job id places as "slurm-submit" (Slurm
-// assigns the real one).
-using SubmitShape = PlaceRequest;
+// `slurm submit` asks with the job-request schema's own PlaceRequest (its plan, policy and
+// constraint rows, as `toposched slurm submit` registers them from the same table as
+// `place`); the size fields come from the sbatch arguments and replace the request's. An
+// empty job id places as "slurm-submit" (Slurm assigns the real one).
 inline constexpr std::string_view kSubmitJobId = "slurm-submit";
 
 struct SubmitPlan {
@@ -53,11 +52,11 @@ struct SubmitPlan {
 
 // The JobRequest the sbatch size asks for (kInvalidArgument when it does not say how many
 // GPUs, or says it inconsistently).
-Result<JobRequest> request_from_sbatch(const SbatchSize& size, const SubmitShape& shape);
+Result<JobRequest> request_from_sbatch(const SbatchSize& size, const PlaceRequest& shape);
 
 // Places on what `engine` holds (a dry run: the engine is not changed) and builds the
 // command. The shape's node mask and blocked GPUs are honoured; the placement is Slurm-aligned.
-Result<SubmitPlan> plan_submit(Engine& engine, const ParsedSbatchArgs& args, const SubmitShape& shape);
+Result<SubmitPlan> plan_submit(Engine& engine, const ParsedSbatchArgs& args, const PlaceRequest& shape);
 
 
 // The plan as JSON for --dry-run: {"sbatch": [...], "hostfile": "...", "gpu_bind", "plan"}.

@@ -62,7 +62,7 @@ TEST(SbatchArgs, RefusesWhatToposchedSetsAndIncompleteCommands) {
 }
 
 TEST(SbatchArgs, RequestFromSize) {
-  SubmitShape shape;
+  PlaceRequest shape;
   auto r = request_from_sbatch(parsed({"-N", "2", "--ntasks-per-node=4", "--wrap=x"}).size, shape);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->gpus, 8);
@@ -78,7 +78,7 @@ TEST(SbatchArgs, RequestFromSize) {
 TEST(SubmitPlan, RankOrderHostfileAndCommand) {
   Cluster c = test_cluster();
   Engine live(c, AllocationState(c));
-  SubmitShape shape;
+  PlaceRequest shape;
   shape.job.tp = 4;
   shape.job.pp = 2;
   auto plan = plan_submit(live, parsed({"-N", "2", "--gpus-per-node=4", "-J", "t", "--wrap=srun true"}), shape);
@@ -116,7 +116,7 @@ TEST(SubmitPlan, TakesTheGpusSlurmWillAllocate) {
   }
   Engine live(c, std::move(busy_state));
   for (const char* policy : {"topo", "first-fit", "random", "slurm-tree"}) {
-    SubmitShape shape;
+    PlaceRequest shape;
     shape.policy = policy;
     auto plan = plan_submit(live, parsed({"--gpus=4", "--wrap=true"}), shape);
     ASSERT_TRUE(plan) << policy << ": " << plan.error().to_string();
@@ -138,7 +138,7 @@ TEST(SubmitPlan, EqualGpuCountsPerNode) {
         busy_state.allocate("busy" + std::to_string(n), std::vector<GpuId>{c.node_gpu(node, 0), c.node_gpu(node, 1)}));
   }
   Engine live(c, std::move(busy_state));
-  auto plan = plan_submit(live, parsed({"--gpus=6", "--wrap=true"}), SubmitShape{});
+  auto plan = plan_submit(live, parsed({"--gpus=6", "--wrap=true"}), PlaceRequest{});
   ASSERT_TRUE(plan) << plan.error().to_string();
   std::map<std::string, int> per_node;
   for (GpuId g : plan->gpus_by_rank) ++per_node[c.node_name(c.gpu_node(g))];
@@ -149,10 +149,10 @@ TEST(SubmitPlan, EqualGpuCountsPerNode) {
 TEST(SubmitPlan, InfeasibleAndBadPolicy) {
   Cluster c = test_cluster();
   Engine live(c, AllocationState(c));
-  auto too_big = plan_submit(live, parsed({"--gpus=64", "--wrap=true"}), SubmitShape{});
+  auto too_big = plan_submit(live, parsed({"--gpus=64", "--wrap=true"}), PlaceRequest{});
   ASSERT_FALSE(too_big);
   EXPECT_EQ(too_big.error().code, ErrorCode::kInfeasible);
-  SubmitShape bad;
+  PlaceRequest bad;
   bad.policy = "nosuch";
   EXPECT_FALSE(plan_submit(live, parsed({"--gpus=4", "--wrap=true"}), bad));
 }
@@ -160,7 +160,7 @@ TEST(SubmitPlan, InfeasibleAndBadPolicy) {
 TEST(SubmitPlan, DryRunJsonAndShellCommand) {
   Cluster c = test_cluster();
   Engine live(c, AllocationState(c));
-  auto plan = plan_submit(live, parsed({"--gpus=2", "--wrap=echo 'hi there'"}), SubmitShape{});
+  auto plan = plan_submit(live, parsed({"--gpus=2", "--wrap=echo 'hi there'"}), PlaceRequest{});
   ASSERT_TRUE(plan);
   auto j = dry_run_json(*plan, "/shared/h.hosts");
   EXPECT_EQ(j["sbatch"][0], "sbatch");
