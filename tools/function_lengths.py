@@ -3,7 +3,7 @@
 
 A small brace matcher, not a parser: comments, string and character literals (raw strings
 too) are blanked first, then every `{` whose preceding text ends like a function signature
-(`) {`, `) const {`, `) noexcept {`, `) -> T {`, a constructor's initialiser list) at
+(`) {`, `) const {`, `) && {`, `) noexcept {`, `) -> T {`, a constructor's initialiser list) at
 namespace or class scope opens a function whose length runs to its matching `}`. Lambdas and
 blocks inside a function count towards that function. Good enough for the limit it checks
 (docs/design.md "Function length"); it reads every file of src/ in well under a second.
@@ -19,7 +19,7 @@ import re
 import sys
 
 SIGNATURE_END = re.compile(
-    r"\)\s*(const\s*)?(noexcept(\s*\([^()]*\))?\s*)?(override\s*|final\s*)*(->\s*[\w:<>,\s*&]+)?\s*$")
+    r"\)\s*(const\s*)?(&&?\s*)?(noexcept(\s*\([^()]*\))?\s*)?(override\s*|final\s*)*(->\s*[\w:<>,\s*&]+)?\s*$")
 INITIALISER_LIST = re.compile(r"\)\s*:\s*[\w:]+\s*[({]")
 SCOPE_KEYWORDS = re.compile(r"\b(namespace|class|struct|union|enum)\b[^;{}()]*$")
 

@@ -152,6 +152,7 @@ RouteDecision choose_kv(Router& r, const RouteQuery& q) {
 // no use, as in the simulator). Ties as kv's: the smaller cached tree, then the lower index.
 // predicted_ttft_s is the chosen option's first-token estimate in seconds: the queue, the
 // transfer (overlapped with the queue), then the prefill of the rest.
+// long: kv's pass and the pull search share ten per-request locals (bounds, weights, kv's choice)
 RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
   const auto& overlap = r.prefixes(q);
   const bool evict = r.config().cache_blocks > 0;

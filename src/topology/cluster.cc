@@ -338,9 +338,9 @@ std::size_t pcie_index(LinkClass c) {
 
 }  // namespace
 
-Result<Cluster> ClusterBuilder::build() && {
+// Every node, switch, domain and node type named once, and no empty node or switch name.
+Result<void> ClusterBuilder::check_names() {
   Cluster& c = cluster_;
-  // Names.
   if (c.node_index_.size() != c.node_names_.size()) {
     std::unordered_map<std::string, int> seen;
     for (const auto& n : c.node_names_)
@@ -366,31 +366,45 @@ Result<Cluster> ClusterBuilder::build() && {
     if (n.empty()) return fail(n, "a node has an empty name");
   for (const auto& n : c.switch_names_)
     if (n.empty()) return fail(n, "a switch has an empty name");
-  {
-    std::unordered_map<std::string, int> seen;
-    for (const auto& t : c.tiers_) {
-      if (t.name.empty()) return fail(t.name, "a fabric tier has an empty name");
-      if (++seen[t.name] == 2) return fail(t.name, fmt::format("tier '{}' is declared twice", t.name));
-      if (!(t.oversubscription >= 1.0))
-        return fail(t.name, fmt::format("tier '{}': oversubscription {} must be >= 1", t.name,
-                                        t.oversubscription));
-      if (t.bandwidth_GBps_per_node < 0 || t.hop_latency_us < 0)
-        return fail(t.name, fmt::format("tier '{}': bandwidth and latency must not be negative", t.name));
-      if (!(t.path_bandwidth_factor > 0 && t.path_latency_factor > 0) || std::isinf(t.path_bandwidth_factor) ||
-          std::isinf(t.path_latency_factor))
-        return fail(t.name, fmt::format("tier '{}': path bandwidth and latency factors must be finite and > 0", t.name));
-    }
+  return {};
+}
+
+// Tier names unique and non-empty, oversubscription >= 1, bandwidth, latency and path
+// factors in range; at most 200 tiers.
+Result<void> ClusterBuilder::check_tiers() {
+  const Cluster& c = cluster_;
+  std::unordered_map<std::string, int> seen;
+  for (const auto& t : c.tiers_) {
+    if (t.name.empty()) return fail(t.name, "a fabric tier has an empty name");
+    if (++seen[t.name] == 2) return fail(t.name, fmt::format("tier '{}' is declared twice", t.name));
+    if (!(t.oversubscription >= 1.0))
+      return fail(t.name, fmt::format("tier '{}': oversubscription {} must be >= 1", t.name,
+                                      t.oversubscription));
+    if (t.bandwidth_GBps_per_node < 0 || t.hop_latency_us < 0)
+      return fail(t.name, fmt::format("tier '{}': bandwidth and latency must not be negative", t.name));
+    if (!(t.path_bandwidth_factor > 0 && t.path_latency_factor > 0) || std::isinf(t.path_bandwidth_factor) ||
+        std::isinf(t.path_latency_factor))
+      return fail(t.name, fmt::format("tier '{}': path bandwidth and latency factors must be finite and > 0", t.name));
   }
   if (c.tiers_.size() > 200) return fail("", "more than 200 fabric tiers");
+  return {};
+}
 
-  // Node types.
+// Every node type valid, every node of a known type.
+Result<void> ClusterBuilder::check_node_types() {
+  Cluster& c = cluster_;
   for (const auto& t : c.node_types_)
     if (auto ok = validate_node_type(t); !ok) return tl::unexpected(ok.error());
   for (std::size_t i = 0; i < c.node_type_.size(); ++i)
     if (!c.node_type_[i].valid() || c.node_type_[i].index() >= c.node_types_.size())
       return fail(c.node_names_[i], fmt::format("node '{}' has an unknown node type", c.node_names_[i]));
+  return {};
+}
 
-  // Switches: tier range, single parent, no cycle, parent in a higher tier.
+// Switches: tier in range, one parent, no cycle, the parent in a higher tier; then the
+// parent and child tables.
+Result<void> ClusterBuilder::link_switches() {
+  Cluster& c = cluster_;
   const std::size_t ns = c.switch_names_.size();
   c.switch_parent_.assign(ns, SwitchId());
   for (std::size_t s = 0; s < ns; ++s) {
@@ -439,8 +453,14 @@ Result<Cluster> ClusterBuilder::build() && {
   for (std::size_t s = 0; s < ns; ++s)
     if (c.switch_parent_[s].valid())
       c.switch_children_[c.switch_parent_[s].index()].push_back(SwitchId(static_cast<std::uint32_t>(s)));
+  return {};
+}
 
-  // Nodes: one switch, one domain, GPU ids.
+// Nodes: under at most one switch and in at most one domain (a sub-domain only with a
+// domain); the switch, subtree, domain and GPU-id tables.
+Result<void> ClusterBuilder::place_nodes() {
+  Cluster& c = cluster_;
+  const std::size_t ns = c.switch_names_.size();
   const std::size_t nn = c.node_names_.size();
   c.node_switch_.assign(nn, SwitchId());
   c.node_domain_.assign(nn, DomainId());
@@ -490,8 +510,14 @@ Result<Cluster> ClusterBuilder::build() && {
       c.gpu_local_.push_back(static_cast<std::uint16_t>(k));
     }
   }
+  return {};
+}
 
-  // Per-type tables.
+// Per node type: every GPU pair's level, bandwidth and latency; each GPU's network share
+// (the best-affinity compute NIC, shared by the GPUs that also pick it; bounded by the PCIe
+// path between GPU and NIC; no NICs: the GPU's PCIe link); the widest NVLink.
+void ClusterBuilder::build_node_type_tables() {
+  Cluster& c = cluster_;
   c.type_pairs_.clear();
   c.type_gpu_net_.clear();
   c.type_nvlink_GBps_.clear();
@@ -547,8 +573,12 @@ Result<Cluster> ClusterBuilder::build() && {
     c.type_gpu_net_.push_back(std::move(net));
     c.type_nvlink_GBps_.push_back(max_links * t.nvlink_GBps_per_link);
   }
+}
 
-  // Domains: default bandwidth from the members' NVLinks.
+// Domains: no negative figures, at least one node; default bandwidth from the members'
+// NVLinks, default latency.
+Result<void> ClusterBuilder::finish_domains() {
+  Cluster& c = cluster_;
   for (std::size_t d = 0; d < c.domains_.size(); ++d) {
     DomainSpec& spec = c.domains_[d];
     if (spec.bandwidth_GBps < 0 || spec.latency_us < 0)
@@ -567,8 +597,13 @@ Result<Cluster> ClusterBuilder::build() && {
     }
     if (spec.latency_us == 0) spec.latency_us = kDefaultDomainLatencyUs;
   }
+  return {};
+}
 
-  // Tier tables.
+// Per tier: the bandwidth cap (the narrowest tier at or below it), the oversubscription of
+// the tiers below it and the latency of a path that joins at it.
+void ClusterBuilder::build_tier_tables() {
+  Cluster& c = cluster_;
   const std::size_t nt = c.tiers_.size();
   c.tier_bandwidth_cap_.assign(nt, kInf);
   c.tier_oversub_below_.assign(nt, 1.0);
@@ -584,7 +619,18 @@ Result<Cluster> ClusterBuilder::build() && {
     up_latency += t.hop_latency_us;
     over *= t.oversubscription;
   }
-  if (c.cross_root_bandwidth_GBps_ < 0 || c.cross_root_latency_us_ < 0)
+}
+
+Result<Cluster> ClusterBuilder::build() && {
+  if (auto ok = check_names(); !ok) return tl::unexpected(ok.error());
+  if (auto ok = check_tiers(); !ok) return tl::unexpected(ok.error());
+  if (auto ok = check_node_types(); !ok) return tl::unexpected(ok.error());
+  if (auto ok = link_switches(); !ok) return tl::unexpected(ok.error());
+  if (auto ok = place_nodes(); !ok) return tl::unexpected(ok.error());
+  build_node_type_tables();
+  if (auto ok = finish_domains(); !ok) return tl::unexpected(ok.error());
+  build_tier_tables();
+  if (cluster_.cross_root_bandwidth_GBps_ < 0 || cluster_.cross_root_latency_us_ < 0)
     return fail("", "cross-root bandwidth and latency must not be negative");
   error_subject_.clear();
   return std::move(cluster_);

@@ -300,6 +300,15 @@ class ClusterBuilder {
  private:
   Result<void> validate_node_type(const NodeType& t);
   tl::unexpected<Error> fail(std::string subject, std::string message);
+  // build()'s phases, in order (cluster.cc says what each checks and fills).
+  Result<void> check_names();
+  Result<void> check_tiers();
+  Result<void> check_node_types();
+  Result<void> link_switches();
+  Result<void> place_nodes();
+  void build_node_type_tables();
+  Result<void> finish_domains();
+  void build_tier_tables();
 
   Cluster cluster_;
   std::vector<std::vector<std::uint32_t>> node_attach_;  // every switch a node was attached to
