@@ -79,6 +79,38 @@ TEST(YamlDocument, SecondDocumentOrTrailingJsonIsAnError) {
   EXPECT_TRUE(load_yaml_document("a: 1\n...\n", "end.yaml")) << "an explicit document end is fine";
 }
 
+// Most files skip the event-only pass (a block mapping at column 0 with no '---' or '...'
+// line cannot hold a second document); every shape that can still gets it.
+TEST(YamlDocument, EveryShapeThatCanHoldASecondDocumentIsStillChecked) {
+  struct Case {
+    const char* text;
+    int line;  // where the second document starts
+  };
+  const Case cases[] = {
+      {"- a\n- b\n{c: 1}\n", 3},           // a block sequence root, then a flow mapping
+      {"- a\nb: 1\n", 2},                   // a block sequence root, then a mapping
+      {"# head\n\n- a\nb: 1\n", 4},         // the same after a comment and a blank line
+      {"[1]\n[2]\n", 2},                    // flow roots
+      {"a: 1\n...\nb: 2\n", 3},              // a document end, then more
+      {"a: 1\n--- b\n", 2},                 // a marker with content on its line
+      {"  a: 1\n  b: 2\n---\nc: 3\n", 3},    // an indented root
+      {"\"a\": 1\n---\n\"b\": 2\n", 2},       // a quoted first key
+  };
+  for (const Case& c : cases) {
+    auto r = load_yaml_document(c.text, "two.yaml");
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_EQ(r.error().where.line, c.line) << c.text;
+    EXPECT_NE(r.error().message.find("second document"), std::string::npos) << c.text;
+  }
+  // Markers that are not markers: indented, in a block scalar, or part of a longer word.
+  for (const char* one : {"a: |\n  ---\n  x\nb: 2\n", "a: 1\n----\nb: 2\n", "a:\n  - ---\n"}) {
+    auto r = load_yaml_document(one, "one.yaml");
+    if (!r) {
+      EXPECT_EQ(r.error().message.find("second document"), std::string::npos) << one;
+    }
+  }
+}
+
 TEST(YamlDocument, EmptyInputIsANullDocument) {
   auto r = load_yaml_document("", "e.yaml");
   ASSERT_TRUE(r);
