@@ -226,6 +226,39 @@ TEST(Topo, PipelineStagesStayInsideOneNvlinkDomain) {
   expect_valid(s, r, g, "topo gb200");
 }
 
+// On NVL72 racks a TP group split over two trays of one rack is still on NVLink: with every
+// tray half busy, no tray holds a TP 4 group, and topo places the job inside one rack instead
+// of leaving it to wait (it refused before: "only 0 such group(s) are free").
+TEST(Topo, TpGroupsSpanTraysOfOneNvlinkDomainWhenNoTrayHoldsOne) {
+  Cluster c = preset("gb200-nvl72?racks=2");
+  AllocationState s(c);
+  for (std::size_t n = 0; n < c.node_count(); ++n) {
+    const NodeId node(static_cast<std::uint32_t>(n));
+    ASSERT_TRUE(s.allocate(fmt::format("busy-{}", n), std::vector<GpuId>{c.node_gpu(node, 0), c.node_gpu(node, 1)}));
+  }
+  JobRequest r = *normalize(gpus_job(16, 4, 2), c);
+  auto p = place(s, r, **find_policy("topo"));
+  ASSERT_TRUE(p) << p.error().message;
+  const auto& g = p->gpus_by_rank;
+  ASSERT_EQ(g.size(), 16u);
+  for (std::size_t t = 0; t < 16; t += 4) {
+    std::set<std::uint32_t> domains;
+    for (std::size_t k = 0; k < 4; ++k) domains.insert(c.node_domain(c.gpu_node(g[t + k])).value);
+    EXPECT_EQ(domains.size(), 1u) << "TP group " << t / 4 << " left its NVLink domain";
+  }
+  expect_valid(s, r, g, "topo gb200 split trays");
+  // Where the cluster has no multi-node NVLink domain, the TP group still waits for a node.
+  Cluster h = preset("dgx-h100?nodes=2");
+  AllocationState busy(h);
+  for (std::size_t n = 0; n < h.node_count(); ++n) {
+    const NodeId node(static_cast<std::uint32_t>(n));
+    std::vector<GpuId> half;
+    for (int k = 0; k < 6; ++k) half.push_back(h.node_gpu(node, k));
+    ASSERT_TRUE(busy.allocate(fmt::format("busy-{}", n), half));
+  }
+  EXPECT_FALSE(place(busy, *normalize(gpus_job(4, 4), h), **find_policy("topo")));
+}
+
 TEST(Topo, PcieOnlyServerGetsASameSocketPair) {
   Cluster c = preset("pcie-l40s?nodes=1");
   AllocationState s(c);

@@ -234,10 +234,24 @@ class Topo final : public PlacementPolicy {
       // per_node is 0 for --exclusive without --gpus-per-node (any split): nothing to align.
       if (plan.per_node > 0 && (plan.units / plan.stages) % plan.per_node != 0) plan.stages = 1;
     }
-    return place_units(s, r, allowed, plan);
+    auto placed = place_units(s, r, allowed, plan);
+    if (!placed && placed.error().code == ErrorCode::kInfeasible && groups_may_span_nodes(c, r, plan))
+      return place_in_domains(s, r, allowed, plan);
+    return placed;
   }
 
  private:
+  // On multi-node NVLink domains (GB200 NVL72: 18 trays of 4 GPUs per domain) a TP group
+  // split over trays of one domain is still on NVLink, at the same bandwidth as inside a
+  // tray. So when no node holds the groups, they go inside domains rather than wait for a
+  // node to empty (a training job that waited there lost more time queued than any split
+  // over NVLink costs; docs/placement.md). Not for a fixed per-node count or a required
+  // tier, whose placements say where each group must be.
+  static bool groups_may_span_nodes(const Cluster& c, const JobRequest& r, const Plan& plan) {
+    return c.domain_count() > 0 && plan.unit > 1 && !plan.fixed && !r.required_tier_index &&
+           r.workload == WorkloadKind::kTraining;
+  }
+
   const std::vector<JobSizeWeight> job_sizes_;  // the mix fragmentation is judged against
 
   static int largest_divisor_at_most(int n, int limit) {
