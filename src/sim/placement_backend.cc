@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -17,6 +19,7 @@
 #include "placement/job_request.h"
 #include "placement/placement.h"
 #include "sim/backend.h"
+#include "topology/mutex.h"
 #include "topology/text.h"
 
 namespace toposched::sim {
@@ -232,7 +235,7 @@ class CostCommModel final : public CommModel {
       plan = ParallelPlan{};
       plan.dp = static_cast<int>(gpus.size());
     }
-    auto est = estimate_job_comm(c_, gpus, plan, model);
+    auto est = estimate(gpus, plan, model, shape.workload_class);
     if (est) {
       out.slowdown = std::max(1.0, est->step_slowdown);
       const double step = est->step_us;
@@ -260,7 +263,36 @@ class CostCommModel final : public CommModel {
   std::size_t uplink_count() const override { return capacity_.size(); }
 
  private:
+  // estimate_job_comm with its ideal side (ideal_job_comm: the job alone on an ideal
+  // placement) computed once per (workload class, compute time, node type of the first GPU,
+  // plan) and kept: it depends on nothing else, so every later job of the same shape reuses
+  // it instead of walking the ranks of a second placement. The same answer as
+  // estimate_job_comm(c_, gpus, plan, model) (tests/sim/comm_cache_test.cc); when the
+  // ideal cannot be computed, that call itself (its fallback) runs.
+  Result<JobCommEstimate> estimate(std::span<const GpuId> gpus, const ParallelPlan& plan, const WorkloadModel& model,
+                                   const std::string& workload_class) const {
+    const IdealKey key{workload_class, model.compute_us_per_step, c_.node_type_id(c_.gpu_node(gpus[0])).value,
+                       plan.tp, plan.pp, plan.ep, plan.dp, plan.cp};
+    std::optional<IdealJobComm> ideal;
+    {
+      MutexLock lock(ideal_mu_);
+      if (auto it = ideals_.find(key); it != ideals_.end()) ideal = it->second;
+    }
+    if (!ideal) {
+      auto fresh = ideal_job_comm(c_, plan, model, gpus[0]);
+      if (!fresh) return estimate_job_comm(c_, gpus, plan, model);
+      ideal = *fresh;
+      MutexLock lock(ideal_mu_);
+      ideals_.emplace(key, *fresh);
+    }
+    return estimate_job_comm(c_, gpus, plan, model, CostOptions{}, *ideal);
+  }
+
+  using IdealKey = std::tuple<std::string, double, std::uint32_t, int, int, int, int, int>;
+
   const Cluster& c_;
+  mutable Mutex ideal_mu_;
+  mutable std::map<IdealKey, IdealJobComm> ideals_ GUARDED_BY(ideal_mu_);  // see estimate()
   int gpus_per_node_ = 8;
   std::vector<double> capacity_;
   std::map<std::string, WorkloadModel> models_;
