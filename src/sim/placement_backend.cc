@@ -39,11 +39,16 @@ class RegistryPlacer final : public Placer {
   // The CLI's place transaction (placement/engine.h's place_job): normalise, tier handling,
   // the policy, check_placement, allocate.
   Result<std::vector<GpuId>> place(const SimJob& job, std::uint32_t index) override {
-    TOPOSCHED_TRY(p, place_job(state_, request(job, index), true, PlaceDetail::kGpusOnly));
-    return std::move(p.gpus_by_rank);
+    drop_hold();
+    return place_now(job, index);
   }
 
-  void release(std::uint32_t index) override { (void)state_.release(std::to_string(index)); }
+  void release(std::uint32_t index) override {
+    drop_hold();
+    (void)state_.release(std::to_string(index));
+  }
+
+  void end_pass() override { drop_hold(); }
 
   // Policies that fit a job on any free GPUs get exact GPU-count reservations instead.
   bool plans_reservations() const override { return !policy_.fits_any_free_gpus(); }
@@ -53,6 +58,7 @@ class RegistryPlacer final : public Placer {
   // policy calls, assuming that more free GPUs never make a placement impossible.
   Result<Reservation> reserve(const SimJob& job, std::uint32_t index, std::span<const std::uint32_t> running_by_end,
                               std::size_t min_finished) override {
+    drop_hold();
     const PlaceRequest r = request(job, index);
     std::vector<std::pair<std::string, std::vector<GpuId>>> ended;
     auto end_first = [&](std::size_t k) {
@@ -121,24 +127,54 @@ class RegistryPlacer final : public Placer {
   }
 
   // The reserved GPUs that are free now are held by a pseudo job while the policy decides.
+  // The hold stays in place for the next place_around with the same reserved GPUs (a
+  // backfill pass asks for many jobs in a row): until then only place_around ran, whose
+  // starts cannot take held GPUs, and nothing was released, so the held set is exactly the
+  // one that call would build. Every other entry point (and end_pass) drops it first, so
+  // they see the state without it. The policies read the free counters and the free-GPU
+  // index by node id, never the order of a bucket's list, so the different sequence of
+  // allocate/release calls leaves every decision as it was (docs/design.md, "Simulation at
+  // 100,000 GPUs").
   Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t index,
                                           std::span<const GpuId> keep_free) override {
-    static const std::string kHold = "reservation";
-    std::vector<GpuId> hold;
-    for (GpuId g : keep_free)
-      if (state_.gpu_free(g)) hold.push_back(g);
-    if (!hold.empty()) (void)state_.allocate(kHold, hold);
-    auto gpus = place(job, index);
-    if (!hold.empty()) (void)state_.release(kHold);
-    return gpus;
+    if (!holding_ || !std::equal(keep_free.begin(), keep_free.end(), hold_for_.begin(), hold_for_.end())) {
+      drop_hold();
+      std::vector<GpuId> hold;
+      for (GpuId g : keep_free)
+        if (state_.gpu_free(g)) hold.push_back(g);
+      if (!hold.empty()) (void)state_.allocate(kHold, hold);
+      hold_for_.assign(keep_free.begin(), keep_free.end());
+      holding_ = true;
+    }
+    return place_now(job, index);
   }
 
   double fragmentation() const override {
-    const FragmentationReport f = toposched::fragmentation(state_, sizes_);
-    return f.total_gpus > 0 ? f.expected_unusable_gpus / static_cast<double>(f.total_gpus) : 0;
+    auto share = [&](const AllocationState& s) {
+      const FragmentationReport f = toposched::fragmentation(s, sizes_);
+      return f.total_gpus > 0 ? f.expected_unusable_gpus / static_cast<double>(f.total_gpus) : 0;
+    };
+    if (!holding_ || !state_.has_job(kHold)) return share(state_);
+    AllocationState without = state_.snapshot();  // the engine ends its pass first: not reached from it
+    (void)without.release(kHold);
+    return share(without);
   }
 
  private:
+  static constexpr std::string_view kHold = "reservation";
+
+  Result<std::vector<GpuId>> place_now(const SimJob& job, std::uint32_t index) {
+    TOPOSCHED_TRY(p, place_job(state_, request(job, index), true, PlaceDetail::kGpusOnly));
+    return std::move(p.gpus_by_rank);
+  }
+
+  void drop_hold() {
+    if (!holding_) return;
+    holding_ = false;
+    hold_for_.clear();
+    if (state_.has_job(kHold)) (void)state_.release(kHold);
+  }
+
   // The job as a front end would send it (`toposched place --job INDEX --gpus N --tp ...`).
   PlaceRequest request(const SimJob& job, std::uint32_t index) {
     PlaceRequest out;
@@ -185,6 +221,8 @@ class RegistryPlacer final : public Placer {
   int gpus_per_node_ = 8;
   std::vector<std::string> models_;
   std::map<std::string, bool> model_ok_;
+  bool holding_ = false;          // place_around's hold is allocated (as job kHold, when non-empty)
+  std::vector<GpuId> hold_for_;   // the reserved GPUs it was built for
 };
 
 // The estimate's step as fractions (sim/backend.h's StepBreakdown).
