@@ -54,6 +54,19 @@ void choose_gpus(const AllocationState& s, NodeId n, int k, int group, TakenMask
   const Cluster& c = s.cluster();
   const NodeType& t = c.node_type(n);
   std::uint64_t& mask = taken[n.value];
+  if (t.nvswitch) {
+    // Every pair equally connected: best_subset below keeps the first GPUs it is given, so
+    // the choice is the first k free ones in local order, already in TP-group order. The
+    // same answer without the vectors (the simulator asks this for every node of a
+    // 4,096-GPU job at every reservation probe).
+    for (int l = 0, got = 0; l < t.gpu_count && got < k; ++l)
+      if (s.gpu_free(c.node_gpu(n, l)) && !(mask & (std::uint64_t{1} << l))) {
+        mask |= std::uint64_t{1} << l;
+        out.push_back(c.node_gpu(n, l));
+        ++got;
+      }
+    return;
+  }
   std::vector<int> free;
   for (int l = 0; l < t.gpu_count; ++l)
     if (s.gpu_free(c.node_gpu(n, l)) && !(mask & (std::uint64_t{1} << l))) free.push_back(l);
