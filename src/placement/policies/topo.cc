@@ -271,20 +271,18 @@ class Topo final : public PlacementPolicy {
     if (NodeUnits::indexed(r, allowed)) {
       // From the free-GPU index: O(buckets x switches), not O(nodes).
       units.emplace(s, plan.unit);
-      std::vector<int> bucket_units;
+      std::vector<std::pair<int, int>> live;  // (bucket, units per node) of the buckets with units
       for (int b = 0; b < s.bucket_count(); ++b) {
         const int u = s.bucket_free(b) / plan.unit;
         if (u > 0 && !s.bucket_nodes(b).empty()) {
           total += static_cast<long>(u) * static_cast<long>(s.bucket_nodes(b).size());
           best_node_units = std::max(best_node_units, u);
+          live.emplace_back(b, u);
         }
-        bucket_units.push_back(u);
       }
+      // Buckets with no node count nothing anywhere: only the live ones are summed.
       for (std::size_t sw = 0; sw < c.switch_count(); ++sw)
-        for (int b = 0; b < s.bucket_count(); ++b)
-          if (bucket_units[static_cast<std::size_t>(b)] > 0)
-            sw_units[sw] += bucket_units[static_cast<std::size_t>(b)] *
-                            s.switch_bucket_nodes(SwitchId(static_cast<std::uint32_t>(sw)), b);
+        for (auto [b, u] : live) sw_units[sw] += u * s.switch_bucket_nodes(SwitchId(static_cast<std::uint32_t>(sw)), b);
     } else {
       std::vector<int> node_units(c.node_count(), 0);
       for (std::size_t i = 0; i < c.node_count(); ++i) {
