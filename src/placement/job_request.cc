@@ -234,12 +234,16 @@ Result<std::set<int>> eligible_node_sizes(const JobRequest& r, const Cluster& c)
   std::set<std::string> models;
   bool any_model = false;
   // Each node type in use once, not each node: this runs for every placement (the
-  // simulator's hot path), and string work per node dominated it.
+  // simulator's hot path), and string work per node dominated it. The walk stops once every
+  // type has been seen (with one node type: after the first node), so it does not scan a
+  // 100,000-GPU cluster's nodes on every request.
   std::vector<char> seen(c.node_type_count(), 0);
-  for (std::size_t i = 0; i < c.node_count(); ++i) {
+  std::size_t unseen = c.node_type_count();
+  for (std::size_t i = 0; i < c.node_count() && unseen > 0; ++i) {
     NodeTypeId id = c.node_type_id(NodeId(static_cast<std::uint32_t>(i)));
     if (seen[id.index()]) continue;
     seen[id.index()] = 1;
+    --unseen;
     const NodeType& type = c.node_type_at(id);
     models.insert(type.gpu_model);
     if (!r.gpu_model.empty() && !icontains(type.gpu_model, r.gpu_model)) continue;

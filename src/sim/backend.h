@@ -61,6 +61,9 @@ class Placer {
     (void)job, (void)job_index, (void)keep_free;
     return make_error(ErrorCode::kUnsupported, "this placer makes no reservations");
   }
+  // The engine has placed what it will at this event: drop any scratch state kept between
+  // calls (the placement engine's placer keeps place_around's hold for the next call).
+  virtual void end_pass() {}
 };
 
 // One shared uplink a running job loads: `demand` (GB/s in make_comm_model's model; any

@@ -154,6 +154,7 @@ class Engine {
         ++next;
       }
       done += schedule();
+      placer_.end_pass();
       refresh_affected();
       ++res_.events;
       record_change();

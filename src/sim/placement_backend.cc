@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -17,6 +19,7 @@
 #include "placement/job_request.h"
 #include "placement/placement.h"
 #include "sim/backend.h"
+#include "topology/mutex.h"
 #include "topology/text.h"
 
 namespace toposched::sim {
@@ -36,11 +39,16 @@ class RegistryPlacer final : public Placer {
   // The CLI's place transaction (placement/engine.h's place_job): normalise, tier handling,
   // the policy, check_placement, allocate.
   Result<std::vector<GpuId>> place(const SimJob& job, std::uint32_t index) override {
-    TOPOSCHED_TRY(p, place_job(state_, request(job, index), true, PlaceDetail::kGpusOnly));
-    return std::move(p.gpus_by_rank);
+    drop_hold();
+    return place_now(job, index);
   }
 
-  void release(std::uint32_t index) override { (void)state_.release(std::to_string(index)); }
+  void release(std::uint32_t index) override {
+    drop_hold();
+    (void)state_.release(std::to_string(index));
+  }
+
+  void end_pass() override { drop_hold(); }
 
   // Policies that fit a job on any free GPUs get exact GPU-count reservations instead.
   bool plans_reservations() const override { return !policy_.fits_any_free_gpus(); }
@@ -50,6 +58,7 @@ class RegistryPlacer final : public Placer {
   // policy calls, assuming that more free GPUs never make a placement impossible.
   Result<Reservation> reserve(const SimJob& job, std::uint32_t index, std::span<const std::uint32_t> running_by_end,
                               std::size_t min_finished) override {
+    drop_hold();
     const PlaceRequest r = request(job, index);
     std::vector<std::pair<std::string, std::vector<GpuId>>> ended;
     auto end_first = [&](std::size_t k) {
@@ -118,24 +127,54 @@ class RegistryPlacer final : public Placer {
   }
 
   // The reserved GPUs that are free now are held by a pseudo job while the policy decides.
+  // The hold stays in place for the next place_around with the same reserved GPUs (a
+  // backfill pass asks for many jobs in a row): until then only place_around ran, whose
+  // starts cannot take held GPUs, and nothing was released, so the held set is exactly the
+  // one that call would build. Every other entry point (and end_pass) drops it first, so
+  // they see the state without it. The policies read the free counters and the free-GPU
+  // index by node id, never the order of a bucket's list, so the different sequence of
+  // allocate/release calls leaves every decision as it was (docs/design.md, "Simulation at
+  // 100,000 GPUs").
   Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t index,
                                           std::span<const GpuId> keep_free) override {
-    static const std::string kHold = "reservation";
-    std::vector<GpuId> hold;
-    for (GpuId g : keep_free)
-      if (state_.gpu_free(g)) hold.push_back(g);
-    if (!hold.empty()) (void)state_.allocate(kHold, hold);
-    auto gpus = place(job, index);
-    if (!hold.empty()) (void)state_.release(kHold);
-    return gpus;
+    if (!holding_ || !std::equal(keep_free.begin(), keep_free.end(), hold_for_.begin(), hold_for_.end())) {
+      drop_hold();
+      std::vector<GpuId> hold;
+      for (GpuId g : keep_free)
+        if (state_.gpu_free(g)) hold.push_back(g);
+      if (!hold.empty()) (void)state_.allocate(kHold, hold);
+      hold_for_.assign(keep_free.begin(), keep_free.end());
+      holding_ = true;
+    }
+    return place_now(job, index);
   }
 
   double fragmentation() const override {
-    const FragmentationReport f = toposched::fragmentation(state_, sizes_);
-    return f.total_gpus > 0 ? f.expected_unusable_gpus / static_cast<double>(f.total_gpus) : 0;
+    auto share = [&](const AllocationState& s) {
+      const FragmentationReport f = toposched::fragmentation(s, sizes_);
+      return f.total_gpus > 0 ? f.expected_unusable_gpus / static_cast<double>(f.total_gpus) : 0;
+    };
+    if (!holding_ || !state_.has_job(kHold)) return share(state_);
+    AllocationState without = state_.snapshot();  // the engine ends its pass first: not reached from it
+    (void)without.release(kHold);
+    return share(without);
   }
 
  private:
+  static constexpr std::string_view kHold = "reservation";
+
+  Result<std::vector<GpuId>> place_now(const SimJob& job, std::uint32_t index) {
+    TOPOSCHED_TRY(p, place_job(state_, request(job, index), true, PlaceDetail::kGpusOnly));
+    return std::move(p.gpus_by_rank);
+  }
+
+  void drop_hold() {
+    if (!holding_) return;
+    holding_ = false;
+    hold_for_.clear();
+    if (state_.has_job(kHold)) (void)state_.release(kHold);
+  }
+
   // The job as a front end would send it (`toposched place --job INDEX --gpus N --tp ...`).
   PlaceRequest request(const SimJob& job, std::uint32_t index) {
     PlaceRequest out;
@@ -182,6 +221,8 @@ class RegistryPlacer final : public Placer {
   int gpus_per_node_ = 8;
   std::vector<std::string> models_;
   std::map<std::string, bool> model_ok_;
+  bool holding_ = false;          // place_around's hold is allocated (as job kHold, when non-empty)
+  std::vector<GpuId> hold_for_;   // the reserved GPUs it was built for
 };
 
 // The estimate's step as fractions (sim/backend.h's StepBreakdown).
@@ -232,7 +273,7 @@ class CostCommModel final : public CommModel {
       plan = ParallelPlan{};
       plan.dp = static_cast<int>(gpus.size());
     }
-    auto est = estimate_job_comm(c_, gpus, plan, model);
+    auto est = estimate(gpus, plan, model, shape.workload_class);
     if (est) {
       out.slowdown = std::max(1.0, est->step_slowdown);
       const double step = est->step_us;
@@ -260,7 +301,36 @@ class CostCommModel final : public CommModel {
   std::size_t uplink_count() const override { return capacity_.size(); }
 
  private:
+  // estimate_job_comm with its ideal side (ideal_job_comm: the job alone on an ideal
+  // placement) computed once per (workload class, compute time, node type of the first GPU,
+  // plan) and kept: it depends on nothing else, so every later job of the same shape reuses
+  // it instead of walking the ranks of a second placement. The same answer as
+  // estimate_job_comm(c_, gpus, plan, model) (tests/sim/comm_cache_test.cc); when the
+  // ideal cannot be computed, that call itself (its fallback) runs.
+  Result<JobCommEstimate> estimate(std::span<const GpuId> gpus, const ParallelPlan& plan, const WorkloadModel& model,
+                                   const std::string& workload_class) const {
+    const IdealKey key{workload_class, model.compute_us_per_step, c_.node_type_id(c_.gpu_node(gpus[0])).value,
+                       plan.tp, plan.pp, plan.ep, plan.dp, plan.cp};
+    std::optional<IdealJobComm> ideal;
+    {
+      MutexLock lock(ideal_mu_);
+      if (auto it = ideals_.find(key); it != ideals_.end()) ideal = it->second;
+    }
+    if (!ideal) {
+      auto fresh = ideal_job_comm(c_, plan, model, gpus[0]);
+      if (!fresh) return estimate_job_comm(c_, gpus, plan, model);
+      ideal = *fresh;
+      MutexLock lock(ideal_mu_);
+      ideals_.emplace(key, *fresh);
+    }
+    return estimate_job_comm(c_, gpus, plan, model, CostOptions{}, *ideal);
+  }
+
+  using IdealKey = std::tuple<std::string, double, std::uint32_t, int, int, int, int, int>;
+
   const Cluster& c_;
+  mutable Mutex ideal_mu_;
+  mutable std::map<IdealKey, IdealJobComm> ideals_ GUARDED_BY(ideal_mu_);  // see estimate()
   int gpus_per_node_ = 8;
   std::vector<double> capacity_;
   std::map<std::string, WorkloadModel> models_;

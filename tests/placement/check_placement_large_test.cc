@@ -1,0 +1,60 @@
+// check_placement on large GPU lists (256 or more: the radix-sorted path, placement.cc): the
+// same verdicts and the same first offending GPU as on small lists, whatever the rank order.
+#include <algorithm>
+#include <random>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "placement/allocation_state.h"
+#include "placement/job_request.h"
+#include "placement/placement.h"
+#include "support/preset_cluster.h"
+
+namespace toposched {
+namespace {
+
+using toposched::testing::preset;
+
+JobRequest gpus_request(int gpus, const Cluster& c) {
+  JobRequest r;
+  r.gpus = gpus;
+  return *normalize(r, c);
+}
+
+TEST(CheckPlacementLarge, ShuffledRanksDuplicatesAndOwnedGpusOfThousandsOfGpus) {
+  const Cluster c = preset("dgx-h100?nodes=600");  // 4,800 GPUs: ids need two radix passes
+  AllocationState s(c);
+  ASSERT_TRUE(s.allocate("busy", std::vector<GpuId>{c.node_gpu(NodeId(590), 3)}));
+  std::vector<GpuId> gpus;
+  for (std::uint32_t n = 50; n < 562; ++n)  // 512 nodes, 4,096 GPUs
+    for (int l = 0; l < 8; ++l) gpus.push_back(c.node_gpu(NodeId(n), l));
+  std::mt19937 rng(3);
+  std::shuffle(gpus.begin(), gpus.end(), rng);
+  const JobRequest r = gpus_request(4096, c);
+  EXPECT_TRUE(check_placement(s, r, gpus));
+  // Two duplicates: the error names the lower GPU id, as a sorted scan finds it first.
+  std::vector<GpuId> twice = gpus;
+  twice[100] = c.node_gpu(NodeId(400), 5);
+  twice[3000] = c.node_gpu(NodeId(400), 5);
+  twice[7] = c.node_gpu(NodeId(60), 1);
+  twice[4000] = c.node_gpu(NodeId(60), 1);
+  auto dup = check_placement(s, r, twice);
+  ASSERT_FALSE(dup);
+  EXPECT_NE(dup.error().message.find(fmt::format("GPU {} appears twice", c.node_gpu(NodeId(60), 1).value)),
+            std::string::npos)
+      << dup.error().message;
+  // A GPU another job owns.
+  std::vector<GpuId> owned = gpus;
+  owned[2048] = c.node_gpu(NodeId(590), 3);
+  auto busy = check_placement(s, r, owned);
+  ASSERT_FALSE(busy);
+  EXPECT_NE(busy.error().message.find("is not free"), std::string::npos) << busy.error().message;
+  // A GPU outside the cluster (the largest id decides the number of passes).
+  std::vector<GpuId> outside = gpus;
+  outside[10] = GpuId(static_cast<std::uint32_t>(c.gpu_count()) + 70000);
+  EXPECT_FALSE(check_placement(s, r, outside));
+}
+
+}  // namespace
+}  // namespace toposched
