@@ -543,26 +543,33 @@ class Topo final : public PlacementPolicy {
       }
       if (pick == kids.size()) return;
       Child& k = kids[pick];
-      long want = std::min(k.units, need);
-      if (k.is_node) {
-        NodeId n(k.id);
-        node_units.take(n, static_cast<int>(want));
-        for (SwitchId a : s.node_ancestors(n)) sw_units[a.index()] -= want;
-        if (!takes.empty() && takes.back().first == n)
-          takes.back().second += static_cast<int>(want);
-        else
-          takes.push_back({n, static_cast<int>(want)});
-        need -= want;
-        k.units -= want;
-      } else {
-        long before = want;
-        take(s, plan, SwitchId(k.id), want, node_units, sw_units, takes);
-        long got = before - want;
-        need -= got;
-        k.units -= got;
-        if (got == 0) k.units = 0;
-      }
+      take_from_child(s, plan, k, need, node_units, sw_units, takes);
     }
+  }
+
+  // Takes up to `need` units from one child: a node's directly, a switch's through take's
+  // scan of its subtree (a subtree that gives nothing is used up).
+  static void take_from_child(const AllocationState& s, const Plan& plan, Child& k, long& need, NodeUnits& node_units,
+                              std::vector<long>& sw_units, std::vector<std::pair<NodeId, int>>& takes) {
+    long want = std::min(k.units, need);
+    if (k.is_node) {
+      NodeId n(k.id);
+      node_units.take(n, static_cast<int>(want));
+      for (SwitchId a : s.node_ancestors(n)) sw_units[a.index()] -= want;
+      if (!takes.empty() && takes.back().first == n)
+        takes.back().second += static_cast<int>(want);
+      else
+        takes.push_back({n, static_cast<int>(want)});
+      need -= want;
+      k.units -= want;
+      return;
+    }
+    const long before = want;
+    take(s, plan, SwitchId(k.id), want, node_units, sw_units, takes);
+    const long got = before - want;
+    need -= got;
+    k.units -= got;
+    if (got == 0) k.units = 0;
   }
 
   // The picks of take's scan below, in O(children log children) instead of O(children x
@@ -591,25 +598,7 @@ class Topo final : public PlacementPolicy {
         pick = std::partition_point(first, fits_end, [&](std::uint32_t i) { return kids[i].units > smallest; });
       }
       Child& k = kids[*pick];
-      long want = std::min(k.units, need);
-      if (k.is_node) {
-        NodeId n(k.id);
-        node_units.take(n, static_cast<int>(want));
-        for (SwitchId a : s.node_ancestors(n)) sw_units[a.index()] -= want;
-        if (!takes.empty() && takes.back().first == n)
-          takes.back().second += static_cast<int>(want);
-        else
-          takes.push_back({n, static_cast<int>(want)});
-        need -= want;
-        k.units -= want;
-      } else {
-        long before = want;
-        take(s, plan, SwitchId(k.id), want, node_units, sw_units, takes);
-        long got = before - want;
-        need -= got;
-        k.units -= got;
-        if (got == 0) k.units = 0;
-      }
+      take_from_child(s, plan, k, need, node_units, sw_units, takes);
       // Counts and units disagreed (a subtree gave less than it counted): the scan goes on
       // from here, as the sorted order may no longer hold.
       if (need > 0 && (k.units > 0 || pick != first)) return;
