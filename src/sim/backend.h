@@ -110,11 +110,12 @@ Result<std::unique_ptr<Placer>> make_placer(const Cluster& cluster, const std::s
 std::unique_ptr<CommModel> make_comm_model(const Cluster& cluster);
 
 // How a trace job communicates: its workload class (the trace's kind, else llm-dense when
-// it has a TP/PP plan, else dp-vision) and its plan as the cost model wants it (EP carved
-// out of DP). Exposed for tests and docs.
+// it has a TP/PP plan, else dp-vision) and its plan: the cost model's and the job request's
+// one ParallelPlan, so `dp` means what it means everywhere (gpus / (tp x cp x ep x pp); a
+// trace's EP is carved out of its data-parallel width). Exposed for tests and docs.
 struct JobShape {
   std::string workload_class;
-  int tp = 1, pp = 1, dp = 1, ep = 1;
+  ParallelPlan plan;
 };
 JobShape job_shape(const SimJob& job, int gpus_per_node);
 // Estimated compute time of one step (µs) of the job's workload class on `gpu_model`

@@ -183,14 +183,14 @@ class RegistryPlacer final : public Placer {
     r.job_id = std::to_string(index);
     r.gpus = job.gpus;
     JobShape shape = job_shape(job, gpus_per_node_);
-    r.tp = shape.tp;
-    r.pp = shape.pp;
-    r.ep = shape.ep;  // its own dimension, as in the cost model: dp = gpus / (tp x ep x pp)
-    r.dp = 0;
+    r.tp = shape.plan.tp;
+    r.pp = shape.plan.pp;
+    r.ep = shape.plan.ep;
+    r.dp = 0;  // derived by normalize: gpus / (tp x ep x pp), shape.plan.dp
     r.model_class = shape.workload_class;
     if (shape.workload_class == "inference") {
       r.workload = WorkloadKind::kInference;
-      r.replica_gpus = shape.tp * shape.pp;
+      r.replica_gpus = shape.plan.tp * shape.plan.pp;
     }
     r.gpu_model = usable_model(job.gpu_model);
     r.seed = seed_ + index;
@@ -264,11 +264,7 @@ class CostCommModel final : public CommModel {
     WorkloadModel model = mit->second;
     std::string_view gpu_model = c_.node_type(c_.gpu_node(gpus[0])).gpu_model;
     model.compute_us_per_step = compute_us_per_step(shape, gpu_model);
-    ParallelPlan plan;
-    plan.tp = shape.tp;
-    plan.pp = shape.pp;
-    plan.ep = shape.ep;
-    plan.dp = shape.dp / shape.ep;
+    ParallelPlan plan = shape.plan;
     if (plan.gpus() != static_cast<int>(gpus.size())) {
       plan = ParallelPlan{};
       plan.dp = static_cast<int>(gpus.size());
@@ -340,39 +336,34 @@ class CostCommModel final : public CommModel {
 
 JobShape job_shape(const SimJob& job, int gpus_per_node) {
   JobShape s;
-  int g = std::max(job.gpus, 1);
-  bool has_plan = job.tp > 0 || job.pp > 0;
+  const int g = std::max(job.gpus, 1);
+  const bool has_plan = job.tp > 0 || job.pp > 0;
   s.workload_class = !job.kind.empty() ? job.kind : has_plan ? "llm-dense" : "dp-vision";
+  ParallelPlan& p = s.plan;
+  int width = g;  // the data-parallel width before EP is carved out of it
   if (has_plan || job.dp > 0) {
-    s.tp = std::max(job.tp, 1);
-    s.pp = std::max(job.pp, 1);
-    s.dp = std::max(1, g / (s.tp * s.pp));
-  } else if (s.workload_class == "dp-vision") {
-    s.dp = g;
-  } else {
+    p.tp = std::max(job.tp, 1);
+    p.pp = std::max(job.pp, 1);
+    width = std::max(1, g / (p.tp * p.pp));
+  } else if (s.workload_class != "dp-vision") {
     // A class without a plan: TP within a node, DP across.
-    s.tp = std::min(g, gpus_per_node);
-    while (g % s.tp != 0) --s.tp;
-    s.dp = g / s.tp;
+    p.tp = std::min(g, gpus_per_node);
+    while (g % p.tp != 0) --p.tp;
+    width = g / p.tp;
   }
-  if (s.tp * s.pp * s.dp != g) {  // an inconsistent plan: fall back to pure DP
-    s.tp = s.pp = 1;
-    s.dp = g;
+  if (p.tp * p.pp * width != g) {  // an inconsistent plan: fall back to pure DP
+    p.tp = p.pp = 1;
+    width = g;
   }
-  s.ep = 1;
-  if (job.ep > 1 && s.dp % job.ep == 0) s.ep = job.ep;
+  if (job.ep > 1 && width % job.ep == 0) p.ep = job.ep;
+  p.dp = width / p.ep;
   return s;
 }
 
 double compute_us_per_step(const JobShape& shape, std::string_view gpu_model) {
   auto model = workload_class(shape.workload_class);
   if (!model) return 0;
-  ParallelPlan plan;
-  plan.tp = shape.tp;
-  plan.pp = shape.pp;
-  plan.ep = shape.ep;
-  plan.dp = std::max(1, shape.dp / std::max(shape.ep, 1));
-  return model_compute_us_per_step(*model, plan, gpu_model);
+  return model_compute_us_per_step(*model, shape.plan, gpu_model);
 }
 
 double model_compute_us_per_step(const WorkloadModel& m, const ParallelPlan& plan, std::string_view gpu_model) {

@@ -47,10 +47,10 @@ std::string run_cli(const std::string& args) {
 // request (sim::job_shape: workload class, tp, pp, ep; inference replicas of tp x pp).
 std::string place_flags(const sim::SimJob& job, std::uint32_t index, std::uint64_t seed, const std::string& policy) {
   sim::JobShape shape = sim::job_shape(job, 8);
-  std::string flags = fmt::format("--gpus {} --tp {} --pp {} --ep {} --model {} --job {} --seed {}", job.gpus, shape.tp,
-                                  shape.pp, shape.ep, shape.workload_class, index, seed + index);
+  std::string flags = fmt::format("--gpus {} --tp {} --pp {} --ep {} --model {} --job {} --seed {}", job.gpus, shape.plan.tp,
+                                  shape.plan.pp, shape.plan.ep, shape.workload_class, index, seed + index);
   if (shape.workload_class == "inference")
-    flags += fmt::format(" --workload inference --replica-gpus {}", shape.tp * shape.pp);
+    flags += fmt::format(" --workload inference --replica-gpus {}", shape.plan.tp * shape.plan.pp);
   // As the simulator submits to slurm-block (sim/placement_backend.cc): a job larger than a
   // node as whole nodes, since Slurm's --gpus=K takes all K GPUs from one base block.
   if (policy == "slurm-block" && job.gpus > 8 && job.gpus % 8 == 0) flags += " --gpus-per-node 8";

@@ -31,20 +31,24 @@ TEST(Backend, JobShapes) {
   j.kind = "llm-moe";
   JobShape s = job_shape(j, 8);
   EXPECT_EQ(s.workload_class, "llm-moe");
-  EXPECT_EQ(s.tp * s.pp * s.dp, 64);
-  EXPECT_EQ(s.ep, 2);
+  EXPECT_EQ(s.plan.gpus(), 64);
+  EXPECT_EQ(s.plan.ep, 2);
+  EXPECT_EQ(s.plan.dp, 2);  // dp as the cost model's: 64 / (tp 8 x pp 2 x ep 2)
   SimJob plain;
   plain.gpus = 16;
   JobShape v = job_shape(plain, 8);
   EXPECT_EQ(v.workload_class, "dp-vision");
-  EXPECT_EQ(v.dp, 16);
+  EXPECT_EQ(v.plan.dp, 16);
   SimJob llm;
   llm.gpus = 4;
   llm.kind = "llm-dense";
   JobShape l = job_shape(llm, 8);
-  EXPECT_EQ(l.tp, 4);
+  EXPECT_EQ(l.plan.tp, 4);
   // Bigger model-parallel groups compute less per GPU per step.
-  JobShape a{"llm-dense", 8, 1, 1, 1}, b{"llm-dense", 8, 4, 1, 1};
+  JobShape a{"llm-dense", {}}, b{"llm-dense", {}};
+  a.plan.tp = 8;
+  b.plan.tp = 8;
+  b.plan.pp = 4;
   EXPECT_GT(compute_us_per_step(a, "H100-SXM5"), compute_us_per_step(b, "H100-SXM5"));
   EXPECT_GT(compute_us_per_step(a, "V100"), compute_us_per_step(a, "H100-SXM5"));
 }
