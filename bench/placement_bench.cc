@@ -29,17 +29,17 @@ namespace toposched {
 namespace {
 
 using bench::big_cluster;
+using bench::busy_state;
 using bench::draw_request;
 using bench::thread_cpu_us;
 
-AllocationState occupied_state(std::uint64_t seed) { return bench::busy_state(seed); }
 
 // The decision: the policy's choice of GPUs and rank order, checked against the request
 // (PlacementPolicy::select + check_placement). `full` adds what place() derives for the
 // report: the cost model's prediction of the chosen placement and the explanation.
 void run_decisions(benchmark::State& st, bool full) {
   const Cluster& c = big_cluster();
-  static const AllocationState s = occupied_state(42);
+  static const AllocationState s = busy_state(42);
   const PlacementPolicy& topo = **find_policy("topo");
   std::mt19937_64 rng(7);
   std::vector<double> us, wall_us;
@@ -85,7 +85,7 @@ BENCHMARK(BM_TopoPlaceWithPrediction)->Iterations(1000)->Unit(benchmark::kMicros
 // One request size at a time (same shapes as the mix), to see where the time goes.
 void BM_TopoDecideBySize(benchmark::State& st) {
   const Cluster& c = big_cluster();
-  static const AllocationState s = occupied_state(42);
+  static const AllocationState s = busy_state(42);
   const PlacementPolicy& topo = **find_policy("topo");
   JobRequest r;
   r.gpus = static_cast<int>(st.range(0));
@@ -101,7 +101,7 @@ BENCHMARK(BM_TopoDecideBySize)->Arg(1)->Arg(8)->Arg(64)->Arg(256)->Arg(1024)->Ar
 
 void BM_AllocateRelease(benchmark::State& st) {
   const Cluster& c = big_cluster();
-  AllocationState s = occupied_state(43);
+  AllocationState s = busy_state(43);
   const int nodes = static_cast<int>(st.range(0));
   // Whole free nodes to allocate from.
   std::vector<NodeId> free_nodes;

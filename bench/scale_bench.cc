@@ -34,10 +34,10 @@ namespace toposched {
 namespace {
 
 using bench::big_cluster;
+using bench::busy_state;
 using bench::draw_request;
 using bench::thread_cpu_us;
 
-AllocationState occupied_state(std::uint64_t seed) { return bench::busy_state(seed); }
 
 void report_quantiles(benchmark::State& st, std::vector<double> us, long feasible) {
   std::sort(us.begin(), us.end());
@@ -50,7 +50,7 @@ void report_quantiles(benchmark::State& st, std::vector<double> us, long feasibl
 
 void BM_TopoDecideAtScale(benchmark::State& st) {
   const Cluster& c = big_cluster();
-  static const AllocationState s = occupied_state(42);
+  static const AllocationState s = busy_state(42);
   const PlacementPolicy& topo = **find_policy("topo");
   const bool large = st.range(0) == 1;
   std::mt19937_64 rng(7);
@@ -83,7 +83,7 @@ BENCHMARK(BM_TopoDecideAtScale)->Arg(1)->Iterations(300)->Unit(benchmark::kMicro
 
 void BM_TopoPlaceAtScale(benchmark::State& st) {
   const Cluster& c = big_cluster();
-  static const AllocationState s = occupied_state(42);
+  static const AllocationState s = busy_state(42);
   const PlacementPolicy& topo = **find_policy("topo");
   std::mt19937_64 rng(7);
   std::vector<double> us;
