@@ -33,7 +33,6 @@ using bench::busy_state;
 using bench::draw_request;
 using bench::thread_cpu_us;
 
-
 // The decision: the policy's choice of GPUs and rank order, checked against the request
 // (PlacementPolicy::select + check_placement). `full` adds what place() derives for the
 // report: the cost model's prediction of the chosen placement and the explanation.

@@ -38,7 +38,6 @@ using bench::busy_state;
 using bench::draw_request;
 using bench::thread_cpu_us;
 
-
 void report_quantiles(benchmark::State& st, std::vector<double> us, long feasible) {
   std::sort(us.begin(), us.end());
   auto q = [&](double f) { return us[std::min(us.size() - 1, static_cast<std::size_t>(f * static_cast<double>(us.size())))]; };
