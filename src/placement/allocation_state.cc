@@ -78,7 +78,6 @@ void AllocationState::build_index() {
 }
 
 void AllocationState::move_bucket(NodeId n, int from, int to) {
-  const std::size_t buckets = bucket_nodes_.size();
   std::vector<NodeId>& src = bucket_nodes_[static_cast<std::size_t>(from)];
   const std::uint32_t pos = bucket_pos_[n.index()];
   src[pos] = src.back();
@@ -87,25 +86,29 @@ void AllocationState::move_bucket(NodeId n, int from, int to) {
   std::vector<NodeId>& dst = bucket_nodes_[static_cast<std::size_t>(to)];
   bucket_pos_[n.index()] = static_cast<std::uint32_t>(dst.size());
   dst.push_back(n);
-  for (SwitchId s : node_ancestors(n)) {
-    --switch_bucket_nodes_[s.index() * buckets + static_cast<std::size_t>(from)];
-    ++switch_bucket_nodes_[s.index() * buckets + static_cast<std::size_t>(to)];
-  }
 }
 
 void AllocationState::adjust(NodeId n, int delta) {
+  if (delta == 0) return;
   const int before = node_free_[n.index()];
   const int after = before + delta;
   const int whole = cluster_->node_gpu_count(n);
-  const int from = node_bucket(n);
+  const std::size_t from = static_cast<std::size_t>(node_bucket(n));
   node_free_[n.index()] = after;
-  if (delta != 0) move_bucket(n, from, node_bucket(n));
+  const std::size_t to = static_cast<std::size_t>(node_bucket(n));
+  move_bucket(n, static_cast<int>(from), static_cast<int>(to));
   const int node_delta = (after == whole) - (before == whole);
   total_free_gpus_ += delta;
   total_free_nodes_ += node_delta;
+  // One walk up the tree for the counters and the index: the subtree counts of both
+  // buckets sit in the switch's row of switch_bucket_nodes_.
+  const std::size_t buckets = bucket_nodes_.size();
   for (SwitchId s : node_ancestors(n)) {
     switch_free_gpus_[s.index()] += delta;
     switch_free_nodes_[s.index()] += node_delta;
+    std::int64_t* row = &switch_bucket_nodes_[s.index() * buckets];
+    --row[from];
+    ++row[to];
   }
   if (DomainId d = cluster_->node_domain(n); d.valid()) {
     domain_free_gpus_[d.index()] += delta;
