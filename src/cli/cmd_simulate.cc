@@ -160,7 +160,7 @@ int write_outputs(const SimulateOptions& o, const sim::RunInfo& info, const sim:
     std::fputs(json->c_str(), stdout);
   } else {
     std::fputs(sim::report_table(info, runs).c_str(), stdout);
-    if (!o.report.empty()) fmt::print("\nreport: {} (and report.json)\n", path_in_dir(o.report, "report.html"));
+    if (!o.report.empty()) fmt::print("\nreport: {} (and report.json, jobs.csv)\n", path_in_dir(o.report, "report.html"));
   }
   return kExitOk;
 }
@@ -234,7 +234,7 @@ void register_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", o->seed, "Seed for the random policy and synthetic times (default 1)");
   cmd->add_option("--load", o->load, "Offered load for traces without times (default 0.9 of the cluster)");
   cmd->add_option("--max-jobs", o->max_jobs, "Simulate only the first N jobs of the trace");
-  cmd->add_option("--report,-r", o->report, "Write DIR/report.json and DIR/report.html");
+  cmd->add_option("--report,-r", o->report, "Write DIR/report.json, DIR/report.html and DIR/jobs.csv (one row per job and policy)");
   cmd->add_option("--write-trace", o->write_trace, "Also write the trace simulated (e.g. the generated one) as native CSV");
   cmd->add_option("--score-model", o->score_model,
                   "The policies decide with this perturbed model while runtimes use the true one: comma-separated "

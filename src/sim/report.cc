@@ -9,6 +9,7 @@
 
 #include "formats/html_page.h"
 #include "formats/json_output.h"
+#include "sim/traces/native_csv.h"
 #include "topology/file_io.h"
 
 namespace toposched::sim {
@@ -335,12 +336,35 @@ Result<std::string> report_html(const RunInfo& info, const Trace& trace, const s
   return html::render_chart_page(page);
 }
 
+std::string jobs_csv(const Trace& trace, const std::vector<PolicyRun>& runs) {
+  std::string out =
+      "policy,job,gpus,kind,submit_s,start_s,end_s,wait_s,run_s,slowdown,placement_slowdown,nodes,placed,never_placed_reason\n";
+  for (const PolicyRun& run : runs) {
+    if (!run.result) continue;
+    const std::string policy = csv_field(run.summary.policy);
+    for (std::size_t i = 0; i < trace.jobs.size() && i < run.result->jobs.size(); ++i) {
+      const SimJob& job = trace.jobs[i];
+      const JobOutcome& o = run.result->jobs[i];
+      out += fmt::format("{},{},{},{},{:.3f},", policy, csv_field(job.id), job.gpus, csv_field(job.kind), job.submit_s);
+      if (o.placed) {
+        out += fmt::format("{:.3f},{:.3f},{:.3f},{:.3f},{:.4f},{:.4f},{},true,\n", o.start_s, o.end_s, o.start_s - job.submit_s,
+                           o.end_s - o.start_s, o.slowdown, o.placement_slowdown, o.nodes);
+      } else {
+        out += fmt::format(",,,,,,,false,{}\n", csv_field(o.never_placed_reason));
+      }
+    }
+  }
+  return out;
+}
+
 Result<void> write_report(const std::string& dir, const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs) {
-  // Both are rendered before anything is created, and report.json (what scripts read) goes
-  // last: a failed render leaves no directory, a failed write no new report.html.
+  // Every file is rendered before anything is created, and report.json (what scripts read)
+  // goes last: a failed render leaves no directory, a failed write no new report.html.
   TOPOSCHED_TRY(json, report_json(info, runs));
   TOPOSCHED_TRY(html, report_html(info, trace, runs));
-  return write_report_dir(dir, json, html);
+  const std::string jobs = jobs_csv(trace, runs);
+  const ReportFile extra[] = {{"jobs.csv", jobs}};
+  return write_report_dir(dir, json, html, extra);
 }
 
 }  // namespace toposched::sim

@@ -7,7 +7,9 @@
 //  - report_html: one self-contained page in the shell of formats/html_page.h: JCT CDF per
 //    policy, utilisation, queue length and fragmentation over time, slowdown distribution,
 //    per-policy summary.
-// write_report writes report.json and report.html into a directory atomically.
+//  - jobs_csv: one row per job and policy (when it started and ended, what its placement
+//    cost it), for the questions a summary cannot answer (which jobs waited, and why).
+// write_report writes report.json, report.html and jobs.csv into a directory atomically.
 // Pure functions apart from write_report; thread-safe.
 #pragma once
 
@@ -43,6 +45,11 @@ struct PolicyRun {
 Result<std::string> report_json(const RunInfo& info, const std::vector<PolicyRun>& runs);
 std::string report_table(const RunInfo& info, const std::vector<PolicyRun>& runs);
 Result<std::string> report_html(const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs);
+
+// Header: policy,job,gpus,kind,submit_s,start_s,end_s,wait_s,run_s,slowdown,
+// placement_slowdown,nodes,placed,never_placed_reason; rows in policy order, then trace order.
+// Runs without a result (null) have no rows.
+std::string jobs_csv(const Trace& trace, const std::vector<PolicyRun>& runs);
 
 Result<void> write_report(const std::string& dir, const RunInfo& info, const Trace& trace, const std::vector<PolicyRun>& runs);
 

@@ -291,15 +291,29 @@ std::string path_in_dir(const std::string& dir, std::string_view name) {
   return joined + std::string(name);
 }
 
-Result<void> write_report_dir(const std::string& dir, std::string_view json_text, std::string_view html_text) {
+Result<void> write_report_dir(const std::string& dir, std::string_view json_text, std::string_view html_text,
+                              std::span<const ReportFile> extra) {
   if (auto usable = check_output_dir(dir); !usable) return usable;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return make_error(ErrorCode::kIo, fmt::format("cannot create report directory '{}': {}", dir, ec.message()));
-  const std::string html_path = path_in_dir(dir, "report.html");
-  if (auto h = write_file_atomically(html_path, html_text); !h) return h;
+  std::vector<std::string> written;
+  auto remove_written = [&] {
+    for (const std::string& path : written) fs::remove(path, ec);
+  };
+  auto write = [&](std::string_view name, std::string_view text) -> Result<void> {
+    std::string path = path_in_dir(dir, name);
+    if (auto w = write_file_atomically(path, text); !w) {
+      remove_written();
+      return w;
+    }
+    written.push_back(std::move(path));
+    return {};
+  };
+  TOPOSCHED_CHECK(write("report.html", html_text));
+  for (const ReportFile& f : extra) TOPOSCHED_CHECK(write(f.name, f.text));
   auto j = write_file_atomically(path_in_dir(dir, "report.json"), json_text);
-  if (!j) fs::remove(html_path, ec);
+  if (!j) remove_written();
   return j;
 }
 

@@ -23,6 +23,7 @@
 // can remove it before the process dies.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -46,8 +47,14 @@ Result<void> check_output_dir(const std::string& dir);
 // write_file_atomically, report.json (what scripts read) last; when report.json cannot be
 // written the new report.html is removed again, so a failure never leaves a report.html
 // without its report.json. Both texts are rendered by the caller first, so a failed render
-// creates nothing.
-Result<void> write_report_dir(const std::string& dir, std::string_view json_text, std::string_view html_text);
+// creates nothing. `extra` files (e.g. simulate's jobs.csv) are written after report.html
+// and before report.json, and removed with it on failure.
+struct ReportFile {
+  std::string_view name;  // file name inside the folder
+  std::string_view text;
+};
+Result<void> write_report_dir(const std::string& dir, std::string_view json_text, std::string_view html_text,
+                              std::span<const ReportFile> extra = {});
 
 // `dir`/`name` with one separator whatever `dir` ends with ("out//" + "report.html" gives
 // "out/report.html"; "/" stays the root): the path of a file a command writes into a folder,

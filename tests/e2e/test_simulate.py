@@ -1,5 +1,6 @@
 """End-to-end: `toposched simulate` through the real binary (issue 7): the report.json
 contract, byte-identical reports for one seed, trace errors and exit codes."""
+import csv
 import json
 import os
 import shlex
@@ -93,6 +94,26 @@ class SimulateTest(unittest.TestCase):
                 self.assertGreaterEqual(p["jct_p99_s"], p["jct_p50_s"])
                 self.assertGreaterEqual(p["comm_slowdown_mean"], 1.0)
             self.assertTrue(os.path.getsize(os.path.join(out, "report.html")) > 500_000)
+            self.check_jobs_csv(os.path.join(out, "jobs.csv"), report)
+
+    def check_jobs_csv(self, path, report):
+        # One row per job and policy, agreeing with report.json's summary.
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        for name, p in report["policies"].items():
+            mine = [r for r in rows if r["policy"] == name]
+            self.assertEqual(len(mine), 120, name)
+            placed = [r for r in mine if r["placed"] == "true"]
+            self.assertEqual(len(placed), p["jobs"], name)
+            for r in placed:
+                self.assertGreaterEqual(float(r["wait_s"]), 0.0)
+                self.assertAlmostEqual(float(r["wait_s"]), float(r["start_s"]) - float(r["submit_s"]), delta=0.002)
+                self.assertGreaterEqual(float(r["slowdown"]), 1.0)
+                self.assertGreaterEqual(int(r["nodes"]), 1)
+            jct = [float(r["end_s"]) - float(r["submit_s"]) for r in placed]
+            self.assertAlmostEqual(sum(jct) / len(jct), p["jct_mean_s"], delta=0.01 * p["jct_mean_s"] + 1)
+            wait = [float(r["wait_s"]) for r in placed]
+            self.assertAlmostEqual(sum(wait) / len(wait), p["wait_mean_s"], delta=0.01 * p["wait_mean_s"] + 1)
 
     def test_same_seed_same_bytes(self):
         with temp_dir() as tmp:
@@ -102,13 +123,13 @@ class SimulateTest(unittest.TestCase):
                 out = os.path.join(tmp, f"r{k}")
                 run("simulate", "--cluster", CLUSTER, "--generate", mix, "--policies", "all", "--discipline", "easy-backfill",
                     "--report", out, "--quiet", "--seed", "3")
-                outs.append(read_bytes(os.path.join(out, "report.json")))
+                outs.append(read_bytes(os.path.join(out, "report.json")) + read_bytes(os.path.join(out, "jobs.csv")))
             self.assertEqual(outs[0], outs[1])
             # A different workload seed gives a different report (the check can fail).
             out = os.path.join(tmp, "other")
             run("simulate", "--cluster", CLUSTER, "--generate", small_mix(tmp, seed=12), "--policies", "all",
                 "--discipline", "easy-backfill", "--report", out, "--quiet", "--seed", "3")
-            self.assertNotEqual(outs[0], read_bytes(os.path.join(out, "report.json")))
+            self.assertNotEqual(outs[0], read_bytes(os.path.join(out, "report.json")) + read_bytes(os.path.join(out, "jobs.csv")))
 
     def test_json_output_and_trace_formats(self):
         for trace in ["native/small.csv", "philly/cluster_job_log", "helios/cluster_log.csv", "pai-v2020"]:

@@ -1,5 +1,6 @@
 // write_report_dir: the report folder that `simulate`, `route` and `scale` write (one
-// routine for the three): created with its parents, report.html then report.json, nothing
+// routine for the three): created with its parents, report.html (and extra files such as
+// simulate's jobs.csv) then report.json, nothing
 // left half-written, and a folder that cannot be one refused before anything is written.
 #include <gtest/gtest.h>
 
@@ -68,6 +69,27 @@ TEST_F(ReportDir, WhenReportJsonCannotBeWrittenNoNewHtmlIsLeft) {
   ASSERT_FALSE(r);
   EXPECT_FALSE(fs::exists(root_ / "report.html"));
   EXPECT_TRUE(fs::is_directory(root_ / "report.json"));
+}
+
+TEST_F(ReportDir, ExtraFilesAreWrittenBeforeReportJsonAndRemovedWithIt) {
+  const ReportFile extra[] = {{"jobs.csv", "a,b\n"}};
+  ASSERT_TRUE(write_report_dir(root_.string(), "{}", "<html>", extra));
+  EXPECT_EQ(slurp(root_ / "jobs.csv"), "a,b\n");
+  fs::remove_all(root_);
+  fs::create_directories(root_ / "report.json");
+  auto r = write_report_dir(root_.string(), "{}", "<html>", extra);
+  ASSERT_FALSE(r);
+  EXPECT_FALSE(fs::exists(root_ / "report.html"));
+  EXPECT_FALSE(fs::exists(root_ / "jobs.csv"));
+}
+
+TEST_F(ReportDir, AnExtraFileThatCannotBeWrittenLeavesNoReport) {
+  fs::create_directories(root_ / "jobs.csv");
+  const ReportFile extra[] = {{"jobs.csv", "a,b\n"}};
+  auto r = write_report_dir(root_.string(), "{}", "<html>", extra);
+  ASSERT_FALSE(r);
+  EXPECT_FALSE(fs::exists(root_ / "report.html"));
+  EXPECT_FALSE(fs::exists(root_ / "report.json"));
 }
 
 }  // namespace

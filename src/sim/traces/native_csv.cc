@@ -108,8 +108,6 @@ Result<Trace> read_native_csv(std::string_view text, const std::string& file, co
   return trace;
 }
 
-namespace {
-// Quotes a field that holds a separator, a quote or a line break.
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\r\n") == std::string::npos && !s.starts_with('#')) return s;
   std::string out = "\"";
@@ -119,7 +117,6 @@ std::string csv_field(const std::string& s) {
   }
   return out + "\"";
 }
-}  // namespace
 
 std::string write_native_csv(const Trace& trace) {
   std::string out = "id,submit_s,gpus,duration_s,tp,pp,dp,ep,gpu_model,kind,priority,estimate_s\n";
