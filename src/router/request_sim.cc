@@ -235,6 +235,7 @@ void Engine::on_arrival(std::size_t i) {
   o.worker = d.worker;
   o.arrival_s = t;
   o.ready_s = r.ready_s;
+  o.predicted_ttft_s = d.predicted_ttft_s;
   o.blocks = static_cast<int>(lr.block_ids.size());
   o.input_tokens = lr.input_tokens;
   o.output_tokens = lr.output_tokens;

@@ -42,6 +42,7 @@ struct Summary {
   // prefix to arrive, then for the worker to admit the request (room in its cache and batch),
   // then the prefill from admission to the first token (with --pd also the hand-off).
   double pull_mean = 0, wait_mean = 0, prefill_mean = 0;
+  double estimate_mean = 0;  // the router's first-token estimate at routing (kv-topo family; else 0)
 };
 
 Summary summarise(const PolicyResult& r) {
@@ -59,6 +60,7 @@ Summary summarise(const PolicyResult& r) {
       s.pull_mean += pull;
       s.wait_mean += wait;
       s.prefill_mean += o.ttft_s - pull - wait;
+      s.estimate_mean += o.predicted_ttft_s;
     }
     blocks += o.blocks;
     hits += o.hit_blocks;
@@ -79,6 +81,7 @@ Summary summarise(const PolicyResult& r) {
     s.pull_mean /= measured;
     s.wait_mean /= measured;
     s.prefill_mean /= measured;
+    s.estimate_mean /= measured;
   }
   s.ttft_p50 = percentile(s.ttft, 0.5);
   s.ttft_p90 = percentile(s.ttft, 0.9);
@@ -104,7 +107,8 @@ Json policy_json(const Summary& s, const PolicyResult& r) {
   p["ttft_p99_s"] = round_decimals(s.ttft_p99, 6);
   p["ttft_parts"] = Json{{"pull_mean_s", round_decimals(s.pull_mean, 6)},
                          {"wait_mean_s", round_decimals(s.wait_mean, 6)},
-                         {"prefill_mean_s", round_decimals(s.prefill_mean, 6)}};
+                         {"prefill_mean_s", round_decimals(s.prefill_mean, 6)},
+                         {"router_estimate_mean_s", round_decimals(s.estimate_mean, 6)}};
   p["tpot_mean_s"] = round_decimals(s.tpot_mean, 6);
   p["tpot_p50_s"] = round_decimals(s.tpot_p50, 6);
   p["tpot_p99_s"] = round_decimals(s.tpot_p99, 6);
