@@ -91,6 +91,7 @@ TEST(RequestSim, TtftSplitsIntoPullWaitAndPrefill) {
   double wait = 0;
   for (const RequestOutcome& q : reqs) wait += q.admitted_s - q.ready_s;
   EXPECT_EQ(parts["pull_mean_s"].get<double>(), 0.0);
+  EXPECT_EQ(parts["router_estimate_mean_s"].get<double>(), 0.0);  // kv makes no first-token estimate
   EXPECT_NEAR(parts["wait_mean_s"].get<double>(), wait / 4, 1e-6);
   EXPECT_GT(parts["wait_mean_s"].get<double>(), 0.0);
   EXPECT_NEAR(parts["pull_mean_s"].get<double>() + parts["wait_mean_s"].get<double>() + parts["prefill_mean_s"].get<double>(),
@@ -133,6 +134,12 @@ TEST(RequestSim, APullIsThePartBeforeTheRequestIsReady) {
   EXPECT_GT(pulled, 0);
   auto p = nlohmann::json::parse(route_report_json(*run))["policies"]["kv-topo"];
   EXPECT_GT(p["ttft_parts"]["pull_mean_s"].get<double>(), 0.0);
+  double estimate = 0;
+  for (const RequestOutcome& q : run->results[0].requests) {
+    EXPECT_GT(q.predicted_ttft_s, 0.0);
+    estimate += q.predicted_ttft_s;
+  }
+  EXPECT_NEAR(p["ttft_parts"]["router_estimate_mean_s"].get<double>(), estimate / 9, 1e-6);
   EXPECT_NEAR(p["ttft_parts"]["pull_mean_s"].get<double>() + p["ttft_parts"]["wait_mean_s"].get<double>() +
                   p["ttft_parts"]["prefill_mean_s"].get<double>(),
               p["ttft_mean_s"].get<double>(), 3e-6);
