@@ -234,6 +234,8 @@ void Engine::on_arrival(std::size_t i) {
   RequestOutcome& o = result_.requests[i];
   o.worker = d.worker;
   o.arrival_s = t;
+  o.ready_s = r.ready_s;
+  o.predicted_ttft_s = d.predicted_ttft_s;
   o.blocks = static_cast<int>(lr.block_ids.size());
   o.input_tokens = lr.input_tokens;
   o.output_tokens = lr.output_tokens;
@@ -278,6 +280,7 @@ bool Engine::admit_one(int w, int i) {
   hit = std::min<int>(hit, static_cast<int>(seq.size()));
   double cached = std::min<double>(static_cast<double>(hit) * bs, lr.input_tokens);
   RequestOutcome& o = result_.requests[static_cast<std::size_t>(i)];
+  o.admitted_s = W.now;
   o.hit_blocks = hit;
   o.hit_tokens = cached;
   o.pulled_blocks = std::max(0, hit - local);

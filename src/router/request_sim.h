@@ -48,6 +48,9 @@ struct RequestOutcome {
   int worker = -1;         // the worker that prefilled it
   int decode_worker = -1;  // with --pd
   double arrival_s = 0;
+  double ready_s = 0;      // when a pulled prefix has arrived (= arrival_s without a pull)
+  double admitted_s = 0;   // when its worker admitted it (its blocks fit); prefill side with --pd
+  double predicted_ttft_s = 0;  // the router's first-token estimate when it routed it (kv-topo family; else 0)
   double ttft_s = 0;
   double tpot_s = -1;      // -1 when the request produced one token
   double finish_s = 0;

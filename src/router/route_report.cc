@@ -38,6 +38,11 @@ struct Summary {
   double throughput = 0, input_throughput = 0, makespan = 0;
   double block_hit = 0, token_hit = 0, local_token_hit = 0;
   double pulled_blocks = 0;
+  // TTFT in three consecutive parts, means over the measured requests: waiting for a pulled
+  // prefix to arrive, then for the worker to admit the request (room in its cache and batch),
+  // then the prefill from admission to the first token (with --pd also the hand-off).
+  double pull_mean = 0, wait_mean = 0, prefill_mean = 0;
+  double estimate_mean = 0;  // the router's first-token estimate at routing (kv-topo family; else 0)
 };
 
 Summary summarise(const PolicyResult& r) {
@@ -51,6 +56,11 @@ Summary summarise(const PolicyResult& r) {
     if (i >= r.warmup_requests) {  // warm-up: in the hit rates, not in the latencies
       s.ttft.push_back(o.ttft_s);
       if (o.tpot_s >= 0) s.tpot.push_back(o.tpot_s);
+      const double pull = o.ready_s - o.arrival_s, wait = std::max(0.0, o.admitted_s - o.ready_s);
+      s.pull_mean += pull;
+      s.wait_mean += wait;
+      s.prefill_mean += o.ttft_s - pull - wait;
+      s.estimate_mean += o.predicted_ttft_s;
     }
     blocks += o.blocks;
     hits += o.hit_blocks;
@@ -66,6 +76,13 @@ Summary summarise(const PolicyResult& r) {
   std::sort(s.ttft.begin(), s.ttft.end());
   std::sort(s.tpot.begin(), s.tpot.end());
   s.ttft_mean = mean(s.ttft);
+  if (!s.ttft.empty()) {
+    const double measured = static_cast<double>(s.ttft.size());
+    s.pull_mean /= measured;
+    s.wait_mean /= measured;
+    s.prefill_mean /= measured;
+    s.estimate_mean /= measured;
+  }
   s.ttft_p50 = percentile(s.ttft, 0.5);
   s.ttft_p90 = percentile(s.ttft, 0.9);
   s.ttft_p99 = percentile(s.ttft, 0.99);
@@ -88,6 +105,10 @@ Json policy_json(const Summary& s, const PolicyResult& r) {
   p["ttft_p50_s"] = round_decimals(s.ttft_p50, 6);
   p["ttft_p90_s"] = round_decimals(s.ttft_p90, 6);
   p["ttft_p99_s"] = round_decimals(s.ttft_p99, 6);
+  p["ttft_parts"] = Json{{"pull_mean_s", round_decimals(s.pull_mean, 6)},
+                         {"wait_mean_s", round_decimals(s.wait_mean, 6)},
+                         {"prefill_mean_s", round_decimals(s.prefill_mean, 6)},
+                         {"router_estimate_mean_s", round_decimals(s.estimate_mean, 6)}};
   p["tpot_mean_s"] = round_decimals(s.tpot_mean, 6);
   p["tpot_p50_s"] = round_decimals(s.tpot_p50, 6);
   p["tpot_p99_s"] = round_decimals(s.tpot_p99, 6);

@@ -5,10 +5,10 @@ in BF16 and FP8, the Megatron-LM README tables, ResNet-50 on DGX A100) predicted
 plan and settings and the model's published architecture (tests/data/e2e_training/
 models.json) only: no value is keyed by row. Prints the table (docs/cost-model.md shows it)
 and asserts the accuracy the model reaches:
-  - step-time rows: median |error| within the issue's 10%, the largest below the bound below;
+  - step-time rows: median |error| and the largest, each within the bound below;
   - weak-scaling rows: the error of the efficiency (absolute);
-  - ResNet-50: the single-GPU step within 25%;
-  - FP8 rows: each within 25%.
+  - ResNet-50: the single-GPU step;
+  - FP8 rows: each row.
 What the issue asks and the model does not reach is stated in docs/cost-model.md
 ("Fidelity against published runs"); the bounds here are what it does reach, so a change
 that makes any row worse fails."""
@@ -27,21 +27,23 @@ ROWS = os.path.join(DATA, "e2e_training.csv")
 MODELS = os.path.join(DATA, "e2e_training", "models.json")
 
 # What the model reaches on these rows (docs/cost-model.md, "Fidelity against published
-# runs"); the issue's targets are 10% median / 25% every row / 0.02: the median is met (7.4%),
-# and so are the weak-scaling rows (DP and TP 1 -> 8) and the FP8 rows; three rows miss 25%
-# (GPT 32B +39.9%, GPT 1.7B -27.9%, ResNet-50 on 8 GPUs -26.4%). The worst bound holds
-# today's worst with a little room, so a change that makes the model worse fails.
-STEP_MEDIAN_BOUND = 0.10
+# runs"), each bound today's figure with a little room, so a change that makes any of it worse
+# fails. The issue's targets are 10% median / 25% every row / 0.02: the median is met (7.4%),
+# and so are the weak-scaling rows (DP and TP 1 -> 8, worst 0.010) and the FP8 rows (worst
+# 6.2%); three rows miss 25% (GPT 32B +39.9%, GPT 1.7B -27.9%, ResNet-50 on 8 GPUs -26.4%;
+# what was tried for each, and why none is assumed, is in docs/cost-model.md).
+STEP_MEDIAN_BOUND = 0.08
 STEP_WORST_BOUND = 0.40
-# Weak scaling where only DP grows (the DGX Cloud recipes, Grok-1) and the 2020 table's TP 1
-# -> 8 inside one node (+0.001 since full recomputation re-runs the TP all-reduces): the
-# issue's 0.02.
-WEAK_SCALING_BOUND = 0.02
+# Weak scaling where only DP grows (the DGX Cloud recipes, Grok-1: +0.003, -0.002, +0.001,
+# +0.010) and the 2020 table's TP 1 -> 8 inside one node (+0.001): within the issue's 0.02.
+WEAK_SCALING_BOUND = 0.015
 # ResNet-50 on 1 -> 8 GPUs of one node, which the model misses (+0.136: input pipeline and
 # whatever else eight busy GPUs of one host lose is not modelled), held where it is.
 IN_NODE_SCALING_BOUND = 0.14
-# The FP8 rows (the recipes' FP8 tables): the issue's 25% (they reach 1.3-6.2%).
-FP8_BOUND = 0.25
+# The FP8 rows (the recipes' FP8 tables): the issue's 25%; they reach 1.3-6.2%.
+FP8_BOUND = 0.07
+# ResNet-50 on one GPU: the issue's 25%; it reaches -14.5%.
+RESNET_SINGLE_GPU_BOUND = 0.15
 
 
 def architecture(model_column):
@@ -232,7 +234,7 @@ class Fidelity(unittest.TestCase):
         self.assertEqual(checked, 6)
 
     def test_fp8_rows(self):
-        """The issue's FP8 target: every FP8 row within 25%."""
+        """The issue's FP8 target (25%), held at what the rows reach."""
         rows = [(row, m, p) for row, kind, m, p, _ in self.rows if kind == "step" and row["notes"].startswith("FP8")]
         self.assertEqual(len(rows), 4)
         for row, measured, predicted in rows:
@@ -243,7 +245,7 @@ class Fidelity(unittest.TestCase):
         rows = [(m, p) for row, kind, m, p, _ in self.rows if kind == "step" and "ResNet-50" in row["model"]]
         self.assertTrue(rows)
         measured, predicted = rows[0]
-        self.assertLessEqual(abs(predicted / measured - 1), 0.25)
+        self.assertLessEqual(abs(predicted / measured - 1), RESNET_SINGLE_GPU_BOUND)
 
 
 if __name__ == "__main__":

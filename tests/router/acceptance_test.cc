@@ -89,10 +89,11 @@ TEST(RouterAcceptance, KvAgainstRoundRobinAtTheKnee) {
   EXPECT_LE(ratio(p, "kv", "round-robin", "tpot_mean_s"), 1.10);  // the model 0.62
 }
 
-// Issue 15's acceptance 3 asked for 3x the rate; with issue 33's time model 3x is far past
-// saturation (round-robin's TTFT p99 is 11.8x the unloaded p99 already at 2.5x, and at 3x
-// kv-topo's mean is 1.20x the blind variant's: docs/router.md). These runs use issue 33's
-// overload point, 2.5x, where the figures in docs/router.md come from.
+// Issue 15's acceptance 3 asked for 3x the rate; with issue 33's time model 3x is past the
+// cluster's capacity (round-robin's TTFT p99 is 11.8x the unloaded p99 already at 2.5x, and
+// at 3x kv-topo's mean is 1.20x the blind variant's, a ratio that swings 0.91-1.33 between
+// 2.9x and 3.1x: docs/router.md, "25 GbE at 3x"). These runs use issue 33's overload point,
+// 2.5x, where the figures in docs/router.md come from.
 TEST(RouterAcceptance, KvTopoOn25GbE) {
   auto p = run(std::string(TOPOSCHED_SOURCE_DIR) + "/examples/h100-2n-25gbe.yaml", 2.5, {"kv", "kv-pull-blind", "kv-topo"});
   std::cout << "kv-topo/kv TTFT mean " << ratio(p, "kv-topo", "kv", "ttft_mean_s") << ", kv-topo/kv-pull-blind "
@@ -109,6 +110,23 @@ TEST(RouterAcceptance, KvTopoOn25GbE) {
   // kv-topo moves its KV over NVLink; the blind variant also over the 25 GbE link.
   EXPECT_GT(p["kv-pull-blind"]["kv_bytes_moved_by_level"].value("tier:tor", 0.0), 0.0);
   EXPECT_LT(p["kv-topo"]["kv_bytes_moved_by_level"].value("tier:tor", 0.0), p["kv-pull-blind"]["kv_bytes_moved_by_level"].value("tier:tor", 0.0));
+}
+
+// Issue 33's 25 GbE at 3x (docs/router.md, "25 GbE at 3x"): past the cluster's capacity the
+// TTFT is the wait for room in the workers' caches, and the blind variant's pulls over the
+// slow link are a small part of it, so pricing them right cannot buy the issue's 0.80x. The
+// model: wait 93.1 % of kv-pull-blind's 17.67 s, pulls 1.0 %; at 2.5x the pulls are 20.3 %.
+TEST(RouterAcceptance, At3xOn25GbEThePullIsNotTheWait) {
+  const std::string gbe = std::string(TOPOSCHED_SOURCE_DIR) + "/examples/h100-2n-25gbe.yaml";
+  auto share = [](const nlohmann::json& p, const char* part) {
+    return p["ttft_parts"][part].get<double>() / p["ttft_mean_s"].get<double>();
+  };
+  auto p3 = run(gbe, 3.0, {"kv-pull-blind"})["kv-pull-blind"];
+  EXPECT_GT(share(p3, "wait_mean_s"), 0.90);
+  EXPECT_LT(share(p3, "pull_mean_s"), 0.02);
+  auto p25 = run(gbe, 2.5, {"kv-pull-blind"})["kv-pull-blind"];
+  EXPECT_GT(share(p25, "pull_mean_s"), 0.15);
+  EXPECT_LT(share(p25, "wait_mean_s"), 0.10);
 }
 
 // The same on a 400 Gb/s RDMA fabric (DGX H100, 8x 400G NDR per node), at the overload point.

@@ -2,6 +2,7 @@
 // traces, determinism of report.json, and the report's contract keys.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "formats/cluster_source.h"
@@ -63,6 +64,85 @@ TEST(RequestSim, BoundedCacheEvictsAndReportsEvictionsToTheIndex) {
   EXPECT_GE(r.requests[1].ttft_s + r.requests[1].arrival_s, r.requests[0].finish_s);
   EXPECT_EQ(r.requests[2].hit_blocks, 7);
   EXPECT_EQ(run->info.cache_blocks_per_worker, 9);
+}
+
+// TTFT = waiting for a pulled prefix + waiting for admission + prefill (report.json's
+// ttft_parts). In the 9-block cache above request 2 pulls nothing and waits for request 1 to
+// finish before it is admitted; request 1 is admitted on arrival.
+TEST(RequestSim, TtftSplitsIntoPullWaitAndPrefill) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=1");
+  ASSERT_TRUE(cluster);
+  RouteOptions o;
+  o.workers = 1;
+  o.policies = {"kv"};
+  o.sim.cache_blocks = 9;
+  auto run = run_route(*cluster, "one", small_trace(), o);
+  ASSERT_TRUE(run) << run.error().to_string();
+  const auto& reqs = run->results[0].requests;
+  for (const RequestOutcome& q : reqs) {
+    EXPECT_DOUBLE_EQ(q.ready_s, q.arrival_s);  // one worker: nothing to pull
+    EXPECT_GE(q.admitted_s, q.ready_s);
+    EXPECT_LT(q.admitted_s, q.arrival_s + q.ttft_s);
+  }
+  EXPECT_DOUBLE_EQ(reqs[0].admitted_s, reqs[0].arrival_s);
+  EXPECT_DOUBLE_EQ(reqs[1].admitted_s, reqs[0].finish_s);
+  auto kv = nlohmann::json::parse(route_report_json(*run))["policies"]["kv"];
+  const auto& parts = kv["ttft_parts"];
+  double wait = 0;
+  for (const RequestOutcome& q : reqs) wait += q.admitted_s - q.ready_s;
+  EXPECT_EQ(parts["pull_mean_s"].get<double>(), 0.0);
+  EXPECT_EQ(parts["router_estimate_mean_s"].get<double>(), 0.0);  // kv makes no first-token estimate
+  EXPECT_NEAR(parts["wait_mean_s"].get<double>(), wait / 4, 1e-6);
+  EXPECT_GT(parts["wait_mean_s"].get<double>(), 0.0);
+  EXPECT_NEAR(parts["pull_mean_s"].get<double>() + parts["wait_mean_s"].get<double>() + parts["prefill_mean_s"].get<double>(),
+              kv["ttft_mean_s"].get<double>(), 3e-6);
+}
+
+// A pull delays the request's readiness by the transfer; the parts still add up to its TTFT.
+TEST(RequestSim, APullIsThePartBeforeTheRequestIsReady) {
+  auto cluster = load_cluster(std::string(TOPOSCHED_SOURCE_DIR) + "/examples/h100-2n-25gbe.yaml");
+  ASSERT_TRUE(cluster);
+  // Eight long prompts on one shared 24-block prefix at once: kv-topo sends some to other
+  // workers, which pull the prefix rather than recompute it.
+  std::string text;
+  for (int k = 0; k < 8; ++k) {
+    text += fmt::format("{{\"timestamp\": {}, \"input_length\": 12800, \"output_length\": 200, \"hash_ids\": [", 1000 + k);
+    for (int b = 1; b <= 24; ++b) text += fmt::format("{}, ", b);
+    text += fmt::format("{}]}}\n", 100 + k);
+  }
+  text = "{\"timestamp\": 0, \"input_length\": 12288, \"output_length\": 2, \"hash_ids\": [" + [] {
+    std::string ids;
+    for (int b = 1; b <= 24; ++b) ids += (b > 1 ? ", " : "") + std::to_string(b);
+    return ids;
+  }() + "]}\n" + text;
+  auto trace = parse_mooncake_trace(text, "pulls.jsonl");
+  ASSERT_TRUE(trace) << trace.error().to_string();
+  RouteOptions o;
+  o.workers = 8;
+  o.policies = {"kv-topo"};
+  auto run = run_route(*cluster, "c", *trace, o);
+  ASSERT_TRUE(run) << run.error().to_string();
+  int pulled = 0;
+  for (const RequestOutcome& q : run->results[0].requests) {
+    EXPECT_GE(q.ready_s, q.arrival_s);
+    EXPECT_GE(q.admitted_s, q.ready_s);
+    if (q.pulled_blocks > 0) {
+      ++pulled;
+      EXPECT_GT(q.ready_s, q.arrival_s);
+    }
+  }
+  EXPECT_GT(pulled, 0);
+  auto p = nlohmann::json::parse(route_report_json(*run))["policies"]["kv-topo"];
+  EXPECT_GT(p["ttft_parts"]["pull_mean_s"].get<double>(), 0.0);
+  double estimate = 0;
+  for (const RequestOutcome& q : run->results[0].requests) {
+    EXPECT_GT(q.predicted_ttft_s, 0.0);
+    estimate += q.predicted_ttft_s;
+  }
+  EXPECT_NEAR(p["ttft_parts"]["router_estimate_mean_s"].get<double>(), estimate / 9, 1e-6);
+  EXPECT_NEAR(p["ttft_parts"]["pull_mean_s"].get<double>() + p["ttft_parts"]["wait_mean_s"].get<double>() +
+                  p["ttft_parts"]["prefill_mean_s"].get<double>(),
+              p["ttft_mean_s"].get<double>(), 3e-6);
 }
 
 TEST(RequestSim, DisaggregatedMovesTheKvToADecodeWorker) {
