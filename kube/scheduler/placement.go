@@ -35,6 +35,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -49,6 +50,41 @@ var shapeAnnotations = []struct {
 	number bool
 }{{"tp", true}, {"pp", true}, {"dp", true}, {"ep", true}, {"cp", true}, {"kind", false}, {"policy", false}}
 
+// placementKey: the nodes of the placement GeneratePlacements answered, in the pod group's
+// cycle state. kube-scheduler hands every PreFilter all the snapshot's nodes, and filters to
+// the placement only after it (schedule_one.go: findNodesThatFitPod); PreFilter offers serve
+// only these, so the plan lies inside the placement.
+const placementKey fwk.StateKey = Name + "/placement"
+
+// chosenPlacement is placementKey's data; never changed once written.
+type chosenPlacement struct{ nodes sets.Set[string] }
+
+func (c *chosenPlacement) Clone() fwk.StateData { return c }
+
+// placementNodes: the nodes of the placement Toposched generated for the pod's group cycle
+// (nil outside one, or when the placement is another generator's).
+func placementNodes(state fwk.CycleState) sets.Set[string] {
+	if state == nil {
+		return nil
+	}
+	placement := state.GetPlacementCycleState()
+	if placement == nil {
+		return nil
+	}
+	group := placement.GetPodGroupSchedulingCycle()
+	if group == nil {
+		return nil
+	}
+	data, err := group.Read(placementKey)
+	if err != nil {
+		return nil
+	}
+	if c, ok := data.(*chosenPlacement); ok {
+		return c.nodes
+	}
+	return nil
+}
+
 // candidate is one node set the group could be placed in, with serve's prediction there.
 type candidate struct {
 	name      string
@@ -62,7 +98,7 @@ type candidate struct {
 // GeneratePlacements implements fwk.PlacementGeneratePlugin; see the file comment. Pod
 // groups that are not gangs of GPU pods, and gangs serve already holds a plan for, get the
 // parent placement unchanged.
-func (p *Plugin) GeneratePlacements(ctx context.Context, _ fwk.PodGroupCycleState, pg fwk.PodGroupInfo,
+func (p *Plugin) GeneratePlacements(ctx context.Context, state fwk.PodGroupCycleState, pg fwk.PodGroupInfo,
 	parent *fwk.Placement) (*fwk.GeneratePlacementsResult, *fwk.Status) {
 	whole := &fwk.GeneratePlacementsResult{Placements: []*fwk.Placement{parent}}
 	group := pg.GetPodGroup()
@@ -102,6 +138,9 @@ func (p *Plugin) GeneratePlacements(ctx context.Context, _ fwk.PodGroupCycleStat
 	}
 	klog.FromContext(ctx).V(2).Info("toposched chose the pod group's placement", "podGroup", pg.GetName(),
 		"placement", best.name, "predictedCommUs", best.commUS, "candidates", len(cands))
+	if state != nil {
+		state.Write(placementKey, &chosenPlacement{nodes: sets.New(best.names...)})
+	}
 	return &fwk.GeneratePlacementsResult{Placements: []*fwk.Placement{{Name: "toposched:" + best.name, Nodes: best.nodes}}}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -27,6 +28,7 @@ type fakeDryRuns struct {
 	times   map[string]float64
 	planned bool
 	bodies  []map[string]any
+	offers  [][]string // the NodeNames of every plan call
 }
 
 func (f *fakeDryRuns) server(t *testing.T) *httptest.Server {
@@ -39,6 +41,16 @@ func (f *fakeDryRuns) server(t *testing.T) *httptest.Server {
 				return
 			}
 			_ = json.NewEncoder(w).Encode(member{Job: "k8s:ml:train", Size: 2, Node: "a1"})
+		case strings.HasSuffix(r.URL.Path, "/toposched/plan"):
+			var args extenderv1.ExtenderArgs
+			if err := json.NewDecoder(r.Body).Decode(&args); err != nil || args.NodeNames == nil {
+				t.Errorf("plan body: %v", err)
+				return
+			}
+			f.mu.Lock()
+			f.offers = append(f.offers, *args.NodeNames)
+			f.mu.Unlock()
+			_ = json.NewEncoder(w).Encode(planned{Filter: extenderv1.ExtenderFilterResult{NodeNames: &[]string{(*args.NodeNames)[0]}}})
 		case r.URL.Path == "/v1/jobs" && r.URL.Query().Get("dry_run") == "1":
 			var body map[string]any
 			if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
@@ -214,5 +226,39 @@ func TestPreFilterPassesTheTopologyKeyOnlyWhenTheOfferSpansDomains(t *testing.T)
 		if seen[RequiredTopologyAnnotation] != c.want {
 			t.Errorf("%s: serve saw required topology %q, want %q", c.name, seen[RequiredTopologyAnnotation], c.want)
 		}
+	}
+}
+
+// kube-scheduler gives PreFilter every node, also inside a placement: a member's PreFilter
+// offers serve only the nodes of the placement GeneratePlacements chose for its pod group
+// cycle (through the cycle states kube-scheduler links: pod -> placement -> pod group), and
+// every node outside such a cycle.
+func TestPreFilterOffersOnlyThePlacementToposchedGenerated(t *testing.T) {
+	f := &fakeDryRuns{times: map[string]float64{"a1": 900, "b1": 400}}
+	serve := f.server(t)
+	defer serve.Close()
+	p := newPlugin(t, serve.URL+"/toposched")
+	info := gangInfo(cliqueKey, 2, inGroup(gpuPod("w-0", 8), "train"), inGroup(gpuPod("w-1", 8), "train"))
+	p.podGroups = fakePodGroups{"ml/train": info.PodGroup}
+	nodes := []fwk.NodeInfo{
+		labelled("a1", map[string]string{cliqueKey: "rack-a"}), labelled("a2", map[string]string{cliqueKey: "rack-a"}),
+		labelled("b1", map[string]string{cliqueKey: "rack-b"}), labelled("b2", map[string]string{cliqueKey: "rack-b"}),
+	}
+	groupState := framework.NewCycleState()
+	if _, status := p.GeneratePlacements(context.Background(), groupState, info, &fwk.Placement{Nodes: nodes}); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	placementState := framework.NewCycleState()
+	placementState.SetPodGroupSchedulingCycle(groupState)
+	podState := framework.NewCycleState()
+	podState.SetPlacementCycleState(placementState)
+	if _, status := p.PreFilter(context.Background(), podState, info.UnscheduledPods[0], nodes); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if _, status := p.PreFilter(context.Background(), framework.NewCycleState(), info.UnscheduledPods[1], nodes); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if len(f.offers) != 2 || strings.Join(f.offers[0], ",") != "b1,b2" || strings.Join(f.offers[1], ",") != "a1,a2,b1,b2" {
+		t.Errorf("offers %v: want the chosen placement b1,b2 inside the cycle, every node outside it", f.offers)
 	}
 }

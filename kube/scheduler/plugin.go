@@ -273,7 +273,11 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
 	offer := make([]string, 0, len(nodes))
 	offered := make([]fwk.NodeInfo, 0, len(nodes))
+	within := placementNodes(state) // nil: every node
 	for _, info := range nodes {
+		if within != nil && !within.Has(info.Node().Name) {
+			continue
+		}
 		if offerable(logger, pod, affinity, req, info) {
 			offer = append(offer, info.Node().Name)
 			offered = append(offered, info)
