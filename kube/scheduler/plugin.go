@@ -20,6 +20,11 @@
 //   - Bind: serve's bind verb posts the Binding with the toposched.io/gpus|ranks|rank|job
 //     annotations (the same bytes as the extender's bind).
 //
+// Per gang PodGroup (podgroup.go; placement.go with TopologyAwareWorkloadScheduling):
+// PlacementGenerate scores one candidate node set per domain of the PodGroup's topology key
+// by serve's dry run and answers the best, which PreFilter's offer then keeps to;
+// PodGroupPostFilter releases serve's plan of a group whose cycle failed.
+//
 // Thread-safety: kube-scheduler runs PreFilter and Permit on its scheduling goroutine and
 // Bind and Unreserve on binding goroutines; the plugin's only state, the job of each
 // waiting pod, is guarded by mu.
