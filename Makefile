@@ -1,6 +1,6 @@
 # toposched front door. `make demo` and `make test` work on a fresh Debian 12 machine:
 # both install what they need through scripts/install-deps first.
-.PHONY: all deps build debug test kube demo bench fuzz mutations soak clean format
+.PHONY: all deps build debug test kube demo bench bench-k8s fuzz mutations soak clean format
 
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
@@ -68,6 +68,14 @@ demo: build
 bench: build
 	@cmake --build --preset release -j $(JOBS)
 	@scripts/run-benchmarks build/release/bench
+
+# The Kubernetes benchmarks (docs/performance.md, docs/kubernetes.md): the default
+# kube-scheduler, the extender and the plugin build on one queue of a DGX H100 SuperPOD and
+# of GB200 NVL72 racks (placement quality), then the throughput on 5,000 pods over 1,000
+# fake nodes. Each starts the test control plane (minutes); not part of `make bench`.
+bench-k8s: build kube
+	@bench/k8s/placement-compare.py build/release/toposched
+	@bench/k8s/scheduler-throughput.py build/release/toposched --pods 5000 --nodes 1000 --precreate
 
 format:
 	@clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h' 'bench/*.cc')

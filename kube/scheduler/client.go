@@ -20,13 +20,15 @@ import (
 // the configured time-out. Safe for concurrent use.
 type client struct {
 	base string // e.g. http://127.0.0.1:7071/toposched
+	api  string // serve's API (--listen), e.g. http://127.0.0.1:7070: dry runs (placement.go)
 	http *http.Client
 }
 
-func newClient(base string, timeout time.Duration) *client {
+func newClient(base, api string, timeout time.Duration) *client {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 16 // the binding goroutines call bind in parallel
-	return &client{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: timeout, Transport: transport}}
+	return &client{base: strings.TrimRight(base, "/"), api: strings.TrimRight(api, "/"),
+		http: &http.Client{Timeout: timeout, Transport: transport}}
 }
 
 // member is serve's answer to the member verb: the pod's group as planned.

@@ -20,6 +20,11 @@
 //   - Bind: serve's bind verb posts the Binding with the toposched.io/gpus|ranks|rank|job
 //     annotations (the same bytes as the extender's bind).
 //
+// Per gang PodGroup (podgroup.go; placement.go with TopologyAwareWorkloadScheduling):
+// PlacementGenerate scores one candidate node set per domain of the PodGroup's topology key
+// by serve's dry run and answers the best, which PreFilter's offer then keeps to;
+// PodGroupPostFilter releases serve's plan of a group whose cycle failed.
+//
 // Thread-safety: kube-scheduler runs PreFilter and Permit on its scheduling goroutine and
 // Bind and Unreserve on binding goroutines; the plugin's only state, the job of each
 // waiting pod, is guarded by mu.
@@ -68,6 +73,9 @@ type Args struct {
 	// GPUDeviceClasses: a claim's request of one of these DeviceClasses asks for GPUs that
 	// toposched places (default [gpu.nvidia.com]).
 	GPUDeviceClasses []string `json:"gpuDeviceClasses,omitempty"`
+	// APIURL is serve's API address (--listen), for the dry runs of GeneratePlacements
+	// (placement.go); default: the scheme and host of URL (serve without --extender-listen).
+	APIURL string `json:"apiURL,omitempty"`
 }
 
 // Plugin is the Toposched plugin; see the package comment.
@@ -113,6 +121,9 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if !strings.HasPrefix(args.URL, "http://") && !strings.HasPrefix(args.URL, "https://") {
 		return nil, fmt.Errorf("%s args: url %q: expected http://HOST:PORT/PREFIX", Name, args.URL)
 	}
+	if args.APIURL != "" && !strings.HasPrefix(args.APIURL, "http://") && !strings.HasPrefix(args.APIURL, "https://") {
+		return nil, fmt.Errorf("%s args: apiURL %q: expected http://HOST:PORT", Name, args.APIURL)
+	}
 	if args.TimeoutSeconds < 0 || args.PermitWaitSeconds < 0 {
 		return nil, fmt.Errorf("%s args: timeoutSeconds and permitWaitSeconds must be >= 0", Name)
 	}
@@ -123,7 +134,11 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if args.PermitWaitSeconds > 0 {
 		wait = time.Duration(args.PermitWaitSeconds) * time.Second
 	}
-	p := &Plugin{handle: h, serve: newClient(args.URL, timeout), permitWait: wait,
+	api := args.APIURL
+	if api == "" {
+		api = apiBase(args.URL)
+	}
+	p := &Plugin{handle: h, serve: newClient(args.URL, api, timeout), permitWait: wait,
 		gpuDriver: args.GPUDriver, gpuClasses: sets.New(args.GPUDeviceClasses...),
 		cel: &celCache{compiled: map[string]dracel.CompilationResult{}}, jobOfPod: map[types.UID]string{}}
 	if p.gpuDriver == "" {
@@ -259,17 +274,23 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	case req.scalar[GPUResource] == 0:
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	planPod, status := p.withNativeGroup(pod, planPod)
-	if status != nil {
-		return nil, status
-	}
 	logger := klog.FromContext(ctx)
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
 	offer := make([]string, 0, len(nodes))
+	offered := make([]fwk.NodeInfo, 0, len(nodes))
+	within := placementNodes(state) // nil: every node
 	for _, info := range nodes {
+		if within != nil && !within.Has(info.Node().Name) {
+			continue
+		}
 		if offerable(logger, pod, affinity, req, info) {
 			offer = append(offer, info.Node().Name)
+			offered = append(offered, info)
 		}
+	}
+	planPod, status := p.withNativeGroup(pod, planPod, offered)
+	if status != nil {
+		return nil, status
 	}
 	if len(offer) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "no node can take the pod (schedulable, taints, affinity, requests)")

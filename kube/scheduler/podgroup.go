@@ -51,8 +51,10 @@ func (m managerPodGroups) podGroup(namespace, name string) (*schedulingv1beta1.P
 
 // withNativeGroup is `pod` as serve is asked to plan it when it belongs to a gang PodGroup:
 // a copy with the group's name and minCount (`pod` itself when it is in none). `base` is the
-// pod serve would otherwise get (the pod, or its DRA stand-in), copied before changing.
-func (p *Plugin) withNativeGroup(pod, base *v1.Pod) (*v1.Pod, *fwk.Status) {
+// pod serve would otherwise get (the pod, or its DRA stand-in), copied before changing. The
+// PodGroup's topology key is passed as the required level unless every offered node has
+// one value of it (a placement GeneratePlacements chose: the offer keeps the constraint).
+func (p *Plugin) withNativeGroup(pod, base *v1.Pod, offered []fwk.NodeInfo) (*v1.Pod, *fwk.Status) {
 	sg := pod.Spec.SchedulingGroup
 	if sg == nil || sg.PodGroupName == nil || *sg.PodGroupName == "" {
 		return base, nil
@@ -85,7 +87,8 @@ func (p *Plugin) withNativeGroup(pod, base *v1.Pod) (*v1.Pod, *fwk.Status) {
 	}
 	out.Annotations[PodGroupAnnotation] = name
 	out.Annotations[GroupSizeAnnotation] = strconv.Itoa(int(gang.MinCount))
-	if c := pg.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 0 && c.Topology[0].Key != "" {
+	if c := pg.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 0 && c.Topology[0].Key != "" &&
+		!constraintHolds(c.Topology[0].Key, offered) {
 		if _, set := out.Annotations[RequiredTopologyAnnotation]; !set {
 			out.Annotations[RequiredTopologyAnnotation] = c.Topology[0].Key
 		}

@@ -1,0 +1,292 @@
+package scheduler
+
+// Topology-aware workload scheduling (KEP-5732; kube-scheduler v1.37, feature gate
+// TopologyAwareWorkloadScheduling, alpha and off by default): in a pod group cycle,
+// kube-scheduler asks the profile's first PlacementGenerate plugin for candidate placements
+// (node sets), evaluates the group in each (every member's PreFilter to Reserve, then an
+// undo) and keeps the one its PlacementScore plugins rank best
+// (pkg/scheduler/schedule_one_podgroup.go, podGroupSchedulingPlacementAlgorithm). The
+// built-in TopologyPlacementGenerator offers one placement per value of the PodGroup's
+// topology key (schedulingConstraints.topology[0].key), in map order.
+//
+// Toposched's GeneratePlacements builds the same candidates (every value of the key among
+// the nodes the members could run on; the whole offer when the PodGroup has no key), asks
+// serve what it would place in each (POST /v1/jobs?dry_run=1: the group's request, with
+// within_nodes = the candidate's nodes, so the constraint holds whatever level the key names,
+// an NVLink domain label included), and ranks them by the predicted per-step communication
+// time of the group's plan there (predicted_comm_us: the cost model on the job's TP/PP/DP
+// shape; compute is the same on equal GPUs, so it orders step times). It answers the best
+// candidate only: serve reserves the group at its first member's PreFilter, so a second
+// candidate evaluated after it could only fit where the first plan lies. Ties go to the
+// candidate first in name order. Candidates where the group does not fit are left out; none
+// fitting is Unschedulable with serve's reason for the first.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+var _ fwk.PlacementGeneratePlugin = &Plugin{}
+
+// shapeAnnotations: the job-request keys serve reads from a pod's toposched.io/KEY
+// annotations (src/placement/job_schema.cc) that the dry run passes on, numbers first.
+var shapeAnnotations = []struct {
+	key    string
+	number bool
+}{{"tp", true}, {"pp", true}, {"dp", true}, {"ep", true}, {"cp", true}, {"kind", false}, {"policy", false}}
+
+// placementKey: the nodes of the placement GeneratePlacements answered, in the pod group's
+// cycle state. kube-scheduler hands every PreFilter all the snapshot's nodes, and filters to
+// the placement only after it (schedule_one.go: findNodesThatFitPod); PreFilter offers serve
+// only these, so the plan lies inside the placement.
+const placementKey fwk.StateKey = Name + "/placement"
+
+// chosenPlacement is placementKey's data; never changed once written.
+type chosenPlacement struct{ nodes sets.Set[string] }
+
+func (c *chosenPlacement) Clone() fwk.StateData { return c }
+
+// placementNodes: the nodes of the placement Toposched generated for the pod's group cycle
+// (nil outside one, or when the placement is another generator's).
+func placementNodes(state fwk.CycleState) sets.Set[string] {
+	if state == nil {
+		return nil
+	}
+	placement := state.GetPlacementCycleState()
+	if placement == nil {
+		return nil
+	}
+	group := placement.GetPodGroupSchedulingCycle()
+	if group == nil {
+		return nil
+	}
+	data, err := group.Read(placementKey)
+	if err != nil {
+		return nil
+	}
+	if c, ok := data.(*chosenPlacement); ok {
+		return c.nodes
+	}
+	return nil
+}
+
+// candidate is one node set the group could be placed in, with serve's prediction there.
+type candidate struct {
+	name      string
+	nodes     []fwk.NodeInfo
+	names     []string
+	fits      bool
+	commUS    float64 // predicted_comm_us; +Inf when serve gave none
+	notFitWhy string
+}
+
+// GeneratePlacements implements fwk.PlacementGeneratePlugin; see the file comment. Pod
+// groups that are not gangs of GPU pods, and gangs serve already holds a plan for, get the
+// parent placement unchanged.
+func (p *Plugin) GeneratePlacements(ctx context.Context, state fwk.PodGroupCycleState, pg fwk.PodGroupInfo,
+	parent *fwk.Placement) (*fwk.GeneratePlacementsResult, *fwk.Status) {
+	whole := &fwk.GeneratePlacementsResult{Placements: []*fwk.Placement{parent}}
+	group := pg.GetPodGroup()
+	pods := pg.GetUnscheduledPods()
+	if group == nil || group.Spec.SchedulingPolicy.Gang == nil || len(pods) == 0 {
+		return whole, nil
+	}
+	pod := pods[0]
+	ok, demand := p.places(pod)
+	if !ok {
+		return whole, nil
+	}
+	gpus := gpusOf(pod)
+	if demand != nil {
+		gpus = int64(demand.gpus)
+	}
+	if m, err := p.serve.member(ctx, pod, ""); err == nil && m != nil && m.Job != "" {
+		return whole, nil // planned already: every member's PreFilter answers that plan
+	}
+	key := ""
+	if c := group.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 0 {
+		key = c.Topology[0].Key
+	}
+	cands := candidates(klog.FromContext(ctx), pod, key, parent.Nodes)
+	if len(cands) == 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("no node can take the members of PodGroup %s/%s "+
+			"(schedulable, taints, affinity, requests%s)", pg.GetNamespace(), pg.GetName(), keyNote(key)))
+	}
+	body := dryRunBody(pod, int64(group.Spec.SchedulingPolicy.Gang.MinCount), gpus)
+	for _, c := range cands {
+		c.fits, c.commUS, c.notFitWhy = p.serve.dryRun(ctx, body, c.names)
+	}
+	best := bestCandidate(cands)
+	if best == nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("toposched: PodGroup %s/%s fits in none of %d "+
+			"candidate placements%s; first: %s", pg.GetNamespace(), pg.GetName(), len(cands), keyNote(key), cands[0].notFitWhy))
+	}
+	klog.FromContext(ctx).V(2).Info("toposched chose the pod group's placement", "podGroup", pg.GetName(),
+		"placement", best.name, "predictedCommUs", best.commUS, "candidates", len(cands))
+	if state != nil {
+		state.Write(placementKey, &chosenPlacement{nodes: sets.New(best.names...)})
+	}
+	return &fwk.GeneratePlacementsResult{Placements: []*fwk.Placement{{Name: "toposched:" + best.name, Nodes: best.nodes}}}, nil
+}
+
+func keyNote(key string) string {
+	if key == "" {
+		return ""
+	}
+	return ", topology key " + key
+}
+
+// candidates: the nodes the pod could run on (offerable), by value of `key` (nodes without
+// the label left out, as the built-in generator does), in name order; one candidate "all"
+// when key is empty.
+func candidates(logger klog.Logger, pod *v1.Pod, key string, nodes []fwk.NodeInfo) []*candidate {
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	req := requestOf(pod)
+	byName := map[string]*candidate{}
+	for _, info := range nodes {
+		if !offerable(logger, pod, affinity, req, info) {
+			continue
+		}
+		name := "all"
+		if key != "" {
+			value, has := info.Node().Labels[key]
+			if !has {
+				continue
+			}
+			name = value
+		}
+		c := byName[name]
+		if c == nil {
+			c = &candidate{name: name}
+			byName[name] = c
+		}
+		c.nodes = append(c.nodes, info)
+		c.names = append(c.names, info.Node().Name)
+	}
+	out := make([]*candidate, 0, len(byName))
+	for _, c := range byName {
+		sort.Strings(c.names)
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// bestCandidate: the fitting candidate with the lowest predicted time, the first in name
+// order among equals; nil when none fits.
+func bestCandidate(cands []*candidate) *candidate {
+	var best *candidate
+	for _, c := range cands {
+		if c.fits && (best == nil || c.commUS < best.commUS) {
+			best = c
+		}
+	}
+	return best
+}
+
+// dryRunBody is the group's POST /v1/jobs request as serve builds it from a member
+// (src/k8s/pod_request.cc: gpus = members x GPUs per pod, gpus_per_node = GPUs per pod,
+// the toposched.io shape annotations); within_nodes is added per candidate.
+func dryRunBody(pod *v1.Pod, members, gpusPerPod int64) map[string]any {
+	body := map[string]any{"gpus": members * gpusPerPod, "gpus_per_node": gpusPerPod}
+	for _, a := range shapeAnnotations {
+		value, ok := pod.Annotations["toposched.io/"+a.key]
+		if !ok {
+			continue
+		}
+		if a.number {
+			if n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64); err == nil {
+				body[a.key] = n
+			}
+			continue
+		}
+		body[a.key] = value
+	}
+	return body
+}
+
+// dryRun asks serve's API what it would place for `body` within `nodes`, holding nothing:
+// whether it fits, the predicted per-step communication time (+Inf when serve has none for
+// the shape), and serve's reason when it does not fit (or the call failed).
+func (c *client) dryRun(ctx context.Context, body map[string]any, nodes []string) (bool, float64, string) {
+	req := make(map[string]any, len(body)+1)
+	for k, v := range body {
+		req[k] = v
+	}
+	req["within_nodes"] = strings.Join(nodes, ",")
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return false, 0, err.Error()
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.api+"/v1/jobs?dry_run=1", bytes.NewReader(raw))
+	if err != nil {
+		return false, 0, err.Error()
+	}
+	httpReq.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(httpReq)
+	if err != nil {
+		return false, 0, fmt.Sprintf("toposched dry run: %v", err)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return false, 0, fmt.Sprintf("toposched dry run: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, 0, fmt.Sprintf("toposched dry run: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(answer))
+	}
+	var out struct {
+		Predicted *float64 `json:"predicted_comm_us"`
+	}
+	if err := json.Unmarshal(answer, &out); err != nil {
+		return false, 0, fmt.Sprintf("toposched dry run: %v", err)
+	}
+	if out.Predicted == nil {
+		return true, math.Inf(1), ""
+	}
+	return true, *out.Predicted, ""
+}
+
+// apiBase: serve's API address (scheme and host of the extender URL) when not given.
+func apiBase(extenderURL string) string {
+	u, err := url.Parse(extenderURL)
+	if err != nil {
+		return extenderURL
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// constraintHolds: every offered node carries `key` with one value, so any plan within the
+// offer keeps the group in one domain of that key (the offer of a placement Toposched
+// generated): serve need not be told the level, which it could not resolve for every key
+// (an NVLink domain label is not one of its tiers).
+func constraintHolds(key string, offered []fwk.NodeInfo) bool {
+	if key == "" || len(offered) == 0 {
+		return false
+	}
+	first, has := offered[0].Node().Labels[key]
+	if !has {
+		return false
+	}
+	for _, info := range offered[1:] {
+		if v, ok := info.Node().Labels[key]; !ok || v != first {
+			return false
+		}
+	}
+	return true
+}

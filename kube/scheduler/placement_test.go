@@ -1,0 +1,264 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+const cliqueKey = "nvidia.com/gpu.clique"
+
+// fakeDryRuns: a serve whose member verb knows no pod (or `planned`), and whose dry runs
+// answer the predicted time of the first node of within_nodes (absent: 422), recording
+// every request body.
+type fakeDryRuns struct {
+	mu      sync.Mutex
+	times   map[string]float64
+	planned bool
+	bodies  []map[string]any
+	offers  [][]string // the NodeNames of every plan call
+}
+
+func (f *fakeDryRuns) server(t *testing.T) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/toposched/member"):
+			if !f.planned {
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = w.Write([]byte(`{"error":{"code":"not_found","message":"no slot"}}`))
+				return
+			}
+			_ = json.NewEncoder(w).Encode(member{Job: "k8s:ml:train", Size: 2, Node: "a1"})
+		case strings.HasSuffix(r.URL.Path, "/toposched/plan"):
+			var args extenderv1.ExtenderArgs
+			if err := json.NewDecoder(r.Body).Decode(&args); err != nil || args.NodeNames == nil {
+				t.Errorf("plan body: %v", err)
+				return
+			}
+			f.mu.Lock()
+			f.offers = append(f.offers, *args.NodeNames)
+			f.mu.Unlock()
+			_ = json.NewEncoder(w).Encode(planned{Filter: extenderv1.ExtenderFilterResult{NodeNames: &[]string{(*args.NodeNames)[0]}}})
+		case r.URL.Path == "/v1/jobs" && r.URL.Query().Get("dry_run") == "1":
+			var body map[string]any
+			if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+				t.Errorf("dry run body: %v", err)
+			}
+			f.mu.Lock()
+			f.bodies = append(f.bodies, body)
+			f.mu.Unlock()
+			first := strings.Split(body["within_nodes"].(string), ",")[0]
+			us, ok := f.times[first]
+			if !ok {
+				w.WriteHeader(http.StatusUnprocessableEntity)
+				_, _ = w.Write([]byte(`{"error":{"code":"unplaceable","message":"needs 16 GPUs, 8 free"}}`))
+				return
+			}
+			_, _ = w.Write([]byte(`{"job":"job-1","predicted_comm_us":` + jsonFloat(us) + `}`))
+		default:
+			t.Errorf("unexpected call %s %s", r.Method, r.URL)
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+}
+
+func jsonFloat(f float64) string { b, _ := json.Marshal(f); return string(b) }
+
+func labelled(name string, labels map[string]string) fwk.NodeInfo {
+	return node(name, func(n *v1.Node) {
+		for k, v := range labels {
+			n.Labels[k] = v
+		}
+	})
+}
+
+func gangInfo(key string, minCount int32, pods ...*v1.Pod) *framework.PodGroupInfo {
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml"},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}}}}
+	if key != "" {
+		pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{
+			Topology: []schedulingv1beta1.TopologyConstraint{{Key: key}}}
+	}
+	return &framework.PodGroupInfo{Namespace: "ml", Name: "train", Type: fwk.PodGroupKeyType, PodGroup: pg,
+		UnscheduledPods: pods}
+}
+
+func nodeNames(p *fwk.Placement) []string {
+	var out []string
+	for _, n := range p.Nodes {
+		out = append(out, n.Node().Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Three NVLink domains (the clique label), one node without it and one cordoned: serve is
+// asked once per domain for the whole group (2 x 8 GPUs, the pod's TP/PP shape) within that
+// domain's usable nodes; the domain where the plan's predicted time is lowest is the one
+// placement answered; a domain where the group does not fit is left out.
+func TestGeneratePlacementsAnswersTheDomainWithTheLowestPredictedTime(t *testing.T) {
+	f := &fakeDryRuns{times: map[string]float64{"a1": 900, "b1": 400}} // c1: does not fit
+	serve := f.server(t)
+	defer serve.Close()
+	p := newPlugin(t, serve.URL+"/toposched")
+	nodes := []fwk.NodeInfo{
+		labelled("a1", map[string]string{cliqueKey: "rack-a"}), labelled("a2", map[string]string{cliqueKey: "rack-a"}),
+		labelled("b2", map[string]string{cliqueKey: "rack-b"}), labelled("b1", map[string]string{cliqueKey: "rack-b"}),
+		node("b3", func(n *v1.Node) { n.Labels[cliqueKey] = "rack-b"; n.Spec.Unschedulable = true }),
+		labelled("c1", map[string]string{cliqueKey: "rack-c"}),
+		node("x1", nil), // no clique label: in no candidate
+	}
+	pod := inGroup(gpuPod("w-0", 8), "train")
+	pod.Annotations = map[string]string{"toposched.io/tp": "8", "toposched.io/pp": "2", "toposched.io/policy": "topo"}
+	res, status := p.GeneratePlacements(context.Background(), nil, gangInfo(cliqueKey, 2, pod, inGroup(gpuPod("w-1", 8), "train")),
+		&fwk.Placement{Nodes: nodes})
+	if !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if len(res.Placements) != 1 || res.Placements[0].Name != "toposched:rack-b" ||
+		strings.Join(nodeNames(res.Placements[0]), ",") != "b1,b2" {
+		t.Fatalf("placements %+v, want one, toposched:rack-b on b1,b2", res.Placements)
+	}
+	if len(f.bodies) != 3 {
+		t.Fatalf("%d dry runs, want one per domain (3)", len(f.bodies))
+	}
+	want := map[string]any{"gpus": 16.0, "gpus_per_node": 8.0, "tp": 8.0, "pp": 2.0, "policy": "topo", "within_nodes": "a1,a2"}
+	got := f.bodies[0]
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("dry run %s = %v, want %v (body %v)", k, got[k], v, got)
+		}
+	}
+	if f.bodies[1]["within_nodes"] != "b1,b2" || f.bodies[2]["within_nodes"] != "c1" {
+		t.Errorf("domains offered %v, %v: want b1,b2 (b3 cordoned) and c1", f.bodies[1]["within_nodes"], f.bodies[2]["within_nodes"])
+	}
+}
+
+// Equal predictions: the first domain in name order. No topology key: one candidate, every
+// usable node. Nothing fits anywhere: Unschedulable with serve's reason.
+func TestGeneratePlacementsTiesNoKeyAndNoFit(t *testing.T) {
+	f := &fakeDryRuns{times: map[string]float64{"a1": 500, "b1": 500}}
+	serve := f.server(t)
+	defer serve.Close()
+	p := newPlugin(t, serve.URL+"/toposched")
+	nodes := []fwk.NodeInfo{labelled("b1", map[string]string{cliqueKey: "rack-b"}),
+		labelled("a1", map[string]string{cliqueKey: "rack-a"})}
+	pod := inGroup(gpuPod("w-0", 8), "train")
+	res, status := p.GeneratePlacements(context.Background(), nil, gangInfo(cliqueKey, 1, pod), &fwk.Placement{Nodes: nodes})
+	if !status.IsSuccess() || len(res.Placements) != 1 || res.Placements[0].Name != "toposched:rack-a" {
+		t.Errorf("tie: %+v %v, want rack-a", res, status)
+	}
+	res, status = p.GeneratePlacements(context.Background(), nil, gangInfo("", 1, pod), &fwk.Placement{Nodes: nodes})
+	if !status.IsSuccess() || len(res.Placements) != 1 || strings.Join(nodeNames(res.Placements[0]), ",") != "a1,b1" {
+		t.Errorf("no key: %+v %v, want one placement of every node", res, status)
+	}
+	f.times = map[string]float64{}
+	_, status = p.GeneratePlacements(context.Background(), nil, gangInfo(cliqueKey, 1, pod), &fwk.Placement{Nodes: nodes})
+	if status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), "needs 16 GPUs, 8 free") {
+		t.Errorf("no fit: %v, want Unschedulable with serve's reason", status)
+	}
+}
+
+// The parent placement, unchanged and without a dry run: a basic PodGroup, pods without
+// GPUs, and a gang serve already holds a plan for.
+func TestGeneratePlacementsLeavesOtherGroupsToTheParent(t *testing.T) {
+	f := &fakeDryRuns{times: map[string]float64{"a1": 1}}
+	serve := f.server(t)
+	defer serve.Close()
+	p := newPlugin(t, serve.URL+"/toposched")
+	parent := &fwk.Placement{Nodes: []fwk.NodeInfo{labelled("a1", map[string]string{cliqueKey: "rack-a"})}}
+	basic := gangInfo(cliqueKey, 1, inGroup(gpuPod("w-0", 8), "train"))
+	basic.PodGroup.Spec.SchedulingPolicy = schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}
+	cases := map[string]*framework.PodGroupInfo{
+		"basic":   basic,
+		"no GPUs": gangInfo(cliqueKey, 1, inGroup(gpuPod("c-0", 0), "train")),
+	}
+	for name, pg := range cases {
+		res, status := p.GeneratePlacements(context.Background(), nil, pg, parent)
+		if !status.IsSuccess() || len(res.Placements) != 1 || res.Placements[0] != parent {
+			t.Errorf("%s: %+v %v, want the parent placement", name, res, status)
+		}
+	}
+	f.planned = true
+	res, status := p.GeneratePlacements(context.Background(), nil, gangInfo(cliqueKey, 1, inGroup(gpuPod("w-0", 8), "train")), parent)
+	if !status.IsSuccess() || res.Placements[0] != parent {
+		t.Errorf("planned: %+v %v, want the parent placement", res, status)
+	}
+	if len(f.bodies) != 0 {
+		t.Errorf("%d dry runs, want none", len(f.bodies))
+	}
+}
+
+// Inside a placement of one domain the PodGroup's key is not passed to serve as a level
+// (serve has no tier for an NVLink domain label); over several domains it is.
+func TestPreFilterPassesTheTopologyKeyOnlyWhenTheOfferSpansDomains(t *testing.T) {
+	gang := gangInfo(cliqueKey, 2).PodGroup
+	for _, c := range []struct {
+		name  string
+		nodes []fwk.NodeInfo
+		want  string
+	}{
+		{"one domain", []fwk.NodeInfo{labelled("a1", map[string]string{cliqueKey: "r1"}), labelled("a2", map[string]string{cliqueKey: "r1"})}, ""},
+		{"two domains", []fwk.NodeInfo{labelled("a1", map[string]string{cliqueKey: "r1"}), labelled("b1", map[string]string{cliqueKey: "r2"})}, cliqueKey},
+		{"a node without the key", []fwk.NodeInfo{labelled("a1", map[string]string{cliqueKey: "r1"}), node("x1", nil)}, cliqueKey},
+	} {
+		var seen map[string]string
+		serve := serveRecording(t, &seen)
+		p := newPlugin(t, serve.URL+"/toposched")
+		p.podGroups = fakePodGroups{"ml/train": gang}
+		if _, status := p.PreFilter(context.Background(), nil, inGroup(gpuPod("w-0", 8), "train"), c.nodes); !status.IsSuccess() {
+			t.Fatalf("%s: %v", c.name, status)
+		}
+		serve.Close()
+		if seen[RequiredTopologyAnnotation] != c.want {
+			t.Errorf("%s: serve saw required topology %q, want %q", c.name, seen[RequiredTopologyAnnotation], c.want)
+		}
+	}
+}
+
+// kube-scheduler gives PreFilter every node, also inside a placement: a member's PreFilter
+// offers serve only the nodes of the placement GeneratePlacements chose for its pod group
+// cycle (through the cycle states kube-scheduler links: pod -> placement -> pod group), and
+// every node outside such a cycle.
+func TestPreFilterOffersOnlyThePlacementToposchedGenerated(t *testing.T) {
+	f := &fakeDryRuns{times: map[string]float64{"a1": 900, "b1": 400}}
+	serve := f.server(t)
+	defer serve.Close()
+	p := newPlugin(t, serve.URL+"/toposched")
+	info := gangInfo(cliqueKey, 2, inGroup(gpuPod("w-0", 8), "train"), inGroup(gpuPod("w-1", 8), "train"))
+	p.podGroups = fakePodGroups{"ml/train": info.PodGroup}
+	nodes := []fwk.NodeInfo{
+		labelled("a1", map[string]string{cliqueKey: "rack-a"}), labelled("a2", map[string]string{cliqueKey: "rack-a"}),
+		labelled("b1", map[string]string{cliqueKey: "rack-b"}), labelled("b2", map[string]string{cliqueKey: "rack-b"}),
+	}
+	groupState := framework.NewCycleState()
+	if _, status := p.GeneratePlacements(context.Background(), groupState, info, &fwk.Placement{Nodes: nodes}); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	placementState := framework.NewCycleState()
+	placementState.SetPodGroupSchedulingCycle(groupState)
+	podState := framework.NewCycleState()
+	podState.SetPlacementCycleState(placementState)
+	if _, status := p.PreFilter(context.Background(), podState, info.UnscheduledPods[0], nodes); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if _, status := p.PreFilter(context.Background(), framework.NewCycleState(), info.UnscheduledPods[1], nodes); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if len(f.offers) != 2 || strings.Join(f.offers[0], ",") != "b1,b2" || strings.Join(f.offers[1], ",") != "a1,a2,b1,b2" {
+		t.Errorf("offers %v: want the chosen placement b1,b2 inside the cycle, every node outside it", f.offers)
+	}
+}
