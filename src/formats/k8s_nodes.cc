@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "formats/json_fast_path.h"
 #include "topology/hostlist.h"
 #include "topology/text.h"
 #include "topology/yaml_input.h"
@@ -306,56 +307,10 @@ namespace {
 // nesting deeper than yaml-cpp's limit, a label the reader needs that is not a string, and
 // every error the reader finds (the yaml-cpp path reports it with its position).
 namespace sj = simdjson::ondemand;
-
-struct FastPathDeclines {};
-
-constexpr int kFastPathMaxDepth = 400;  // yaml-cpp refuses more than 500 nested collections
-
-bool fast_path_may_read(std::string_view text) {
-  const std::size_t first = text.find_first_not_of(" \t\n\r");
-  if (first == std::string_view::npos || text[first] != '{') return false;
-  if (text.find("\\u") != std::string_view::npos) return false;
-  for (std::size_t cr = text.find('\r'); cr != std::string_view::npos; cr = text.find('\r', cr + 1))
-    if (cr + 1 == text.size() || text[cr + 1] != '\n') return false;
-  return true;
-}
-
-// The keys of one object so far; a repeated one declines (load_yaml_document refuses it).
-class ObjectKeys {
- public:
-  void add(std::string_view key) {
-    if (keys_.size() >= 256) throw FastPathDeclines{};  // the linear check stays cheap
-    for (std::string_view k : keys_)
-      if (k == key) throw FastPathDeclines{};
-    keys_.push_back(key);
-  }
-
- private:
-  std::vector<std::string_view> keys_;
-};
-
-// A value the reader does not use, walked for what the yaml-cpp path would refuse in it.
-void check_unused(sj::value v, int depth) {
-  if (depth > kFastPathMaxDepth) throw FastPathDeclines{};
-  switch (v.type()) {
-    case sj::json_type::object: {
-      ObjectKeys keys;
-      for (auto field : v.get_object()) {
-        keys.add(field.unescaped_key());
-        check_unused(field.value(), depth + 1);
-      }
-      break;
-    }
-    case sj::json_type::array:
-      for (auto item : v.get_array()) check_unused(item.value(), depth + 1);
-      break;
-    case sj::json_type::string:
-      (void)v.get_string();  // unescaped, so a bad escape fails here as in yaml-cpp
-      break;
-    default:
-      break;
-  }
-}
+using json_fast_path::check_unused;
+using json_fast_path::FastPathDeclines;
+using json_fast_path::fast_path_may_read;
+using json_fast_path::ObjectKeys;
 
 std::string_view string_value(sj::value v) {
   if (v.type() != sj::json_type::string) throw FastPathDeclines{};

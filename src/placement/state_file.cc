@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -12,9 +13,12 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
+#include "formats/json_fast_path.h"
 #include "formats/json_output.h"
 #include "topology/file_io.h"
+#include "topology/text.h"
 #include "topology/yaml_input.h"
 
 namespace toposched {
@@ -43,7 +47,164 @@ Result<std::string> state_to_json(const AllocationState& s) {
   return text + "\n";
 }
 
+namespace {
+
+namespace sj = simdjson::ondemand;
+using json_fast_path::check_unused;
+using json_fast_path::FastPathDeclines;
+using json_fast_path::ObjectKeys;
+
+// The fast path (formats/json_fast_path.h): the state file as toposched writes it, read
+// with simdjson On Demand job by job, without a document tree (yaml-cpp's tree of a 50 MB
+// file is about 3 GB). It gives exactly the yaml-cpp path's answer or declines: every
+// value must be of the type the format names, with nothing the reader does not know. The
+// errors it reports itself are those a well-formed file can hold (a job id twice, a GPU
+// that is not the cluster's or that two jobs hold), located where the yaml-cpp path
+// locates them; as that path parses the whole document before it checks a job, the rest
+// of the text is walked for what the parse would refuse first (then it declines).
+class StateFastPath {
+ public:
+  StateFastPath(const Cluster& c, std::string_view text, const std::string& file, const char* base)
+      : cluster_(c), text_(text), file_(file), base_(base), state_(c) {}
+
+  Result<AllocationState> read(sj::object root) {
+    ObjectKeys keys;
+    bool format = false, cluster = false;
+    for (auto field : root) {
+      const std::string_view key = field.unescaped_key();
+      keys.add(key);
+      sj::value v = field.value();
+      if (key == "format") {
+        format = true;
+        if (string_of(v) != kFormat) throw FastPathDeclines{};
+      } else if (key == "version") {
+        if (integer_of(v) != 1) throw FastPathDeclines{};
+      } else if (key == "cluster") {
+        cluster = true;
+        if (string_of(v) != cluster_.name()) throw FastPathDeclines{};
+      } else if (key == "gpus") {
+        if (integer_of(v) != static_cast<std::int64_t>(cluster_.gpu_count())) throw FastPathDeclines{};
+      } else if (key == "jobs") {
+        if (v.type() != sj::json_type::array) throw FastPathDeclines{};
+        for (auto job : v.get_array()) read_job(job.value());
+      } else {
+        throw FastPathDeclines{};
+      }
+    }
+    // The yaml-cpp path checks the keys before the jobs: a file without them is its to report.
+    if (!format || !cluster) throw FastPathDeclines{};
+    if (first_error_) return tl::unexpected(*first_error_);
+    return std::move(state_);
+  }
+
+ private:
+  std::string_view string_of(sj::value v) {
+    if (v.type() != sj::json_type::string) throw FastPathDeclines{};
+    return v.get_string();
+  }
+  std::int64_t integer_of(sj::value v) {
+    if (v.type() != sj::json_type::number || v.get_number_type() != sj::number_type::signed_integer) throw FastPathDeclines{};
+    return v.get_int64();
+  }
+  std::size_t offset_of(sj::value& v) {
+    auto loc = v.current_location();
+    if (loc.error()) throw FastPathDeclines{};
+    return static_cast<std::size_t>(loc.value_unsafe() - base_);
+  }
+  void fail(std::size_t offset, std::string message) {
+    if (!first_error_) first_error_ = Error{ErrorCode::kParse, std::move(message), location_of(text_, offset, file_)};
+  }
+
+  void read_job(sj::value job) {
+    if (first_error_) {  // only what the parse would refuse counts now
+      check_unused(job, 2);
+      return;
+    }
+    if (job.type() != sj::json_type::object) throw FastPathDeclines{};
+    ObjectKeys keys;
+    std::string id;
+    std::size_t id_offset = 0, list_offset = 0;
+    bool has_id = false, has_gpus = false;
+    gpus_.clear();
+    for (auto field : job.get_object()) {
+      const std::string_view key = field.unescaped_key();
+      keys.add(key);
+      sj::value v = field.value();
+      if (key == "id") {
+        // The id comes first in every file toposched writes; the yaml-cpp path checks it
+        // before the GPUs, so a file that lists them first is its to read.
+        if (has_gpus) throw FastPathDeclines{};
+        id_offset = offset_of(v);
+        id = std::string(string_of(v));
+        has_id = true;
+      } else if (key == "gpus") {
+        if (!has_id || v.type() != sj::json_type::array) throw FastPathDeclines{};
+        list_offset = offset_of(v);
+        has_gpus = true;
+        read_gpus(v);
+      } else {
+        throw FastPathDeclines{};
+      }
+    }
+    if (!has_id || !has_gpus || id.empty() || gpus_.empty()) throw FastPathDeclines{};
+    if (first_error_) return;
+    if (state_.has_job(id)) return fail(id_offset, fmt::format("job '{}' appears twice", id));
+    if (auto ok = state_.allocate(id, gpus_); !ok) fail(list_offset, ok.error().message);
+  }
+
+  void read_gpus(sj::value list) {
+    for (auto item : list.get_array()) {
+      const std::string_view t = string_of(item.value());
+      if (first_error_) continue;
+      const auto colon = t.rfind(':');
+      if (colon == std::string_view::npos || colon == 0 || colon + 1 == t.size()) throw FastPathDeclines{};
+      auto node = cluster_.find_node(t.substr(0, colon));
+      if (!node) throw FastPathDeclines{};
+      int index = -1;
+      const std::string_view num = t.substr(colon + 1);
+      auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), index);
+      if (ec != std::errc() || ptr != num.data() + num.size() || index < 0 || index >= cluster_.node_gpu_count(*node))
+        throw FastPathDeclines{};
+      gpus_.push_back(cluster_.node_gpu(*node, index));
+    }
+  }
+
+  const Cluster& cluster_;
+  std::string_view text_;
+  const std::string& file_;
+  const char* base_;  // the padded copy offsets are taken in
+  AllocationState state_;
+  std::vector<GpuId> gpus_;  // the job's, reused
+  std::optional<Error> first_error_;
+};
+
+std::optional<Result<AllocationState>> state_from_json_fast(const Cluster& c, std::string_view text,
+                                                            const std::string& file) {
+  if (!json_fast_path::fast_path_may_read(text)) return std::nullopt;
+  try {
+    simdjson::padded_string padded(text);
+    sj::parser parser;
+    sj::document doc = parser.iterate(padded);
+    StateFastPath reader(c, text, file, padded.data());
+    auto result = reader.read(doc.get_object());
+    // A location left after the object is text after it (a second document); at the end there is none.
+    if (!doc.current_location().error()) return std::nullopt;
+    return result;
+  } catch (const FastPathDeclines&) {
+    return std::nullopt;
+  } catch (const simdjson::simdjson_error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 Result<AllocationState> state_from_json(const Cluster& c, std::string_view text, const std::string& file) {
+  if (auto fast = state_from_json_fast(c, text, file)) return std::move(*fast);
+  return state_from_json_exact(c, text, file);
+}
+
+Result<AllocationState> state_from_json_exact(const Cluster& c, std::string_view text, const std::string& file) {
   YamlInput in(file);
   auto root = in.parse(text);
   if (!root) return tl::unexpected(root.error());

@@ -28,7 +28,12 @@ namespace toposched {
 
 // Fails (kValidation) when a job id is not valid UTF-8 (formats/json_output.h).
 Result<std::string> state_to_json(const AllocationState& state);
+// Reads with a simdjson fast path (files as toposched writes them, without a document
+// tree) and falls back on the yaml-cpp reader for anything else and for most errors; both
+// give the same state or the same file:line:col error.
 Result<AllocationState> state_from_json(const Cluster& cluster, std::string_view text, const std::string& file);
+// The yaml-cpp reader alone: the reference the fast path is tested (and fuzzed) against.
+Result<AllocationState> state_from_json_exact(const Cluster& cluster, std::string_view text, const std::string& file);
 
 Result<AllocationState> load_state_file(const Cluster& cluster, const std::string& path);
 Result<void> save_state_file(const AllocationState& state, const std::string& path);

@@ -170,6 +170,56 @@ TEST(StateFile, ErrorsNameTheirPosition) {
   }
 }
 
+// The fast path gives the yaml-cpp reader's answer on every document: the same jobs, or
+// the same error at the same place (those it reports itself, and those it leaves to it).
+void expect_same_answer(const Cluster& c, const std::string& text) {
+  auto fast = state_from_json(c, text, "s.json");
+  auto exact = state_from_json_exact(c, text, "s.json");
+  ASSERT_EQ(fast.has_value(), exact.has_value()) << text << "\n" << (fast ? exact.error() : fast.error()).to_string();
+  if (fast) {
+    EXPECT_EQ(state_to_json(*fast).value(), state_to_json(*exact).value()) << text;
+  } else {
+    EXPECT_EQ(fast.error().to_string(), exact.error().to_string()) << text;
+  }
+}
+
+TEST(StateFile, FastPathGivesTheExactReadersAnswer) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  const std::string head =
+      "{\"format\": \"toposched-allocation-state\", \"version\": 1, \"cluster\": \"" + c.name() + "\", \"gpus\": 32,\n";
+  const std::string a = "{\"id\": \"a\", \"gpus\": [\"dgx-h100-001:1\", \"dgx-h100-002:0\"]}";
+  const std::string docs[] = {
+      head + "\"jobs\": [" + a + "]}\n",
+      head + "\"jobs\": []}",
+      head + "\"jobs\": [" + a + ",\n {\"id\": \"b\", \"gpus\": [\"dgx-h100-001:1\"]}]}",      // owned twice
+      head + "\"jobs\": [" + a + ",\n  " + a + "]}",                                            // id twice
+      head + "\"jobs\": [{\"id\": \"a\", \"gpus\": [\"dgx-h100-001:1\", \"dgx-h100-001:1\"]}]}",  // listed twice
+      head + "\"jobs\": [" + a + ",\n  " + a + ",\n {\"id\": \"c\", \"gpus\": [\"x:1\"]}]}",      // later errors
+      head + "\"jobs\": [" + a + ",\n  " + a + ",\n {\"id\": \"c\", \"gpus\": [1]}]}",
+      head + "\"jobs\": [" + a + ",\n  " + a + ",\n {\"id\": \"c\", \"id\": \"d\"}]}",          // parse error after
+      head + "\"jobs\": [" + a + ",\n  " + a + ",\n {\"id\": \"c\", \"gpus\": [\"dgx-h100-001:1\"",  // truncated after
+      head + "\"jobs\": [{\"gpus\": [\"dgx-h100-001:1\"], \"id\": \"a\"}]}",
+      head + "\"jobs\": [{\"id\": \"\", \"gpus\": [\"dgx-h100-001:1\"]}]}",
+      head + "\"jobs\": [{\"id\": \"a\", \"gpus\": []}]}",
+      head + "\"jobs\": null}",
+      head + "\"extra\": 1, \"jobs\": []}",
+      head + "\"jobs\": []} {}",
+      "{\"format\": \"toposched-allocation-state\", \"version\": 2, \"cluster\": \"" + c.name() + "\"}",
+      "{\"format\": \"toposched-allocation-state\", \"version\": 1.0, \"cluster\": \"" + c.name() + "\"}",
+      "{\"cluster\": \"" + c.name() + "\", \"jobs\": [" + a + "]}",
+  };
+  for (const std::string& text : docs) expect_same_answer(c, text);
+  // Every byte of a valid file flipped in turn.
+  const std::string valid = docs[2];
+  for (std::size_t i = 0; i < valid.size(); ++i) {
+    for (char x : {'\x01', '\x20', '\x0f'}) {
+      std::string bad = valid;
+      bad[i] = static_cast<char>(bad[i] ^ x);
+      expect_same_answer(c, bad);
+    }
+  }
+}
+
 TEST(StateFile, TruncatedCopiesNeverCrash) {
   Cluster c = preset("dgx-h100?nodes=4");
   AllocationState s(c);

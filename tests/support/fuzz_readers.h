@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -82,8 +83,13 @@ inline void read_ibnet(std::string_view b) {
 }
 inline void read_topo_m(std::string_view b) { (void)read_nvidia_topo(b, "fuzz"); }
 inline void read_fabric(std::string_view b) { (void)read_nvidia_fabric(b, "fuzz"); }
+// The fast path must give the yaml-cpp reader's answer: the same state or the same error.
 inline void read_state(std::string_view b) {
-  if (auto s = state_from_json(small_cluster(), b, "fuzz")) (void)state_to_json(*s);
+  auto s = state_from_json(small_cluster(), b, "fuzz");
+  auto exact = state_from_json_exact(small_cluster(), b, "fuzz");
+  if (s.has_value() != exact.has_value()) std::abort();
+  if (!s && s.error().to_string() != exact.error().to_string()) std::abort();
+  if (s && (state_to_json(*s) != state_to_json(*exact) || !s->check_invariants())) std::abort();
 }
 inline void read_job(std::string_view b) { (void)parse_job_text(b, "fuzz"); }
 inline void read_placement(std::string_view b) { (void)parse_placement_text(small_cluster(), b, "fuzz"); }
