@@ -120,9 +120,10 @@ def complete(path: str) -> str:
     """Why the output at path is partial, or '' when it is complete."""
     if os.path.isdir(path):
         files = sorted(os.listdir(path))
-        if files != ["report.html", "report.json"]:
+        # simulate's report also holds jobs.csv; route's and scale's do not.
+        if files not in (["report.html", "report.json"], ["jobs.csv", "report.html", "report.json"]):
             return f"report directory holds {files}"
-        return complete(os.path.join(path, "report.json")) or complete(os.path.join(path, "report.html"))
+        return next(filter(None, (complete(os.path.join(path, f)) for f in files)), "")
     data = open(path, "rb").read()
     if not data:
         return "empty output file"
@@ -133,6 +134,8 @@ def complete(path: str) -> str:
             return f"output is not complete JSON: {e}"
     if path.endswith(".html") and not data.rstrip().endswith(b"</html>"):
         return "report.html is cut short"
+    if path.endswith(".csv") and not data.startswith(b"policy,job,"):
+        return "jobs.csv lacks its header"
     if not data.endswith(b"\n"):
         return "output lacks its final newline"
     return ""

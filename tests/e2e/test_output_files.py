@@ -193,7 +193,7 @@ class OutputFiles(unittest.TestCase):
                     report = os.path.join(self.tmp, f"{name}-report{len(suffix)}")
                     r = run([*args, "--report", report + suffix])
                     self.assertEqual(r.returncode, 0, r.stderr)
-                    self.assertIn(f"report: {report}/report.html (and report.json)", r.stdout)
+                    self.assertIn(f"report: {report}/report.html (and report.json", r.stdout)  # simulate adds ", jobs.csv"
                     self.assertNotIn("//", r.stdout.split("report: ")[1])
                     self.assertTrue(os.path.isfile(os.path.join(report, "report.json")))
 
