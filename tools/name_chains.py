@@ -30,6 +30,7 @@ ALLOWED = {
     ("formats/slurm_topology.cc", "f.key"): "topology.conf's field keywords, read by its reader",
     ("formats/k8s_nodes.cc", "r"): "--label-map roles include the pattern tier-N, which no fixed row can name",
     ("formats/k8s_nodes.cc", "key"): "the keys of a Kubernetes Node's metadata, read by the NodeList reader's JSON path",
+    ("placement/state_file.cc", "key"): "the keys of an allocation-state file, read by its JSON fast path",
     ("formats/cluster_format.cc", "key"): "the keys of a YAML head the format detector reads",
     ("formats/nvidia_fabric.cc", "key"): "nvidia-smi -q's field names, read by its reader",
     ("formats/topograph_export.cc", "plugin"): "Topograph's plugin parameter; its messages are ported from Topograph",
