@@ -56,9 +56,12 @@ class Placer {
     return make_error(ErrorCode::kUnsupported, "this placer makes no reservations");
   }
   // place(), but leaving the GPUs in `keep_free` alone (another job's reservation).
+  // `keep_free_version` names keep_free's content: the caller passes the same version only
+  // with the same GPUs (a backfill pass asks for many jobs around one reservation), so the
+  // placer can tell it is unchanged without comparing thousands of GPUs per call.
   virtual Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t job_index,
-                                                  std::span<const GpuId> keep_free) {
-    (void)job, (void)job_index, (void)keep_free;
+                                                  std::span<const GpuId> keep_free, std::uint64_t keep_free_version) {
+    (void)job, (void)job_index, (void)keep_free, (void)keep_free_version;
     return make_error(ErrorCode::kUnsupported, "this placer makes no reservations");
   }
   // The engine has placed what it will at this event: drop any scratch state kept between

@@ -195,15 +195,21 @@ class RegistryPlacer final : public Placer {
   // index by node id, never the order of a bucket's list, so the different sequence of
   // allocate/release calls leaves every decision as it was (docs/design.md, "Simulation at
   // 100,000 GPUs").
-  Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t index,
-                                          std::span<const GpuId> keep_free) override {
-    if (!holding_ || !std::equal(keep_free.begin(), keep_free.end(), hold_for_.begin(), hold_for_.end())) {
+  Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t index, std::span<const GpuId> keep_free,
+                                          std::uint64_t keep_free_version) override {
+    // The same version is the same GPUs (backend.h); a new version with the same GPUs keeps
+    // the hold too, after one comparison.
+    if (holding_ && keep_free_version != hold_version_ &&
+        std::equal(keep_free.begin(), keep_free.end(), hold_for_.begin(), hold_for_.end()))
+      hold_version_ = keep_free_version;
+    if (!holding_ || keep_free_version != hold_version_) {
       drop_hold();
       std::vector<GpuId> hold;
       for (GpuId g : keep_free)
         if (state_.gpu_free(g)) hold.push_back(g);
       if (!hold.empty()) (void)state_.allocate(kHold, hold);
       hold_for_.assign(keep_free.begin(), keep_free.end());
+      hold_version_ = keep_free_version;
       holding_ = true;
     }
     return place_now(job, index);
@@ -285,6 +291,7 @@ class RegistryPlacer final : public Placer {
   std::map<std::string, bool> model_ok_;
   bool holding_ = false;          // place_around's hold is allocated (as job kHold, when non-empty)
   std::vector<GpuId> hold_for_;   // the reserved GPUs it was built for
+  std::uint64_t hold_version_ = 0;  // their version (place_around's keep_free_version)
 };
 
 // The estimate's step as fractions (sim/backend.h's StepBreakdown).
