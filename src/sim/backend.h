@@ -106,7 +106,14 @@ class CommModel {
 
 // The policies make_placer accepts (the placement engine's registry), in its order.
 std::vector<std::string> placer_names();
-Result<std::unique_ptr<Placer>> make_placer(const Cluster& cluster, const std::string& policy, std::uint64_t seed);
+// How reserve() reaches each probe's state (the live state with a prefix of the running
+// jobs released). kKeptState (the simulator's): a probe state kept between calls and
+// brought to each probe by the jobs that differ from the previous one. kFromScratch: a copy
+// of the live state with the whole prefix released, per probe; slow, the reference the
+// tests compare kKeptState with (the same reservations).
+enum class ReservationProbes { kKeptState, kFromScratch };
+Result<std::unique_ptr<Placer>> make_placer(const Cluster& cluster, const std::string& policy, std::uint64_t seed,
+                                            ReservationProbes probes = ReservationProbes::kKeptState);
 // The cost model (estimate_job_comm) with a compute time per step from the job's FLOPs
 // (cost/compute.h), and the uplink demand / capacity of the cost layer's contention model
 // (cost/contention.h: uplink_capacity_GBps, job_uplink_demand_GBps).

@@ -100,8 +100,8 @@ class ProbeState {
 
 class RegistryPlacer final : public Placer {
  public:
-  RegistryPlacer(const Cluster& c, const PlacementPolicy& p, std::uint64_t seed)
-      : state_(c), probe_(c), policy_(p), seed_(seed), sizes_(default_job_sizes()) {
+  RegistryPlacer(const Cluster& c, const PlacementPolicy& p, std::uint64_t seed, ReservationProbes probes)
+      : state_(c), probe_(c), probes_(probes), policy_(p), seed_(seed), sizes_(default_job_sizes()) {
     int max_gpn = 1;
     for (std::size_t n = 0; n < c.node_count(); ++n) max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
     gpus_per_node_ = max_gpn;
@@ -150,6 +150,12 @@ class RegistryPlacer final : public Placer {
       if (!enough(k))
         return make_error(ErrorCode::kInfeasible, fmt::format("needs {} GPUs; only {} would be free", job.gpus,
                                                               free_after[k]));
+      if (probes_ == ReservationProbes::kFromScratch) {
+        AllocationState scratch = state_.snapshot();
+        for (std::uint32_t j : running_by_end.first(k)) (void)scratch.release(std::to_string(j));
+        TOPOSCHED_TRY(p, place_job(scratch, r, false, PlaceDetail::kGpusOnly));
+        return std::move(p.gpus_by_rank);
+      }
       end_first(k);
       TOPOSCHED_TRY(p, place_job(probe_.state(), r, false, PlaceDetail::kGpusOnly));
       return std::move(p.gpus_by_rank);
@@ -283,6 +289,7 @@ class RegistryPlacer final : public Placer {
 
   AllocationState state_;
   ProbeState probe_;  // reserve()'s state: state_ less the hold, with some running jobs released
+  ReservationProbes probes_;
   const PlacementPolicy& policy_;
   std::uint64_t seed_;
   std::vector<JobSizeWeight> sizes_;
@@ -447,10 +454,11 @@ std::vector<std::string> placer_names() {
   return out;
 }
 
-Result<std::unique_ptr<Placer>> make_placer(const Cluster& cluster, const std::string& policy, std::uint64_t seed) {
+Result<std::unique_ptr<Placer>> make_placer(const Cluster& cluster, const std::string& policy, std::uint64_t seed,
+                                            ReservationProbes probes) {
   auto p = find_policy(policy);
   if (!p) return tl::unexpected(p.error());
-  return std::unique_ptr<Placer>(std::make_unique<RegistryPlacer>(cluster, **p, seed));
+  return std::unique_ptr<Placer>(std::make_unique<RegistryPlacer>(cluster, **p, seed, probes));
 }
 
 std::unique_ptr<CommModel> make_comm_model(const Cluster& cluster) { return std::make_unique<CostCommModel>(cluster); }
