@@ -35,21 +35,30 @@ namespace {
 // call. A placement depends only on which GPUs are free (the free-GPU index's bucket order
 // is not read by any search), so a probe here decides what the same probe on the live
 // state did.
-// Invariant: a GPU is free here iff it is free in the live state (hold aside) or belongs to
-// an ended job; every ended job is running in the live state.
+// It starts at the first reservation (start()), so placers that never reserve do not mirror.
+// Invariant, once started: a GPU is free here iff it is free in the live state (hold aside)
+// or belongs to an ended job; every ended job is running in the live state.
 class ProbeState {
  public:
   explicit ProbeState(const Cluster& c) : state_(c) {}
 
+  bool started() const { return started_; }
+  // Starts mirroring `live` (without a hold), nothing ended.
+  void start(const AllocationState& live) {
+    state_.restore(live);
+    started_ = true;
+  }
   const AllocationState& state() const { return state_; }
   AllocationState& state() { return state_; }
-  std::size_t ended_count() const { return ended_.size(); }
 
   // The live state allocated `gpus` to job `id` (a job index): those GPUs were free there,
   // so they are free here.
-  void on_allocate(const std::string& id, std::span<const GpuId> gpus) { (void)state_.allocate(id, gpus); }
+  void on_allocate(const std::string& id, std::span<const GpuId> gpus) {
+    if (started_) (void)state_.allocate(id, gpus);
+  }
   // The live state released job `index`.
   void on_release(std::uint32_t index, const std::string& id) {
+    if (!started_) return;
     if (is_ended(index)) {
       ended_flag_[index] = 0;
       ended_.erase(std::find(ended_.begin(), ended_.end(), index));
@@ -92,6 +101,7 @@ class ProbeState {
   bool is_ended(std::uint32_t j) const { return j < ended_flag_.size() && ended_flag_[j]; }
 
   AllocationState state_;
+  bool started_ = false;
   std::vector<std::uint32_t> ended_;     // job indices released here, in no particular order
   std::vector<char> ended_flag_;         // per job index: in ended_
   std::vector<std::uint64_t> wanted_;    // per job index: stamp_ of the last end_exactly naming it
@@ -132,6 +142,7 @@ class RegistryPlacer final : public Placer {
   Result<Reservation> reserve(const SimJob& job, std::uint32_t index, std::span<const std::uint32_t> running_by_end,
                               std::size_t min_finished) override {
     drop_hold();
+    if (!probe_.started()) probe_.start(state_);
     const PlaceRequest r = request(job, index);
     auto end_first = [&](std::size_t k) { probe_.end_exactly(state_, running_by_end.first(k)); };
     // GPUs free once the first k have ended, from a prefix sum: a probe with fewer free GPUs
