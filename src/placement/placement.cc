@@ -61,6 +61,32 @@ std::vector<GpuId> sorted_gpus(std::span<const GpuId> gpus) {
   }
   return v;
 }
+
+// check_placement's answer when it is "valid", in one pass without sorting, for a request
+// that constrains nothing per node, tier or switch count (the simulator's and most
+// front ends' requests): every GPU in range, free, seen once (a per-thread stamp per GPU),
+// on a node of the requested model. False means "not shown valid": check_placement then
+// runs its full check, which finds the same first fault in the same (sorted) order.
+bool plainly_valid(const AllocationState& state, const JobRequest& r, std::span<const GpuId> gpus) {
+  if (r.exclusive || r.gpus_per_node > 0 || r.required_tier_index || r.max_switches > 0) return false;
+  const Cluster& c = state.cluster();
+  thread_local std::vector<std::uint32_t> seen;  // per GPU: the stamp of the last check that saw it
+  thread_local std::uint32_t stamp = 0;
+  if (seen.size() < c.gpu_count()) seen.resize(c.gpu_count(), 0);
+  if (++stamp == 0) {  // wrapped: no stale stamp may equal a new one
+    std::fill(seen.begin(), seen.end(), 0);
+    stamp = 1;
+  }
+  NodeId last;
+  for (GpuId g : gpus) {
+    if (!g.valid() || g.index() >= c.gpu_count() || seen[g.index()] == stamp || !state.gpu_free(g)) return false;
+    seen[g.index()] = stamp;
+    const NodeId n = c.gpu_node(g);
+    if (n != last && !model_matches(r, c, n)) return false;
+    last = n;
+  }
+  return true;
+}
 }  // namespace
 
 Result<void> check_placement(const AllocationState& state, const JobRequest& r, std::span<const GpuId> gpus) {
@@ -68,6 +94,7 @@ Result<void> check_placement(const AllocationState& state, const JobRequest& r, 
   auto fail = [](std::string m) { return make_error(ErrorCode::kInfeasible, std::move(m)); };
   if (static_cast<int>(gpus.size()) != r.total_gpus)
     return fail(fmt::format("placement has {} GPUs, the job needs {}", gpus.size(), r.total_gpus));
+  if (plainly_valid(state, r, gpus)) return {};
   // Sorted copy: duplicates are neighbours, and a node's GPUs are contiguous ids.
   const std::vector<GpuId> sorted = sorted_gpus(gpus);
   std::vector<std::pair<NodeId, int>> per_node;

@@ -3,6 +3,7 @@
 // Pure functions of their arguments; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -45,5 +46,65 @@ std::vector<SwitchId> switches_at_tier(const Cluster& c, int tier);
 
 // Allowed-node mask of the nodes below switch `s`.
 NodeMask subtree_mask(const Cluster& c, SwitchId s);
+
+// A value per node for the few nodes one decision touches (GPUs taken, units taken): an
+// open-addressing hash table (linear probing) on the node id, so a decision on a 100,000-GPU
+// cluster neither allocates per node, as std::unordered_map does, nor clears a per-node
+// array. operator[] inserts V{} for a missing node, as std::unordered_map's does; a
+// reference it returns stays valid until the next insertion. Iteration order is unspecified
+// (callers must not depend on it). Empty until the first insertion (copying an empty map
+// allocates nothing). Not thread-safe for writes; one decision owns it.
+template <class V>
+class NodeMap {
+ public:
+  // The value of node `n`, V{} when absent (inserts nothing).
+  V get(std::uint32_t n) const {
+    if (size_ == 0) return V{};
+    for (std::size_t i = slot(n);; i = (i + 1) & mask_) {
+      if (keys_[i] == n) return values_[i];
+      if (keys_[i] == kEmpty) return V{};
+    }
+  }
+  V& operator[](std::uint32_t n) {
+    if (2 * (size_ + 1) > keys_.size()) grow();
+    for (std::size_t i = slot(n);; i = (i + 1) & mask_) {
+      if (keys_[i] == n) return values_[i];
+      if (keys_[i] == kEmpty) {
+        keys_[i] = n;
+        values_[i] = V{};
+        ++size_;
+        return values_[i];
+      }
+    }
+  }
+  std::size_t size() const { return size_; }
+  // Calls fn(node, value) for every node present, in unspecified order.
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (std::size_t i = 0; i < keys_.size(); ++i)
+      if (keys_[i] != kEmpty) fn(keys_[i], values_[i]);
+  }
+
+ private:
+  static constexpr std::uint32_t kEmpty = 0xffffffffu;  // no node has this id (NodeId's invalid value)
+  std::size_t slot(std::uint32_t n) const {
+    return static_cast<std::size_t>((std::uint64_t{n} * 0x9e3779b97f4a7c15ULL) >> 32) & mask_;
+  }
+  void grow() {
+    std::vector<std::uint32_t> keys = std::move(keys_);
+    std::vector<V> values = std::move(values_);
+    const std::size_t cap = keys.empty() ? 64 : 2 * keys.size();
+    keys_.assign(cap, kEmpty);
+    values_.assign(cap, V{});
+    mask_ = cap - 1;
+    size_ = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] != kEmpty) (*this)[keys[i]] = values[i];
+  }
+  std::vector<std::uint32_t> keys_;
+  std::vector<V> values_;
+  std::size_t mask_ = 0;
+  std::size_t size_ = 0;
+};
 
 }  // namespace toposched

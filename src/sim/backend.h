@@ -56,9 +56,12 @@ class Placer {
     return make_error(ErrorCode::kUnsupported, "this placer makes no reservations");
   }
   // place(), but leaving the GPUs in `keep_free` alone (another job's reservation).
+  // `keep_free_version` names keep_free's content: the caller passes the same version only
+  // with the same GPUs (a backfill pass asks for many jobs around one reservation), so the
+  // placer can tell it is unchanged without comparing thousands of GPUs per call.
   virtual Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t job_index,
-                                                  std::span<const GpuId> keep_free) {
-    (void)job, (void)job_index, (void)keep_free;
+                                                  std::span<const GpuId> keep_free, std::uint64_t keep_free_version) {
+    (void)job, (void)job_index, (void)keep_free, (void)keep_free_version;
     return make_error(ErrorCode::kUnsupported, "this placer makes no reservations");
   }
   // The engine has placed what it will at this event: drop any scratch state kept between
@@ -103,7 +106,14 @@ class CommModel {
 
 // The policies make_placer accepts (the placement engine's registry), in its order.
 std::vector<std::string> placer_names();
-Result<std::unique_ptr<Placer>> make_placer(const Cluster& cluster, const std::string& policy, std::uint64_t seed);
+// How reserve() reaches each probe's state (the live state with a prefix of the running
+// jobs released). kKeptState (the simulator's): a probe state kept between calls and
+// brought to each probe by the jobs that differ from the previous one. kFromScratch: a copy
+// of the live state with the whole prefix released, per probe; slow, the reference the
+// tests compare kKeptState with (the same reservations).
+enum class ReservationProbes { kKeptState, kFromScratch };
+Result<std::unique_ptr<Placer>> make_placer(const Cluster& cluster, const std::string& policy, std::uint64_t seed,
+                                            ReservationProbes probes = ReservationProbes::kKeptState);
 // The cost model (estimate_job_comm) with a compute time per step from the job's FLOPs
 // (cost/compute.h), and the uplink demand / capacity of the cost layer's contention model
 // (cost/contention.h: uplink_capacity_GBps, job_uplink_demand_GBps).

@@ -215,7 +215,7 @@ class Engine {
     // A job that did not fit cannot fit before some GPUs are released (starts only take GPUs).
     if (failed_epoch_[j] == release_epoch_) return false;
     if (around && failed_around_[j] == reservation_gen_) return false;
-    auto gpus = around ? placer_.place_around(job, j, reservation_.gpus) : placer_.place(job, j);
+    auto gpus = around ? placer_.place_around(job, j, reservation_.gpus, reservation_gen_) : placer_.place(job, j);
     if (!gpus) {
       if (gpus.error().code != ErrorCode::kInfeasible) permanent_error_ = gpus.error().message;
       (around ? failed_around_[j] = reservation_gen_ : failed_epoch_[j] = release_epoch_);

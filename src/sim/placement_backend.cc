@@ -26,10 +26,92 @@ namespace toposched::sim {
 
 namespace {
 
+// Where reserve() asks the policy: the placer's live state without place_around's hold,
+// with some running jobs released ("ended"). It is kept from one probe (and one reserve
+// call) to the next and brought to each probe's set of ended jobs by releasing and giving
+// back only the jobs that differ from the previous probe's: between two reservations a
+// handful of jobs start or end, while the prefix of running jobs a reservation ends is
+// often hundreds of jobs long, which the live state used to release and give back on every
+// call. A placement depends only on which GPUs are free (the free-GPU index's bucket order
+// is not read by any search), so a probe here decides what the same probe on the live
+// state did.
+// It starts at the first reservation (start()), so placers that never reserve do not mirror.
+// Invariant, once started: a GPU is free here iff it is free in the live state (hold aside)
+// or belongs to an ended job; every ended job is running in the live state.
+class ProbeState {
+ public:
+  explicit ProbeState(const Cluster& c) : state_(c) {}
+
+  bool started() const { return started_; }
+  // Starts mirroring `live` (without a hold), nothing ended.
+  void start(const AllocationState& live) {
+    state_.restore(live);
+    started_ = true;
+  }
+  const AllocationState& state() const { return state_; }
+  AllocationState& state() { return state_; }
+
+  // The live state allocated `gpus` to job `id` (a job index): those GPUs were free there,
+  // so they are free here.
+  void on_allocate(const std::string& id, std::span<const GpuId> gpus) {
+    if (started_) (void)state_.allocate(id, gpus);
+  }
+  // The live state released job `index`.
+  void on_release(std::uint32_t index, const std::string& id) {
+    if (!started_) return;
+    if (is_ended(index)) {
+      ended_flag_[index] = 0;
+      ended_.erase(std::find(ended_.begin(), ended_.end(), index));
+    } else {
+      (void)state_.release(id);
+    }
+  }
+
+  // Makes `jobs` (running in `live`) exactly the ended ones: gives back the ended jobs not in
+  // it (their GPUs, as `live` holds them, are free here), then releases those of it not yet
+  // ended.
+  void end_exactly(const AllocationState& live, std::span<const std::uint32_t> jobs) {
+    ++stamp_;
+    for (std::uint32_t j : jobs) {
+      if (j >= wanted_.size()) wanted_.resize(j + 1, 0);
+      wanted_[j] = stamp_;
+    }
+    for (std::size_t i = 0; i < ended_.size();) {
+      const std::uint32_t j = ended_[i];
+      if (j < wanted_.size() && wanted_[j] == stamp_) {
+        ++i;
+        continue;
+      }
+      const std::string id = std::to_string(j);
+      (void)state_.allocate(id, live.job_gpus(id));
+      ended_flag_[j] = 0;
+      ended_[i] = ended_.back();
+      ended_.pop_back();
+    }
+    for (std::uint32_t j : jobs) {
+      if (is_ended(j)) continue;
+      if (!state_.release(std::to_string(j))) continue;  // not running: nothing to end
+      if (j >= ended_flag_.size()) ended_flag_.resize(j + 1, 0);
+      ended_flag_[j] = 1;
+      ended_.push_back(j);
+    }
+  }
+
+ private:
+  bool is_ended(std::uint32_t j) const { return j < ended_flag_.size() && ended_flag_[j]; }
+
+  AllocationState state_;
+  bool started_ = false;
+  std::vector<std::uint32_t> ended_;     // job indices released here, in no particular order
+  std::vector<char> ended_flag_;         // per job index: in ended_
+  std::vector<std::uint64_t> wanted_;    // per job index: stamp_ of the last end_exactly naming it
+  std::uint64_t stamp_ = 0;
+};
+
 class RegistryPlacer final : public Placer {
  public:
-  RegistryPlacer(const Cluster& c, const PlacementPolicy& p, std::uint64_t seed)
-      : state_(c), policy_(p), seed_(seed), sizes_(default_job_sizes()) {
+  RegistryPlacer(const Cluster& c, const PlacementPolicy& p, std::uint64_t seed, ReservationProbes probes)
+      : state_(c), probe_(c), probes_(probes), policy_(p), seed_(seed), sizes_(default_job_sizes()) {
     int max_gpn = 1;
     for (std::size_t n = 0; n < c.node_count(); ++n) max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
     gpus_per_node_ = max_gpn;
@@ -45,7 +127,8 @@ class RegistryPlacer final : public Placer {
 
   void release(std::uint32_t index) override {
     drop_hold();
-    (void)state_.release(std::to_string(index));
+    const std::string id = std::to_string(index);
+    if (state_.release(id)) probe_.on_release(index, id);
   }
 
   void end_pass() override { drop_hold(); }
@@ -53,26 +136,15 @@ class RegistryPlacer final : public Placer {
   // Policies that fit a job on any free GPUs get exact GPU-count reservations instead.
   bool plans_reservations() const override { return !policy_.fits_any_free_gpus(); }
 
-  // Releases running jobs in end order on the live state (and gives them back afterwards,
-  // same GPUs), probing the policy at galloping then bisecting prefix lengths: O(log n)
-  // policy calls, assuming that more free GPUs never make a placement impossible.
+  // Asks the policy on the probe state (the live state with the first k running jobs, in
+  // end order, released), at galloping then bisecting prefix lengths: O(log n) policy calls,
+  // assuming that more free GPUs never make a placement impossible.
   Result<Reservation> reserve(const SimJob& job, std::uint32_t index, std::span<const std::uint32_t> running_by_end,
                               std::size_t min_finished) override {
     drop_hold();
+    if (!probe_.started()) probe_.start(state_);
     const PlaceRequest r = request(job, index);
-    std::vector<std::pair<std::string, std::vector<GpuId>>> ended;
-    auto end_first = [&](std::size_t k) {
-      while (ended.size() < k) {
-        std::string id = std::to_string(running_by_end[ended.size()]);
-        auto gpus = state_.release(id);
-        ended.emplace_back(std::move(id), gpus ? std::move(*gpus) : std::vector<GpuId>{});
-      }
-      while (ended.size() > k) {
-        auto& [id, gpus] = ended.back();
-        if (!gpus.empty()) (void)state_.allocate(id, gpus);  // cannot fail: they were its GPUs a moment ago
-        ended.pop_back();
-      }
-    };
+    auto end_first = [&](std::size_t k) { probe_.end_exactly(state_, running_by_end.first(k)); };
     // GPUs free once the first k have ended, from a prefix sum: a probe with fewer free GPUs
     // than the job needs fails in choose_gpus' first check, so it is answered without
     // releasing jobs or asking the policy (the same answers, in the same probe sequence).
@@ -89,8 +161,14 @@ class RegistryPlacer final : public Placer {
       if (!enough(k))
         return make_error(ErrorCode::kInfeasible, fmt::format("needs {} GPUs; only {} would be free", job.gpus,
                                                               free_after[k]));
+      if (probes_ == ReservationProbes::kFromScratch) {
+        AllocationState scratch = state_.snapshot();
+        for (std::uint32_t j : running_by_end.first(k)) (void)scratch.release(std::to_string(j));
+        TOPOSCHED_TRY(p, place_job(scratch, r, false, PlaceDetail::kGpusOnly));
+        return std::move(p.gpus_by_rank);
+      }
       end_first(k);
-      TOPOSCHED_TRY(p, place_job(state_, r, false, PlaceDetail::kGpusOnly));
+      TOPOSCHED_TRY(p, place_job(probe_.state(), r, false, PlaceDetail::kGpusOnly));
       return std::move(p.gpus_by_rank);
     };
     const std::size_t n = running_by_end.size();
@@ -117,7 +195,6 @@ class RegistryPlacer final : public Placer {
         }
       }
     }
-    end_first(0);
     if (!best) return tl::unexpected(best.error());
     Reservation out;
     out.finished = found;
@@ -135,15 +212,21 @@ class RegistryPlacer final : public Placer {
   // index by node id, never the order of a bucket's list, so the different sequence of
   // allocate/release calls leaves every decision as it was (docs/design.md, "Simulation at
   // 100,000 GPUs").
-  Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t index,
-                                          std::span<const GpuId> keep_free) override {
-    if (!holding_ || !std::equal(keep_free.begin(), keep_free.end(), hold_for_.begin(), hold_for_.end())) {
+  Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t index, std::span<const GpuId> keep_free,
+                                          std::uint64_t keep_free_version) override {
+    // The same version is the same GPUs (backend.h); a new version with the same GPUs keeps
+    // the hold too, after one comparison.
+    if (holding_ && keep_free_version != hold_version_ &&
+        std::equal(keep_free.begin(), keep_free.end(), hold_for_.begin(), hold_for_.end()))
+      hold_version_ = keep_free_version;
+    if (!holding_ || keep_free_version != hold_version_) {
       drop_hold();
       std::vector<GpuId> hold;
       for (GpuId g : keep_free)
         if (state_.gpu_free(g)) hold.push_back(g);
       if (!hold.empty()) (void)state_.allocate(kHold, hold);
       hold_for_.assign(keep_free.begin(), keep_free.end());
+      hold_version_ = keep_free_version;
       holding_ = true;
     }
     return place_now(job, index);
@@ -165,6 +248,7 @@ class RegistryPlacer final : public Placer {
 
   Result<std::vector<GpuId>> place_now(const SimJob& job, std::uint32_t index) {
     TOPOSCHED_TRY(p, place_job(state_, request(job, index), true, PlaceDetail::kGpusOnly));
+    probe_.on_allocate(p.job_id, p.gpus_by_rank);
     return std::move(p.gpus_by_rank);
   }
 
@@ -215,6 +299,8 @@ class RegistryPlacer final : public Placer {
   }
 
   AllocationState state_;
+  ProbeState probe_;  // reserve()'s state: state_ less the hold, with some running jobs released
+  ReservationProbes probes_;
   const PlacementPolicy& policy_;
   std::uint64_t seed_;
   std::vector<JobSizeWeight> sizes_;
@@ -223,6 +309,7 @@ class RegistryPlacer final : public Placer {
   std::map<std::string, bool> model_ok_;
   bool holding_ = false;          // place_around's hold is allocated (as job kHold, when non-empty)
   std::vector<GpuId> hold_for_;   // the reserved GPUs it was built for
+  std::uint64_t hold_version_ = 0;  // their version (place_around's keep_free_version)
 };
 
 // The estimate's step as fractions (sim/backend.h's StepBreakdown).
@@ -378,10 +465,11 @@ std::vector<std::string> placer_names() {
   return out;
 }
 
-Result<std::unique_ptr<Placer>> make_placer(const Cluster& cluster, const std::string& policy, std::uint64_t seed) {
+Result<std::unique_ptr<Placer>> make_placer(const Cluster& cluster, const std::string& policy, std::uint64_t seed,
+                                            ReservationProbes probes) {
   auto p = find_policy(policy);
   if (!p) return tl::unexpected(p.error());
-  return std::unique_ptr<Placer>(std::make_unique<RegistryPlacer>(cluster, **p, seed));
+  return std::unique_ptr<Placer>(std::make_unique<RegistryPlacer>(cluster, **p, seed, probes));
 }
 
 std::unique_ptr<CommModel> make_comm_model(const Cluster& cluster) { return std::make_unique<CostCommModel>(cluster); }

@@ -1,5 +1,7 @@
 // check_placement on large GPU lists (256 or more: the radix-sorted path, placement.cc): the
 // same verdicts and the same first offending GPU as on small lists, whatever the rank order.
+// A valid list is answered by one unsorted pass (per-thread stamps per GPU); any fault sends
+// it to the sorted check, whose first offending GPU the messages below name.
 #include <algorithm>
 #include <random>
 
@@ -54,6 +56,28 @@ TEST(CheckPlacementLarge, ShuffledRanksDuplicatesAndOwnedGpusOfThousandsOfGpus) 
   std::vector<GpuId> outside = gpus;
   outside[10] = GpuId(static_cast<std::uint32_t>(c.gpu_count()) + 70000);
   EXPECT_FALSE(check_placement(s, r, outside));
+}
+
+TEST(CheckPlacementLarge, TheOnePassCheckAnswersTheSameListAgainAndAgain) {
+  const Cluster c = preset("dgx-h100?nodes=64");
+  AllocationState s(c);
+  std::vector<GpuId> gpus;
+  for (std::uint32_t n = 0; n < 40; ++n)
+    for (int l = 0; l < 8; ++l) gpus.push_back(c.node_gpu(NodeId(n), l));
+  const JobRequest r = gpus_request(320, c);
+  // The stamps of one check must not make the next see its GPUs as repeated.
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(check_placement(s, r, gpus)) << k;
+  // A repeat right after a valid check of the same GPUs is still found.
+  std::vector<GpuId> twice = gpus;
+  twice.back() = twice.front();
+  EXPECT_FALSE(check_placement(s, r, twice));
+  EXPECT_TRUE(check_placement(s, r, gpus));
+  // A model the nodes do not have.
+  JobRequest other = r;
+  other.gpu_model = "B200";
+  auto wrong = check_placement(s, other, gpus);
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find("not 'B200'"), std::string::npos) << wrong.error().message;
 }
 
 }  // namespace

@@ -111,11 +111,11 @@ TEST(Backend, ReservationsFollowThePolicyAndLeaveTheStateAlone) {
   // The state is unchanged: the 4-GPU holes are still there, and job 2 still runs.
   EXPECT_FALSE(topo.place(big, 9));
   // A 4-GPU job placed around the reservation takes the other node's half.
-  auto around = topo.place_around(small, 4, r->gpus);
+  auto around = topo.place_around(small, 4, r->gpus, 1);
   ASSERT_TRUE(around);
   EXPECT_NE(c.gpu_node(around->front()), c.gpu_node(r->gpus.front()));
   // With nothing left outside the reservation, placing around it fails, placing does not.
-  EXPECT_FALSE(topo.place_around(small, 5, r->gpus));
+  EXPECT_FALSE(topo.place_around(small, 5, r->gpus, 1));
   EXPECT_TRUE(topo.place(small, 5));
 }
 

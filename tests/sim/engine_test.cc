@@ -295,7 +295,8 @@ class WholeNodePlacer : public Placer {
     }
     return make_error(ErrorCode::kInfeasible, "never fits");
   }
-  Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t idx, std::span<const GpuId> keep) override {
+  Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t idx, std::span<const GpuId> keep,
+                                          std::uint64_t) override {
     std::vector<int> saved = owner_;
     for (GpuId g : keep)
       if (owner_[g.index()] < 0) owner_[g.index()] = -2;

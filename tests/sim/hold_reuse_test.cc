@@ -50,8 +50,8 @@ TEST(HoldReuse, ConsecutivePlaceAroundCallsAnswerAsFreshHoldsDo) {
   int placed = 0;
   for (std::uint32_t j = 20; j < 34; ++j) {
     const SimJob job = training(j % 3 == 0 ? 8 : j % 3 == 1 ? 2 : 1, j % 3 == 0 ? 8 : j % 3 == 1 ? 2 : 1);
-    auto ga = a.place_around(job, j, ra->gpus);   // keeps the hold from the previous call
-    auto gb = b.place_around(job, j, rb->gpus);
+    auto ga = a.place_around(job, j, ra->gpus, 1);   // keeps the hold from the previous call
+    auto gb = b.place_around(job, j, rb->gpus, 1);
     b.end_pass();                                 // drops it: the next call builds it again
     SCOPED_TRACE(::testing::Message() << "job " << j << " of " << job.gpus << " GPUs");
     ASSERT_EQ(ga.has_value(), gb.has_value());
@@ -69,8 +69,8 @@ TEST(HoldReuse, ConsecutivePlaceAroundCallsAnswerAsFreshHoldsDo) {
   EXPECT_NE(frag_before, b.fragmentation());
   // A plain place right after place_around (no end_pass between) sees the reserved GPUs
   // free again: the same answers as the placer that never kept a hold.
-  auto around_a = a.place_around(training(1, 1), 50, ra->gpus);
-  auto around_b = b.place_around(training(1, 1), 50, rb->gpus);
+  auto around_a = a.place_around(training(1, 1), 50, ra->gpus, 1);
+  auto around_b = b.place_around(training(1, 1), 50, rb->gpus, 1);
   ASSERT_EQ(around_a.has_value(), around_b.has_value());  // either way, `a` holds the reservation now
   if (around_a) {
     EXPECT_EQ(*around_a, *around_b);

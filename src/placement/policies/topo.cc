@@ -31,7 +31,6 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -47,7 +46,7 @@ constexpr int kCandidates = 4;
 constexpr int kCostRankLimit = 256;
 
 // Per-decision scratch: GPUs already chosen on each touched node.
-using TakenMasks = std::unordered_map<std::uint32_t, std::uint64_t>;
+using TakenMasks = NodeMap<std::uint64_t>;
 
 // Chooses k free (and not yet taken) GPUs of node n, best connected, in TP-group order.
 void choose_gpus(const AllocationState& s, NodeId n, int k, int group, TakenMasks& taken, std::vector<GpuId>& out) {
@@ -164,8 +163,7 @@ class NodeUnits {
   bool dense() const { return dense_; }
   int operator[](NodeId n) const {
     if (dense_) return units_[n.index()];
-    auto it = taken_.find(n.value);
-    return s_->free_gpus(n) / unit_ - (it == taken_.end() ? 0 : it->second);
+    return s_->free_gpus(n) / unit_ - taken_.get(n.value);
   }
   void take(NodeId n, int u) {
     if (dense_)
@@ -178,7 +176,7 @@ class NodeUnits {
   const AllocationState* s_ = nullptr;
   int unit_ = 1;
   std::vector<int> units_;                       // dense: per node
-  std::unordered_map<std::uint32_t, int> taken_;  // indexed: units taken per node
+  NodeMap<int> taken_;                           // indexed: units taken per node
   bool dense_;
 };
 
@@ -647,16 +645,17 @@ class Topo final : public PlacementPolicy {
     // fit prefers leaves that end up fuller).
     double broken = 0, leaf_left = 0;
     std::vector<std::uint32_t> seen_leaves;
-    std::unordered_map<std::uint32_t, int> taken_on;
+    NodeMap<int> taken_on;
     for (auto [n, u] : cand.takes) {
       taken_on[n.value] += u * plan.unit;
       seen_leaves.push_back(c.node_switch(n).value);
     }
-    for (auto [node, took] : taken_on) {
+    // A sum of small integers: exact in any order.
+    taken_on.for_each([&](std::uint32_t node, int took) {
       const NodeId n(node);
       const int before = s.free_gpus(n), after = before - took, all = c.node_gpu_count(n);
       broken += static_cast<double>(after > 0 && after < all) - static_cast<double>(before > 0 && before < all);
-    }
+    });
     std::sort(seen_leaves.begin(), seen_leaves.end());
     seen_leaves.erase(std::unique(seen_leaves.begin(), seen_leaves.end()), seen_leaves.end());
     for (std::uint32_t l : seen_leaves)
@@ -788,7 +787,7 @@ class Topo final : public PlacementPolicy {
     for (std::uint32_t d : group_domain) {
       std::vector<NodeId> nodes = c.domain_nodes(DomainId(d));
       auto remaining = [&](NodeId n) {
-        return std::min(node_capacity(s, r, allowed, n), s.free_gpus(n) - std::popcount(taken[n.value]));
+        return std::min(node_capacity(s, r, allowed, n), s.free_gpus(n) - std::popcount(taken.get(n.value)));
       };
       std::stable_sort(nodes.begin(), nodes.end(), [&](NodeId a, NodeId b) { return remaining(a) > remaining(b); });
       int need = plan.unit;
