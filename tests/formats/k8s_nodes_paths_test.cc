@@ -111,6 +111,7 @@ TEST(K8sNodesPaths, ErrorsComeFromTheYamlPathWithTheirPosition) {
       node_list(node("n1", "")) + "{}",                                         // a second document
       node_list(node("n1", "")) + ",,,\n",                                      // trailing commas
       "{\"items\": [" + node("n1", "\"x\": \"\\q\""),                          // bad escape, truncated
+      node_list("{\"metadata\": {\"name\": \"n1\"}, \"status\": {\"x\": \"\\q\"}}"),  // bad escape, unused value
       "{\"items\": 3}",                                                         // items not a list
       "{\"kind\": \"Node\"}",                                                   // neither items nor metadata
       node_list(node("n\xff", "")),                                             // not UTF-8

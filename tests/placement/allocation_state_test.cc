@@ -197,6 +197,7 @@ TEST(StateFile, FastPathGivesTheExactReadersAnswer) {
       head + "\"jobs\": [" + a + ",\n  " + a + ",\n {\"id\": \"c\", \"gpus\": [\"x:1\"]}]}",      // later errors
       head + "\"jobs\": [" + a + ",\n  " + a + ",\n {\"id\": \"c\", \"gpus\": [1]}]}",
       head + "\"jobs\": [" + a + ",\n  " + a + ",\n {\"id\": \"c\", \"id\": \"d\"}]}",          // parse error after
+      head + "\"jobs\": [" + a + ",\n  " + a + ",\n {\"id\": \"c\", \"x\": \"b\\hd\"}]}",       // bad escape after
       head + "\"jobs\": [" + a + ",\n  " + a + ",\n {\"id\": \"c\", \"gpus\": [\"dgx-h100-001:1\"",  // truncated after
       head + "\"jobs\": [{\"gpus\": [\"dgx-h100-001:1\"], \"id\": \"a\"}]}",
       head + "\"jobs\": [{\"id\": \"\", \"gpus\": [\"dgx-h100-001:1\"]}]}",
