@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cost/job_file.h"
 #include "cost/selection.h"
 #include "formats/aws_topology.h"
@@ -76,7 +78,27 @@ inline void read_native(std::string_view b) {
 }
 inline void read_slurm_conf(std::string_view b) { discovered_to_cluster(read_slurm_topology(b, "fuzz")); }
 inline void read_topograph(std::string_view b) { discovered_to_cluster(read_topograph_model(b, "fuzz")); }
-inline void read_k8s(std::string_view b) { discovered_to_cluster(read_k8s_nodes(b, "fuzz", {})); }
+// Everything a DiscoveredTopology holds that its two NodeList paths must agree on.
+inline std::string discovered_signature(const DiscoveredTopology& t) {
+  std::string out = t.source + "\n";
+  for (const auto& tier : t.tiers) out += "tier " + tier + "\n";
+  for (const auto& s : t.switches) out += fmt::format("switch {} {} {}\n", s.name, s.tier, s.parent);
+  for (const auto& n : t.nodes)
+    out += fmt::format("node {} {} {} {} {} {} {} {}:{} {}\n", n.name, n.switch_name, n.domain, n.sub_domain,
+                       n.hardware != nullptr, n.gpu_count, n.gpu_model, n.gpu_model_at.line, n.gpu_model_at.column,
+                       n.nic_gbit);
+  for (const auto& w : t.warnings) out += "warning " + w + "\n";
+  return out;
+}
+// The simdjson fast path must answer what the yaml-cpp path answers whenever it answers.
+inline void read_k8s(std::string_view b) {
+  auto fast = read_k8s_nodes_fast_path(b, "fuzz", {});
+  if (fast) {
+    auto exact = read_k8s_nodes_yaml_path(b, "fuzz", {});
+    if (!exact || discovered_signature(*fast) != discovered_signature(*exact)) std::abort();
+  }
+  discovered_to_cluster(read_k8s_nodes(b, "fuzz", {}));
+}
 inline void read_aws(std::string_view b) { discovered_to_cluster(read_aws_topology(b, "fuzz")); }
 inline void read_ibnet(std::string_view b) {
   if (auto f = read_ibnetdiscover(b, "fuzz")) discovered_to_cluster(f->topology);
