@@ -93,10 +93,10 @@ void AllocationState::adjust(NodeId n, int delta) {
   const int before = node_free_[n.index()];
   const int after = before + delta;
   const int whole = cluster_->node_gpu_count(n);
-  const std::size_t from = static_cast<std::size_t>(node_bucket(n));
+  const int from = node_bucket(n);
   node_free_[n.index()] = after;
-  const std::size_t to = static_cast<std::size_t>(node_bucket(n));
-  move_bucket(n, static_cast<int>(from), static_cast<int>(to));
+  const int to = node_bucket(n);
+  move_bucket(n, from, to);
   const int node_delta = (after == whole) - (before == whole);
   total_free_gpus_ += delta;
   total_free_nodes_ += node_delta;

@@ -59,8 +59,7 @@ using json_fast_path::ObjectKeys;
 // file is about 3 GB). It gives exactly the yaml-cpp path's answer or declines: every
 // value must be of the type the format names, with nothing the reader does not know. The
 // errors it reports itself are those a well-formed file can hold (a job id twice, a GPU
-// that is not the cluster's or that two jobs hold), located where the yaml-cpp path
-// locates them; as that path parses the whole document before it checks a job, the rest
+// that two jobs hold), located where the yaml-cpp path locates them; as that path parses the whole document before it checks a job, the rest
 // of the text is walked for what the parse would refuse first (then it declines).
 class StateFastPath {
  public:
@@ -147,25 +146,17 @@ class StateFastPath {
       }
     }
     if (!has_id || !has_gpus || id.empty() || gpus_.empty()) throw FastPathDeclines{};
-    if (first_error_) return;
     if (state_.has_job(id)) return fail(id_offset, fmt::format("job '{}' appears twice", id));
     if (auto ok = state_.allocate(id, gpus_); !ok) fail(list_offset, ok.error().message);
   }
 
+  // A name parse_gpu refuses is one the yaml-cpp path refuses too (the same checks), with
+  // its own message: that path reports it.
   void read_gpus(sj::value list) {
     for (auto item : list.get_array()) {
-      const std::string_view t = string_of(item.value());
-      if (first_error_) continue;
-      const auto colon = t.rfind(':');
-      if (colon == std::string_view::npos || colon == 0 || colon + 1 == t.size()) throw FastPathDeclines{};
-      auto node = cluster_.find_node(t.substr(0, colon));
-      if (!node) throw FastPathDeclines{};
-      int index = -1;
-      const std::string_view num = t.substr(colon + 1);
-      auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), index);
-      if (ec != std::errc() || ptr != num.data() + num.size() || index < 0 || index >= cluster_.node_gpu_count(*node))
-        throw FastPathDeclines{};
-      gpus_.push_back(cluster_.node_gpu(*node, index));
+      auto gpu = parse_gpu(cluster_, string_of(item.value()));
+      if (!gpu) throw FastPathDeclines{};
+      gpus_.push_back(*gpu);
     }
   }
 

@@ -312,9 +312,7 @@ Result<void> write_report_dir(const std::string& dir, std::string_view json_text
   };
   TOPOSCHED_CHECK(write("report.html", html_text));
   for (const ReportFile& f : extra) TOPOSCHED_CHECK(write(f.name, f.text));
-  auto j = write_file_atomically(path_in_dir(dir, "report.json"), json_text);
-  if (!j) remove_written();
-  return j;
+  return write("report.json", json_text);
 }
 
 Result<void> write_file_atomically(const std::string& path, std::string_view content) {
