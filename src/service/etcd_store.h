@@ -79,6 +79,12 @@ class EtcdStore final : public Store {
   // and no commit since has had an unknown outcome or found the store changed. When not,
   // the writer reloads (load_jobs) before it decides.
   bool loaded_in(std::uint64_t generation) const { return loaded_ && loaded_generation_ == generation; }
+  // The data revision (see data_revision()) of the writer's view: what its last load or
+  // successful commit saw (0: nothing yet). A replica that stops leading keeps a copy of
+  // this age; a follower's poll compares against it so that a copy never goes back in time.
+  // Writer's view: call from the writer thread or under the lock that serialises it with
+  // the writer (Replication's decide_mutex_).
+  std::int64_t writer_revision() const { return seq_mod_revision_; }
 
  private:
   Result<std::vector<JobRecord>> load(bool serializable);

@@ -64,7 +64,7 @@ Result<std::unique_lock<Mutex>> Replication::enter(Engine&) {
     TOPOSCHED_TRY(jobs, store_.load_jobs());
     TOPOSCHED_TRY(marks, store_.load_node_marks());
     TOPOSCHED_CHECK(reload(std::move(jobs), std::move(marks)));
-    copy_revision_ = -1;  // the follower loop reloads when this replica follows again
+    copy_revision_ = -1;  // when this replica follows again, its copy is as new as its last commit
     spdlog::info("replica {}: leads (term {}), {} jobs loaded from etcd", store_.election()->options().identity,
                  term->generation, engine_.job_count());
   }
@@ -82,7 +82,13 @@ void Replication::follow_loop() {
 // A follower's reload, when the store's data moved since its copy was taken.
 void Replication::refresh_copy(std::int64_t data_revision) {
   MutexLock lock(decide_mutex_);
-  if (leads() || data_revision == copy_revision_) return;
+  if (leads()) return;
+  // A copy made while leading is as new as the leader's last load or commit. Only a newer
+  // revision replaces a copy: a serializable read may come from a member that lags (or, with
+  // no quorum, from one that cannot yet confirm the last commits), and a reload from it would
+  // take acknowledged changes back out of this replica's answers.
+  if (copy_revision_ < 0) copy_revision_ = store_.writer_revision();
+  if (data_revision <= copy_revision_) return;
   auto jobs = store_.load_jobs_local();
   auto marks = jobs ? store_.load_node_marks_local() : Result<std::vector<NodeMarkRecord>>{};
   auto ok = !jobs    ? Result<void>(tl::unexpected(jobs.error()))

@@ -7,9 +7,12 @@
 // read), so a new leader never decides on a stale copy. The store's Txn guard (leader key
 // revision + data revision) fences anything that slips past.
 // Follower: a background thread polls the store's data revision every `poll` (serializable
-// read: works while etcd has no quorum) and, when it moved, reloads the engine from etcd, so
-// reads (GET /v1/jobs, /v1/fragmentation, ...) answer from a copy at most a poll behind.
-// With etcd unreachable the copy stays as it was.
+// read: works while etcd has no quorum) and, when it moved past the copy's revision, reloads
+// the engine from etcd, so reads (GET /v1/jobs, /v1/fragmentation, ...) answer from a copy at
+// most a poll behind. A copy never goes back: a replica that led keeps what it committed until
+// etcd shows a newer revision. With etcd unreachable, or without quorum, the copy stays as it
+// was; two replicas' copies may then differ by the last commits before quorum was lost (the
+// surviving member cannot confirm them until quorum returns).
 //
 // Thread-safety: enter() from the scheduler's writer thread; role(), leader(), status()
 // from any thread. decide_mutex_ serialises a batch (held from enter() to the end of its
@@ -56,7 +59,7 @@ class Replication final : public Replica {
   Engine& engine_;
   std::chrono::milliseconds poll_;
   Mutex decide_mutex_;
-  std::int64_t copy_revision_ GUARDED_BY(decide_mutex_) = -1;  // data revision of a follower's copy
+  std::int64_t copy_revision_ GUARDED_BY(decide_mutex_) = -1;  // data revision of the copy (-1: the leader's, see EtcdStore::writer_revision)
   std::atomic<std::int64_t> seen_revision_{0};                  // last data revision polled (status only)
   StopSignal stop_;
   std::thread follower_;

@@ -178,6 +178,7 @@ class Load:
         self.released: set = set()
         self.unknown: set = set()                   # may or may not be in the store
         self.acks: List[Tuple[int, float, float]] = []  # (replica, sent, received) per ack
+        self.last_ack: Dict[str, float] = {}  # job -> when its last placement or release was acknowledged
         self.errors: List[Tuple[int, int, dict]] = []  # (replica, status, body) of refusals
         self._stop = threading.Event()
         self._workers: List[threading.Thread] = []
@@ -283,6 +284,7 @@ class Load:
                 self.unknown.discard(job)
                 self.released.add(job)
                 self.acks.append((r, sent, received))
+                self.last_ack[job] = received
                 return
             self.errors.append((r, status, reply))
             if self._not_sent(status, reply) or self._refused_before_commit(status, reply):
@@ -314,6 +316,7 @@ class Load:
             if status == 201:
                 self.placed[job] = job_gpus(reply)
                 self.acks.append((r, sent, received))
+                self.last_ack[job] = received
                 mine.append(job)
             elif status == 422:
                 self.full_refusals += 1  # full: a release comes next
@@ -329,17 +332,21 @@ class Load:
             time.sleep(0.01)
 
 
-def check_state(jobs: Dict[str, List[str]], load: Load) -> List[str]:
-    """Problems with a replica's job list against what the load saw acknowledged."""
+def check_state(jobs: Dict[str, List[str]], load: Load, ignore: frozenset = frozenset()) -> List[str]:
+    """Problems with a replica's job list against what the load saw acknowledged. Jobs in
+    `ignore` may be present or absent (a copy that may lack the last commits), but every GPU
+    still has at most one owner."""
     problems = []
     with load.lock:
         for job, gpus in load.placed.items():
+            if job in ignore and job not in jobs:
+                continue
             if job not in jobs:
                 problems.append(f"acknowledged job {job} is missing")
             elif jobs[job] != gpus:
                 problems.append(f"job {job} has {jobs[job]}, was acknowledged with {gpus}")
         for job in jobs:
-            if job not in load.placed and job not in load.unknown:
+            if job not in load.placed and job not in load.unknown and job not in ignore:
                 problems.append(f"job {job} is present but was never acknowledged "
                                 f"(or its release was)")
     owner: Dict[str, str] = {}

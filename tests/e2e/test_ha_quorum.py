@@ -1,7 +1,14 @@
 """HA acceptance 2: etcd members die under load. One of three down: the service goes on
 acknowledging. Two of three down (no quorum): mutations fail with 503 and a message that
 says etcd is the problem, reads keep working on both replicas; when the members come back,
-mutations succeed again and nothing acknowledged is lost."""
+mutations succeed again and nothing acknowledged is lost.
+
+Without a quorum the two copies need not agree: the surviving etcd member learns that an
+entry is committed from the leader's next message, so the last commits before the second
+member died may be invisible to it (and to the follower that reads it) until quorum returns.
+The test asserts what does hold: the last leader's copy has everything acknowledged (copies
+never go back in time), and the other copy is a consistent state that differs from it only
+in changes acknowledged in the last LAST_COMMITS_S before quorum was lost."""
 
 import os
 import sys
@@ -13,6 +20,9 @@ from etcd_harness import EtcdCluster, etcd_available  # noqa: E402
 from ha_harness import Load, Replicas, check_state, request  # noqa: E402
 
 TTL = 2
+# The window in which a commit may still be unconfirmed on the surviving member: etcd's
+# heartbeat (100 ms in the harness) with a margin for a loaded machine.
+LAST_COMMITS_S = 0.5
 
 
 def wait_for(pred, timeout_s):
@@ -39,6 +49,7 @@ class Quorum(unittest.TestCase):
                 self.assertTrue(wait_for(lambda: load.acked_count() >= before + 50, 20),
                                 "the service stopped acknowledging with one etcd member down")
                 # Two down: no quorum.
+                quorum_lost_at = time.monotonic()
                 etcd.kill(1)
                 time.sleep(TTL + 1)  # the leader's term runs out; in-flight requests end
             finally:
@@ -50,10 +61,19 @@ class Quorum(unittest.TestCase):
                 self.assertIn("etcd", message, f"the 503 should say etcd is unreachable: {message}")
                 with load.lock:
                     load.unknown.add(f"nq{i}")
-            # Reads keep working, from each replica's last copy, and agree.
+            # Reads keep working, from each replica's last copy.
             copies = [reps.get_jobs(i) for i in range(2)]
-            self.assertEqual(copies[0], copies[1])
-            self.assertEqual(check_state(copies[0], load), [])
+            problems = [check_state(copy, load) for copy in copies]
+            self.assertIn([], problems, f"neither copy holds exactly what was acknowledged: {problems}")
+            with load.lock:
+                last_commits = {job for job, at in load.last_ack.items() if at >= quorum_lost_at - LAST_COMMITS_S}
+            for i in range(2):
+                self.assertEqual(check_state(copies[i], load, ignore=last_commits), [],
+                                 f"replica {i}'s copy is not a consistent earlier state")
+            differing = {job for job in copies[0].keys() | copies[1].keys()
+                         if copies[0].get(job) != copies[1].get(job)}
+            self.assertLessEqual(differing, last_commits,
+                                 "the copies differ in more than the last commits before quorum was lost")
             # Quorum returns: mutations succeed again, nothing acknowledged was lost.
             etcd.start(0)
             etcd.start(1)
