@@ -56,7 +56,7 @@ int run_place(const PlaceOptions& o) {
   Command command;
   command.place = o.request;
   command.dry_run = o.save_state.empty();
-  auto decision = engine.decide_one(command, [&](std::span<const Decision> d) { return store->commit(d); });
+  auto decision = engine.decide_one(command, [&](std::span<const Mutation> m) { return store->commit(m); });
   if (!decision) {
     report(decision.error());
     return decision.error().code == ErrorCode::kInvalidArgument ? kExitUsage : kExitError;

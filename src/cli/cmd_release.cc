@@ -33,7 +33,7 @@ int run_release(const ReleaseOptions& o) {
   Command command;
   command.kind = Command::Kind::kRelease;
   command.job_id = o.job;
-  auto decision = engine.decide_one(command, [&](std::span<const Decision> d) { return store->commit(d); });
+  auto decision = engine.decide_one(command, [&](std::span<const Mutation> m) { return store->commit(m); });
   if (!decision) {
     report(decision.error());
     return kExitError;

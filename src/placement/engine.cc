@@ -35,9 +35,9 @@ std::string first_free_job_id(const AllocationState& state) {
   }
 }
 
-StateChange place_change(std::string job_id, std::vector<GpuId> gpus, std::string answer_json, std::uint64_t order) {
-  StateChange c;
-  c.kind = StateChange::Kind::kPlace;
+Mutation place_change(std::string job_id, std::vector<GpuId> gpus, std::string answer_json, std::uint64_t order) {
+  Mutation c;
+  c.kind = Mutation::Kind::kPlace;
   c.job_id = std::move(job_id);
   c.gpus_by_rank = std::move(gpus);
   c.answer_json = std::move(answer_json);
@@ -45,21 +45,24 @@ StateChange place_change(std::string job_id, std::vector<GpuId> gpus, std::strin
   return c;
 }
 
-StateChange release_change(std::string job_id) {
-  StateChange c;
-  c.kind = StateChange::Kind::kRelease;
+Mutation release_change(std::string job_id) {
+  Mutation c;
+  c.kind = Mutation::Kind::kRelease;
   c.job_id = std::move(job_id);
   return c;
 }
 
 // Sets `mark` on `node` (lift: removes the mark of mark.source).
-StateChange node_mark_change(NodeId node, NodeMark mark, bool lift) {
-  StateChange c;
-  c.kind = StateChange::Kind::kNodeMark;
+Mutation node_mark_change(NodeId node, NodeMark mark, bool lift) {
+  Mutation c;
+  c.kind = lift ? Mutation::Kind::kUnmarkNode : Mutation::Kind::kMarkNode;
   c.node = node;
   c.mark = std::move(mark);
-  c.lift = lift;
   return c;
+}
+
+bool is_node_change(const Mutation& c) {
+  return c.kind == Mutation::Kind::kMarkNode || c.kind == Mutation::Kind::kUnmarkNode;
 }
 
 std::int64_t now_unix_ms() {
@@ -211,7 +214,7 @@ Result<Placement> hold_job(AllocationState& state, const PlaceRequest& request, 
 
 Engine::Engine(const Cluster& cluster, AllocationState state)
     : cluster_(&cluster), state_(cluster), availability_(cluster.node_count()) {
-  std::vector<StateChange> changes;
+  std::vector<Mutation> changes;
   for (const std::string& id : state.job_ids()) {
     Placement p;
     p.job_id = id;
@@ -223,14 +226,15 @@ Engine::Engine(const Cluster& cluster, AllocationState state)
   (void)apply_locked(changes);
 }
 
-Result<void> Engine::apply_one(const StateChange& c) {
-  if (c.kind == StateChange::Kind::kNodeMark) {
+Result<void> Engine::apply_one(const Mutation& c) {
+  if (is_node_change(c)) {
     if (c.node.index() >= cluster_->node_count())
       return make_error(ErrorCode::kInvalidArgument, fmt::format("no node {} in the cluster", c.node.index()));
-    availability_.set(c.node, c.mark.source, c.lift ? std::nullopt : std::optional<NodeMark>(c.mark));
+    availability_.set(c.node, c.mark.source,
+                      c.kind == Mutation::Kind::kUnmarkNode ? std::nullopt : std::optional<NodeMark>(c.mark));
     return {};
   }
-  if (c.kind == StateChange::Kind::kPlace) {
+  if (c.kind == Mutation::Kind::kPlace) {
     TOPOSCHED_CHECK(state_.allocate(c.job_id, c.gpus_by_rank, c.order));
     answers_[c.job_id] = c.answer_json;
     return {};
@@ -240,24 +244,24 @@ Result<void> Engine::apply_one(const StateChange& c) {
   return {};
 }
 
-StateChange Engine::inverse_of(const StateChange& c) const {
-  if (c.kind == StateChange::Kind::kNodeMark) {
+Mutation Engine::inverse_of(const Mutation& c) const {
+  if (is_node_change(c)) {
     const NodeMark* before =
         c.node.index() < cluster_->node_count() ? availability_.mark(c.node, c.mark.source) : nullptr;
     return before ? node_mark_change(c.node, *before, false) : node_mark_change(c.node, NodeMark{c.mark.source, {}, 0}, true);
   }
-  if (c.kind == StateChange::Kind::kPlace) return release_change(c.job_id);
+  if (c.kind == Mutation::Kind::kPlace) return release_change(c.job_id);
   auto gpus = state_.job_gpus(c.job_id);
   auto answer = answers_.find(c.job_id);
   return place_change(c.job_id, std::vector<GpuId>(gpus.begin(), gpus.end()),
                       answer == answers_.end() ? std::string() : answer->second, state_.job_order(c.job_id));
 }
 
-Result<void> Engine::apply_locked(std::span<const StateChange> changes) {
-  std::vector<StateChange> undo;
+Result<void> Engine::apply_locked(std::span<const Mutation> changes) {
+  std::vector<Mutation> undo;
   undo.reserve(changes.size());
-  for (const StateChange& c : changes) {
-    StateChange inverse = inverse_of(c);
+  for (const Mutation& c : changes) {
+    Mutation inverse = inverse_of(c);
     if (auto ok = apply_one(c); !ok) {
       for (auto it = undo.rbegin(); it != undo.rend(); ++it) (void)apply_one(*it);
       return ok;
@@ -267,13 +271,13 @@ Result<void> Engine::apply_locked(std::span<const StateChange> changes) {
   return {};
 }
 
-Result<void> Engine::apply(std::span<const StateChange> changes) {
+Result<void> Engine::apply(std::span<const Mutation> changes) {
   WriterLock lock(mutex_);
   return apply_locked(changes);
 }
 
-Result<Decision> Engine::decide_command(const Command& command, std::vector<StateChange>& change,
-                                        std::vector<StateChange>& inverse) const {
+Result<Decision> Engine::decide_command(const Command& command, std::vector<Mutation>& change,
+                                        std::vector<Mutation>& inverse) const {
   auto start = std::chrono::steady_clock::now();
   if (command.kind == Command::Kind::kSetNodeAvailability) return decide_availability(command, change, inverse);
   Decision d;
@@ -314,6 +318,7 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Stat
     d.gpus_by_rank = std::move(p.gpus_by_rank);
     if (!command.dry_run) {
       change.push_back(place_change(d.job_id, d.gpus_by_rank, d.answer_json, 0));
+      change.back().request_json = d.request_json;
       inverse.push_back(release_change(d.job_id));
     }
   } else {
@@ -324,7 +329,7 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Stat
     d.gpus_by_rank.assign(gpus.begin(), gpus.end());
     d.answer_json = release_json(*cluster_, state_.total_free_gpus() + static_cast<std::int64_t>(gpus.size()),
                                  d.job_id, d.gpus_by_rank);
-    StateChange release = release_change(d.job_id);
+    Mutation release = release_change(d.job_id);
     inverse.push_back(inverse_of(release));
     change.push_back(std::move(release));
   }
@@ -332,8 +337,8 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Stat
   return d;
 }
 
-Result<Decision> Engine::decide_availability(const Command& command, std::vector<StateChange>& change,
-                                             std::vector<StateChange>& inverse) const {
+Result<Decision> Engine::decide_availability(const Command& command, std::vector<Mutation>& change,
+                                             std::vector<Mutation>& inverse) const {
   auto start = std::chrono::steady_clock::now();
   const NodeAvailabilityChange& asked = command.availability;
   TOPOSCHED_TRY(node, check_node_availability_change(*cluster_, asked));
@@ -348,7 +353,7 @@ Result<Decision> Engine::decide_availability(const Command& command, std::vector
     d.since_unix_ms = before ? before->since_unix_ms : now_unix_ms();
   }
   if (d.changed) {
-    StateChange c = node_mark_change(node, NodeMark{asked.source, asked.reason, d.since_unix_ms}, asked.available);
+    Mutation c = node_mark_change(node, NodeMark{asked.source, asked.reason, d.since_unix_ms}, asked.available);
     inverse.push_back(inverse_of(c));
     change.push_back(std::move(c));
   }
@@ -360,10 +365,10 @@ std::vector<Result<Decision>> Engine::decide(std::span<const Command> commands, 
   WriterLock lock(mutex_);
   std::vector<Result<Decision>> results;
   results.reserve(commands.size());
-  std::vector<Decision> changes;
+  std::vector<Mutation> log;      // the mutations applied, in order: what the commit makes durable
   std::vector<std::size_t> change_index;
-  std::vector<StateChange> undo;  // inverses, in the order the changes were applied
-  std::vector<StateChange> change, inverse;
+  std::vector<Mutation> undo;  // inverses, in the order the changes were applied
+  std::vector<Mutation> change, inverse;
   for (std::size_t i = 0; i < commands.size(); ++i) {
     change.clear();
     inverse.clear();
@@ -374,11 +379,11 @@ std::vector<Result<Decision>> Engine::decide(std::span<const Command> commands, 
       continue;
     }
     undo.insert(undo.end(), inverse.begin(), inverse.end());
-    changes.push_back(*results.back());
+    log.insert(log.end(), std::make_move_iterator(change.begin()), std::make_move_iterator(change.end()));
     change_index.push_back(i);
   }
-  if (changes.empty()) return results;
-  Result<void> committed = commit ? commit(changes) : Result<void>{};
+  if (log.empty()) return results;
+  Result<void> committed = commit ? commit(log) : Result<void>{};
   if (!committed) {
     std::reverse(undo.begin(), undo.end());
     (void)apply_locked(undo);  // the inverse of changes just applied: it fits
@@ -391,29 +396,15 @@ Result<Decision> Engine::decide_one(const Command& command, const CommitFn& comm
   return std::move(decide(std::span<const Command>(&command, 1), commit).front());
 }
 
-Result<void> Engine::restore(std::string_view job_id, std::span<const GpuId> gpus_by_rank, std::string answer_json) {
-  StateChange place = place_change(std::string(job_id), std::vector<GpuId>(gpus_by_rank.begin(), gpus_by_rank.end()),
-                                   std::move(answer_json), 0);
-  return apply(std::span<const StateChange>(&place, 1));
-}
-
-Result<void> Engine::restore_node_marks(std::span<const StoredNodeMark> marks) {
-  std::vector<StateChange> changes;
-  for (const StoredNodeMark& m : marks) changes.push_back(node_mark_change(m.node, m.mark, false));
-  return apply(changes);
-}
-
-Result<void> Engine::replace_jobs(std::span<const StoredJob> jobs, std::span<const StoredNodeMark> marks) {
-  // Release every job and lift every mark, then place the store's jobs and set its marks, in
-  // one all-or-nothing apply under the writer lock: readers see the old or the new state,
-  // never a mix.
+Result<void> Engine::replace(std::span<const Mutation> mutations) {
+  // Release every job and lift every mark, then apply the given state, in one all-or-nothing
+  // apply under the writer lock: readers see the old or the new state, never a mix.
   WriterLock lock(mutex_);
-  std::vector<StateChange> changes;
+  std::vector<Mutation> changes;
   for (const std::string& id : state_.job_ids()) changes.push_back(release_change(id));
   for (std::uint32_t i = 0; i < cluster_->node_count(); ++i)
     for (const NodeMark& m : availability_.marks(NodeId(i))) changes.push_back(node_mark_change(NodeId(i), m, true));
-  for (const StoredJob& job : jobs) changes.push_back(place_change(job.id, job.gpus_by_rank, job.answer_json, 0));
-  for (const StoredNodeMark& m : marks) changes.push_back(node_mark_change(m.node, m.mark, false));
+  changes.insert(changes.end(), mutations.begin(), mutations.end());
   return apply_locked(changes);
 }
 

@@ -9,8 +9,10 @@
 // (placement_to_json) and the `release` JSON.
 //
 // Decisions are applied in batches (decide()): each command of a batch is decided on the
-// state, then its StateChange applied (apply()), so it sees the effect of the ones before
-// it; `commit` is then called once for the whole batch with the writer lock held, and the
+// state, then its mutations (placement/mutation.h, the engine's log record) applied
+// (apply()), so it sees the effect of the ones before it; `commit` is then called once
+// with the batch's mutations, with the writer lock held (the service's store persists
+// exactly these records: Store::commit), and the
 // batch becomes visible to readers only when `commit` succeeded. When it fails, the
 // inverse of the batch's changes is applied in reverse order (through apply(), like every
 // other change), leaving the state and the job order exactly as before, and each command
@@ -19,7 +21,7 @@
 // never acknowledge (or show) a decision before it is on stable storage.
 //
 // Node availability (placement/node_availability.h) is engine state like the jobs: a
-// kSetNodeAvailability command decides a kNodeMark change, committed, logged and undone the
+// kSetNodeAvailability command decides a kMarkNode or kUnmarkNode mutation, committed, logged and undone the
 // same way. Every placement with a policy (not a job held where another scheduler put it)
 // is confined to the available nodes, within the request's own node mask.
 //
@@ -46,6 +48,7 @@
 #include "placement/allocation_state.h"
 #include "placement/job_request.h"
 #include "placement/job_schema.h"
+#include "placement/mutation.h"
 #include "placement/node_availability.h"
 #include "placement/placement.h"
 #include "topology/mutex.h"
@@ -120,37 +123,13 @@ struct Decision {
   bool changed = true;
 };
 
-// Called once per batch, with the writer lock held, on the decisions that changed the
-// state (dry runs excluded); the batch is published only when it returns success.
-using CommitFn = std::function<Result<void>(std::span<const Decision>)>;
+// Called once per batch, with the writer lock held, on the mutations the batch's decisions
+// applied, in order (dry runs and idempotent node changes emit none): the log records to
+// make durable (Store::commit, StateFileStore::commit). The batch is published only when it
+// returns success.
+using CommitFn = std::function<Result<void>(std::span<const Mutation>)>;
 
-// One change of the allocation state: the engine's log record. Deciding a command emits
-// one (dry runs none); Engine::apply() is the only function that changes the state, so a
-// restore, a follower's reload and the undo of a failed commit all are lists of these.
-struct StateChange {
-  enum class Kind { kPlace, kRelease, kNodeMark };
-  Kind kind = Kind::kPlace;
-  std::string job_id{};
-  std::vector<GpuId> gpus_by_rank{};  // kPlace
-  std::string answer_json{};          // kPlace: the `place` JSON readers get for the job
-  // kPlace: the job's position in the job order (AllocationState::job_order); 0 = after
-  // every job. The inverse of a release puts the job back at its old position.
-  std::uint64_t order = 0;
-  // kNodeMark: `node`'s mark by mark.source becomes `mark`, or is lifted when `lift`; the
-  // inverse puts back the mark that source had before.
-  NodeId node{};
-  NodeMark mark{};
-  bool lift = false;
-};
-
-// A job as a store shared by several replicas holds it (Engine::replace_jobs).
-struct StoredJob {
-  std::string id;
-  std::vector<GpuId> gpus_by_rank;
-  std::string answer_json;
-};
-
-// A node mark as a store holds it (Engine::restore_node_marks, replace_jobs).
+// A node mark as the engine holds it (Engine::node_marks).
 struct StoredNodeMark {
   NodeId node;
   NodeMark mark;
@@ -165,7 +144,7 @@ struct UnavailableSummary {
 class Engine {
  public:
   // `cluster` must outlive the engine; `state` is the starting allocation (its jobs get
-  // their `place` JSON rebuilt from the GPUs unless restore() gives it).
+  // their `place` JSON rebuilt from the GPUs; replace() gives the exact JSON a store kept).
   Engine(const Cluster& cluster, AllocationState state);
 
   const Cluster& cluster() const { return *cluster_; }
@@ -176,23 +155,20 @@ class Engine {
   std::vector<Result<Decision>> decide(std::span<const Command> commands, const CommitFn& commit);
   Result<Decision> decide_one(const Command& command, const CommitFn& commit);
 
-  // Applies the changes in order, all or nothing: when one fails (a GPU already owned, an
+  // Applies the mutations in order, all or nothing: when one fails (a GPU already owned, an
   // unknown job), the inverse of those before it is applied and the error returned, so the
   // state and the job order are as before the call. The only function that changes the
   // allocation state; decide() calls it for each decision and, when the commit fails, with
-  // the inverse of the batch.
-  Result<void> apply(std::span<const StateChange> changes);
+  // the inverse of the batch; replace() with a store's content.
+  Result<void> apply(std::span<const Mutation> mutations);
 
-  // Puts back a job as a store recorded it (start-up only, before serving): its GPUs in
-  // rank order and the exact answer JSON the client received.
-  Result<void> restore(std::string_view job_id, std::span<const GpuId> gpus_by_rank, std::string answer_json);
-  // Puts back the node marks a store recorded (start-up only, before serving).
-  Result<void> restore_node_marks(std::span<const StoredNodeMark> marks);
-  // Replaces every job with `jobs` and every node mark with `marks` (an HA replica
-  // refreshing its copy from the shared store): one all-or-nothing apply under the writer
-  // lock, so readers see the old or the new state, never a mix. On error (a job that does
-  // not fit) nothing changes.
-  Result<void> replace_jobs(std::span<const StoredJob> jobs, std::span<const StoredNodeMark> marks = {});
+  // Replaces every job and every node mark with the state `mutations` build (kPlace and
+  // kMarkNode records: a store's content, service/store.h load_state): the release of
+  // every job and the lift of every mark, then `mutations`, in one all-or-nothing apply
+  // under the writer lock, so readers see the old or the new state, never a mix. Start-up
+  // restore (on an empty engine) and an HA replica refreshing its copy both use it. On
+  // error (a job that does not fit) nothing changes.
+  Result<void> replace(std::span<const Mutation> mutations);
 
   // Runs `fn` on the committed state under the shared lock (keep it short).
   template <class Fn>
@@ -219,13 +195,13 @@ class Engine {
  private:
   // Decides one command on the current state without changing it; `change` gets what
   // applying the decision does (nothing for a dry run), `inverse` what undoes it.
-  Result<Decision> decide_command(const Command& command, std::vector<StateChange>& change,
-                                  std::vector<StateChange>& inverse) const REQUIRES(mutex_);
-  Result<Decision> decide_availability(const Command& command, std::vector<StateChange>& change,
-                                       std::vector<StateChange>& inverse) const REQUIRES(mutex_);
-  Result<void> apply_locked(std::span<const StateChange> changes) REQUIRES(mutex_);
-  Result<void> apply_one(const StateChange& change) REQUIRES(mutex_);
-  StateChange inverse_of(const StateChange& change) const REQUIRES(mutex_);
+  Result<Decision> decide_command(const Command& command, std::vector<Mutation>& change,
+                                  std::vector<Mutation>& inverse) const REQUIRES(mutex_);
+  Result<Decision> decide_availability(const Command& command, std::vector<Mutation>& change,
+                                       std::vector<Mutation>& inverse) const REQUIRES(mutex_);
+  Result<void> apply_locked(std::span<const Mutation> changes) REQUIRES(mutex_);
+  Result<void> apply_one(const Mutation& change) REQUIRES(mutex_);
+  Mutation inverse_of(const Mutation& change) const REQUIRES(mutex_);
 
   const Cluster* cluster_;
   mutable SharedMutex mutex_;

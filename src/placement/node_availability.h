@@ -9,7 +9,7 @@
 // whether a job on a lost node ends is the lifecycle's decision, not the engine's.
 //
 // NodeAvailability holds the marks of every node of one cluster; the engine changes it only
-// through Engine::apply (a StateChange of kind kNodeMark), so the store logs, replays and
+// through Engine::apply (a Mutation of kind kMarkNode or kUnmarkNode), so the store logs, replays and
 // undoes marks like jobs. Not thread-safe for writes (the engine guards it with its lock);
 // concurrent const queries are fine. The free functions are pure and thread-safe.
 #pragma once

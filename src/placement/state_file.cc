@@ -273,16 +273,16 @@ Result<StateFileStore> StateFileStore::open(const Cluster& cluster, std::string 
   return StateFileStore(std::move(state), std::move(save_path));
 }
 
-Result<void> StateFileStore::commit(std::span<const Decision> decisions) {
+Result<void> StateFileStore::commit(std::span<const Mutation> batch) {
   AllocationState next = state_;
-  for (const Decision& d : decisions) {
-    if (d.kind == Command::Kind::kSetNodeAvailability)
+  for (const Mutation& m : batch) {
+    if (m.kind == Mutation::Kind::kMarkNode || m.kind == Mutation::Kind::kUnmarkNode)
       return make_error(ErrorCode::kUnsupported,
                         "a state file holds no node availability; `toposched serve` keeps it (PUT /v1/nodes/NAME/availability)");
-    if (d.kind == Command::Kind::kPlace)
-      TOPOSCHED_CHECK(next.allocate(d.job_id, d.gpus_by_rank));
+    if (m.kind == Mutation::Kind::kPlace)
+      TOPOSCHED_CHECK(next.allocate(m.job_id, m.gpus_by_rank, m.order));
     else
-      TOPOSCHED_CHECK(next.release(d.job_id));
+      TOPOSCHED_CHECK(next.release(m.job_id));
   }
   if (save_path_.empty()) return make_error(ErrorCode::kInvalidArgument, "no file to save the state to");
   TOPOSCHED_CHECK(save_state_file(next, save_path_));

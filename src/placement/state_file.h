@@ -40,16 +40,17 @@ Result<void> save_state_file(const AllocationState& state, const std::string& pa
 
 // A state file as the engine's store (the CLI's `place`/`release` on --state): the jobs
 // loaded from `load_path` (none when empty), and commit() applies a batch of the engine's
-// decisions to them and rewrites `save_path` atomically, as the service's stores commit a
-// batch of mutations; a failed commit (bad batch, write error) changes neither the jobs nor
-// the file. The caller holds the StateFileLock of both paths. Not thread-safe.
+// mutations (placement/mutation.h: the records the service's stores commit) to them and
+// rewrites `save_path` atomically; a failed commit (bad batch, node marks, write error)
+// changes neither the jobs nor the file. The file keeps GPUs and job order, not the
+// answers. The caller holds the StateFileLock of both paths. Not thread-safe.
 class StateFileStore {
  public:
   static Result<StateFileStore> open(const Cluster& cluster, std::string load_path, std::string save_path);
   const AllocationState& state() const { return state_; }
   const std::string& save_path() const { return save_path_; }
   // The CommitFn of Engine::decide for this file.
-  Result<void> commit(std::span<const Decision> decisions);
+  Result<void> commit(std::span<const Mutation> batch);
 
  private:
   StateFileStore(AllocationState state, std::string save_path)

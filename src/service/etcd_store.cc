@@ -78,16 +78,9 @@ bool is_node_mutation(const Mutation& m) {
 
 // The event log entry of one mutation, as PREFIX/events/<seq> holds it (for a node mark,
 // "job" names the node).
-std::string event_json(std::int64_t seq, const Mutation& m, std::int64_t unix_ms) {
-  json ev;
-  if (is_node_mutation(m)) {
-    ev = {{"seq", seq}, {"kind", m.kind == Mutation::Kind::kMarkNode ? "mark-node" : "unmark-node"},
-          {"job", m.node.node}, {"body", node_mark_to_json(m.node)}, {"unix_ms", unix_ms}};
-  } else {
-    const bool place = m.kind == Mutation::Kind::kPlace;
-    ev = {{"seq", seq}, {"kind", place ? "place" : "release"}, {"job", m.job.id},
-          {"body", place ? m.job.placement_json : std::string()}, {"unix_ms", unix_ms}};
-  }
+std::string event_json(std::int64_t seq, std::string_view kind, std::string_view subject, std::string_view body,
+                       std::int64_t unix_ms) {
+  json ev = {{"seq", seq}, {"kind", kind}, {"job", subject}, {"body", body}, {"unix_ms", unix_ms}};
   return ev.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -170,13 +163,19 @@ void EtcdStore::start_election(std::string identity, std::chrono::seconds ttl) {
   election_->start();
 }
 
-Result<void> EtcdStore::bind_cluster(std::string_view cluster_name, std::string_view spec_digest) {
+Result<void> EtcdStore::bind_cluster(const Cluster& cluster) {
+  TOPOSCHED_CHECK(bind_digest(cluster.name(), cluster_digest(cluster)));
+  cluster_ = &cluster;
+  return {};
+}
+
+Result<void> EtcdStore::bind_digest(std::string_view cluster_name, std::string_view spec_digest) {
   const std::string k = key("cluster");
   std::string value = json{{"name", cluster_name}, {"digest", spec_digest}}.dump();
   TOPOSCHED_TRY(r, client_.txn({{k, Cmp::Target::kCreate, Cmp::Op::kEqual, 0, {}}}, {EtcdOp::put(k, value)},
                                {EtcdOp::get(k)}));
   if (r.succeeded) return {};
-  if (r.ranges.empty() || r.ranges[0].kvs.empty()) return bind_cluster(cluster_name, spec_digest);  // deleted meanwhile
+  if (r.ranges.empty() || r.ranges[0].kvs.empty()) return bind_digest(cluster_name, spec_digest);  // deleted meanwhile
   const EtcdKeyValue& bound = r.ranges[0].kvs[0];
   TOPOSCHED_TRY(held, parse_json_document(bound.value, record_source(bound)));
   TOPOSCHED_TRY(binding, JsonFields::of(held, record_source(bound)));
@@ -267,6 +266,7 @@ Result<std::vector<StoreEvent>> EtcdStore::events(std::int64_t after_seq, std::s
 
 // long: one etcd Txn built, sent and its outcome applied; splitting would pass the Txn's parts around
 Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
+  TOPOSCHED_CHECK(check_bound());
   if (batch.empty()) return {};
   if (batch.size() > kMaxBatch)
     return make_error(ErrorCode::kInvalidArgument,
@@ -296,27 +296,33 @@ Result<void> EtcdStore::commit(std::span<const Mutation> batch) {
   for (const Mutation& m : batch) {
     if (is_node_mutation(m)) {
       const bool mark = m.kind == Mutation::Kind::kMarkNode;
-      marks[key(node_mark_key_suffix(m.node))] = mark ? std::optional(node_mark_to_json(m.node)) : std::nullopt;
-      if (++seq >= first_kept) ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), event_json(seq, m, unix_ms)));
+      const NodeMarkRecord record = node_mark_record(*cluster_, m);
+      const std::string body = node_mark_to_json(record);
+      marks[key(node_mark_key_suffix(record))] = mark ? std::optional(body) : std::nullopt;
+      if (++seq >= first_kept)
+        ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), event_json(seq, mark ? "mark-node" : "unmark-node",
+                                                                       record.node, body, unix_ms)));
       continue;
     }
     const bool place = m.kind == Mutation::Kind::kPlace;
-    auto [it, first] = effect.try_emplace(m.job.id);
+    auto [it, first] = effect.try_emplace(m.job_id);
     if (first) {
-      order.push_back(m.job.id);
+      order.push_back(m.job_id);
       it->second.must_exist_before = !place;
     } else if (place == it->second.after.has_value()) {
-      return make_error(ErrorCode::kConflict, fmt::format("job '{}' is {} twice in one commit", m.job.id,
+      return make_error(ErrorCode::kConflict, fmt::format("job '{}' is {} twice in one commit", m.job_id,
                                                           place ? "placed" : "released"));
     }
     ++seq;
     if (place) {
-      it->second.after = m.job;
+      it->second.after = job_record(*cluster_, m, unix_ms);
       it->second.place_seq = seq;
     } else {
       it->second.after.reset();
     }
-    if (seq >= first_kept) ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), event_json(seq, m, unix_ms)));
+    if (seq >= first_kept)
+      ops.push_back(EtcdOp::put(key(seq_key_suffix(seq)), event_json(seq, place ? "place" : "release", m.job_id,
+                                                                     place ? m.answer_json : std::string(), unix_ms)));
   }
   const std::string leader_key = key("leader"), seq_key = key("seq");
   std::vector<EtcdCompare> compares{

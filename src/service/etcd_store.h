@@ -55,7 +55,7 @@ class EtcdStore final : public Store {
   ~EtcdStore() override;
 
   std::string_view kind() const override { return "etcd"; }
-  Result<void> bind_cluster(std::string_view cluster_name, std::string_view spec_digest) override;
+  Result<void> bind_cluster(const Cluster& cluster) override;
   Result<std::vector<JobRecord>> load_jobs() override;
   Result<std::vector<NodeMarkRecord>> load_node_marks() override;
   Result<void> commit(std::span<const Mutation> batch) override;
@@ -87,6 +87,7 @@ class EtcdStore final : public Store {
   std::int64_t writer_revision() const { return seq_mod_revision_; }
 
  private:
+  Result<void> bind_digest(std::string_view cluster_name, std::string_view spec_digest);
   Result<std::vector<JobRecord>> load(bool serializable);
   Result<std::vector<NodeMarkRecord>> load_marks(bool serializable);
   Result<void> diagnose_failed_commit(const EtcdTxnResult& r, const LeaderElection::Term& term,

@@ -39,20 +39,9 @@ std::string Replication::status_json() const {
       .dump();
 }
 
-Result<void> Replication::reload(std::vector<JobRecord> jobs, std::vector<NodeMarkRecord> mark_records) {
-  const Cluster& c = engine_.cluster();
-  std::vector<StoredJob> stored;
-  stored.reserve(jobs.size());
-  for (JobRecord& job : jobs) {
-    StoredJob s{std::move(job.id), {}, std::move(job.placement_json)};
-    for (const std::string& name : job.gpus_by_rank) {
-      TOPOSCHED_TRY(gpu, parse_gpu(c, name));
-      s.gpus_by_rank.push_back(gpu);
-    }
-    stored.push_back(std::move(s));
-  }
-  TOPOSCHED_TRY(marks, stored_node_marks(c, std::move(mark_records)));
-  return engine_.replace_jobs(stored, marks);
+Result<void> Replication::reload(std::vector<JobRecord> jobs, std::vector<NodeMarkRecord> marks) {
+  TOPOSCHED_TRY(state, state_mutations(engine_.cluster(), std::move(jobs), std::move(marks)));
+  return engine_.replace(state);
 }
 
 Result<std::unique_lock<Mutex>> Replication::enter(Engine&) {

@@ -53,6 +53,8 @@ class Replication final : public Replica {
  private:
   void follow_loop();
   void refresh_copy(std::int64_t data_revision) EXCLUDES(decide_mutex_);
+  // The engine's state replaced by the store's rows, as mutations (state_mutations) through
+  // Engine::replace: the same records and the same apply as the leader's commits.
   Result<void> reload(std::vector<JobRecord> jobs, std::vector<NodeMarkRecord> marks);
 
   EtcdStore& store_;

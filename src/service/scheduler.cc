@@ -4,10 +4,8 @@
 #include <future>
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
-#include "formats/native_spec.h"
 #include "service/replica.h"
 #include "topology/hostlist.h"
 
@@ -22,13 +20,6 @@ std::string gpu_summary(const Cluster& c, std::span<const GpuId> gpus) {
     if (nodes.empty() || nodes.back() != n) nodes.push_back(n);
   }
   return fmt::format("{} nodes={}", gpus.size(), compress_hostlist(nodes));
-}
-
-Mutation node_mark_mutation(const Decision& d) {
-  Mutation m;
-  m.kind = d.availability.available ? Mutation::Kind::kUnmarkNode : Mutation::Kind::kMarkNode;
-  m.node = {d.availability.node, d.availability.source, d.availability.reason, d.since_unix_ms};
-  return m;
 }
 
 // The log line of a decision that changed the state.
@@ -52,52 +43,11 @@ struct Scheduler::Pending {
   std::promise<Result<Decision>> answer;
 };
 
-std::string cluster_digest(const Cluster& cluster) {
-  // A name that is not UTF-8 has no JSON form (formats/json_output.h); the YAML text
-  // identifies the cluster just as well then.
-  auto json = write_native_json(cluster);
-  std::string spec = json ? std::move(*json) : write_native_yaml(cluster);
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(spec.data(), spec.size(), md, &len, EVP_sha256(), nullptr);
-  std::string hex = "sha256:";
-  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
-  return hex;
-}
-
-Result<std::vector<StoredNodeMark>> stored_node_marks(const Cluster& cluster, std::vector<NodeMarkRecord> records) {
-  std::vector<StoredNodeMark> marks;
-  marks.reserve(records.size());
-  for (NodeMarkRecord& r : records) {
-    auto node = cluster.find_node(r.node);
-    if (!node)
-      return make_error(ErrorCode::kValidation,
-                        fmt::format("store node mark by '{}': no node named '{}' in cluster '{}'", r.source, r.node,
-                                    cluster.name()));
-    marks.push_back({*node, NodeMark{std::move(r.source), std::move(r.reason), r.since_unix_ms}});
-  }
-  return marks;
-}
-
 Result<void> restore_jobs(Engine& engine, Store& store) {
-  TOPOSCHED_TRY(jobs, store.load_jobs());
-  const Cluster& c = engine.cluster();
-  std::vector<GpuId> gpus;
-  for (JobRecord& job : jobs) {
-    gpus.clear();
-    for (const std::string& name : job.gpus_by_rank) {
-      auto g = parse_gpu(c, name);
-      if (!g)
-        return make_error(ErrorCode::kValidation,
-                          fmt::format("store job '{}': {}", job.id, g.error().message));
-      gpus.push_back(*g);
-    }
-    if (auto ok = engine.restore(job.id, gpus, std::move(job.placement_json)); !ok)
-      return make_error(ErrorCode::kValidation, fmt::format("store job '{}': {}", job.id, ok.error().message));
-  }
-  TOPOSCHED_TRY(records, store.load_node_marks());
-  TOPOSCHED_TRY(marks, stored_node_marks(c, std::move(records)));
-  return engine.restore_node_marks(marks);
+  TOPOSCHED_TRY(state, load_state(store, engine.cluster()));
+  if (auto ok = engine.replace(state); !ok)
+    return make_error(ErrorCode::kValidation, fmt::format("store: {}", ok.error().message));
+  return {};
 }
 
 Scheduler::Scheduler(const Cluster& cluster, std::unique_ptr<Store> store, Metrics& metrics, std::size_t max_batch)
@@ -109,7 +59,7 @@ Scheduler::Scheduler(const Cluster& cluster, std::unique_ptr<Store> store, Metri
 Result<std::unique_ptr<Scheduler>> Scheduler::open(const Cluster& cluster, std::unique_ptr<Store> store,
                                                    Metrics& metrics, std::size_t max_batch,
                                                    const ReplicaOptions* replication) {
-  TOPOSCHED_CHECK(store->bind_cluster(cluster.name(), cluster_digest(cluster)));
+  TOPOSCHED_CHECK(store->bind_cluster(cluster));
   max_batch = std::min(max_batch, store->max_batch());
   std::unique_ptr<Scheduler> s(new Scheduler(cluster, std::move(store), metrics, max_batch));
   TOPOSCHED_CHECK(restore_jobs(s->engine_, *s->store_));
@@ -148,30 +98,7 @@ Result<Decision> Scheduler::dry_run(Command command) {
   return result;
 }
 
-Result<void> Scheduler::commit(std::span<const Decision> decisions) {
-  std::vector<Mutation> batch;
-  batch.reserve(decisions.size());
-  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                 .count();
-  const Cluster& c = engine_.cluster();
-  for (const Decision& d : decisions) {
-    if (d.kind == Command::Kind::kSetNodeAvailability) {
-      batch.push_back(node_mark_mutation(d));
-      continue;
-    }
-    Mutation m;
-    m.kind = d.kind == Command::Kind::kPlace ? Mutation::Kind::kPlace : Mutation::Kind::kRelease;
-    m.job.id = d.job_id;
-    if (m.kind == Mutation::Kind::kPlace) {
-      m.job.gpus_by_rank.reserve(d.gpus_by_rank.size());
-      for (GpuId g : d.gpus_by_rank) m.job.gpus_by_rank.push_back(gpu_name(c, g));
-      m.job.request_json = d.request_json;
-      m.job.placement_json = d.answer_json;
-      m.job.created_unix_ms = now;
-    }
-    batch.push_back(std::move(m));
-  }
+Result<void> Scheduler::commit(std::span<const Mutation> batch) {
   auto start = std::chrono::steady_clock::now();
   auto ok = store_->commit(batch);
   metrics_.observe_commit(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
@@ -226,7 +153,7 @@ void Scheduler::writer_loop() {
     }
     commands.clear();
     for (Pending* p : batch) commands.push_back(std::move(p->command));
-    auto results = engine_.decide(commands, [this](std::span<const Decision> d) { return commit(d); });
+    auto results = engine_.decide(commands, [this](std::span<const Mutation> m) { return commit(m); });
     for (std::size_t i = 0; i < batch.size(); ++i) {
       count(results[i]);
       if (results[i] && !results[i]->dry_run && results[i]->changed)

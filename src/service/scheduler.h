@@ -9,9 +9,11 @@
 // decision returned, and a failed commit undoes the whole batch (each caller gets the error).
 // Dry runs skip the queue: they decide on the engine directly and commit nothing.
 //
-// open() binds the store to the cluster (name + SHA-256 of its native JSON spec; another
-// cluster's store is refused) and restores its jobs with their GPUs in rank order and the
-// exact place JSON the clients received.
+// The store commits exactly the mutations the engine applied (placement/mutation.h): the
+// scheduler translates nothing. open() binds the store to the cluster (name + SHA-256 of
+// its native JSON spec; another cluster's store is refused) and restores its jobs with
+// their GPUs in rank order and the exact place JSON the clients received, by applying the
+// store's mutations (load_state) through Engine::replace.
 //
 // Thread-safety: submit(), dry_run() and every const method may be called from any thread.
 #pragma once
@@ -30,15 +32,10 @@
 
 namespace toposched::service {
 
-// "sha256:<hex>" of the cluster's native JSON spec: the same for the same cluster however
-// it was given (preset, YAML, JSON).
-std::string cluster_digest(const Cluster& cluster);
-
-// Restores the store's jobs and node marks into the engine (start-up); kValidation naming
-// the job (or the node) when a record does not fit the cluster.
+// Restores the store's jobs and node marks into the engine (start-up): the store's
+// mutations (load_state) through Engine::replace; kValidation naming the job (or the node)
+// when a record does not fit the cluster.
 Result<void> restore_jobs(Engine& engine, Store& store);
-// The store's node marks by node id; kValidation naming a node the cluster does not have.
-Result<std::vector<StoredNodeMark>> stored_node_marks(const Cluster& cluster, std::vector<NodeMarkRecord> records);
 
 // A check every batch of decisions passes before it is decided (HA: service/replication.h).
 // enter() refuses the batch (each command gets the error, nothing is decided) or returns a
@@ -85,7 +82,8 @@ class Scheduler {
   struct Pending;
   Scheduler(const Cluster& cluster, std::unique_ptr<Store> store, Metrics& metrics, std::size_t max_batch);
   void writer_loop();
-  Result<void> commit(std::span<const Decision> decisions);
+  // The CommitFn of the engine: the batch's mutations (its log records) to the store.
+  Result<void> commit(std::span<const Mutation> batch);
   void count(const Result<Decision>& result);
 
   Engine engine_;

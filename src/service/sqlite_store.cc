@@ -112,7 +112,7 @@ class SqliteStore final : public Store {
 
   Result<void> init() EXCLUDES(mutex_);
   std::string_view kind() const override { return "sqlite"; }
-  Result<void> bind_cluster(std::string_view cluster_name, std::string_view spec_digest) override;
+  Result<void> bind_cluster(const Cluster& cluster) override;
   Result<std::vector<JobRecord>> load_jobs() override;
   Result<std::vector<NodeMarkRecord>> load_node_marks() override;
   Result<void> commit(std::span<const Mutation> batch) override;
@@ -143,9 +143,10 @@ class SqliteStore final : public Store {
     return {};
   }
   Result<std::optional<std::string>> meta(std::string_view key) REQUIRES(mutex_);
+  Result<void> bind_digest(std::string_view cluster_name, std::string_view spec_digest) REQUIRES(mutex_);
   Result<void> apply(const Mutation& m, std::int64_t now) REQUIRES(mutex_);
   Result<void> apply_job(const Mutation& m, std::int64_t now) REQUIRES(mutex_);
-  Result<void> apply_node_mark(const Mutation& m) REQUIRES(mutex_);
+  Result<void> apply_node_mark(const NodeMarkRecord& mark, bool set) REQUIRES(mutex_);
   Result<void> append_event(std::string_view kind, std::string_view subject, std::string_view body, std::int64_t now)
       REQUIRES(mutex_);
 
@@ -189,8 +190,14 @@ Result<std::optional<std::string>> SqliteStore::meta(std::string_view key) {
   return tl::unexpected(sql_error("cannot read meta"));
 }
 
-Result<void> SqliteStore::bind_cluster(std::string_view cluster_name, std::string_view spec_digest) {
+Result<void> SqliteStore::bind_cluster(const Cluster& cluster) {
   MutexLock lock(mutex_);
+  TOPOSCHED_CHECK(bind_digest(cluster.name(), cluster_digest(cluster)));
+  cluster_ = &cluster;
+  return {};
+}
+
+Result<void> SqliteStore::bind_digest(std::string_view cluster_name, std::string_view spec_digest) {
   TOPOSCHED_TRY(digest, meta("cluster_digest"));
   if (digest) {
     if (*digest == spec_digest) return {};
@@ -254,29 +261,30 @@ Result<std::vector<NodeMarkRecord>> SqliteStore::load_node_marks() {
 
 Result<void> SqliteStore::apply(const Mutation& m, std::int64_t now) {
   if (m.kind == Mutation::Kind::kMarkNode || m.kind == Mutation::Kind::kUnmarkNode) {
-    TOPOSCHED_CHECK(apply_node_mark(m));
-    const bool mark = m.kind == Mutation::Kind::kMarkNode;
+    const NodeMarkRecord mark = node_mark_record(*cluster_, m);
+    const bool set = m.kind == Mutation::Kind::kMarkNode;
+    TOPOSCHED_CHECK(apply_node_mark(mark, set));
     const std::string body =
-        nlohmann::json{{"source", m.node.source}, {"reason", m.node.reason}, {"since_unix_ms", m.node.since_unix_ms}}.dump(
+        nlohmann::json{{"source", mark.source}, {"reason", mark.reason}, {"since_unix_ms", mark.since_unix_ms}}.dump(
             -1, ' ', false, nlohmann::json::error_handler_t::replace);
-    return append_event(mark ? "mark-node" : "unmark-node", m.node.node, body, now);
+    return append_event(set ? "mark-node" : "unmark-node", mark.node, body, now);
   }
   return apply_job(m, now);
 }
 
-Result<void> SqliteStore::apply_node_mark(const Mutation& m) {
-  if (m.kind == Mutation::Kind::kMarkNode) {
+Result<void> SqliteStore::apply_node_mark(const NodeMarkRecord& mark, bool set) {
+  if (set) {
     put_mark_.reset();
-    put_mark_.bind(1, m.node.node);
-    put_mark_.bind(2, m.node.source);
-    put_mark_.bind(3, m.node.reason);
-    put_mark_.bind(4, m.node.since_unix_ms);
+    put_mark_.bind(1, mark.node);
+    put_mark_.bind(2, mark.source);
+    put_mark_.bind(3, mark.reason);
+    put_mark_.bind(4, mark.since_unix_ms);
     if (put_mark_.step() != SQLITE_DONE) return tl::unexpected(sql_error("cannot write a node mark"));
     return {};
   }
   delete_mark_.reset();
-  delete_mark_.bind(1, m.node.node);
-  delete_mark_.bind(2, m.node.source);
+  delete_mark_.bind(1, mark.node);
+  delete_mark_.bind(2, mark.source);
   if (delete_mark_.step() != SQLITE_DONE) return tl::unexpected(sql_error("cannot delete a node mark"));
   return {};
 }
@@ -295,29 +303,31 @@ Result<void> SqliteStore::append_event(std::string_view kind, std::string_view s
 Result<void> SqliteStore::apply_job(const Mutation& m, std::int64_t now) {
   const bool place = m.kind == Mutation::Kind::kPlace;
   if (place) {
+    const JobRecord job = job_record(*cluster_, m, now);
     insert_job_.reset();
-    insert_job_.bind(1, m.job.id);
-    insert_job_.bind(2, nlohmann::json(m.job.gpus_by_rank).dump());
-    insert_job_.bind(3, m.job.request_json);
-    insert_job_.bind(4, m.job.placement_json);
-    insert_job_.bind(5, m.job.created_unix_ms ? m.job.created_unix_ms : now);
+    insert_job_.bind(1, job.id);
+    insert_job_.bind(2, nlohmann::json(job.gpus_by_rank).dump());
+    insert_job_.bind(3, job.request_json);
+    insert_job_.bind(4, job.placement_json);
+    insert_job_.bind(5, job.created_unix_ms);
     int rc = insert_job_.step();
     if (rc == SQLITE_CONSTRAINT)
-      return make_error(ErrorCode::kConflict, fmt::format("job '{}' is already in the store", m.job.id));
+      return make_error(ErrorCode::kConflict, fmt::format("job '{}' is already in the store", m.job_id));
     if (rc != SQLITE_DONE) return tl::unexpected(sql_error("cannot insert a job"));
   } else {
     delete_job_.reset();
-    delete_job_.bind(1, m.job.id);
+    delete_job_.bind(1, m.job_id);
     if (delete_job_.step() != SQLITE_DONE) return tl::unexpected(sql_error("cannot delete a job"));
     if (sqlite3_changes(db_) == 0)
-      return make_error(ErrorCode::kConflict, fmt::format("job '{}' is not in the store", m.job.id));
+      return make_error(ErrorCode::kConflict, fmt::format("job '{}' is not in the store", m.job_id));
   }
-  return append_event(place ? "place" : "release", m.job.id,
-                      place ? std::string_view(m.job.placement_json) : std::string_view("{}"), now);
+  return append_event(place ? "place" : "release", m.job_id,
+                      place ? std::string_view(m.answer_json) : std::string_view("{}"), now);
 }
 
 Result<void> SqliteStore::commit(std::span<const Mutation> batch) {
   MutexLock lock(mutex_);
+  TOPOSCHED_CHECK(check_bound());
   if (batch.empty()) return {};
   TOPOSCHED_CHECK(exec("BEGIN IMMEDIATE"));
   std::int64_t now = now_unix_ms();

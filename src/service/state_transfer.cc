@@ -8,24 +8,24 @@ namespace toposched::service {
 
 Result<std::size_t> import_state_file(const Cluster& cluster, Store& store, const std::string& state_path) {
   TOPOSCHED_TRY(state, load_state_file(cluster, state_path));
-  TOPOSCHED_CHECK(store.bind_cluster(cluster.name(), cluster_digest(cluster)));
+  TOPOSCHED_CHECK(store.bind_cluster(cluster));
   std::vector<Mutation> batch;
   for (const std::string& id : state.job_ids()) {
     Mutation m;
     m.kind = Mutation::Kind::kPlace;
-    m.job.id = id;
+    m.job_id = id;
     Placement p;
     p.job_id = id;
     p.policy = "imported";
     auto gpus = state.job_gpus(id);
     p.gpus_by_rank.assign(gpus.begin(), gpus.end());
-    for (GpuId g : gpus) m.job.gpus_by_rank.push_back(gpu_name(cluster, g));
+    m.gpus_by_rank = p.gpus_by_rank;
     nlohmann::ordered_json request;
     request["job"] = id;
     request["gpus"] = gpus.size();
     request["policy"] = "imported";
-    m.job.request_json = request.dump();
-    m.job.placement_json = placement_to_json(cluster, p).dump();
+    m.request_json = request.dump();
+    m.answer_json = placement_to_json(cluster, p).dump();
     batch.push_back(std::move(m));
   }
   TOPOSCHED_CHECK(store.commit(batch));
@@ -33,7 +33,7 @@ Result<std::size_t> import_state_file(const Cluster& cluster, Store& store, cons
 }
 
 Result<std::string> export_state(const Cluster& cluster, Store& store) {
-  TOPOSCHED_CHECK(store.bind_cluster(cluster.name(), cluster_digest(cluster)));
+  TOPOSCHED_CHECK(store.bind_cluster(cluster));
   Engine engine(cluster, AllocationState(cluster));
   TOPOSCHED_CHECK(restore_jobs(engine, store));
   return engine.read([](const AllocationState& s) { return state_to_json(s); });

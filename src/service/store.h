@@ -10,6 +10,13 @@
 // acknowledges a mutation only after its commit returned (group commits batch several
 // mutations into one commit(), never acknowledge before it).
 //
+// What a store commits is the engine's own log record, placement/mutation.h: the exact
+// mutations Engine::decide applied hand to its commit function, written as rows (GPUs and
+// nodes by name, so a store binds to its cluster first: bind_cluster). What it loads goes
+// back to the engine as mutations too (load_state, then Engine::replace), at start-up and
+// when an HA follower refreshes its copy. The rows' format is unchanged since the store's
+// first version: JobRecord and NodeMarkRecord below are those rows.
+//
 // Implementations: SQLite (sqlite_store.h, the default) and etcd (etcd_store.h, for HA).
 // Open one with open_store("sqlite:PATH" | "etcd://H:P,.../PREFIX").
 //
@@ -26,6 +33,8 @@
 #include <string_view>
 #include <vector>
 
+#include "placement/mutation.h"
+#include "topology/cluster.h"
 #include "topology/error.h"
 
 namespace toposched {
@@ -37,7 +46,7 @@ namespace toposched::service {
 class Replica;
 struct ReplicaOptions;
 
-// One placed job as the store keeps it.
+// One placed job as the store keeps it: the row a kPlace mutation writes (job_record).
 struct JobRecord {
   std::string id;
   std::vector<std::string> gpus_by_rank;  // "node:index", rank order
@@ -46,22 +55,13 @@ struct JobRecord {
   std::int64_t created_unix_ms = 0;
 };
 
-// One source's mark on one node, as the store keeps it (key: node and source).
+// One source's mark on one node, as the store keeps it (key: node and source): the row a
+// kMarkNode mutation writes (node_mark_record).
 struct NodeMarkRecord {
   std::string node;
   std::string source;
   std::string reason;
   std::int64_t since_unix_ms = 0;
-};
-
-// One change; commit() applies a batch of them atomically, in order.
-struct Mutation {
-  enum class Kind { kPlace, kRelease, kMarkNode, kUnmarkNode };
-  Kind kind = Kind::kPlace;
-  JobRecord job{};  // kPlace: the whole record; kRelease: only `id` is read
-  // kMarkNode: sets the mark (replacing the source's earlier one); kUnmarkNode: removes the
-  // mark of node.source on node.node (none there: nothing to remove, not an error).
-  NodeMarkRecord node{};
 };
 
 // One line of the event log (sequence numbers increase by commit order, gaps allowed).
@@ -78,18 +78,24 @@ class Store {
   virtual ~Store() = default;
   // "sqlite" or "etcd".
   virtual std::string_view kind() const = 0;
-  // A store that is empty records the cluster; one that holds another digest is refused
-  // (kValidation, naming both clusters) so jobs are never restored onto the wrong cluster.
-  virtual Result<void> bind_cluster(std::string_view cluster_name, std::string_view spec_digest) = 0;
+  // A store that is empty records the cluster (its name and cluster_digest); one that holds
+  // another digest is refused (kValidation, naming both clusters) so jobs are never restored
+  // onto the wrong cluster. The store keeps `cluster` (which must outlive it) to name the
+  // GPUs and nodes of the mutations it commits; commit() before a successful bind is
+  // kInvalidArgument.
+  virtual Result<void> bind_cluster(const Cluster& cluster) = 0;
   // Every live job, in commit order. A record that does not read as one (another writer
   // corrupted it) is kParse naming its place: "etcd key /p/jobs/a:1:9: ..." or
   // "state.db (job 'a', column gpus):1:9: ...", never a job with made-up values.
   virtual Result<std::vector<JobRecord>> load_jobs() = 0;
   // Every node mark, ordered by node and source.
   virtual Result<std::vector<NodeMarkRecord>> load_node_marks() = 0;
-  // Applies the mutations in one durable transaction: all or nothing. Errors: kConflict
-  // (placing an id that exists, releasing one that does not), kUnavailable (store not
-  // reachable, or, in HA, this replica is no longer the leader), kIo.
+  // Writes the mutations in one durable transaction, in order: all or nothing (kPlace: the
+  // job_record row, created_unix_ms 0 stamped with the commit's time; kRelease: the row
+  // deleted; kMarkNode / kUnmarkNode: the node_mark_record row set or deleted; each one
+  // event). Errors: kConflict (placing an id that exists, releasing one that does not),
+  // kUnavailable (store not reachable, or, in HA, this replica is no longer the leader),
+  // kInvalidArgument (not bound to a cluster), kIo.
   virtual Result<void> commit(std::span<const Mutation> batch) = 0;
   // Event log entries with seq > after_seq, oldest first, at most `limit`.
   virtual Result<std::vector<StoreEvent>> events(std::int64_t after_seq, std::size_t limit) = 0;
@@ -109,8 +115,30 @@ class Store {
   std::int64_t event_log_limit() const { return event_log_limit_; }
 
  protected:
+  // kInvalidArgument unless bind_cluster succeeded (commit's first check).
+  Result<void> check_bound() const;
   std::int64_t event_log_limit_ = 0;
+  const Cluster* cluster_ = nullptr;  // set by a successful bind_cluster
 };
+
+// "sha256:<hex>" of the cluster's native JSON spec: the same for the same cluster however
+// it was given (preset, YAML, JSON).
+std::string cluster_digest(const Cluster& cluster);
+
+// The row a kPlace mutation writes (GPUs as "node:index" in rank order; a created_unix_ms
+// of 0 becomes `now_unix_ms`), and the one a kMarkNode / kUnmarkNode mutation sets or
+// deletes. Pure.
+JobRecord job_record(const Cluster& cluster, const Mutation& place, std::int64_t now_unix_ms);
+NodeMarkRecord node_mark_record(const Cluster& cluster, const Mutation& mark);
+
+// The mutations that rebuild what the rows hold: one kPlace per job in commit order (GPUs
+// in rank order, the request, the exact answer JSON, the creation time), then one kMarkNode
+// per mark. kValidation naming the job ("store job 'a': no node named ...") or the mark
+// when a row does not fit the cluster.
+Result<std::vector<Mutation>> state_mutations(const Cluster& cluster, std::vector<JobRecord> jobs,
+                                              std::vector<NodeMarkRecord> marks);
+// state_mutations of everything `store` holds (load_jobs, load_node_marks).
+Result<std::vector<Mutation>> load_state(Store& store, const Cluster& cluster);
 
 // The table open_store() chooses from (store.cc), in the table style of formats/exporter.cc:
 // a new kind of store adds one row {prefix, description, open function} there, e.g.

@@ -1,5 +1,7 @@
-// Binds the simulator's Placer and CommModel interfaces to the placement engine
-// (AllocationState + the policy registry) and the cost model (estimate_job_comm).
+// Binds the simulator's Placer and CommModel interfaces to the placement engine (the
+// policy registry's decisions, place_job, on states the placement layer changes:
+// AllocationLedger, whose only writer is apply() of Mutation records) and the cost model
+// (estimate_job_comm).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -17,6 +19,7 @@
 #include "placement/engine.h"
 #include "placement/fragmentation.h"
 #include "placement/job_request.h"
+#include "placement/ledger.h"
 #include "placement/placement.h"
 #include "sim/backend.h"
 #include "topology/mutex.h"
@@ -44,17 +47,16 @@ class ProbeState {
 
   bool started() const { return started_; }
   // Starts mirroring `live` (without a hold), nothing ended.
-  void start(const AllocationState& live) {
-    state_.restore(live);
+  void start(const AllocationLedger& live) {
+    state_.copy_from(live);
     started_ = true;
   }
-  const AllocationState& state() const { return state_; }
-  AllocationState& state() { return state_; }
+  const AllocationLedger& ledger() const { return state_; }
 
   // The live state allocated `gpus` to job `id` (a job index): those GPUs were free there,
   // so they are free here.
   void on_allocate(const std::string& id, std::span<const GpuId> gpus) {
-    if (started_) (void)state_.allocate(id, gpus);
+    if (started_) (void)state_.hold(id, gpus);
   }
   // The live state released job `index`.
   void on_release(std::uint32_t index, const std::string& id) {
@@ -63,7 +65,7 @@ class ProbeState {
       ended_flag_[index] = 0;
       ended_.erase(std::find(ended_.begin(), ended_.end(), index));
     } else {
-      (void)state_.release(id);
+      (void)state_.release_job(id);
     }
   }
 
@@ -83,14 +85,14 @@ class ProbeState {
         continue;
       }
       const std::string id = std::to_string(j);
-      (void)state_.allocate(id, live.job_gpus(id));
+      (void)state_.hold(id, live.job_gpus(id));
       ended_flag_[j] = 0;
       ended_[i] = ended_.back();
       ended_.pop_back();
     }
     for (std::uint32_t j : jobs) {
       if (is_ended(j)) continue;
-      if (!state_.release(std::to_string(j))) continue;  // not running: nothing to end
+      if (!state_.release_job(std::to_string(j))) continue;  // not running: nothing to end
       if (j >= ended_flag_.size()) ended_flag_.resize(j + 1, 0);
       ended_flag_[j] = 1;
       ended_.push_back(j);
@@ -100,7 +102,7 @@ class ProbeState {
  private:
   bool is_ended(std::uint32_t j) const { return j < ended_flag_.size() && ended_flag_[j]; }
 
-  AllocationState state_;
+  AllocationLedger state_;
   bool started_ = false;
   std::vector<std::uint32_t> ended_;     // job indices released here, in no particular order
   std::vector<char> ended_flag_;         // per job index: in ended_
@@ -111,7 +113,7 @@ class ProbeState {
 class RegistryPlacer final : public Placer {
  public:
   RegistryPlacer(const Cluster& c, const PlacementPolicy& p, std::uint64_t seed, ReservationProbes probes)
-      : state_(c), probe_(c), probes_(probes), policy_(p), seed_(seed), sizes_(default_job_sizes()) {
+      : ledger_(c), probe_(c), probes_(probes), policy_(p), seed_(seed), sizes_(default_job_sizes()) {
     int max_gpn = 1;
     for (std::size_t n = 0; n < c.node_count(); ++n) max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
     gpus_per_node_ = max_gpn;
@@ -128,7 +130,7 @@ class RegistryPlacer final : public Placer {
   void release(std::uint32_t index) override {
     drop_hold();
     const std::string id = std::to_string(index);
-    if (state_.release(id)) probe_.on_release(index, id);
+    if (ledger_.release_job(id)) probe_.on_release(index, id);
   }
 
   void end_pass() override { drop_hold(); }
@@ -142,18 +144,19 @@ class RegistryPlacer final : public Placer {
   Result<Reservation> reserve(const SimJob& job, std::uint32_t index, std::span<const std::uint32_t> running_by_end,
                               std::size_t min_finished) override {
     drop_hold();
-    if (!probe_.started()) probe_.start(state_);
+    if (!probe_.started()) probe_.start(ledger_);
+    const AllocationState& state = ledger_.state();
     const PlaceRequest r = request(job, index);
-    auto end_first = [&](std::size_t k) { probe_.end_exactly(state_, running_by_end.first(k)); };
+    auto end_first = [&](std::size_t k) { probe_.end_exactly(state, running_by_end.first(k)); };
     // GPUs free once the first k have ended, from a prefix sum: a probe with fewer free GPUs
     // than the job needs fails in choose_gpus' first check, so it is answered without
     // releasing jobs or asking the policy (the same answers, in the same probe sequence).
-    std::vector<std::int64_t> free_after{state_.total_free_gpus()};
+    std::vector<std::int64_t> free_after{state.total_free_gpus()};
     auto enough = [&](std::size_t k) {
       while (free_after.size() <= k) {
         const std::size_t i = free_after.size() - 1;
         free_after.push_back(free_after.back() +
-                             static_cast<std::int64_t>(state_.job_gpus(std::to_string(running_by_end[i])).size()));
+                             static_cast<std::int64_t>(state.job_gpus(std::to_string(running_by_end[i])).size()));
       }
       return free_after[k] >= job.gpus;
     };
@@ -162,13 +165,13 @@ class RegistryPlacer final : public Placer {
         return make_error(ErrorCode::kInfeasible, fmt::format("needs {} GPUs; only {} would be free", job.gpus,
                                                               free_after[k]));
       if (probes_ == ReservationProbes::kFromScratch) {
-        AllocationState scratch = state_.snapshot();
-        for (std::uint32_t j : running_by_end.first(k)) (void)scratch.release(std::to_string(j));
-        TOPOSCHED_TRY(p, place_job(scratch, r, false, PlaceDetail::kGpusOnly));
+        AllocationLedger scratch = ledger_;
+        for (std::uint32_t j : running_by_end.first(k)) (void)scratch.release_job(std::to_string(j));
+        TOPOSCHED_TRY(p, scratch.decide(r, PlaceDetail::kGpusOnly));
         return std::move(p.gpus_by_rank);
       }
       end_first(k);
-      TOPOSCHED_TRY(p, place_job(probe_.state(), r, false, PlaceDetail::kGpusOnly));
+      TOPOSCHED_TRY(p, probe_.ledger().decide(r, PlaceDetail::kGpusOnly));
       return std::move(p.gpus_by_rank);
     };
     const std::size_t n = running_by_end.size();
@@ -199,7 +202,7 @@ class RegistryPlacer final : public Placer {
     Reservation out;
     out.finished = found;
     out.gpus = std::move(*best);
-    for (GpuId g : out.gpus) out.gpus_free_now += state_.gpu_free(g) ? 1 : 0;
+    for (GpuId g : out.gpus) out.gpus_free_now += state.gpu_free(g) ? 1 : 0;
     return out;
   }
 
@@ -223,8 +226,8 @@ class RegistryPlacer final : public Placer {
       drop_hold();
       std::vector<GpuId> hold;
       for (GpuId g : keep_free)
-        if (state_.gpu_free(g)) hold.push_back(g);
-      if (!hold.empty()) (void)state_.allocate(kHold, hold);
+        if (ledger_.state().gpu_free(g)) hold.push_back(g);
+      if (!hold.empty()) (void)ledger_.hold(kHold, hold);
       hold_for_.assign(keep_free.begin(), keep_free.end());
       hold_version_ = keep_free_version;
       holding_ = true;
@@ -237,17 +240,17 @@ class RegistryPlacer final : public Placer {
       const FragmentationReport f = toposched::fragmentation(s, sizes_);
       return f.total_gpus > 0 ? f.expected_unusable_gpus / static_cast<double>(f.total_gpus) : 0;
     };
-    if (!holding_ || !state_.has_job(kHold)) return share(state_);
-    AllocationState without = state_.snapshot();  // the engine ends its pass first: not reached from it
-    (void)without.release(kHold);
-    return share(without);
+    if (!holding_ || !ledger_.state().has_job(kHold)) return share(ledger_.state());
+    AllocationLedger without = ledger_;  // the engine ends its pass first: not reached from it
+    (void)without.release_job(kHold);
+    return share(without.state());
   }
 
  private:
   static constexpr std::string_view kHold = "reservation";
 
   Result<std::vector<GpuId>> place_now(const SimJob& job, std::uint32_t index) {
-    TOPOSCHED_TRY(p, place_job(state_, request(job, index), true, PlaceDetail::kGpusOnly));
+    TOPOSCHED_TRY(p, ledger_.place(request(job, index), PlaceDetail::kGpusOnly));
     probe_.on_allocate(p.job_id, p.gpus_by_rank);
     return std::move(p.gpus_by_rank);
   }
@@ -256,7 +259,7 @@ class RegistryPlacer final : public Placer {
     if (!holding_) return;
     holding_ = false;
     hold_for_.clear();
-    if (state_.has_job(kHold)) (void)state_.release(kHold);
+    if (ledger_.state().has_job(kHold)) (void)ledger_.release_job(kHold);
   }
 
   // The job as a front end would send it (`toposched place --job INDEX --gpus N --tp ...`).
@@ -298,8 +301,8 @@ class RegistryPlacer final : public Placer {
     return it->second ? model : std::string();
   }
 
-  AllocationState state_;
-  ProbeState probe_;  // reserve()'s state: state_ less the hold, with some running jobs released
+  AllocationLedger ledger_;  // the live state: running jobs and place_around's hold
+  ProbeState probe_;  // reserve()'s state: ledger_ less the hold, with some running jobs released
   ReservationProbes probes_;
   const PlacementPolicy& policy_;
   std::uint64_t seed_;

@@ -47,10 +47,10 @@ class FailingStore : public service::Store {
   explicit FailingStore(std::unique_ptr<service::Store> inner) : inner_(std::move(inner)) {}
   bool fail = false;
   std::string_view kind() const override { return inner_->kind(); }
-  Result<void> bind_cluster(std::string_view n, std::string_view d) override { return inner_->bind_cluster(n, d); }
+  Result<void> bind_cluster(const Cluster& c) override { return inner_->bind_cluster(c); }
   Result<std::vector<service::JobRecord>> load_jobs() override { return inner_->load_jobs(); }
   Result<std::vector<service::NodeMarkRecord>> load_node_marks() override { return inner_->load_node_marks(); }
-  Result<void> commit(std::span<const service::Mutation> batch) override {
+  Result<void> commit(std::span<const Mutation> batch) override {
     if (fail) return make_error(ErrorCode::kIo, "injected: disk full");
     return inner_->commit(batch);
   }
@@ -137,7 +137,7 @@ TEST(StateParity, CliStateFileAndServeGiveTheSameJobsInTheSameOrder) {
     Command place;
     place.place = *place_request_from_json(json{{"job", "j4"}, {"gpus", 8}});
     std::vector<Command> batch = {release, place};
-    auto results = engine.decide(batch, [&](std::span<const Decision>) -> Result<void> {
+    auto results = engine.decide(batch, [&](std::span<const Mutation>) -> Result<void> {
       return make_error(ErrorCode::kIo, "injected: disk full");
     });
     for (const auto& r : results) EXPECT_FALSE(r);

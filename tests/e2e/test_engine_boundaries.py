@@ -23,11 +23,9 @@ STORE_CAST = re.compile(r"dynamic_cast<[^>]*Store\b")
 
 KNOWN = {
     "select": set(),
-    "state_change": {
-        # The simulator's placer holds its jobs in its own state (one decision per event,
-        # no log) and a hold pseudo job for the topo policy's look-ahead.
-        "sim/placement_backend.cc",
-    },
+    # The simulator's placer changes its states through placement/ledger.h (apply of
+    # Mutation records), like every other front end through the engine.
+    "state_change": set(),
     "store_cast": set(),
 }
 

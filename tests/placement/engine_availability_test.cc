@@ -119,7 +119,7 @@ TEST_F(Availability, TheCallerThatJudgesASourceItselfIgnoresOnlyThatSourcesMarks
 
 TEST_F(Availability, SettingWhatIsAlreadySetCommitsNothingAndKeepsTheTime) {
   int commits = 0;
-  CommitFn count = [&](std::span<const Decision>) -> Result<void> {
+  CommitFn count = [&](std::span<const Mutation>) -> Result<void> {
     ++commits;
     return {};
   };
@@ -167,7 +167,7 @@ TEST_F(Availability, JobsOnANodeThatBecomesUnavailableKeepTheirGpusAndAreReporte
 TEST_F(Availability, AFailedCommitUndoesTheMarkLikeAnyOtherChange) {
   ASSERT_TRUE(decide(e, availability(n1, false, "cordoned", "k8s")));
   const std::string before = e.nodes_json();
-  CommitFn fail = [](std::span<const Decision>) -> Result<void> { return make_error(ErrorCode::kIo, "injected"); };
+  CommitFn fail = [](std::span<const Mutation>) -> Result<void> { return make_error(ErrorCode::kIo, "injected"); };
   std::vector<Command> batch = {availability(n1, false, "NotReady", "k8s"), availability(n2, false, "maintenance"),
                                 place(R"({"job":"x","gpus":8})")};
   auto results = e.decide(batch, fail);
@@ -178,8 +178,8 @@ TEST_F(Availability, AFailedCommitUndoesTheMarkLikeAnyOtherChange) {
 
 TEST_F(Availability, AReplicaReloadReplacesTheMarks) {
   ASSERT_TRUE(decide(e, availability(n1, false, "cordoned", "k8s")));
-  std::vector<StoredNodeMark> marks = {{NodeId(1), NodeMark{"slurm", "DRAIN", 42}}};
-  ASSERT_TRUE(e.replace_jobs({}, marks));
+  std::vector<Mutation> marks = {{.kind = Mutation::Kind::kMarkNode, .node = NodeId(1), .mark = NodeMark{"slurm", "DRAIN", 42}}};
+  ASSERT_TRUE(e.replace(marks));
   auto nodes = nlohmann::json::parse(e.nodes_json())["nodes"];
   EXPECT_TRUE(nodes[0]["available"]);
   EXPECT_EQ(nodes[1]["unavailable"], nlohmann::json::parse(R"([{"source":"slurm","reason":"DRAIN","since_unix_ms":42}])"));

@@ -38,7 +38,7 @@ TEST(EngineHold, HoldsExactlyTheGivenGpus) {
   EXPECT_FALSE(engine.decide_one(hold(*c, "slurm-job:8", 1, {2}), {}));
   EXPECT_EQ(engine.free_gpus(), 30);
   // A failed commit undoes the hold.
-  auto failed = engine.decide_one(hold(*c, "slurm-job:9", 3, {0, 1}), [](std::span<const Decision>) -> Result<void> {
+  auto failed = engine.decide_one(hold(*c, "slurm-job:9", 3, {0, 1}), [](std::span<const Mutation>) -> Result<void> {
     return make_error(ErrorCode::kUnavailable, "store down");
   });
   EXPECT_FALSE(failed);

@@ -129,7 +129,7 @@ TEST(Engine, AFailedCommitUndoesTheWholeBatch) {
   release.job_id = "keep";
   batch.push_back(release);
   std::size_t seen = 0;
-  auto results = e.decide(batch, [&](std::span<const Decision> d) -> Result<void> {
+  auto results = e.decide(batch, [&](std::span<const Mutation> d) -> Result<void> {
     seen = d.size();
     return make_error(ErrorCode::kUnavailable, "store down");
   });
@@ -154,7 +154,7 @@ TEST(Engine, AFailedCommitLeavesTheJobOrderAsItWas) {
   release.kind = Command::Kind::kRelease;
   release.job_id = "a";
   std::vector<Command> batch = {release, place_command(R"({"job":"d","gpus":8})")};
-  auto results = e.decide(batch, [](std::span<const Decision>) -> Result<void> {
+  auto results = e.decide(batch, [](std::span<const Mutation>) -> Result<void> {
     return make_error(ErrorCode::kIo, "disk full");
   });
   for (const auto& r : results) ASSERT_FALSE(r);
@@ -167,18 +167,18 @@ TEST(Engine, ApplyIsAllOrNothing) {
   Cluster c = preset("dgx-h100?nodes=2");
   Engine e(c, AllocationState(c));
   const GpuId g0 = c.node_gpu(NodeId(0), 0), g1 = c.node_gpu(NodeId(0), 1);
-  std::vector<StateChange> ok = {{.kind = StateChange::Kind::kPlace, .job_id = "x", .gpus_by_rank = {g0}, .answer_json = R"({"job":"x"})"},
-                                 {.kind = StateChange::Kind::kPlace, .job_id = "y", .gpus_by_rank = {g1}, .answer_json = R"({"job":"y"})"}};
+  std::vector<Mutation> ok = {{.kind = Mutation::Kind::kPlace, .job_id = "x", .gpus_by_rank = {g0}, .answer_json = R"({"job":"x"})"},
+                                 {.kind = Mutation::Kind::kPlace, .job_id = "y", .gpus_by_rank = {g1}, .answer_json = R"({"job":"y"})"}};
   ASSERT_TRUE(e.apply(ok));
   const std::string before = e.jobs_json();
   // Releasing x then placing z on a GPU y holds fails at the second change: x comes back first.
-  std::vector<StateChange> clash = {{.kind = StateChange::Kind::kRelease, .job_id = "x"},
-                                    {.kind = StateChange::Kind::kPlace, .job_id = "z", .gpus_by_rank = {g1}, .answer_json = R"({"job":"z"})"}};
+  std::vector<Mutation> clash = {{.kind = Mutation::Kind::kRelease, .job_id = "x"},
+                                    {.kind = Mutation::Kind::kPlace, .job_id = "z", .gpus_by_rank = {g1}, .answer_json = R"({"job":"z"})"}};
   auto r = e.apply(clash);
   ASSERT_FALSE(r);
   EXPECT_EQ(e.jobs_json(), before);
   EXPECT_EQ(before, R"({"jobs":[{"job":"x"},{"job":"y"}]})");
-  EXPECT_FALSE(e.apply(std::vector<StateChange>{{.kind = StateChange::Kind::kRelease, .job_id = "nope"}}));
+  EXPECT_FALSE(e.apply(std::vector<Mutation>{{.kind = Mutation::Kind::kRelease, .job_id = "nope"}}));
   EXPECT_EQ(e.job_count(), 2u);
 }
 
@@ -189,16 +189,22 @@ TEST(Engine, DecisionsInABatchSeeEachOtherAndDryRunsHoldNothing) {
   dry.dry_run = true;
   std::vector<Command> batch = {dry, place_command(R"({"job":"a","gpus":16})"),
                                 place_command(R"({"job":"b","gpus":1})")};
-  std::size_t committed = 0;
-  auto results = e.decide(batch, [&](std::span<const Decision> d) -> Result<void> {
-    committed = d.size();
+  std::vector<Mutation> committed;
+  auto results = e.decide(batch, [&](std::span<const Mutation> d) -> Result<void> {
+    committed.assign(d.begin(), d.end());
     return {};
   });
   ASSERT_TRUE(results[0]);
   ASSERT_TRUE(results[1]);
   ASSERT_FALSE(results[2]);  // a took every GPU
   EXPECT_EQ(results[2].error().code, ErrorCode::kInfeasible);
-  EXPECT_EQ(committed, 1u);
+  // The commit gets the log record the engine applied: what a store persists.
+  ASSERT_EQ(committed.size(), 1u);
+  EXPECT_EQ(committed[0].kind, Mutation::Kind::kPlace);
+  EXPECT_EQ(committed[0].job_id, "a");
+  EXPECT_EQ(committed[0].gpus_by_rank, results[1]->gpus_by_rank);
+  EXPECT_EQ(committed[0].answer_json, results[1]->answer_json);
+  EXPECT_EQ(committed[0].request_json, results[1]->request_json);
   EXPECT_FALSE(e.job_json("d"));
   ASSERT_TRUE(e.job_json("a"));
   EXPECT_EQ(*e.job_json("a"), results[1]->answer_json);

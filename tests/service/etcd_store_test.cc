@@ -9,6 +9,7 @@
 
 #include "service/etcd_client.h"
 #include "service/etcd_store.h"
+#include "service/store_backends.h"
 #include "service/etcd_test_cluster.h"
 #include "service/leader_election.h"
 
@@ -36,15 +37,18 @@ bool eventually(Pred pred, std::chrono::milliseconds limit = 10s) {
 }
 
 Mutation place(std::string id, std::string gpu) {
-  Mutation m;
-  m.job.id = std::move(id);
-  m.job.gpus_by_rank = {std::move(gpu)};
-  return m;
+  JobRecord j;
+  j.id = std::move(id);
+  j.gpus_by_rank = {std::move(gpu)};
+  return testing::place_mutation(testing::store_cluster(), j);
 }
 
+// A replica bound to the test cluster (store_cluster), campaigning as `identity`.
 std::unique_ptr<EtcdStore> replica(const std::string& prefix, std::string identity) {
   auto url = parse_etcd_store_url("etcd://" + shared_etcd().endpoints + prefix);
   auto store = std::make_unique<EtcdStore>(*url, EtcdClient::Options{});
+  auto bound = store->bind_cluster(testing::store_cluster());
+  EXPECT_TRUE(bound) << bound.error().message;
   store->start_election(std::move(identity), 2s);
   return store;
 }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "service/etcd_store.h"
+#include "service/store_backends.h"
 #include "service/etcd_test_cluster.h"
 
 namespace toposched::service {
@@ -20,15 +21,17 @@ std::unique_ptr<EtcdStore> replica(const std::string& endpoints, const std::stri
   auto url = parse_etcd_store_url("etcd://" + endpoints + prefix);
   EXPECT_TRUE(url) << url.error().message;
   auto store = std::make_unique<EtcdStore>(*url, EtcdClient::Options{});
+  auto bound = store->bind_cluster(testing::store_cluster());
+  EXPECT_TRUE(bound) << bound.error().message;
   store->start_election(std::move(identity), 2s);
   return store;
 }
 
 Mutation place(std::string id) {
-  Mutation m;
-  m.job.id = std::move(id);
-  m.job.gpus_by_rank = {"n:0"};
-  return m;
+  JobRecord j;
+  j.id = std::move(id);
+  j.gpus_by_rank = {"n:0"};
+  return testing::place_mutation(testing::store_cluster(), j);
 }
 
 TEST(LeaderPartition, CutOffLeaderStopsBeforeTheFollowerLeads) {

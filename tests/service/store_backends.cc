@@ -2,7 +2,13 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <thread>
+
+#include <gtest/gtest.h>
+
+#include "formats/native_spec.h"
+#include "placement/engine.h"
 
 #include "service/etcd_store.h"
 #include "service/etcd_test_cluster.h"
@@ -69,6 +75,63 @@ const std::vector<StoreBackend>& store_backends() {
        [] { return open_leading_etcd_store(g_etcd_url); }},
   };
   return kBackends;
+}
+
+const Cluster& store_cluster(const std::string& name) {
+  static std::map<std::string, Cluster> clusters;
+  auto it = clusters.find(name);
+  if (it != clusters.end()) return it->second;
+  auto c = read_native_spec("name: " + name + R"(
+node_types:
+  - name: eight
+    gpu: {model: H100-SXM5, count: 8}
+    nvlink: {links: 18}
+nodes:
+  - {names: n, type: eight}
+  - {names: "n[1-3]", type: eight}
+)",
+                            "store-cluster.yaml");
+  if (!c) ADD_FAILURE() << c.error().to_string();
+  return clusters.emplace(name, std::move(*c)).first->second;
+}
+
+Mutation place_mutation(const Cluster& cluster, const JobRecord& job) {
+  Mutation m;
+  m.kind = Mutation::Kind::kPlace;
+  m.job_id = job.id;
+  for (const std::string& name : job.gpus_by_rank) {
+    auto g = parse_gpu(cluster, name);
+    EXPECT_TRUE(g) << name;
+    if (g) m.gpus_by_rank.push_back(*g);
+  }
+  m.request_json = job.request_json;
+  m.answer_json = job.placement_json;
+  m.created_unix_ms = job.created_unix_ms;
+  return m;
+}
+
+Mutation release_mutation(std::string id) {
+  Mutation m;
+  m.kind = Mutation::Kind::kRelease;
+  m.job_id = std::move(id);
+  return m;
+}
+
+Mutation mark_mutation(const Cluster& cluster, const std::string& node, std::string source, std::string reason,
+                       std::int64_t since_unix_ms) {
+  Mutation m;
+  m.kind = Mutation::Kind::kMarkNode;
+  auto n = cluster.find_node(node);
+  EXPECT_TRUE(n) << node;
+  if (n) m.node = *n;
+  m.mark = NodeMark{std::move(source), std::move(reason), since_unix_ms};
+  return m;
+}
+
+Mutation unmark_mutation(const Cluster& cluster, const std::string& node, std::string source) {
+  Mutation m = mark_mutation(cluster, node, std::move(source), {}, 0);
+  m.kind = Mutation::Kind::kUnmarkNode;
+  return m;
 }
 
 }  // namespace toposched::service::testing

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "service/store.h"
+#include "topology/cluster.h"
 
 namespace toposched::service::testing {
 
@@ -23,5 +24,16 @@ struct StoreBackend {
 };
 
 const std::vector<StoreBackend>& store_backends();
+
+// A small cluster for store tests, named `name` (another name: another digest): nodes n, n1,
+// n2, n3 with 8 GPUs each, so records name GPUs "n:0" .. "n3:7". Lives for the process.
+const Cluster& store_cluster(const std::string& name = "suite");
+// The mutations a store test commits, from GPU names (parsed on `cluster`; a name the
+// cluster lacks fails the test) and job records.
+Mutation place_mutation(const Cluster& cluster, const JobRecord& job);
+Mutation release_mutation(std::string id);
+Mutation mark_mutation(const Cluster& cluster, const std::string& node, std::string source, std::string reason,
+                       std::int64_t since_unix_ms);
+Mutation unmark_mutation(const Cluster& cluster, const std::string& node, std::string source);
 
 }  // namespace toposched::service::testing

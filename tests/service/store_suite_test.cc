@@ -21,17 +21,14 @@ JobRecord job(std::string id, std::vector<std::string> gpus) {
   return j;
 }
 
-Mutation place(JobRecord j) { return {.kind = Mutation::Kind::kPlace, .job = std::move(j)}; }
-Mutation release(std::string id) {
-  Mutation m{.kind = Mutation::Kind::kRelease};
-  m.job.id = std::move(id);
-  return m;
+// The engine's mutations (placement/mutation.h) on the suite's cluster (store_cluster).
+Mutation place(const JobRecord& j) { return testing::place_mutation(testing::store_cluster(), j); }
+Mutation release(std::string id) { return testing::release_mutation(std::move(id)); }
+Mutation mark(const std::string& node, std::string source, std::string reason) {
+  return testing::mark_mutation(testing::store_cluster(), node, std::move(source), std::move(reason), 1764547200000);
 }
-Mutation mark(std::string node, std::string source, std::string reason) {
-  return {.kind = Mutation::Kind::kMarkNode, .node = {std::move(node), std::move(source), std::move(reason), 1764547200000}};
-}
-Mutation unmark(std::string node, std::string source) {
-  return {.kind = Mutation::Kind::kUnmarkNode, .node = {std::move(node), std::move(source), {}, 0}};
+Mutation unmark(const std::string& node, std::string source) {
+  return testing::unmark_mutation(testing::store_cluster(), node, std::move(source));
 }
 
 std::vector<std::string> ids(const std::vector<JobRecord>& jobs) {
@@ -51,7 +48,7 @@ class StoreSuite : public ::testing::TestWithParam<StoreBackend> {
   }
   // What the server does before it decides: bind to its cluster, load the jobs.
   static void ready(Store& s) {
-    auto bound = s.bind_cluster("suite", "digest-1");
+    auto bound = s.bind_cluster(testing::store_cluster("suite"));
     ASSERT_TRUE(bound) << bound.error().message;
     auto loaded = s.load_jobs();
     ASSERT_TRUE(loaded) << loaded.error().message;
@@ -79,8 +76,8 @@ TEST_P(StoreSuite, FreshStoreHoldsNoJobsAndNoEvents) {
 }
 
 TEST_P(StoreSuite, RefusesAnotherClustersDigestAndNamesBoth) {
-  EXPECT_TRUE(store_->bind_cluster("suite", "digest-1"));  // same cluster again: fine
-  auto other = store_->bind_cluster("other", "digest-2");
+  EXPECT_TRUE(store_->bind_cluster(testing::store_cluster("suite")));  // same cluster again: fine
+  auto other = store_->bind_cluster(testing::store_cluster("other"));
   ASSERT_FALSE(other);
   EXPECT_EQ(other.error().code, ErrorCode::kValidation);
   EXPECT_NE(other.error().message.find("suite"), std::string::npos) << other.error().message;
@@ -216,8 +213,9 @@ TEST_P(StoreSuite, EventLogIsOrderedAndPaged) {
 // window deletes them, in batches and single commits alike, and the jobs are untouched.
 TEST_P(StoreSuite, EventLogKeepsTheNewestEventsWhenLimited) {
   store_->set_event_log_limit(3);
+  int gpu = 0;
   for (std::string id : {"a", "b", "c", "d"}) {
-    std::vector<Mutation> one{place(job(id, {"n:" + id}))};
+    std::vector<Mutation> one{place(job(id, {"n:" + std::to_string(gpu++)}))};
     ASSERT_TRUE(store_->commit(one));
   }
   auto four = store_->events(0, 100);
@@ -225,7 +223,7 @@ TEST_P(StoreSuite, EventLogKeepsTheNewestEventsWhenLimited) {
   ASSERT_EQ(four->size(), 3u);
   EXPECT_EQ((*four)[0].job_id, "b");
   EXPECT_EQ((*four)[2].job_id, "d");
-  std::vector<Mutation> batch{release("a"), release("b"), place(job("e", {"n:e"})), place(job("f", {"n:f"}))};
+  std::vector<Mutation> batch{release("a"), release("b"), place(job("e", {"n:4"})), place(job("f", {"n:5"}))};
   ASSERT_TRUE(store_->commit(batch));
   auto last = store_->events(0, 100);
   ASSERT_TRUE(last);
@@ -237,7 +235,7 @@ TEST_P(StoreSuite, EventLogKeepsTheNewestEventsWhenLimited) {
   EXPECT_EQ((*last)[2].seq, (*four)[2].seq + 4);  // seq keeps counting; nothing is reused
   EXPECT_EQ(ids(jobs()), (std::vector<std::string>{"c", "d", "e", "f"}));
   store_->set_event_log_limit(0);  // every event again: nothing more is deleted
-  std::vector<Mutation> g{place(job("g", {"n:g"}))};
+  std::vector<Mutation> g{place(job("g", {"n:6"}))};
   ASSERT_TRUE(store_->commit(g));
   auto all = store_->events(0, 100);
   ASSERT_TRUE(all);

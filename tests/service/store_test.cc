@@ -8,6 +8,7 @@
 
 #include "service/sqlite_store.h"
 #include "service/store.h"
+#include "service/store_backends.h"
 
 namespace toposched::service {
 namespace {
@@ -21,22 +22,18 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 
+const Cluster& cluster(const std::string& name = "c") { return testing::store_cluster(name); }
+
 Mutation place(std::string id, std::vector<std::string> gpus) {
-  Mutation m;
-  m.kind = Mutation::Kind::kPlace;
-  m.job.id = std::move(id);
-  m.job.gpus_by_rank = std::move(gpus);
-  m.job.request_json = R"({"gpus":2})";
-  m.job.placement_json = R"({"job":")" + m.job.id + R"("})";
-  return m;
+  JobRecord j;
+  j.id = std::move(id);
+  j.gpus_by_rank = std::move(gpus);
+  j.request_json = R"({"gpus":2})";
+  j.placement_json = R"({"job":")" + j.id + R"("})";
+  return testing::place_mutation(cluster(), j);
 }
 
-Mutation release(std::string id) {
-  Mutation m;
-  m.kind = Mutation::Kind::kRelease;
-  m.job.id = std::move(id);
-  return m;
-}
+Mutation release(std::string id) { return testing::release_mutation(std::move(id)); }
 
 std::unique_ptr<Store> open(const std::filesystem::path& file) {
   auto s = open_store("sqlite:" + file.string());
@@ -49,14 +46,14 @@ TEST(SqliteStore, KeepsJobsInCommitOrderAcrossReopen) {
   auto file = dir.path / "s.db";
   {
     auto s = open(file);
-    ASSERT_TRUE(s->bind_cluster("c", "sha256:1"));
+    ASSERT_TRUE(s->bind_cluster(cluster()));
     std::vector<Mutation> batch = {place("b", {"n1:1", "n1:0"}), place("a", {"n2:0"})};
     ASSERT_TRUE(s->commit(batch));
     std::vector<Mutation> second = {release("b"), place("c", {"n1:0"})};
     ASSERT_TRUE(s->commit(second));
   }
   auto s = open(file);
-  ASSERT_TRUE(s->bind_cluster("c", "sha256:1"));
+  ASSERT_TRUE(s->bind_cluster(cluster()));
   auto jobs = s->load_jobs();
   ASSERT_TRUE(jobs);
   ASSERT_EQ(jobs->size(), 2u);
@@ -79,7 +76,7 @@ TEST(SqliteStore, KeepsJobsInCommitOrderAcrossReopen) {
 TEST(SqliteStore, ABatchWithAConflictChangesNothing) {
   TempDir dir;
   auto s = open(dir.path / "s.db");
-  ASSERT_TRUE(s->bind_cluster("c", "d"));
+  ASSERT_TRUE(s->bind_cluster(cluster()));
   std::vector<Mutation> first = {place("a", {"n:0"})};
   ASSERT_TRUE(s->commit(first));
   std::vector<Mutation> dup = {place("b", {"n:1"}), place("a", {"n:2"})};
@@ -100,8 +97,8 @@ TEST(SqliteStore, ABatchWithAConflictChangesNothing) {
 TEST(SqliteStore, RefusesTheStoreOfAnotherCluster) {
   TempDir dir;
   auto file = dir.path / "s.db";
-  ASSERT_TRUE(open(file)->bind_cluster("alpha", "sha256:aaa"));
-  auto r = open(file)->bind_cluster("beta", "sha256:bbb");
+  ASSERT_TRUE(open(file)->bind_cluster(cluster("alpha")));
+  auto r = open(file)->bind_cluster(cluster("beta"));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::kValidation);
   EXPECT_NE(r.error().message.find("belongs to cluster 'alpha'"), std::string::npos) << r.error().message;
@@ -111,7 +108,7 @@ TEST(SqliteStore, RefusesTheStoreOfAnotherCluster) {
 TEST(SqliteStore, UsesWalAndFullSync) {
   TempDir dir;
   auto s = open(dir.path / "s.db");
-  ASSERT_TRUE(s->bind_cluster("c", "d"));
+  ASSERT_TRUE(s->bind_cluster(cluster()));
   EXPECT_TRUE(std::filesystem::exists(dir.path / "s.db-wal"));
 }
 
@@ -146,7 +143,7 @@ TEST(SqliteStore, CorruptRowsAreErrorsNamingTheirPlace) {
   auto file = dir.path / "s.db";
   {
     auto s = open(file);
-    ASSERT_TRUE(s->bind_cluster("c", "d"));
+    ASSERT_TRUE(s->bind_cluster(cluster()));
     std::vector<Mutation> batch = {place("a", {"n1:0", "n1:1"})};
     ASSERT_TRUE(s->commit(batch));
   }
@@ -164,7 +161,7 @@ TEST(SqliteStore, CorruptRowsAreErrorsNamingTheirPlace) {
   for (const Case& c : cases) {
     overwrite_gpus(file, "a", c.gpus);
     auto s = open(file);
-    ASSERT_TRUE(s->bind_cluster("c", "d"));
+    ASSERT_TRUE(s->bind_cluster(cluster()));
     auto jobs = s->load_jobs();
     ASSERT_FALSE(jobs) << c.gpus;
     EXPECT_EQ(jobs.error().code, ErrorCode::kParse);
