@@ -214,7 +214,8 @@ tl::unexpected<Error> invalid_request(std::string m) { return make_error(ErrorCo
 
 // The request's own ranges, before the cluster is looked at.
 Result<void> check_ranges(const JobRequest& r) {
-  if (r.gpus < 0 || r.nodes < 0 || r.gpus_per_node < 0 || r.gpus_per_pod < 0) return invalid_request("GPU and node counts must be positive");
+  if (r.gpus < 0 || r.nodes < 0 || r.gpus_per_node < 0 || r.gpus_per_pod < 0)
+    return invalid_request("GPU and node counts must be positive");
   if ((r.gpus > 0) == (r.nodes > 0))
     return invalid_request("give exactly one of a GPU count (--gpus N) or a node count (--nodes N)");
   if (r.tp < 1 || r.pp < 1 || r.ep < 1 || r.cp < 1 || r.dp < 0)

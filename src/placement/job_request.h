@@ -57,8 +57,8 @@ struct JobRequest {
   std::string required_tier;
   std::string preferred_tier;
   // Kueue PodSet slices (podset-slice-size, podset-slice-required-topology): the pods (one
-  // per GPU, or per gpus_per_node GPUs, else per gpus_per_pod GPUs: pod_gpus()) come in slices of `slice_size`, each slice inside one
-  // domain of `slice_tier`. Both or neither; the slice tier may not be above the required /
+  // per GPU, or per gpus_per_node GPUs, else per gpus_per_pod GPUs: pod_gpus()) come in
+  // slices of `slice_size`, each slice inside one domain of `slice_tier`. Both or neither; the slice tier may not be above the required /
   // preferred tier. Only policies with supports_slices() honour them.
   int slice_size = 0;
   std::string slice_tier;

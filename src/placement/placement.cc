@@ -97,9 +97,10 @@ Result<void> check_pods(const Cluster& c, const JobRequest& r, std::span<const G
     const NodeId n = c.gpu_node(gpus[first]);
     for (std::size_t i = first + 1; i < std::min(first + pod, gpus.size()); ++i)
       if (c.gpu_node(gpus[i]) != n)
-        return make_error(ErrorCode::kInfeasible,
-                          fmt::format("pod {} (ranks {}-{}) spans nodes {} and {}; each pod's GPUs must be on one node",
-                                      first / pod, first, first + pod - 1, c.node_name(n), c.node_name(c.gpu_node(gpus[i]))));
+        return make_error(
+            ErrorCode::kInfeasible,
+            fmt::format("pod {} (ranks {}-{}) spans nodes {} and {}; each pod's GPUs must be on one node", first / pod,
+                        first, first + pod - 1, c.node_name(n), c.node_name(c.gpu_node(gpus[i]))));
   }
   return {};
 }

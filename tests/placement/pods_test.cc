@@ -41,7 +41,8 @@ TEST(Pods, EveryPolicyKeepsEachPodOnOneNode) {
   Cluster c = preset("dgx-h100?nodes=16");
   AllocationState s(c);
   for (std::uint32_t n = 0; n < 16; ++n)
-    ASSERT_TRUE(s.allocate("two" + std::to_string(n), std::vector<GpuId>{c.node_gpu(NodeId(n), 0), c.node_gpu(NodeId(n), 1)}));
+    ASSERT_TRUE(
+        s.allocate("two" + std::to_string(n), std::vector<GpuId>{c.node_gpu(NodeId(n), 0), c.node_gpu(NodeId(n), 1)}));
   for (const PlacementPolicy* p : placement_policies()) {
     for (int tp : {1, 2, 4}) {
       const std::string what = fmt::format("{} tp={}", p->name(), tp);
