@@ -58,8 +58,9 @@ struct JobRequest {
   std::string preferred_tier;
   // Kueue PodSet slices (podset-slice-size, podset-slice-required-topology): the pods (one
   // per GPU, or per gpus_per_node GPUs, else per gpus_per_pod GPUs: pod_gpus()) come in
-  // slices of `slice_size`, each slice inside one domain of `slice_tier`. Both or neither; the slice tier may not be above the required /
-  // preferred tier. Only policies with supports_slices() honour them.
+  // slices of `slice_size`, each slice inside one domain of `slice_tier`. Both or neither;
+  // the slice tier may not be above the required / preferred tier. Only policies with
+  // supports_slices() honour them.
   int slice_size = 0;
   std::string slice_tier;
   // Kueue's TASMultiLayerTopology (podset-slice-required-topology-constraints): further slice
