@@ -16,18 +16,17 @@ import (
 
 // client calls the verbs `toposched serve --k8s-extender` installs under its URL prefix
 // (docs/kubernetes.md): bind, which the extender uses too, and plan (filter + member),
-// member and unreserve, which only this plugin uses. One keep-alive connection pool; every call has
+// member, unreserve and dry-run, which only this plugin uses. One keep-alive connection pool; every call has
 // the configured time-out. Safe for concurrent use.
 type client struct {
 	base string // e.g. http://127.0.0.1:7071/toposched
-	api  string // serve's API (--listen), e.g. http://127.0.0.1:7070: dry runs (placement.go)
 	http *http.Client
 }
 
-func newClient(base, api string, timeout time.Duration) *client {
+func newClient(base string, timeout time.Duration) *client {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 16 // the binding goroutines call bind in parallel
-	return &client{base: strings.TrimRight(base, "/"), api: strings.TrimRight(api, "/"),
+	return &client{base: strings.TrimRight(base, "/"),
 		http: &http.Client{Timeout: timeout, Transport: transport}}
 }
 

@@ -11,44 +11,33 @@ package scheduler
 //
 // Toposched's GeneratePlacements builds the same candidates (every value of the key among
 // the nodes the members could run on; the whole offer when the PodGroup has no key), asks
-// serve what it would place in each (POST /v1/jobs?dry_run=1: the group's request, with
-// within_nodes = the candidate's nodes, so the constraint holds whatever level the key names,
-// an NVLink domain label included), and ranks them by the predicted per-step communication
-// time of the group's plan there (predicted_comm_us: the cost model on the job's TP/PP/DP
-// shape; compute is the same on equal GPUs, so it orders step times). It answers the best
+// serve what it would place in each (the dry-run verb: the pod as PreFilter sends it, with
+// the candidate's nodes as NodeNames, so the constraint holds whatever level the key names,
+// an NVLink domain label included; serve builds the group's request from the pod exactly as
+// it does for the plan, every annotation it reads included, and answers an engine dry run),
+// and ranks them by the predicted per-step communication time of the group's plan there
+// (predicted_comm_us: the cost model on the job's TP/PP/DP shape; compute is the same on
+// equal GPUs, so it orders step times). It answers the best
 // candidate only: serve reserves the group at its first member's PreFilter, so a second
 // candidate evaluated after it could only fit where the first plan lies. Ties go to the
 // candidate first in name order. Candidates where the group does not fit are left out; none
 // fitting is Unschedulable with serve's reason for the first.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
-	"net/url"
 	"sort"
-	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
 var _ fwk.PlacementGeneratePlugin = &Plugin{}
-
-// shapeAnnotations: the job-request keys serve reads from a pod's toposched.io/KEY
-// annotations (src/placement/job_schema.cc) that the dry run passes on, numbers first.
-var shapeAnnotations = []struct {
-	key    string
-	number bool
-}{{"tp", true}, {"pp", true}, {"dp", true}, {"ep", true}, {"cp", true}, {"kind", false}, {"policy", false}}
 
 // placementKey: the nodes of the placement GeneratePlacements answered, in the pod group's
 // cycle state. kube-scheduler hands every PreFilter all the snapshot's nodes, and filters to
@@ -111,10 +100,6 @@ func (p *Plugin) GeneratePlacements(ctx context.Context, state fwk.PodGroupCycle
 	if !ok {
 		return whole, nil
 	}
-	gpus := gpusOf(pod)
-	if demand != nil {
-		gpus = int64(demand.gpus)
-	}
 	if m, err := p.serve.member(ctx, pod, ""); err == nil && m != nil && m.Job != "" {
 		return whole, nil // planned already: every member's PreFilter answers that plan
 	}
@@ -127,9 +112,16 @@ func (p *Plugin) GeneratePlacements(ctx context.Context, state fwk.PodGroupCycle
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("no node can take the members of PodGroup %s/%s "+
 			"(schedulable, taints, affinity, requests%s)", pg.GetNamespace(), pg.GetName(), keyNote(key)))
 	}
-	body := dryRunBody(pod, int64(group.Spec.SchedulingPolicy.Gang.MinCount), gpus)
+	base := pod
+	if demand != nil {
+		base = withGPURequest(pod, demand.gpus) // serve plans it as a pod of that many GPUs
+	}
 	for _, c := range cands {
-		c.fits, c.commUS, c.notFitWhy = p.serve.dryRun(ctx, body, c.names)
+		servePod, status := asGroupMember(pod, base, group, c.nodes)
+		if status != nil {
+			return nil, status
+		}
+		c.fits, c.commUS, c.notFitWhy = p.serve.dryRun(ctx, servePod, c.names)
 	}
 	best := bestCandidate(cands)
 	if best == nil {
@@ -199,76 +191,22 @@ func bestCandidate(cands []*candidate) *candidate {
 	return best
 }
 
-// dryRunBody is the group's POST /v1/jobs request as serve builds it from a member
-// (src/k8s/pod_request.cc: gpus = members x GPUs per pod, gpus_per_node = GPUs per pod,
-// the toposched.io shape annotations); within_nodes is added per candidate.
-func dryRunBody(pod *v1.Pod, members, gpusPerPod int64) map[string]any {
-	body := map[string]any{"gpus": members * gpusPerPod, "gpus_per_node": gpusPerPod}
-	for _, a := range shapeAnnotations {
-		value, ok := pod.Annotations["toposched.io/"+a.key]
-		if !ok {
-			continue
-		}
-		if a.number {
-			if n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64); err == nil {
-				body[a.key] = n
-			}
-			continue
-		}
-		body[a.key] = value
-	}
-	return body
-}
-
-// dryRun asks serve's API what it would place for `body` within `nodes`, holding nothing:
-// whether it fits, the predicted per-step communication time (+Inf when serve has none for
-// the shape), and serve's reason when it does not fit (or the call failed).
-func (c *client) dryRun(ctx context.Context, body map[string]any, nodes []string) (bool, float64, string) {
-	req := make(map[string]any, len(body)+1)
-	for k, v := range body {
-		req[k] = v
-	}
-	req["within_nodes"] = strings.Join(nodes, ",")
-	raw, err := json.Marshal(req)
-	if err != nil {
-		return false, 0, err.Error()
-	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.api+"/v1/jobs?dry_run=1", bytes.NewReader(raw))
-	if err != nil {
-		return false, 0, err.Error()
-	}
-	httpReq.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(httpReq)
-	if err != nil {
-		return false, 0, fmt.Sprintf("toposched dry run: %v", err)
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return false, 0, fmt.Sprintf("toposched dry run: %v", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return false, 0, fmt.Sprintf("toposched dry run: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(answer))
-	}
+// dryRun asks serve's dry-run verb what it would place for the pod's whole group within
+// `nodes`, holding nothing: whether it fits, the predicted per-step communication time (+Inf
+// when serve has none for the shape), and serve's reason when it does not fit (or the call
+// failed). Serve builds the request from the pod itself (src/k8s/pod_request.cc), so every
+// annotation it reads counts, not a copy of some of them made here.
+func (c *client) dryRun(ctx context.Context, pod *v1.Pod, nodes []string) (bool, float64, string) {
 	var out struct {
 		Predicted *float64 `json:"predicted_comm_us"`
 	}
-	if err := json.Unmarshal(answer, &out); err != nil {
-		return false, 0, fmt.Sprintf("toposched dry run: %v", err)
+	if _, err := c.post(ctx, "dry-run", extenderv1.ExtenderArgs{Pod: pod, NodeNames: &nodes}, &out); err != nil {
+		return false, 0, err.Error()
 	}
 	if out.Predicted == nil {
 		return true, math.Inf(1), ""
 	}
 	return true, *out.Predicted, ""
-}
-
-// apiBase: serve's API address (scheme and host of the extender URL) when not given.
-func apiBase(extenderURL string) string {
-	u, err := url.Parse(extenderURL)
-	if err != nil {
-		return extenderURL
-	}
-	return u.Scheme + "://" + u.Host
 }
 
 // constraintHolds: every offered node carries `key` with one value, so any plan within the

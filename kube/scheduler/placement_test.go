@@ -20,15 +20,15 @@ import (
 
 const cliqueKey = "nvidia.com/gpu.clique"
 
-// fakeDryRuns: a serve whose member verb knows no pod (or `planned`), and whose dry runs
-// answer the predicted time of the first node of within_nodes (absent: 422), recording
-// every request body.
+// fakeDryRuns: a serve whose member verb knows no pod (or `planned`), and whose dry-run
+// verb answers the predicted time of the first of NodeNames (absent: 422), recording every
+// request.
 type fakeDryRuns struct {
 	mu      sync.Mutex
 	times   map[string]float64
 	planned bool
-	bodies  []map[string]any
-	offers  [][]string // the NodeNames of every plan call
+	bodies  []extenderv1.ExtenderArgs // every dry run
+	offers  [][]string                // the NodeNames of every plan call
 }
 
 func (f *fakeDryRuns) server(t *testing.T) *httptest.Server {
@@ -51,16 +51,16 @@ func (f *fakeDryRuns) server(t *testing.T) *httptest.Server {
 			f.offers = append(f.offers, *args.NodeNames)
 			f.mu.Unlock()
 			_ = json.NewEncoder(w).Encode(planned{Filter: extenderv1.ExtenderFilterResult{NodeNames: &[]string{(*args.NodeNames)[0]}}})
-		case r.URL.Path == "/v1/jobs" && r.URL.Query().Get("dry_run") == "1":
-			var body map[string]any
-			if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-				t.Errorf("dry run body: %v", err)
+		case strings.HasSuffix(r.URL.Path, "/toposched/dry-run"):
+			var args extenderv1.ExtenderArgs
+			if err := json.NewDecoder(r.Body).Decode(&args); err != nil || args.NodeNames == nil || args.Pod == nil {
+				t.Errorf("dry-run body: %v", err)
+				return
 			}
 			f.mu.Lock()
-			f.bodies = append(f.bodies, body)
+			f.bodies = append(f.bodies, args)
 			f.mu.Unlock()
-			first := strings.Split(body["within_nodes"].(string), ",")[0]
-			us, ok := f.times[first]
+			us, ok := f.times[(*args.NodeNames)[0]]
 			if !ok {
 				w.WriteHeader(http.StatusUnprocessableEntity)
 				_, _ = w.Write([]byte(`{"error":{"code":"unplaceable","message":"needs 16 GPUs, 8 free"}}`))
@@ -106,9 +106,11 @@ func nodeNames(p *fwk.Placement) []string {
 }
 
 // Three NVLink domains (the clique label), one node without it and one cordoned: serve is
-// asked once per domain for the whole group (2 x 8 GPUs, the pod's TP/PP shape) within that
-// domain's usable nodes; the domain where the plan's predicted time is lowest is the one
-// placement answered; a domain where the group does not fit is left out.
+// asked once per domain for the whole group within that domain's usable nodes, sent the pod
+// as PreFilter sends it (every annotation, not a subset copied here: the Kueue slice
+// annotations too; the group's name and minCount; no required level, as each candidate is
+// one domain); the domain where the plan's predicted time is lowest is the one placement
+// answered; a domain where the group does not fit is left out.
 func TestGeneratePlacementsAnswersTheDomainWithTheLowestPredictedTime(t *testing.T) {
 	f := &fakeDryRuns{times: map[string]float64{"a1": 900, "b1": 400}} // c1: does not fit
 	serve := f.server(t)
@@ -122,7 +124,8 @@ func TestGeneratePlacementsAnswersTheDomainWithTheLowestPredictedTime(t *testing
 		node("x1", nil), // no clique label: in no candidate
 	}
 	pod := inGroup(gpuPod("w-0", 8), "train")
-	pod.Annotations = map[string]string{"toposched.io/tp": "8", "toposched.io/pp": "2", "toposched.io/policy": "topo"}
+	pod.Annotations = map[string]string{"toposched.io/tp": "8", "toposched.io/pp": "2", "toposched.io/policy": "topo",
+		"kueue.x-k8s.io/podset-slice-size": "1", "kueue.x-k8s.io/podset-slice-required-topology": "kubernetes.io/hostname"}
 	res, status := p.GeneratePlacements(context.Background(), nil, gangInfo(cliqueKey, 2, pod, inGroup(gpuPod("w-1", 8), "train")),
 		&fwk.Placement{Nodes: nodes})
 	if !status.IsSuccess() {
@@ -135,15 +138,28 @@ func TestGeneratePlacementsAnswersTheDomainWithTheLowestPredictedTime(t *testing
 	if len(f.bodies) != 3 {
 		t.Fatalf("%d dry runs, want one per domain (3)", len(f.bodies))
 	}
-	want := map[string]any{"gpus": 16.0, "gpus_per_node": 8.0, "tp": 8.0, "pp": 2.0, "policy": "topo", "within_nodes": "a1,a2"}
-	got := f.bodies[0]
+	want := map[string]string{"toposched.io/tp": "8", "toposched.io/pp": "2", "toposched.io/policy": "topo",
+		"kueue.x-k8s.io/podset-slice-size": "1", "kueue.x-k8s.io/podset-slice-required-topology": "kubernetes.io/hostname",
+		PodGroupAnnotation: "train", GroupSizeAnnotation: "2"}
+	sent := f.bodies[0].Pod
 	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("dry run %s = %v, want %v (body %v)", k, got[k], v, got)
+		if sent.Annotations[k] != v {
+			t.Errorf("dry run pod annotation %s = %q, want %q (annotations %v)", k, sent.Annotations[k], v, sent.Annotations)
 		}
 	}
-	if f.bodies[1]["within_nodes"] != "b1,b2" || f.bodies[2]["within_nodes"] != "c1" {
-		t.Errorf("domains offered %v, %v: want b1,b2 (b3 cordoned) and c1", f.bodies[1]["within_nodes"], f.bodies[2]["within_nodes"])
+	if _, set := sent.Annotations[RequiredTopologyAnnotation]; set || len(sent.Annotations) != len(want) {
+		t.Errorf("dry run pod annotations %v, want exactly %v", sent.Annotations, want)
+	}
+	if sentGPUs := sent.Spec.Containers[0].Resources.Limits[GPUResource]; sent.Name != "w-0" || sentGPUs.Value() != 8 {
+		t.Errorf("dry run pod %s %v, want w-0 with its 8 GPUs", sent.Name, sent.Spec.Containers[0].Resources)
+	}
+	if _, set := pod.Annotations[PodGroupAnnotation]; set {
+		t.Errorf("the scheduler's pod was changed: %v", pod.Annotations)
+	}
+	offered := []string{strings.Join(*f.bodies[0].NodeNames, ","), strings.Join(*f.bodies[1].NodeNames, ","),
+		strings.Join(*f.bodies[2].NodeNames, ",")}
+	if strings.Join(offered, " ") != "a1,a2 b1,b2 c1" {
+		t.Errorf("domains offered %v: want a1,a2, b1,b2 (b3 cordoned) and c1", offered)
 	}
 }
 

@@ -73,9 +73,6 @@ type Args struct {
 	// GPUDeviceClasses: a claim's request of one of these DeviceClasses asks for GPUs that
 	// toposched places (default [gpu.nvidia.com]).
 	GPUDeviceClasses []string `json:"gpuDeviceClasses,omitempty"`
-	// APIURL is serve's API address (--listen), for the dry runs of GeneratePlacements
-	// (placement.go); default: the scheme and host of URL (serve without --extender-listen).
-	APIURL string `json:"apiURL,omitempty"`
 }
 
 // Plugin is the Toposched plugin; see the package comment.
@@ -121,9 +118,6 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if !strings.HasPrefix(args.URL, "http://") && !strings.HasPrefix(args.URL, "https://") {
 		return nil, fmt.Errorf("%s args: url %q: expected http://HOST:PORT/PREFIX", Name, args.URL)
 	}
-	if args.APIURL != "" && !strings.HasPrefix(args.APIURL, "http://") && !strings.HasPrefix(args.APIURL, "https://") {
-		return nil, fmt.Errorf("%s args: apiURL %q: expected http://HOST:PORT", Name, args.APIURL)
-	}
 	if args.TimeoutSeconds < 0 || args.PermitWaitSeconds < 0 {
 		return nil, fmt.Errorf("%s args: timeoutSeconds and permitWaitSeconds must be >= 0", Name)
 	}
@@ -134,11 +128,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if args.PermitWaitSeconds > 0 {
 		wait = time.Duration(args.PermitWaitSeconds) * time.Second
 	}
-	api := args.APIURL
-	if api == "" {
-		api = apiBase(args.URL)
-	}
-	p := &Plugin{handle: h, serve: newClient(args.URL, api, timeout), permitWait: wait,
+	p := &Plugin{handle: h, serve: newClient(args.URL, timeout), permitWait: wait,
 		gpuDriver: args.GPUDriver, gpuClasses: sets.New(args.GPUDeviceClasses...),
 		cel: &celCache{compiled: map[string]dracel.CompilationResult{}}, jobOfPod: map[types.UID]string{}}
 	if p.gpuDriver == "" {

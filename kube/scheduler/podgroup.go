@@ -70,6 +70,12 @@ func (p *Plugin) withNativeGroup(pod, base *v1.Pod, offered []fwk.NodeInfo) (*v1
 		// pod back until then).
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("waiting for PodGroup %s/%s: %v", pod.Namespace, name, err))
 	}
+	return asGroupMember(pod, base, pg, offered)
+}
+
+// asGroupMember is withNativeGroup's answer for the pod's PodGroup `pg`.
+func asGroupMember(pod, base *v1.Pod, pg *schedulingv1beta1.PodGroup, offered []fwk.NodeInfo) (*v1.Pod, *fwk.Status) {
+	name := pg.Name
 	gang := pg.Spec.SchedulingPolicy.Gang
 	if gang == nil {
 		return base, nil // the basic policy: no all-or-nothing group

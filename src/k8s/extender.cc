@@ -12,6 +12,17 @@ ExtenderReply bad_request(const Error& e) {
   return {400, j.dump()};
 }
 
+// A dry run that places nothing: 422 when the group does not fit (or its job id is taken:
+// 409), 400 for what the caller must change.
+ExtenderReply not_placed(const Error& e) {
+  if (e.code == ErrorCode::kInfeasible || e.code == ErrorCode::kConflict) {
+    const bool infeasible = e.code == ErrorCode::kInfeasible;
+    nlohmann::json j = {{"error", {{"code", infeasible ? "infeasible" : "conflict"}, {"message", e.message}}}};
+    return {infeasible ? 422 : 409, j.dump()};
+  }
+  return bad_request(e);
+}
+
 }  // namespace
 
 ExtenderFilterResult Extender::filter_decoded(const Result<ExtenderArgs>& args) {
@@ -96,6 +107,14 @@ ExtenderReply Extender::plan(std::string_view body) {
   return {200, fmt::format(R"({{"Filter":{},"Member":{}}})", filtered, member)};
 }
 
+ExtenderReply Extender::dry_run(std::string_view body) {
+  auto args = decode_extender_args(body);
+  if (!args) return bad_request(args.error());
+  auto placed = planner_.dry_run(*args);
+  if (!placed) return not_placed(placed.error());
+  return {200, std::move(*placed)};
+}
+
 ExtenderReply Extender::unreserve(std::string_view body) {
   auto args = plugin_pod(body);
   if (!args) return bad_request(args.error());
@@ -115,6 +134,8 @@ const std::vector<ExtenderVerb>& extender_verbs() {
        &Extender::member},
       {"unreserve", "ExtenderBindingArgs -> {released}: frees what a failed attempt held (plugin build)",
        &Extender::unreserve},
+      {"dry-run", "ExtenderArgs -> the group's place JSON within NodeNames, nothing held (plugin build)",
+       &Extender::dry_run},
   };
   return kVerbs;
 }

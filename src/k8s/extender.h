@@ -43,6 +43,11 @@ class Extender {
   // "Member": {job,size,bound,slot,node} or null when the pod got no node or has no GPUs}.
   ExtenderReply plan(std::string_view body);
   ExtenderReply unreserve(std::string_view body);
+  // `dry-run`: ExtenderArgs (the pod as PreFilter sends it, and one candidate's nodes) -> the
+  // `place` JSON of the pod's whole group planned within those nodes, holding nothing
+  // (GangPlanner::dry_run); 422 {"error"} when it does not fit there, 400 for a bad body or
+  // pod. The plugin's GeneratePlacements ranks candidates by its predicted_comm_us.
+  ExtenderReply dry_run(std::string_view body);
 
   GangPlanner& planner() { return planner_; }
 
@@ -60,7 +65,7 @@ struct ExtenderVerb {
   ExtenderReply (Extender::*handle)(std::string_view body);
 };
 
-// filter, prioritize, bind, preempt; plan, member and unreserve (the plugin build's).
+// filter, prioritize, bind, preempt; plan, member, unreserve and dry-run (the plugin build's).
 const std::vector<ExtenderVerb>& extender_verbs();
 
 }  // namespace toposched::k8s

@@ -199,15 +199,14 @@ Result<GangPlanner::Group*> GangPlanner::plan_group(const Pod& pod, const std::s
   } else {
     return tl::unexpected(placed.error());
   }
+  // Member k is pod k of the request (gpus_per_pod): ranks [k*gpus, (k+1)*gpus), on one
+  // node; several members may share a node.
   for (std::size_t rank = 0; rank < gpus_by_rank.size(); ++rank) {
     const NodeId n = c.gpu_node(gpus_by_rank[rank]);
-    auto m = std::find_if(g.members.begin(), g.members.end(), [&](const Member& x) { return x.node == n; });
-    if (m == g.members.end()) {
-      g.members.push_back(Member{n, {}, {}, {}, {}, restored});
-      m = g.members.end() - 1;
-    }
-    m->gpus.push_back(c.gpu_local_index(gpus_by_rank[rank]));
-    m->ranks.push_back(static_cast<int>(rank));
+    if (rank % static_cast<std::size_t>(gpus) == 0) g.members.push_back(Member{n, {}, {}, {}, {}, restored});
+    Member& m = g.members.back();
+    m.gpus.push_back(c.gpu_local_index(gpus_by_rank[rank]));
+    m.ranks.push_back(static_cast<int>(rank));
   }
   auto [it, inserted] = groups_.insert_or_assign(job_id, std::move(g));
   return &it->second;
@@ -346,6 +345,21 @@ Result<BindingPlan> GangPlanner::prepare_bind(const ExtenderBindingArgs& args) {
   plan.annotations["toposched.io/rank"] = std::to_string(it->second.second);
   plan.annotations["toposched.io/job"] = g.job_id;
   return plan;
+}
+
+Result<std::string> GangPlanner::dry_run(const ExtenderArgs& args) const {
+  if (!args.pod) return make_error(ErrorCode::kInvalidArgument, "toposched: the request has no Pod");
+  const Pod& pod = *args.pod;
+  const Cluster& c = ledger_.cluster();
+  TOPOSCHED_TRY(offer, Offer::from(args, c));
+  TOPOSCHED_TRY(gpus, pod_gpu_count(pod));
+  if (gpus == 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      fmt::format("pod {}/{} asks for no GPUs: nothing to place", pod.namespace_name, pod.name));
+  TOPOSCHED_TRY(gang, pod_gang(pod));
+  const int size = gang ? gang->size : 1;
+  TOPOSCHED_TRY(request, job_request_for(pod, c, job_id_for(pod, gang), size, gpus));
+  return ledger_.dry_run(request, pod_policy(pod, options_.policy), offer.mask);
 }
 
 Result<MemberStatus> GangPlanner::member_of(const ExtenderBindingArgs& pod) {

@@ -1,6 +1,6 @@
 // GangPlanner: the kube-scheduler extender's decisions. On the first filter call of a pod
-// group it plans the whole group (one placement request: members x GPUs per pod, one member
-// per node, the parallel plan from the annotations) and holds the GPUs in the ledger under
+// group it plans the whole group (one placement request: members x GPUs per pod, each member
+// on one node (several may share one), the parallel plan from the annotations) and holds the GPUs in the ledger under
 // the job id "k8s:<namespace>:<group>" ("k8s:<namespace>:pod:<name>" for a pod without a
 // group); every member's filter then answers exactly its planned node, so kube-scheduler
 // skips scoring and binds it there. Reservations hold from filter time (kube-scheduler binds
@@ -101,6 +101,13 @@ class GangPlanner {
   Result<BindingPlan> prepare_bind(const ExtenderBindingArgs& args);
   // Records the outcome of posting the Binding (success marks the member bound).
   void finish_bind(const BindingPlan& plan, bool posted);
+  // The plugin build's placement generator: where the pod's whole group would be placed
+  // within the offered nodes (args.NodeNames or args.Nodes), as the `place` JSON of an engine
+  // dry run (EngineLedger::dry_run). The request is the one filter plans with (job_request_for:
+  // every annotation serve reads), so a candidate is judged on the plan filter would make.
+  // Holds nothing, changes no group. kInvalidArgument for a pod without GPUs or with bad
+  // annotations; kInfeasible when the group does not fit there.
+  Result<std::string> dry_run(const ExtenderArgs& args) const;
   // The group the pod holds a slot in; kNotFound when it holds none (no GPUs, never filtered,
   // or its reservation expired).
   Result<MemberStatus> member_of(const ExtenderBindingArgs& pod);

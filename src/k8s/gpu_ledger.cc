@@ -53,6 +53,16 @@ Result<Placement> EngineLedger::what_if(const JobRequest& request, std::string_v
   return placement_of(std::move(decision), policy);
 }
 
+Result<std::string> EngineLedger::dry_run(const JobRequest& request, std::string_view policy,
+                                          const NodeMask& allowed) const {
+  Command command = gpus_only_place(request, policy);
+  command.detail = PlaceDetail::kFull;  // the caller reads the predicted communication time
+  command.dry_run = true;
+  command.place.allowed = allowed;
+  TOPOSCHED_TRY(decision, submit_(std::move(command)));
+  return std::move(decision.answer_json);
+}
+
 Result<void> EngineLedger::release(std::string_view job_id) {
   Command command;
   command.kind = Command::Kind::kRelease;

@@ -36,6 +36,12 @@ class GpuLedger {
   // what-if): an engine dry run, nothing held or changed. Errors as reserve().
   virtual Result<Placement> what_if(const JobRequest& request, std::string_view policy,
                                     std::vector<std::string> released) const = 0;
+  // Where `request` would be placed now on the allowed nodes, described in full: the `place`
+  // JSON that POST /v1/jobs?dry_run=1 answers (GPUs, nodes, predicted_comm_us). An engine dry
+  // run, nothing held or changed (the plugin build's placement generator ranks candidate node
+  // sets by it). Errors as reserve().
+  virtual Result<std::string> dry_run(const JobRequest& request, std::string_view policy,
+                                      const NodeMask& allowed) const = 0;
   // Frees the job's GPUs; kNotFound when it holds none.
   virtual Result<void> release(std::string_view job_id) = 0;
   virtual AllocationState snapshot() const = 0;
@@ -55,6 +61,8 @@ class EngineLedger final : public GpuLedger {
   Result<Placement> reserve(const JobRequest& request, std::string_view policy, const NodeMask& allowed) override;
   Result<Placement> what_if(const JobRequest& request, std::string_view policy,
                             std::vector<std::string> released) const override;
+  Result<std::string> dry_run(const JobRequest& request, std::string_view policy,
+                              const NodeMask& allowed) const override;
   Result<void> release(std::string_view job_id) override;
   AllocationState snapshot() const override;
   bool holds(std::string_view job_id) const override;

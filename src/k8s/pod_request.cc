@@ -302,7 +302,12 @@ Result<JobRequest> job_request_for(const Pod& pod, const Cluster& cluster, std::
   PlaceRequest request;
   request.job.job_id = std::move(job_id);
   request.job.gpus = members * gpus_per_pod;
-  request.job.gpus_per_node = gpus_per_pod;
+  // A single pod: all its GPUs on one node. A group: each member's GPUs on one node, and a
+  // node may hold several members (two 4-GPU pods on an 8-GPU node keep their TP on NVLink).
+  if (members > 1)
+    request.job.gpus_per_pod = gpus_per_pod;
+  else
+    request.job.gpus_per_node = gpus_per_pod;
   // The schema's rows that have an annotation, with their bounds (the policy row is read
   // by pod_policy, whose fallback is the server's policy).
   for (const JobField& field : job_fields()) {

@@ -71,7 +71,8 @@ Result<std::optional<GangInfo>> pod_gang(const Pod& pod);
 std::optional<int> pod_rank(const Pod& pod);
 
 // The placement request for the pod's whole job: `members` pods of `gpus_per_pod` GPUs
-// each, one member per node (gpus_per_node = gpus_per_pod), the parallel plan and kind from
+// each, each member's GPUs on one node (a group: JobRequest::gpus_per_pod, several members
+// to a node allowed; a single pod: gpus_per_node), the parallel plan and kind from
 // the annotations, and the level the group stays in from one scheduler's annotations (see
 // above; Volcano's tier numbers are read on `cluster`). kInvalidArgument for bad annotation
 // values, or for topology annotations of two schedulers on one pod.

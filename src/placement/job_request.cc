@@ -128,7 +128,7 @@ Result<void> normalize_kueue_podset(JobRequest& r, const Cluster& c) {
     return bad(fmt::format("slice tier '{}' is above the {} tier '{}'", r.slice_tier,
                            r.required_tier_index ? "required" : "preferred",
                            r.required_tier_index ? r.required_tier : r.preferred_tier));
-  const int pod_gpus = r.gpus_per_node > 0 ? r.gpus_per_node : 1;
+  const int pod_gpus = r.pod_gpus();
   const int pods = r.total_gpus / pod_gpus;
   if (pods % r.slice_size != 0)
     return bad(fmt::format("{} pod(s) of {} GPU(s) cannot be cut into slices of {}", pods, pod_gpus, r.slice_size));
@@ -214,7 +214,8 @@ tl::unexpected<Error> invalid_request(std::string m) { return make_error(ErrorCo
 
 // The request's own ranges, before the cluster is looked at.
 Result<void> check_ranges(const JobRequest& r) {
-  if (r.gpus < 0 || r.nodes < 0 || r.gpus_per_node < 0) return invalid_request("GPU and node counts must be positive");
+  if (r.gpus < 0 || r.nodes < 0 || r.gpus_per_node < 0 || r.gpus_per_pod < 0)
+    return invalid_request("GPU and node counts must be positive");
   if ((r.gpus > 0) == (r.nodes > 0))
     return invalid_request("give exactly one of a GPU count (--gpus N) or a node count (--nodes N)");
   if (r.tp < 1 || r.pp < 1 || r.ep < 1 || r.cp < 1 || r.dp < 0)
@@ -259,7 +260,9 @@ Result<std::set<int>> eligible_node_sizes(const JobRequest& r, const Cluster& c)
   return sizes;
 }
 
-// total_gpus, and nodes and gpus_per_node where the request implies them.
+Result<void> resolve_pod_shape(const JobRequest& r, const std::set<int>& sizes);
+
+// total_gpus, and nodes and gpus_per_node where the request implies them; then the pods.
 Result<void> resolve_node_shape(JobRequest& r, const Cluster& c, const std::set<int>& sizes) {
   if (r.nodes > 0) {
     r.exclusive = true;
@@ -294,6 +297,21 @@ Result<void> resolve_node_shape(JobRequest& r, const Cluster& c, const std::set<
   if (r.total_gpus > static_cast<int>(c.gpu_count()))
     return make_error(ErrorCode::kInfeasible,
                       fmt::format("needs {} GPUs; cluster '{}' has {} in all", r.total_gpus, c.name(), c.gpu_count()));
+  return resolve_pod_shape(r, sizes);
+}
+
+// gpus_per_pod against the size: whole pods, each on one node.
+Result<void> resolve_pod_shape(const JobRequest& r, const std::set<int>& sizes) {
+  if (r.gpus_per_pod == 0) return {};
+  if (r.total_gpus % r.gpus_per_pod != 0)
+    return invalid_request(
+        fmt::format("{} GPUs cannot be split into pods of {} GPUs (--gpus-per-pod)", r.total_gpus, r.gpus_per_pod));
+  if (r.gpus_per_node > 0 && r.gpus_per_node % r.gpus_per_pod != 0)
+    return invalid_request(fmt::format("{} GPUs per node cannot hold whole pods of {} GPUs (--gpus-per-pod)",
+                                       r.gpus_per_node, r.gpus_per_pod));
+  if (r.gpus_per_pod > *sizes.rbegin())
+    return invalid_request(fmt::format("pods of {} GPUs requested, but the largest eligible node has {}",
+                                       r.gpus_per_pod, *sizes.rbegin()));
   return {};
 }
 

@@ -1,6 +1,7 @@
 // JobRequest: what a job asks the placement engine for, and its validation.
 //
-// Size: `gpus` GPUs, or `nodes` whole nodes (exclusive), optionally with `gpus_per_node`.
+// Size: `gpus` GPUs, or `nodes` whole nodes (exclusive), optionally with `gpus_per_node`, or
+// as pods of `gpus_per_pod` GPUs each, several pods to a node allowed.
 // Parallelism (tp x cp x ep x dp x pp GPUs, the cost model's ParallelPlan; ranks tp
 // fastest, pp slowest: "tp-cp-ep-dp-pp") decides the rank order and, for `topo`, the shape of the placement. Workload
 // kinds: training (one gang), inference (independent replicas of `replica_gpus` GPUs each), inference-pd (a prefill
@@ -36,6 +37,11 @@ struct JobRequest {
   int gpus = 0;
   int nodes = 0;           // whole nodes, exclusive
   int gpus_per_node = 0;   // 0 = any split (with `nodes`: the node's GPU count)
+  // The job comes as pods (or tasks) of `gpus_per_pod` GPUs each: ranks [k*G, (k+1)*G) are
+  // pod k's and lie on one node; a node may hold several pods of the job (any multiple of G
+  // of its GPUs), unlike gpus_per_node, which fixes the count on every node. 0 = no pods.
+  // Divides the GPU count (and gpus_per_node when both are set). Every policy honours it.
+  int gpus_per_pod = 0;
   bool exclusive = false;  // nodes are not shared (implied by `nodes`)
   std::string gpu_model;   // empty = any; else a case-insensitive substring of the node type's model
   // A Slurm hostlist ("dgx-[001-004]") of the only nodes the job may use, some or all of
@@ -51,9 +57,10 @@ struct JobRequest {
   std::string required_tier;
   std::string preferred_tier;
   // Kueue PodSet slices (podset-slice-size, podset-slice-required-topology): the pods (one
-  // per GPU, or per gpus_per_node GPUs) come in slices of `slice_size`, each slice inside one
-  // domain of `slice_tier`. Both or neither; the slice tier may not be above the required /
-  // preferred tier. Only policies with supports_slices() honour them.
+  // per GPU, or per gpus_per_node GPUs, else per gpus_per_pod GPUs: pod_gpus()) come in
+  // slices of `slice_size`, each slice inside one domain of `slice_tier`. Both or neither;
+  // the slice tier may not be above the required / preferred tier. Only policies with
+  // supports_slices() honour them.
   int slice_size = 0;
   std::string slice_tier;
   // Kueue's TASMultiLayerTopology (podset-slice-required-topology-constraints): further slice
@@ -92,6 +99,9 @@ struct JobRequest {
   std::optional<int> preferred_tier_index;
   std::optional<int> slice_tier_index;
   int units_per_replica() const { return replica_gpus; }
+  // GPUs of one Kueue pod (slices count these): gpus_per_node (one pod per node, a whole
+  // number of gpus_per_pod pods), else gpus_per_pod, else 1.
+  int pod_gpus() const { return gpus_per_node > 0 ? gpus_per_node : gpus_per_pod > 0 ? gpus_per_pod : 1; }
 };
 
 // "TIER:N[,TIER:N...]" into slice layers; "N[,N...]" into block sizes (the schema's text

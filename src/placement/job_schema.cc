@@ -66,6 +66,10 @@ const JobField kFields[] = {
      "Number of whole nodes, exclusive (instead of --gpus)", "--nodes,-N"},
     {"gpus_per_node", JobFieldType::kInt, 1, kMax, TOPOSCHED_FIELD(job.gpus_per_node),
      "GPUs on every node the job uses (Slurm --gpus-per-node)", "--gpus-per-node"},
+    {"gpus_per_pod", JobFieldType::kInt, 1, kMax, TOPOSCHED_FIELD(job.gpus_per_pod),
+     "The job comes as pods of this many GPUs, each pod's GPUs on one node, several pods to a node allowed "
+     "(Kubernetes pod groups)",
+     "--gpus-per-pod"},
     {"exclusive", JobFieldType::kBool, 0, 1, TOPOSCHED_FIELD(job.exclusive),
      "Do not share nodes with other jobs (implied by --nodes)", "--exclusive"},
     {"tp", JobFieldType::kInt, 1, kMax, TOPOSCHED_FIELD(job.tp),
@@ -100,7 +104,7 @@ const JobField kFields[] = {
      "--preferred-tier", "kueue.x-k8s.io/podset-preferred-topology"},
     {"slice_size", JobFieldType::kInt, 1, kMax, TOPOSCHED_FIELD(job.slice_size),
      "Pods per slice, each slice inside one --slice-tier domain (Kueue podset-slice-size; a pod is one GPU, or "
-     "--gpus-per-node GPUs; kueue-bestfit only)",
+     "--gpus-per-node, else --gpus-per-pod GPUs; kueue-bestfit only)",
      "--slice-size", "kueue.x-k8s.io/podset-slice-size"},
     {"slice_tier", JobFieldType::kString, 0, 0, TOPOSCHED_FIELD(job.slice_tier),
      "Tier (or 'node') each slice stays inside (Kueue podset-slice-required-topology)", "--slice-tier",

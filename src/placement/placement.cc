@@ -68,7 +68,8 @@ std::vector<GpuId> sorted_gpus(std::span<const GpuId> gpus) {
 // on a node of the requested model. False means "not shown valid": check_placement then
 // runs its full check, which finds the same first fault in the same (sorted) order.
 bool plainly_valid(const AllocationState& state, const JobRequest& r, std::span<const GpuId> gpus) {
-  if (r.exclusive || r.gpus_per_node > 0 || r.required_tier_index || r.max_switches > 0) return false;
+  if (r.exclusive || r.gpus_per_node > 0 || r.gpus_per_pod > 0 || r.required_tier_index || r.max_switches > 0)
+    return false;
   const Cluster& c = state.cluster();
   thread_local std::vector<std::uint32_t> seen;  // per GPU: the stamp of the last check that saw it
   thread_local std::uint32_t stamp = 0;
@@ -86,6 +87,22 @@ bool plainly_valid(const AllocationState& state, const JobRequest& r, std::span<
     last = n;
   }
   return true;
+}
+// gpus_per_pod: pod k holds ranks [k*G, (k+1)*G), all on one node (the GPUs are known to
+// be in the cluster).
+Result<void> check_pods(const Cluster& c, const JobRequest& r, std::span<const GpuId> gpus) {
+  if (r.gpus_per_pod <= 0) return {};
+  const std::size_t pod = static_cast<std::size_t>(r.gpus_per_pod);
+  for (std::size_t first = 0; first < gpus.size(); first += pod) {
+    const NodeId n = c.gpu_node(gpus[first]);
+    for (std::size_t i = first + 1; i < std::min(first + pod, gpus.size()); ++i)
+      if (c.gpu_node(gpus[i]) != n)
+        return make_error(
+            ErrorCode::kInfeasible,
+            fmt::format("pod {} (ranks {}-{}) spans nodes {} and {}; each pod's GPUs must be on one node", first / pod,
+                        first, first + pod - 1, c.node_name(n), c.node_name(c.gpu_node(gpus[i]))));
+  }
+  return {};
 }
 }  // namespace
 
@@ -143,7 +160,7 @@ Result<void> check_placement(const AllocationState& state, const JobRequest& r, 
   }
   if (r.max_switches > 0 && static_cast<int>(leaves.size()) > r.max_switches)
     return fail(fmt::format("uses {} leaf switches, more than --switches={}", leaves.size(), r.max_switches));
-  return {};
+  return check_pods(c, r, gpus);
 }
 
 namespace {

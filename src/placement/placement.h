@@ -3,7 +3,7 @@
 //
 // A policy returns the job's GPUs in rank order (rank r = gpus_by_rank[r]); place() checks
 // the result against the request (check_placement: count, free, distinct, model, exclusive
-// nodes, GPUs per node, required tier, leaf-switch limit) and derives everything else:
+// nodes, GPUs per node, each pod on one node, required tier, leaf-switch limit) and derives everything else:
 // hostlist, CUDA_VISIBLE_DEVICES per node, the levels the job spans, the predicted
 // communication time (from the cost model, when it can estimate the request: predict_comm)
 // and an explanation.

@@ -11,12 +11,14 @@ namespace toposched {
 int node_capacity(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, NodeId n) {
   if (!node_allowed(allowed, n) || !model_matches(r, s.cluster(), n)) return 0;
   const int free = s.free_gpus(n);
+  // Whole pods only: a multiple of gpus_per_pod (gpus_per_node, when set, is one).
+  const int whole_pods = r.gpus_per_pod > 0 ? free - free % r.gpus_per_pod : free;
   if (r.exclusive) {
     if (!s.node_whole_free(n)) return 0;
-    return r.gpus_per_node > 0 ? (s.cluster().node_gpu_count(n) >= r.gpus_per_node ? r.gpus_per_node : 0) : free;
+    return r.gpus_per_node > 0 ? (s.cluster().node_gpu_count(n) >= r.gpus_per_node ? r.gpus_per_node : 0) : whole_pods;
   }
   if (r.gpus_per_node > 0) return free >= r.gpus_per_node ? r.gpus_per_node : 0;
-  return free;
+  return whole_pods;
 }
 
 void take_lowest_free(const AllocationState& s, NodeId n, int k, std::vector<GpuId>& out) {

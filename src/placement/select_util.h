@@ -18,7 +18,8 @@ inline bool node_allowed(const NodeMask& allowed, NodeId n) { return allowed.emp
 // GPUs this node can contribute to the request right now; 0 when the node is not allowed,
 // has another GPU model than the request asks for, or has too few free GPUs. An exclusive
 // job takes only a wholly free node, and then all its GPUs (gpus_per_node when fixed); any
-// other job takes exactly gpus_per_node when fixed, otherwise every free GPU.
+// other job takes exactly gpus_per_node when fixed, otherwise every free GPU. With
+// gpus_per_pod, a multiple of it (whole pods): the free GPUs rounded down.
 int node_capacity(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, NodeId n);
 
 // Appends the k lowest-indexed free GPUs of the node.

@@ -91,6 +91,7 @@ const std::map<std::string, json>& samples() {
       {"gpus", {{"gpus", 16}}},
       {"nodes", {{"nodes", 2}}},
       {"gpus_per_node", {{"gpus", 16}, {"gpus_per_node", 8}}},
+      {"gpus_per_pod", {{"gpus", 16}, {"gpus_per_pod", 4}, {"tp", 4}}},
       // topo with --exclusive and no --gpus-per-node cannot place (reported with issue #28).
       {"exclusive", {{"gpus", 8}, {"gpus_per_node", 8}, {"exclusive", true}}},
       {"tp", {{"gpus", 8}, {"tp", 4}}},

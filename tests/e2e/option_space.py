@@ -2,8 +2,8 @@
 POST /v1/jobs field, within and beyond their bounds, for every policy. Each case must end
 cleanly (CLI: exit 0, 1 or 2 and no signal; HTTP: 2xx or 4xx and the server alive), and an
 accepted placement must honour what was asked (the GPU count, GPUs per node, whole nodes
-for --nodes and --exclusive, the GPU model, a node-tier constraint, ranks 0..N-1) and give
-no GPU twice.
+for --nodes and --exclusive, each --gpus-per-pod pod on one node, the GPU model, a node-tier
+constraint, ranks 0..N-1) and give no GPU twice.
 
 Used by tests/e2e/test_option_space.py (a short seeded run in `make test`) and by
 `make fuzz` (`python3 tests/e2e/option_space.py --cases 100000`). Loopback only; the server
@@ -42,7 +42,7 @@ def draw_request(rng):
         r["gpus"] = draw_int(rng)
     else:
         r["nodes"] = draw_int(rng)
-    for key, p in (("gpus_per_node", 0.3), ("tp", 0.4), ("pp", 0.3), ("dp", 0.15), ("ep", 0.15), ("cp", 0.15),
+    for key, p in (("gpus_per_node", 0.3), ("gpus_per_pod", 0.2), ("tp", 0.4), ("pp", 0.3), ("dp", 0.15), ("ep", 0.15), ("cp", 0.15),
                    ("replica_gpus", 0.1), ("switches", 0.1), ("segment", 0.1)):
         if rng.random() < p:
             r[key] = draw_int(rng)
@@ -65,7 +65,8 @@ def draw_request(rng):
 def cli_args(r):
     """The same request as `place` flags (values the CLI cannot take as a flag are passed as
     text, which is a usage error: exit 2)."""
-    flag = {"gpus": "--gpus", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node", "tp": "--tp", "pp": "--pp",
+    flag = {"gpus": "--gpus", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node", "gpus_per_pod": "--gpus-per-pod",
+            "tp": "--tp", "pp": "--pp",
             "dp": "--dp", "ep": "--ep", "cp": "--cp", "replica_gpus": "--replica-gpus", "switches": "--switches",
             "segment": "--segment", "kind": "--workload", "gpu_model": "--gpu-model", "required_tier": "--required-tier",
             "preferred_tier": "--preferred-tier", "model": "--model", "seed": "--seed", "policy": "--policy"}
@@ -106,6 +107,12 @@ def check_placement(r, placed):
             problems.append(f"exclusive but a node is shared: {per_node}")
     if r.get("required_tier") == "node" and len(per_node) > 1:
         problems.append(f"required tier node, got {len(per_node)} nodes")
+    pod = r.get("gpus_per_pod")
+    if isinstance(pod, int) and pod > 0:
+        node_of = {g["rank"]: g["node"] for g in gpus}
+        split = [k for k in range(0, len(gpus), pod) if len({node_of.get(i) for i in range(k, k + pod)}) != 1]
+        if split:
+            problems.append(f"pods of {pod} GPUs split over nodes at ranks {split[:3]}")
     return problems
 
 

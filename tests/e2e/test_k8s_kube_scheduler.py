@@ -64,7 +64,9 @@ class Group:
 
     def request(self):
         """The POST /v1/jobs body the extender's plan must equal (docs/kubernetes.md)."""
-        body = {"job": self.job_id(), "gpus": self.size * self.gpus, "gpus_per_node": self.gpus, "policy": "topo"}
+        # A group: pods of `gpus` GPUs, several to a node allowed; a single pod: one node.
+        per = "gpus_per_pod" if self.size > 1 else "gpus_per_node"
+        body = {"job": self.job_id(), "gpus": self.size * self.gpus, per: self.gpus, "policy": "topo"}
         body.update(self.shape)
         body.update(self.kueue_tas[1])
         return body

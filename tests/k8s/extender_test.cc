@@ -32,7 +32,8 @@ struct ExtenderVerbsTest : ::testing::Test {
 TEST_F(ExtenderVerbsTest, VerbTableNamesTheExtenderAndPluginVerbs) {
   std::vector<std::string_view> names;
   for (const auto& v : extender_verbs()) names.push_back(v.name);
-  EXPECT_EQ(names, (std::vector<std::string_view>{"filter", "prioritize", "bind", "preempt", "plan", "member", "unreserve"}));
+  EXPECT_EQ(names, (std::vector<std::string_view>{"filter", "prioritize", "bind", "preempt", "plan", "member", "unreserve",
+                                                  "dry-run"}));
 }
 
 TEST_F(ExtenderVerbsTest, BadBodiesGetTheDocumentedAnswers) {
@@ -61,6 +62,49 @@ TEST_F(ExtenderVerbsTest, PlanIsFilterAndMemberInOneAnswer) {
   auto bad = nlohmann::json::parse(ext.plan("{\"Pod\":").body);
   EXPECT_FALSE(bad["Filter"]["Error"].get<std::string>().empty());
   EXPECT_TRUE(bad["Member"].is_null());
+}
+
+// dry-run: the pod's whole group planned within NodeNames from the pod itself (serve's own
+// request builder: a Kueue annotation the plugin never copied counts), holding nothing; 422
+// where it does not fit, 400 for a bad body.
+TEST_F(ExtenderVerbsTest, DryRunPlansTheGroupFromThePodAndHoldsNothing) {
+  Extender ext(planner, std::nullopt);
+  auto group_pod = [&](std::string_view annotations) {
+    return fmt::format(R"({{"Pod":{{"metadata":{{"name":"w-0","namespace":"ns","uid":"u-w-0",)"
+                       R"("annotations":{{"toposched.io/pod-group":"g","toposched.io/group-size":"2",)"
+                       R"("toposched.io/tp":"4"{}}}}},"spec":{{"containers":[)"
+                       R"({{"name":"c","resources":{{"limits":{{"nvidia.com/gpu":"4"}}}}}}]}}}},"NodeNames":["{}","{}"]}})",
+                       annotations, node(0), node(1));
+  };
+  auto fits = ext.dry_run(group_pod(""));
+  ASSERT_EQ(fits.status, 200) << fits.body;
+  auto j = nlohmann::json::parse(fits.body);
+  EXPECT_EQ(j["job"], "k8s:ns:g");
+  ASSERT_EQ(j["gpus"].size(), 8u);
+  // Two 4-GPU pods share one 8-GPU node (gpus_per_pod, not one pod per node).
+  EXPECT_EQ(j["gpus"][0]["node"], j["gpus"][7]["node"]);
+  EXPECT_TRUE(j["predicted_comm_us"].is_number()) << fits.body;
+  EXPECT_TRUE(ledger.snapshot().job_ids().empty());  // nothing held
+  // Kueue's slice annotations (not in the plugin's old hand-copied subset) reach the request:
+  // 2 pods cannot be cut into slices of 3.
+  auto sliced = ext.dry_run(group_pod(R"(,"kueue.x-k8s.io/podset-slice-size":"3",)"
+                                      R"("kueue.x-k8s.io/podset-slice-required-topology":"kubernetes.io/hostname")"));
+  EXPECT_EQ(sliced.status, 400) << sliced.body;
+  EXPECT_NE(sliced.body.find("slices of 3"), std::string::npos) << sliced.body;
+  // Kueue's required topology: the whole group on one node (8 GPUs fit one, 12 do not).
+  auto one_node = ext.dry_run(group_pod(R"(,"kueue.x-k8s.io/podset-required-topology":"kubernetes.io/hostname")"));
+  ASSERT_EQ(one_node.status, 200) << one_node.body;
+  auto too_big = ext.dry_run(fmt::format(R"({{"Pod":{{"metadata":{{"name":"w-0","namespace":"ns","uid":"u-w-0",)"
+                                         R"("annotations":{{"toposched.io/pod-group":"h","toposched.io/group-size":"3",)"
+                                         R"("kueue.x-k8s.io/podset-required-topology":"kubernetes.io/hostname"}}}},)"
+                                         R"("spec":{{"containers":[{{"name":"c","resources":{{"limits":)"
+                                         R"({{"nvidia.com/gpu":"4"}}}}}}]}}}},"NodeNames":["{}","{}"]}})",
+                                         node(0), node(1)));
+  EXPECT_EQ(too_big.status, 422) << too_big.body;  // 12 GPUs on one 8-GPU node
+  EXPECT_EQ(nlohmann::json::parse(too_big.body)["error"]["code"], "infeasible");
+  EXPECT_EQ(ext.dry_run("{").status, 400);
+  EXPECT_EQ(ext.dry_run(args_for("cpu", 0)).status, 400);  // no GPUs: nothing to place
+  EXPECT_TRUE(ledger.snapshot().job_ids().empty());
 }
 
 TEST_F(ExtenderVerbsTest, MemberAndUnreserveAnswerJson) {

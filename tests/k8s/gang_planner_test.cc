@@ -53,6 +53,30 @@ struct GangPlannerTest : ::testing::Test {
   }
 };
 
+// Two 4-GPU members with TP 4 share one 8-GPU node (their DP traffic stays on NVLink): each
+// member's filter answers that node, and each member holds its own rank block there.
+TEST_F(GangPlannerTest, MembersOfFourGpusShareAnEightGpuNode) {
+  std::set<std::string> nodes;
+  for (int i = 0; i < 2; ++i) {
+    Pod p = gpu_pod("pair-" + std::to_string(i), 4, "pair", 2);
+    p.annotations["toposched.io/tp"] = "4";
+    auto r = filter(p);
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    ASSERT_TRUE(r.node_names && r.node_names->size() == 1u);
+    nodes.insert(r.node_names->front());
+  }
+  EXPECT_EQ(nodes.size(), 1u);
+  auto groups = planner.groups();
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_EQ(groups[0].members.size(), 2u);
+  EXPECT_EQ(groups[0].members[0].ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(groups[0].members[1].ranks, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(groups[0].members[0].node, groups[0].members[1].node);
+  std::set<int> gpus(groups[0].members[0].gpus.begin(), groups[0].members[0].gpus.end());
+  gpus.insert(groups[0].members[1].gpus.begin(), groups[0].members[1].gpus.end());
+  EXPECT_EQ(gpus.size(), 8u);
+}
+
 TEST_F(GangPlannerTest, GroupIsPlannedWholeAtTheFirstFilterAndEachMemberGetsItsNode) {
   std::set<std::string> nodes;
   for (int i = 3; i >= 0; --i) {  // arrive out of order: rank comes from the name ordinal
@@ -328,7 +352,12 @@ TEST(PodRequest, GpusRanksAndGangs) {
   auto r = job_request_for(p, *build_preset("dgx-h100?nodes=8"), "j", 4, 8);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->gpus, 32);
-  EXPECT_EQ(r->gpus_per_node, 8);
+  EXPECT_EQ(r->gpus_per_pod, 8);  // a group: pods of 8 GPUs, several to a node allowed
+  EXPECT_EQ(r->gpus_per_node, 0);
+  auto single = job_request_for(p, *build_preset("dgx-h100?nodes=8"), "j", 1, 8);
+  ASSERT_TRUE(single);
+  EXPECT_EQ(single->gpus_per_node, 8);
+  EXPECT_EQ(single->gpus_per_pod, 0);
 }
 
 // Kueue's TAS annotations on the pods (what Kueue's PodSet asked for) become the request's

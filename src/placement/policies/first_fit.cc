@@ -14,6 +14,7 @@ Error shortage_error(const AllocationState& s, const JobRequest& r, const NodeMa
     usable += node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i)));
   std::string shape = r.exclusive           ? fmt::format(" on {} whole free node(s)", r.nodes)
                       : r.gpus_per_node > 0 ? fmt::format(" as {} per node", r.gpus_per_node)
+                      : r.gpus_per_pod > 0  ? fmt::format(" as pods of {}, each on one node", r.gpus_per_pod)
                                             : std::string();
   std::string model = r.gpu_model.empty() ? "" : fmt::format(" of model '{}'", r.gpu_model);
   return Error{ErrorCode::kInfeasible,

@@ -600,7 +600,7 @@ void add_slice_layers(const Cluster& c, const JobRequest& r, Params& p) {
 Params params_of(const Cluster& c, const JobRequest& r, bool balanced) {
   Params p;
   p.balanced = balanced;
-  p.pod_gpus = r.gpus_per_node > 0 ? r.gpus_per_node : 1;
+  p.pod_gpus = r.pod_gpus();
   p.count = r.total_gpus / p.pod_gpus;
   const int lowest = kueue_level(c, kNodeTier);
   p.slice_size = r.slice_size > 0 ? r.slice_size : 1;

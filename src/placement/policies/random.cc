@@ -40,6 +40,7 @@ class RandomPolicy final : public PlacementPolicy {
       }
       return out;
     }
+    if (r.gpus_per_pod > 0) return random_pods(s, r, allowed, rng);
     std::vector<GpuId> free;
     for (std::size_t i = 0; i < c.node_count(); ++i) {
       NodeId n(static_cast<std::uint32_t>(i));
@@ -54,6 +55,41 @@ class RandomPolicy final : public PlacementPolicy {
     free.resize(static_cast<std::size_t>(r.total_gpus));
     std::sort(free.begin(), free.end());
     return free;
+  }
+
+ private:
+  // Pods of gpus_per_pod GPUs: a uniform draw of pod slots (a node's whole pods' worth of
+  // free GPUs), then on each node as many random free GPUs as its pods need; rank order by
+  // GPU id, so each pod's ranks lie on one node.
+  static Result<std::vector<GpuId>> random_pods(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
+                                                std::mt19937_64& rng) {
+    const Cluster& c = s.cluster();
+    std::vector<NodeId> slots;  // one entry per pod a node can hold
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      NodeId n(static_cast<std::uint32_t>(i));
+      slots.insert(slots.end(), static_cast<std::size_t>(node_capacity(s, r, allowed, n) / r.gpus_per_pod), n);
+    }
+    const std::size_t pods = static_cast<std::size_t>(r.total_gpus / r.gpus_per_pod);
+    if (slots.size() < pods) return tl::unexpected(shortage_error(s, r, allowed));
+    for (std::size_t i = 0; i < pods; ++i) {
+      std::uniform_int_distribution<std::size_t> pick(i, slots.size() - 1);
+      std::swap(slots[i], slots[pick(rng)]);
+    }
+    slots.resize(pods);
+    std::sort(slots.begin(), slots.end());
+    std::vector<GpuId> out;
+    for (std::size_t i = 0; i < slots.size();) {
+      const NodeId n = slots[i];
+      std::size_t k = 0;
+      for (; i < slots.size() && slots[i] == n; ++i) ++k;
+      std::vector<GpuId> free;
+      take_lowest_free(s, n, c.node_gpu_count(n), free);
+      std::shuffle(free.begin(), free.end(), rng);
+      free.resize(k * static_cast<std::size_t>(r.gpus_per_pod));
+      std::sort(free.begin(), free.end());
+      out.insert(out.end(), free.begin(), free.end());
+    }
+    return out;
   }
 };
 

@@ -20,6 +20,8 @@
 //     decisions under a millisecond), otherwise by a structural score (stages spanning leaves and tiers). Candidates within
 //     kNegligibleStepShare of the step time of the fastest are equals; of those, the one
 //     leaving the fewest partly used nodes, then the fullest leaves, wins.
+// Pods (gpus_per_pod): every node gives the job whole pods' worth of units, and stages are
+// cut at pod boundaries, so each pod's ranks lie on one node; several pods share a node.
 // Inference: replicas are independent; each goes to the usable node where it adds the least
 // expected fragmentation, the tightest of equals (so whole nodes stay free for training).
 // Replicas larger than a node are placed like training jobs with one stage per replica.
@@ -136,6 +138,9 @@ struct Plan {
   int stages = 1;      // PP stages (or prefill/decode pools)
   bool fixed = false;  // nodes give exactly `per_node` units or none
   int per_node = 0;
+  // gpus_per_pod: a node gives a multiple of this many units, so every take (and with it
+  // every pod's ranks) covers whole pods: lcm(unit, gpus_per_pod) / unit. 1 without pods.
+  int pod_units = 1;
 };
 
 struct Candidate {
@@ -158,7 +163,7 @@ class NodeUnits {
   explicit NodeUnits(std::vector<int> units) : units_(std::move(units)), dense_(true) {}
 
   static bool indexed(const JobRequest& r, const NodeMask& allowed) {
-    return allowed.empty() && !r.exclusive && r.gpus_per_node == 0 && r.gpu_model.empty();
+    return allowed.empty() && !r.exclusive && r.gpus_per_node == 0 && r.gpus_per_pod == 0 && r.gpu_model.empty();
   }
   bool dense() const { return dense_; }
   int operator[](NodeId n) const {
@@ -198,7 +203,8 @@ class Topo final : public PlacementPolicy {
     int max_node = 0;
     for (std::size_t i = 0; i < c.node_type_count(); ++i)
       max_node = std::max(max_node, c.node_type_at(NodeTypeId(static_cast<std::uint32_t>(i))).gpu_count);
-    if (r.workload == WorkloadKind::kInference && r.replica_gpus <= max_node && !r.exclusive && r.gpus_per_node == 0)
+    if (r.workload == WorkloadKind::kInference && r.replica_gpus <= max_node && !r.exclusive && r.gpus_per_node == 0 &&
+        (r.gpus_per_pod == 0 || r.replica_gpus % r.gpus_per_pod == 0))
       return pack_replicas(s, r, allowed, job_sizes_);
     if (r.workload != WorkloadKind::kTraining &&
         (r.workload == WorkloadKind::kInference || r.replica_gpus > max_node)) {
@@ -222,6 +228,10 @@ class Topo final : public PlacementPolicy {
       plan.stages = r.pp;
     }
     if (plan.unit > max_node) {
+      if (r.gpus_per_pod > 0 && plan.unit % r.gpus_per_pod != 0)
+        return make_error(ErrorCode::kInfeasible,
+                          fmt::format("a TP group of {} GPUs spans nodes and cannot be cut into whole pods of {} GPUs",
+                                      plan.unit, r.gpus_per_pod));
       if (c.domain_count() > 0) return place_in_domains(s, r, allowed, plan);
       // No NVLink domain can hold a TP group: split it over whole nodes, kept together.
       JobRequest smaller = r;
@@ -245,6 +255,11 @@ class Topo final : public PlacementPolicy {
       // per_node is 0 for --exclusive without --gpus-per-node (any split): nothing to align.
       if (plan.per_node > 0 && (plan.units / plan.stages) % plan.per_node != 0) plan.stages = 1;
     }
+    if (r.gpus_per_pod > 0) {
+      plan.pod_units = std::lcm(plan.unit, r.gpus_per_pod) / plan.unit;
+      // Stages cut at whole pods only (else one stage: every take stays whole pods).
+      if ((plan.units / plan.stages) % plan.pod_units != 0) plan.stages = 1;
+    }
     auto placed = place_units(s, r, allowed, plan);
     if (!placed && placed.error().code == ErrorCode::kInfeasible && groups_may_span_nodes(c, r, plan))
       return place_in_domains(s, r, allowed, plan);
@@ -260,7 +275,7 @@ class Topo final : public PlacementPolicy {
   // tier, whose placements say where each group must be.
   static bool groups_may_span_nodes(const Cluster& c, const JobRequest& r, const Plan& plan) {
     return c.domain_count() > 0 && plan.unit > 1 && !plan.fixed && !r.required_tier_index &&
-           r.workload == WorkloadKind::kTraining;
+           r.workload == WorkloadKind::kTraining && (r.gpus_per_pod == 0 || plan.unit % r.gpus_per_pod == 0);
   }
 
   const std::vector<JobSizeWeight> job_sizes_;  // the mix fragmentation is judged against
@@ -301,6 +316,7 @@ class Topo final : public PlacementPolicy {
         NodeId n(static_cast<std::uint32_t>(i));
         int cap = node_capacity(s, r, allowed, n);
         int u = plan.fixed ? (cap > 0 ? plan.per_node : 0) : cap / plan.unit;
+        u -= u % plan.pod_units;  // whole pods only
         node_units[i] = u;
         if (!u) continue;
         total += u;
@@ -792,7 +808,8 @@ class Topo final : public PlacementPolicy {
       std::stable_sort(nodes.begin(), nodes.end(), [&](NodeId a, NodeId b) { return remaining(a) > remaining(b); });
       int need = plan.unit;
       for (NodeId n : nodes) {
-        const int k = std::min(need, remaining(n));
+        int k = std::min(need, remaining(n));
+        if (r.gpus_per_pod > 0) k -= k % r.gpus_per_pod;  // whole pods (the group is a multiple of one)
         if (k <= 0) continue;
         std::uint64_t& mask = taken[n.value];
         int got = 0;
