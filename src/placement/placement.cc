@@ -329,7 +329,7 @@ Result<Placement> place(const AllocationState& state, const JobRequest& raw, con
   p.policy = std::string(policy.name());
   p.gpus_by_rank = std::move(gpus);
   if (detail == PlaceDetail::kGpusOnly) return p;
-  if (auto pred = predict_comm(state.cluster(), p.gpus_by_rank, r)) {
+  if (auto pred = predict_comm(state, p.gpus_by_rank, r)) {
     p.predicted_comm_us = pred->step_comm_us;
     p.ideal_comm_us = pred->ideal_step_comm_us;
     p.slowdown = pred->ideal_step_comm_us > 0 ? pred->step_comm_us / pred->ideal_step_comm_us : 1.0;
