@@ -118,7 +118,7 @@ class SlurmTree final : public PlacementPolicy {
     for (std::size_t j = 0; j < n_sw; ++j)
       if (!below(c, SwitchId(static_cast<std::uint32_t>(j)), top_sw)) count[j] = 0;
     for (SwitchId up = c.switch_parent(top_sw); up.valid(); up = c.switch_parent(up)) count[up.index()] = total_nodes;
-    return choose_leaves(s, r, allowed, std::move(count), rem_nodes, [&](NodeId n) {
+    return choose_leaves(s, r, allowed, std::move(count), rem_nodes, true, [&](NodeId n) {
       const auto up = s.node_ancestors(n);
       if (std::find(up.begin(), up.end(), top_sw) == up.end()) return 0;
       return pass_capacity(s, r, allowed, pass, n);
@@ -176,32 +176,40 @@ class SlurmTree final : public PlacementPolicy {
     for (std::size_t i = 0; i < c.node_count(); ++i)
       if (cap[i] > 0)
         for (SwitchId sw : s.node_ancestors(NodeId(static_cast<std::uint32_t>(i)))) ++count[sw.index()];
-    return choose_leaves(s, r, allowed, std::move(count), rem_nodes, [&](NodeId n) { return cap[n.index()]; });
+    return choose_leaves(s, r, allowed, std::move(count), rem_nodes, false, [&](NodeId n) { return cap[n.index()]; });
   }
 
   // 3-4: leaves one at a time, nodes of each in node order. `in_top(n)` is what node n gives
-  // the job when it is available under the top switch, else 0.
+  // the job when it is available under the top switch, else 0. The reference (`indexed`
+  // false) adds every leaf's hops to the chosen leaf after each choice and passes over every
+  // leaf per choice. Indexed, only the leaves that can still be chosen (count > 0: counts
+  // only fall, so a leaf that drops out never returns) are visited, in the same id order, and
+  // the last choice's hops are added to them in the same pass that compares them; a dropped
+  // leaf's distance is never read again.
   template <class InTop>
   static Result<std::vector<GpuId>> choose_leaves(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
-                                                  std::vector<int> count, int rem_nodes, InTop&& in_top) {
+                                                  std::vector<int> count, int rem_nodes, bool indexed, InTop&& in_top) {
     const bool new_leaf_rule = r.slurm_version != "22.05";
     const Cluster& c = s.cluster();
-    const bool gres_per_job = r.nodes == 0;
     const std::span<const SwitchId> leaves = s.leaf_switches();
     std::vector<long> dist(c.switch_count(), 0);
-    std::vector<GpuId> out;
+    std::vector<int> up_from(c.switch_count(), -1);  // hops from the last chosen leaf up to its ancestors
+    std::vector<SwitchId> live;                      // indexed: leaves with count > 0, in id order
+    if (indexed)
+      for (SwitchId leaf : leaves)
+        if (count[leaf.index()] > 0) live.push_back(leaf);
+    SwitchId last;  // indexed: the previous choice, whose hops are not added yet
     std::vector<std::pair<NodeId, int>> picked;  // node, its capacity
     int need_gpus = r.total_gpus;
     int prev_rem = rem_nodes + 1;
     while (prev_rem != rem_nodes) {
       prev_rem = rem_nodes;
       int best = -1;
-      for (SwitchId leaf : leaves) {
+      auto consider = [&](SwitchId leaf) {
         const std::size_t i = leaf.index();
-        if (count[i] == 0) continue;
         if (best < 0) {
           best = static_cast<int>(i);
-          continue;
+          return;
         }
         bool i_fit = false;
         int cmp = compare(c, i, static_cast<std::size_t>(best), rem_nodes, count, i_fit);
@@ -211,10 +219,28 @@ class SlurmTree final : public PlacementPolicy {
         // switches _topo_compare_switches looked at), whatever the comparison says.
         const bool closer = new_leaf_rule ? (di < db && i_fit) : (di < db && cmp >= 0);
         if (closer || (di == db && cmp > 0)) best = static_cast<int>(i);
+      };
+      if (indexed) {
+        mark_chain(c, last, up_from, true);
+        std::size_t keep = 0;
+        for (SwitchId leaf : live) {
+          if (last.valid()) dist[leaf.index()] += marked_hops(c, leaf, up_from);
+          if (count[leaf.index()] == 0) continue;
+          live[keep++] = leaf;
+          consider(leaf);
+        }
+        live.resize(keep);
+        mark_chain(c, last, up_from, false);
+      } else {
+        for (SwitchId leaf : leaves)
+          if (count[leaf.index()] != 0) consider(leaf);
       }
       if (best < 0) break;
       SwitchId chosen(static_cast<std::uint32_t>(best));
-      for (SwitchId leaf : leaves) dist[leaf.index()] += hops(c, chosen, leaf);
+      if (indexed)
+        last = chosen;
+      else
+        for (SwitchId leaf : leaves) dist[leaf.index()] += hops(c, chosen, leaf);
       // A leaf is chosen once (its count is zeroed below), so no node is taken twice.
       for (NodeId n : c.switch_nodes(chosen)) {
         const int cap = in_top(n);
@@ -222,23 +248,41 @@ class SlurmTree final : public PlacementPolicy {
         picked.emplace_back(n, cap);
         need_gpus -= cap;
         --rem_nodes;
-        if (rem_nodes <= 0 && need_gpus <= 0) {
-          // GPUs are then handed out in node order, each node giving all it has until the
-          // job has enough (as Slurm's GRES allocation does); a node left with none drops out.
-          std::sort(picked.begin(), picked.end());
-          int left = r.total_gpus;
-          for (auto [p, p_cap] : picked) {
-            const int take = gres_per_job ? std::min(p_cap, left) : p_cap;
-            take_lowest_free(s, p, take, out);
-            left -= take;
-          }
-          return out;
-        }
+        if (rem_nodes <= 0 && need_gpus <= 0) return hand_out(s, r, std::move(picked));
       }
       if (new_leaf_rule) take_off_ancestors(c, chosen, count);
       count[chosen.index()] = 0;
     }
     return tl::unexpected(shortage_error(s, r, allowed));
+  }
+
+  // GPUs are handed out in node order, each node giving all it has until the job has enough
+  // (as Slurm's GRES allocation does); a node left with none drops out.
+  static std::vector<GpuId> hand_out(const AllocationState& s, const JobRequest& r,
+                                     std::vector<std::pair<NodeId, int>> picked) {
+    std::sort(picked.begin(), picked.end());
+    std::vector<GpuId> out;
+    int left = r.total_gpus;
+    for (auto [p, p_cap] : picked) {
+      const int take = r.nodes == 0 ? std::min(p_cap, left) : p_cap;
+      take_lowest_free(s, p, take, out);
+      left -= take;
+    }
+    return out;
+  }
+
+  // Marks (or unmarks) the switches above `leaf`, itself included, with their hops from it.
+  static void mark_chain(const Cluster& c, SwitchId leaf, std::vector<int>& up_from, bool on) {
+    int up = 0;
+    for (SwitchId x = leaf; x.valid(); x = c.switch_parent(x)) up_from[x.index()] = on ? up++ : -1;
+  }
+  // hops(marked leaf, leaf): the first of the leaf's ancestors (itself included) that is
+  // marked is their lowest common one, which is where hops() meets.
+  static long marked_hops(const Cluster& c, SwitchId leaf, const std::vector<int>& up_from) {
+    long up = 0;
+    for (SwitchId y = leaf; y.valid(); y = c.switch_parent(y), ++up)
+      if (up_from[y.index()] >= 0) return up_from[y.index()] + up;
+    return std::numeric_limits<int>::max() / 4;  // different roots: unreachable
   }
 
   // _decrement_node_cnt (24.05.3+): the leaf's nodes, all taken, leave its ancestors' counts.
@@ -250,7 +294,7 @@ class SlurmTree final : public PlacementPolicy {
 
   static int level(const Cluster& c, std::size_t sw) { return c.switch_tier(SwitchId(static_cast<std::uint32_t>(sw))); }
 
-  // Tree hops between two switches (through their lowest common ancestor).
+  // Tree hops between two switches (through their lowest common ancestor). The reference.
   static long hops(const Cluster& c, SwitchId a, SwitchId b) {
     if (a == b) return 0;
     long up_a = 0;
