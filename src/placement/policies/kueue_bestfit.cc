@@ -216,6 +216,7 @@ class Snapshot {
   std::vector<long> slices_;  // sliceCount per domain
   bool indexed_;
   std::vector<int> live_nodes_;  // indexed: the hostname-level domains with pods or slices
+  std::vector<long> bucket_pods_;  // indexed: per bucket, the pods each of its nodes holds
 
   const Domain& dom(int d) const { return t_.domains[static_cast<std::size_t>(d)]; }
   long& pods(int d) { return pods_[static_cast<std::size_t>(d)]; }
@@ -254,8 +255,10 @@ class Snapshot {
   // counts are the same: every other node domain holds nothing, and adds nothing.
   void fill_counts_indexed(const JobRequest& r) {
     const int lowest = lowest_level();
+    bucket_pods_.assign(static_cast<std::size_t>(s_.bucket_count()), 0);
     for (int b = 0; b < s_.bucket_count(); ++b) {
       const int cap = bucket_capacity(s_, r, b);
+      bucket_pods_[static_cast<std::size_t>(b)] = cap / p_.pod_gpus;
       if (cap <= 0) continue;
       for (NodeId n : s_.bucket_nodes(b)) {
         const int d = t_.node_domain[n.index()];
@@ -383,10 +386,14 @@ class Snapshot {
     if (p_.least_free) {
       // The first domain in LeastFreeCapacity order that holds the job, without sorting them all.
       int first = -1;
-      for (int d : all)
-        if (slices(d) >= needed && (first < 0 || before(d, first))) first = d;
+      if (&all == &live_nodes_)
+        first = least_free_first_indexed(needed);
+      else
+        for (int d : all)
+          if (slices(d) >= needed && (first < 0 || before(d, first))) first = d;
       if (first >= 0) return std::pair{level, std::vector<int>{first}};
     }
+    if (p_.least_free && indexed_) return least_free_domains(all, level, needed);
     std::vector<int> ds = sorted(all);
     long top_slices = ds.empty() ? 0 : slices(ds.front());
     if (!p_.least_free && top_slices >= needed) return std::pair{level, std::vector<int>{best_fit(ds, needed, true)}};
@@ -400,6 +407,53 @@ class Snapshot {
       if (!p_.least_free && slices(d) >= remaining) d = best_fit(std::span(ds).subspan(i), remaining, true);
       chosen.push_back(d);
       remaining -= slices(d);
+    }
+    if (remaining > 0) return infeasible(not_fit_at(level, needed - remaining, needed));
+    return std::pair{level, std::move(chosen)};
+  }
+
+  // Indexed, at the hostname level: the first node domain in before() order with at least
+  // `needed` (> 0) slices. A node domain's slices and pods are its bucket's, so the buckets
+  // give the smallest (slices, pods) that qualifies, and only the nodes of the buckets with
+  // that key are compared by order (the next key when none of them is a domain). -1: none.
+  int least_free_first_indexed(long needed) const {
+    std::vector<std::pair<std::pair<long, long>, int>> keyed;  // ((slices, pods), bucket)
+    for (int b = 0; b < s_.bucket_count(); ++b) {
+      const long pods = bucket_pods_[static_cast<std::size_t>(b)];
+      const long slices = lowest_level() == p_.slice_level ? pods / p_.slice_size : 0;
+      if (pods > 0 && slices >= needed && !s_.bucket_nodes(b).empty()) keyed.push_back({{slices, pods}, b});
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (std::size_t i = 0; i < keyed.size();) {
+      int first = -1;
+      const std::size_t group = i;
+      for (; i < keyed.size() && keyed[i].first == keyed[group].first; ++i)
+        for (NodeId n : s_.bucket_nodes(keyed[i].second)) {
+          const int d = t_.node_domain[n.index()];
+          if (d >= 0 && (first < 0 || dom(d).order < dom(first).order)) first = d;
+        }
+      if (first >= 0) return first;
+    }
+    return -1;
+  }
+
+  // The rest of find_level_with_fit_domains for LeastFreeCapacity (never required, never
+  // widened: an unconstrained request) once no single domain holds the job: domains in
+  // before() order until the job is covered, drawn from a heap instead of sorting them all
+  // (before() is a total order, so the draws are the sorted list's first ones).
+  Result<std::pair<int, std::vector<int>>> least_free_domains(const std::vector<int>& all, int level, long needed) {
+    std::vector<int> heap;
+    for (int d : all)
+      if (pods(d) > 0 || slices(d) > 0) heap.push_back(d);
+    const auto after = [&](int a, int b) { return before(b, a); };
+    std::make_heap(heap.begin(), heap.end(), after);
+    std::vector<int> chosen;
+    long remaining = needed;
+    while (remaining > 0 && !heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), after);
+      chosen.push_back(heap.back());
+      heap.pop_back();
+      remaining -= slices(chosen.back());
     }
     if (remaining > 0) return infeasible(not_fit_at(level, needed - remaining, needed));
     return std::pair{level, std::move(chosen)};
