@@ -145,7 +145,9 @@ class BlockEval {
   // Available nodes per block of the job's level (nodes_on_block).
   std::vector<int> nodes_on_blocks(const std::vector<char>& avail) const {
     std::vector<int> out(static_cast<std::size_t>(blocks_), 0);
-    for (int i = 0; i < count_; ++i) out[static_cast<std::size_t>(i / per_block_)] += on_bblock(i, avail);
+    for (int b = 0; b < blocks_; ++b)
+      for (int i = b * per_block_; i < std::min(count_, (b + 1) * per_block_); ++i)
+        out[static_cast<std::size_t>(b)] += on_bblock(i, avail);
     return out;
   }
 
@@ -156,7 +158,9 @@ class BlockEval {
     const bool use_ll = per_block_ != per_ll_ * max_ll;
     std::vector<int> on_ll(static_cast<std::size_t>(ceil_div(count_, per_ll_)), 0);
     const std::vector<int> on_block = nodes_on_blocks(avail);
-    for (int i = 0; i < count_; ++i) on_ll[static_cast<std::size_t>(i / per_ll_)] += on_bblock(i, avail);
+    for (std::size_t l = 0; l < on_ll.size(); ++l)
+      for (int i = static_cast<int>(l) * per_ll_; i < std::min(count_, static_cast<int>(l + 1) * per_ll_); ++i)
+        on_ll[l] += on_bblock(i, avail);
     int best = -1, best_count = 0;
     for (int b = 0; b < blocks_; ++b) {
       if (allowed_block && !(*allowed_block)[static_cast<std::size_t>(b)]) continue;
@@ -189,8 +193,9 @@ class BlockEval {
     required_.assign(static_cast<std::size_t>(count_), 0);
     on_bb_.assign(static_cast<std::size_t>(count_), 0);
     on_ll_.assign(static_cast<std::size_t>(ceil_div(count_, per_ll_)), 0);
-    for (int i = 0; i < count_; ++i) {
-      if (i / per_block_ != block) continue;
+    // The base blocks of `block`: [first, end).
+    const int first = block * per_block_, end = std::min(count_, (block + 1) * per_block_);
+    for (int i = first; i < end; ++i) {
       on_bb_[static_cast<std::size_t>(i)] = on_bblock(i, avail);
       on_ll_[static_cast<std::size_t>(i / per_ll_)] += on_bb_[static_cast<std::size_t>(i)];
     }
@@ -198,8 +203,8 @@ class BlockEval {
     while (prev != rem_nodes) {
       prev = rem_nodes;
       Best best;
-      for (int i = 0; i < count_; ++i)
-        if (i / per_block_ == block && !required_[static_cast<std::size_t>(i)]) choose_bblock(i, rem_nodes, use_ll, best);
+      for (int i = first; i < end; ++i)
+        if (!required_[static_cast<std::size_t>(i)]) choose_bblock(i, rem_nodes, use_ll, best);
       if (best.inx < 0) break;
       if (max_ll <= 0 && !best.same_block) break;
       required_[static_cast<std::size_t>(best.inx)] = 1;
