@@ -122,7 +122,9 @@ int compare_sequence(const Cluster& c, Pair p, std::uint32_t seed, int steps) {
     EXPECT_EQ(a.has_value(), b.has_value()) << p.indexed->name() << " seed " << seed << " step " << step << ": "
                                             << (a ? "" : a.error().message) << (b ? "" : b.error().message);
     if (!a || !b) {
-      if (!a && !b) EXPECT_EQ(a.error().message, b.error().message) << p.indexed->name() << " step " << step;
+      if (!a && !b) {
+        EXPECT_EQ(a.error().message, b.error().message) << p.indexed->name() << " step " << step;
+      }
       continue;
     }
     EXPECT_EQ(*a, *b) << p.indexed->name() << " seed " << seed << " step " << step << " gpus " << r.gpus << " nodes "
@@ -168,7 +170,9 @@ TEST(IndexedSearch, BucketCapacityIsNodeCapacity) {
   AllocationState s(c);
   std::mt19937 rng(5);
   for (std::size_t g = 0; g < c.gpu_count(); ++g)
-    if (rng() % 2 == 0) ASSERT_TRUE(s.allocate(fmt::format("g{}", g), std::vector<GpuId>{GpuId(static_cast<std::uint32_t>(g))}));
+    if (rng() % 2 == 0) {
+      ASSERT_TRUE(s.allocate(fmt::format("g{}", g), std::vector<GpuId>{GpuId(static_cast<std::uint32_t>(g))}));
+    }
   std::vector<JobRequest> kinds(6);
   kinds[1].exclusive = true;
   kinds[2].gpus_per_node = 4;
