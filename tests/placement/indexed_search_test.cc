@@ -19,9 +19,10 @@ namespace {
 
 using toposched::testing::preset;
 
-// Nodes of 8 and 4 GPUs (two models) under leaves of different sizes, two spines and a core,
-// listed in an order that is not the tree's; two nodes hang from a spine directly, one from
-// no switch at all.
+// Nodes of 8 and 4 GPUs (two models) under leaves of different sizes, in two trees (a core
+// over one spine, and a spine alone: slurm-tree's top switch is then not always a root of
+// everything), listed in an order that is not the tree's; two nodes hang from a spine
+// directly, one from no switch at all.
 Cluster mixed_cluster() {
   ClusterBuilder b("mixed");
   NodeType big = testing::h100_node_type();
@@ -40,7 +41,7 @@ Cluster mixed_cluster() {
   std::vector<SwitchId> leaves;
   for (int sp = 0; sp < 2; ++sp) {
     const SwitchId s = b.add_switch(fmt::format("spine{}", sp), spine);
-    b.connect(s, top);
+    if (sp == 0) b.connect(s, top);  // spine1 is a root of its own: the fabric is a forest
     for (int l = 0; l < 3; ++l) {
       leaves.push_back(b.add_switch(fmt::format("leaf{}{}", sp, l), leaf));
       b.connect(leaves.back(), s);
