@@ -1,4 +1,4 @@
-// The indexed searches of slurm-tree, slurm-block and kueue-bestfit (they read the free-GPU
+// The indexed searches of slurm-tree, slurm-block and kueue-bestfit / kueue-balanced (they read the free-GPU
 // index instead of scanning every node, docs/design.md "Free-GPU index") against the scans
 // they replaced (slurm_tree_scan_policy() and its peers): on random sequences of requests,
 // allocations and releases, every decision must be the same, GPUs and rank order, or the
@@ -81,7 +81,7 @@ JobRequest random_request(std::mt19937& rng, const std::string& policy, const Cl
   if (pick(12) == 0) r.gpu_model = pick(2) == 0 ? "h100" : "a100";  // not indexed: both scan
   if (policy == "slurm-tree") r.slurm_version = pick(3) == 0 ? "22.05" : "";
   if (policy == "slurm-block") r.slurm_version = pick(3) == 0 ? "25.11" : "";
-  if (policy == "kueue-bestfit" && !c.tiers().empty()) {
+  if (policy.starts_with("kueue") && !c.tiers().empty()) {
     const int t = pick(6);
     const std::string tier = c.tiers()[static_cast<std::size_t>(pick(static_cast<int>(c.tiers().size())))].name;
     if (t == 0) r.required_tier = tier;
@@ -140,7 +140,8 @@ int compare_sequence(const Cluster& c, Pair p, std::uint32_t seed, int steps) {
 
 const Pair kPairs[] = {{&slurm_tree_policy(), &slurm_tree_scan_policy()},
                        {&slurm_block_policy(), &slurm_block_scan_policy()},
-                       {&kueue_bestfit_policy(), &kueue_bestfit_scan_policy()}};
+                       {&kueue_bestfit_policy(), &kueue_bestfit_scan_policy()},
+                       {&kueue_balanced_policy(), &kueue_balanced_scan_policy()}};
 
 TEST(IndexedSearch, SameDecisionsAsTheScanOnRandomSequences) {
   const Cluster clusters[] = {mixed_cluster(), preset("dgx-h100?nodes=48&su_size=8"), preset("gb200-nvl72?racks=4"),

@@ -757,4 +757,9 @@ const PlacementPolicy& kueue_balanced_policy() {
   return p;
 }
 
+const PlacementPolicy& kueue_balanced_scan_policy() {
+  static const KueueBestFit p(true, false);
+  return p;
+}
+
 }  // namespace toposched

@@ -21,6 +21,7 @@ const PlacementPolicy& topo_policy();
 const PlacementPolicy& slurm_tree_scan_policy();
 const PlacementPolicy& slurm_block_scan_policy();
 const PlacementPolicy& kueue_bestfit_scan_policy();
+const PlacementPolicy& kueue_balanced_scan_policy();
 
 // "needs N GPUs [in whole free nodes]; M are usable (F free)": the common infeasible reason.
 Error shortage_error(const AllocationState& s, const JobRequest& r, const NodeMask& allowed);
