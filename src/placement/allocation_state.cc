@@ -1,13 +1,21 @@
 #include "placement/allocation_state.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 #include <fmt/format.h>
 
 namespace toposched {
 
-AllocationState::AllocationState(const Cluster& cluster) : cluster_(&cluster) {
+namespace {
+std::uint64_t next_cluster_key() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+AllocationState::AllocationState(const Cluster& cluster) : cluster_(&cluster), cluster_key_(next_cluster_key()) {
   const std::size_t nodes = cluster.node_count();
   owner_.assign(cluster.gpu_count(), kFree);
   node_free_.resize(nodes);

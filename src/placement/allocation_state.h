@@ -16,7 +16,11 @@
 // in the bucket of its free GPUs, at the position bucket_pos_ records); every job's GPU list holds exactly the GPUs
 // whose owner is that job; no GPU has two owners (structural: one owner slot per GPU).
 //
-// The state refers to its Cluster by pointer: the Cluster must outlive it. Copying is the
+// The state refers to its Cluster by pointer: the Cluster must outlive it (and, being a
+// built Cluster, never changes under it: the per-switch totals and the index are derived
+// from it once). cluster_key() names that cluster for caches of values derived from the
+// cluster alone (policies' domain trees and block tables, the ideal placement's estimate).
+// Copying is the
 // snapshot (snapshot()/restore() are O(GPUs + switches)). Not thread-safe for writes;
 // concurrent const queries are fine.
 #pragma once
@@ -42,6 +46,11 @@ class AllocationState {
   explicit AllocationState(const Cluster& cluster);
 
   const Cluster& cluster() const { return *cluster_; }
+  // Identifies cluster() for caches: drawn from a process-wide counter when the state is
+  // constructed, never reused, and carried by copies (snapshot, restore, assignment) along
+  // with the cluster pointer. Two states constructed on one cluster get different keys, so
+  // a cache keyed by it may miss; it never hands one cluster's value to another.
+  std::uint64_t cluster_key() const { return cluster_key_; }
 
   // Gives `gpus` to job `job_id` (a new, non-empty id). Fails without changing anything if a
   // GPU is out of range, repeated, or already owned, or if the job id is already in use.
@@ -114,6 +123,7 @@ class AllocationState {
   void adjust(NodeId n, int delta_gpus);
 
   const Cluster* cluster_;
+  std::uint64_t cluster_key_;                   // see cluster_key()
   std::vector<JobSlot> owner_;                  // per GPU
   std::vector<int> node_free_;                  // per node
   std::vector<std::int64_t> switch_free_gpus_;  // per switch, whole subtree

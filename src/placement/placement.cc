@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <map>
-#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -205,6 +204,53 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
 }
 
 // long: every field of a placement's explanation from one rank order, which each step shares
+// The path levels among a placement's GPUs, by distance: every pair inside a node, and
+// between nodes (each node against the first and its neighbour in node order: the widest
+// level always shows up among those).
+std::map<int, std::string> spanned_levels(const Cluster& c, const std::vector<NodeId>& nodes,
+                                          const std::vector<std::vector<int>>& locals) {
+  std::map<int, std::string> levels;
+  auto note = [&](const Path& path) {
+    // level_name builds a string: only for a level not seen yet.
+    if (!levels.contains(path.distance())) levels.emplace(path.distance(), c.level_name(path));
+  };
+  // A path inside a node depends only on the node's type and the two local indices, so a
+  // node whose type and local indices were seen already adds no level.
+  std::vector<std::pair<NodeTypeId, std::size_t>> seen;  // (type, index into locals) of each pattern walked
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const NodeTypeId type = c.node_type_id(nodes[i]);
+    if (std::any_of(seen.begin(), seen.end(), [&](const auto& x) { return x.first == type && locals[x.second] == locals[i]; }))
+      continue;
+    seen.emplace_back(type, i);
+    for (std::size_t a = 0; a < locals[i].size(); ++a)
+      for (std::size_t b = a + 1; b < locals[i].size(); ++b)
+        note(c.path(c.node_gpu(nodes[i], locals[i][a]), c.node_gpu(nodes[i], locals[i][b])));
+  }
+  std::vector<NodeId> sorted = nodes;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 1; i < sorted.size(); ++i) {
+    note(c.node_path(sorted[0], sorted[i]));
+    note(c.node_path(sorted[i - 1], sorted[i]));
+  }
+  return levels;
+}
+
+// The most leaf switches (an invalid switch counting as one) any of the `pp` stages of
+// consecutive ranks touches.
+int max_stage_leaves(const Cluster& c, const std::vector<GpuId>& gpus, int pp) {
+  const std::size_t stage = gpus.size() / static_cast<std::size_t>(pp);
+  std::vector<std::uint32_t> sl;
+  int most = 0;
+  for (int st = 0; st < pp && stage > 0; ++st) {
+    sl.clear();
+    for (std::size_t i = static_cast<std::size_t>(st) * stage; i < (static_cast<std::size_t>(st) + 1) * stage; ++i)
+      sl.push_back(c.node_switch(c.gpu_node(gpus[i])).value);
+    std::sort(sl.begin(), sl.end());
+    most = std::max(most, static_cast<int>(std::unique(sl.begin(), sl.end()) - sl.begin()));
+  }
+  return most;
+}
+
 void describe(const AllocationState& s, const JobRequest& r, Placement& p, const PlacementPolicy& policy) {
   const Cluster& c = s.cluster();
   const auto& gpus = p.gpus_by_rank;
@@ -231,24 +277,7 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
   p.nodes_hostlist = compress_hostlist(names);
   p.node_count = static_cast<int>(nodes.size());
 
-  // Levels: every pair inside a node, and between nodes (each node against the first and
-  // its neighbour in node order: the widest level always shows up among those).
-  std::map<int, std::string> levels;
-  auto note = [&](const Path& path) {
-    // level_name builds a string: only for a level not seen yet.
-    if (!levels.contains(path.distance())) levels.emplace(path.distance(), c.level_name(path));
-  };
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    for (std::size_t a = 0; a < locals[i].size(); ++a)
-      for (std::size_t b = a + 1; b < locals[i].size(); ++b)
-        note(c.path(c.node_gpu(nodes[i], locals[i][a]), c.node_gpu(nodes[i], locals[i][b])));
-  }
-  std::vector<NodeId> sorted = nodes;
-  std::sort(sorted.begin(), sorted.end());
-  for (std::size_t i = 1; i < sorted.size(); ++i) {
-    note(c.node_path(sorted[0], sorted[i]));
-    note(c.node_path(sorted[i - 1], sorted[i]));
-  }
+  const std::map<int, std::string> levels = spanned_levels(c, nodes, locals);
   std::vector<std::uint32_t> leaves;
   for (NodeId n : nodes)
     if (c.node_switch(n).valid()) leaves.push_back(c.node_switch(n).value);
@@ -273,13 +302,7 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
     }
   }
   const int pp = r.workload == WorkloadKind::kTraining ? std::max(1, r.pp) : 1;
-  const std::size_t stage = gpus.size() / static_cast<std::size_t>(pp);
-  for (int st = 0; st < pp && stage > 0; ++st) {
-    std::set<std::uint32_t> sl;
-    for (std::size_t i = static_cast<std::size_t>(st) * stage; i < (static_cast<std::size_t>(st) + 1) * stage; ++i)
-      sl.insert(c.node_switch(c.gpu_node(gpus[i])).value);
-    p.max_stage_leaves = std::max(p.max_stage_leaves, static_cast<int>(sl.size()));
-  }
+  p.max_stage_leaves = max_stage_leaves(c, gpus, pp);
 
   std::string text =
       fmt::format("Policy {} ({}) placed job {}: {} GPUs on {} node{} ({})", policy.name(), policy.summary(), p.job_id,
@@ -346,7 +369,7 @@ Result<Placement> place(const AllocationState& state, const JobRequest& raw, con
   p.policy = std::string(policy.name());
   p.gpus_by_rank = std::move(gpus);
   if (detail == PlaceDetail::kGpusOnly) return p;
-  if (auto pred = predict_comm(state.cluster(), p.gpus_by_rank, r)) {
+  if (auto pred = predict_comm(state, p.gpus_by_rank, r)) {
     p.predicted_comm_us = pred->step_comm_us;
     p.ideal_comm_us = pred->ideal_step_comm_us;
     p.slowdown = pred->ideal_step_comm_us > 0 ? pred->step_comm_us / pred->ideal_step_comm_us : 1.0;

@@ -113,5 +113,11 @@ struct CommPrediction {
 };
 std::optional<CommPrediction> predict_comm(const Cluster& cluster, std::span<const GpuId> gpus_by_rank,
                                            const JobRequest& request);
+// The same on the state's cluster, with the ideal side of the estimate cached per thread for
+// the state's cluster_key() (the ideal depends on the cluster, the first GPU's node type,
+// the plan and the workload class only): identical results, without recomputing the ideal
+// placement's estimate on every call. Thread-safe (one cache per thread).
+std::optional<CommPrediction> predict_comm(const AllocationState& state, std::span<const GpuId> gpus_by_rank,
+                                           const JobRequest& request);
 
 }  // namespace toposched

@@ -21,6 +21,16 @@ int node_capacity(const AllocationState& s, const JobRequest& r, const NodeMask&
   return whole_pods;
 }
 
+int bucket_capacity(const AllocationState& s, const JobRequest& r, int b) {
+  const int free = s.bucket_free(b), all = s.bucket_node_gpus(b);
+  if (r.exclusive) {
+    if (free != all) return 0;
+    return r.gpus_per_node > 0 ? (all >= r.gpus_per_node ? r.gpus_per_node : 0) : free;
+  }
+  if (r.gpus_per_node > 0) return free >= r.gpus_per_node ? r.gpus_per_node : 0;
+  return free;
+}
+
 void take_lowest_free(const AllocationState& s, NodeId n, int k, std::vector<GpuId>& out) {
   const Cluster& c = s.cluster();
   for (int l = 0, n_gpus = c.node_gpu_count(n); l < n_gpus && k > 0; ++l) {

@@ -22,6 +22,17 @@ inline bool node_allowed(const NodeMask& allowed, NodeId n) { return allowed.emp
 // gpus_per_pod, a multiple of it (whole pods): the free GPUs rounded down.
 int node_capacity(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, NodeId n);
 
+// Capacity from the free-GPU index (AllocationState's buckets): when capacity_indexed(),
+// node_capacity() of every node depends only on its bucket (GPU count, free GPUs), so a
+// search can read the nodes of the buckets with capacity, and per-switch counts of them
+// (switch_bucket_nodes), instead of scanning every node. Not indexed when the request names
+// a GPU model or the mask restricts nodes (both depend on the node, not its bucket).
+inline bool capacity_indexed(const JobRequest& r, const NodeMask& allowed) {
+  return allowed.empty() && r.gpu_model.empty();
+}
+// node_capacity() of the nodes of bucket b; only meaningful when capacity_indexed().
+int bucket_capacity(const AllocationState& s, const JobRequest& r, int b);
+
 // Appends the k lowest-indexed free GPUs of the node.
 void take_lowest_free(const AllocationState& s, NodeId n, int k, std::vector<GpuId>& out);
 

@@ -10,8 +10,13 @@ namespace toposched {
 Error shortage_error(const AllocationState& s, const JobRequest& r, const NodeMask& allowed) {
   const Cluster& c = s.cluster();
   std::int64_t usable = 0;
-  for (std::size_t i = 0; i < c.node_count(); ++i)
-    usable += node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i)));
+  if (capacity_indexed(r, allowed)) {
+    for (int b = 0; b < s.bucket_count(); ++b)
+      usable += static_cast<std::int64_t>(bucket_capacity(s, r, b)) * static_cast<std::int64_t>(s.bucket_nodes(b).size());
+  } else {
+    for (std::size_t i = 0; i < c.node_count(); ++i)
+      usable += node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i)));
+  }
   std::string shape = r.exclusive           ? fmt::format(" on {} whole free node(s)", r.nodes)
                       : r.gpus_per_node > 0 ? fmt::format(" as {} per node", r.gpus_per_node)
                       : r.gpus_per_pod > 0  ? fmt::format(" as pods of {}, each on one node", r.gpus_per_pod)

@@ -34,11 +34,12 @@ struct Domain {
 
 // Kueue's levels and domains of a cluster: one domain per switch (tiers, top first) with an
 // eligible node below, one per node whose ancestors cover every tier. Depends only on the
-// cluster's names and tree, which it keeps a copy of to recognise the cluster again.
+// cluster's names and tree.
 struct Tree {
   std::vector<std::string> levels;               // level names, top first, then "node"
   std::vector<Domain> domains;
   std::vector<std::vector<int>> by_level;        // domains of each level
+  std::vector<int> node_domain;                  // per node: its hostname-level domain, -1 for none
   std::vector<std::string> node_names, switch_names;
   std::vector<SwitchId> node_switch, switch_parent;
   std::vector<int> switch_tier;
@@ -48,25 +49,6 @@ struct Tree {
     return x.node.valid() ? node_names[x.node.index()] : switch_names[x.sw.index()];
   }
 };
-
-bool describes(const Tree& t, const Cluster& c) {
-  if (t.node_names.size() != c.node_count() || t.switch_names.size() != c.switch_count() ||
-      t.levels.size() != c.tiers().size() + 1)
-    return false;
-  for (std::size_t i = 0; i < c.tiers().size(); ++i)
-    if (t.levels[c.tiers().size() - 1 - i] != c.tiers()[i].name) return false;
-  for (std::size_t i = 0; i < c.node_count(); ++i) {
-    NodeId n(static_cast<std::uint32_t>(i));
-    if (t.node_switch[i] != c.node_switch(n) || t.node_names[i] != c.node_name(n)) return false;
-  }
-  for (std::size_t i = 0; i < c.switch_count(); ++i) {
-    SwitchId sw(static_cast<std::uint32_t>(i));
-    if (t.switch_parent[i] != c.switch_parent(sw) || t.switch_tier[i] != c.switch_tier(sw) ||
-        t.switch_names[i] != c.switch_name(sw))
-      return false;
-  }
-  return true;
-}
 
 int add_domain(Tree& t, int parent, int level, NodeId node, SwitchId sw) {
   const int d = static_cast<int>(t.domains.size());
@@ -115,6 +97,7 @@ Tree build_tree(const Cluster& c) {
     t.switch_tier.push_back(c.switch_tier(sw));
   }
   std::vector<int> switch_domain(c.switch_count(), -1);
+  t.node_domain.assign(c.node_count(), -1);
   std::vector<SwitchId> chain;
   for (std::size_t i = 0; i < c.node_count(); ++i) {
     NodeId n(static_cast<std::uint32_t>(i));
@@ -129,17 +112,22 @@ Tree build_tree(const Cluster& c) {
       if (d < 0) d = add_domain(t, parent, tiers - 1 - k, NodeId(), chain[static_cast<std::size_t>(k)]);
       parent = d;
     }
-    add_domain(t, parent, tiers, n, SwitchId());
+    t.node_domain[i] = add_domain(t, parent, tiers, n, SwitchId());
   }
   rank_by_level_values(t);
   return t;
 }
 
-// The tree of `c`, kept per thread: the simulator places hundreds of thousands of jobs on one
-// cluster, and rebuilding it each time cost more than the placement.
-const Tree& tree_for(const Cluster& c) {
+// The tree of the state's cluster, kept per thread for the last cluster_key() seen: the
+// simulator places hundreds of thousands of jobs on one cluster, and rebuilding the tree (or
+// comparing every name with the cached one's, as this once did) cost more than the placement.
+const Tree& tree_for(const AllocationState& s) {
+  thread_local std::uint64_t key = 0;
   thread_local Tree cached;
-  if (!describes(cached, c)) cached = build_tree(c);
+  if (key != s.cluster_key()) {
+    cached = build_tree(s.cluster());
+    key = s.cluster_key();
+  }
   return cached;
 }
 
@@ -162,12 +150,17 @@ struct Params {
 };
 
 // Kueue's TASFlavorSnapshot for one request: the domain tree with this request's counts.
-// Built by each select() call and used once; never shared between threads.
+// Built by each select() call and used once; never shared between threads. `indexed`: the
+// hostname level's counts come from the free-GPU index (only nodes with capacity are
+// visited; capacity_indexed requests), otherwise from every node (the reference).
 class Snapshot {
  public:
-  Snapshot(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, const Params& p)
-      : s_(s), p_(p), t_(tree_for(s.cluster())), pods_(t_.domains.size(), 0), slices_(t_.domains.size(), 0) {
-    fill_counts(r, allowed);
+  Snapshot(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, const Params& p, bool indexed)
+      : s_(s), p_(p), t_(tree_for(s)), pods_(t_.domains.size(), 0), slices_(t_.domains.size(), 0), indexed_(indexed) {
+    if (indexed_)
+      fill_counts_indexed(r);
+    else
+      fill_counts(r, allowed);
   }
 
   int lowest_level() const { return static_cast<int>(t_.levels.size()) - 1; }
@@ -221,6 +214,9 @@ class Snapshot {
   const Tree& t_;
   std::vector<long> pods_;    // podCount per domain: capacity, then what the assignment gives it
   std::vector<long> slices_;  // sliceCount per domain
+  bool indexed_;
+  std::vector<int> live_nodes_;  // indexed: the hostname-level domains with pods or slices
+  std::vector<long> bucket_pods_;  // indexed: per bucket, the pods each of its nodes holds
 
   const Domain& dom(int d) const { return t_.domains[static_cast<std::size_t>(d)]; }
   long& pods(int d) { return pods_[static_cast<std::size_t>(d)]; }
@@ -249,6 +245,44 @@ class Snapshot {
             slices(d) += slices(ch);
           }
         }
+        if (level == p_.slice_level) slices(d) = pods(d) / p_.slice_size;
+      }
+    }
+  }
+
+  // fill_counts from the free-GPU index: the hostname level's domains of the nodes with
+  // capacity, pushed into their parents; the levels above summed as fill_counts does. The
+  // counts are the same: every other node domain holds nothing, and adds nothing.
+  void fill_counts_indexed(const JobRequest& r) {
+    const int lowest = lowest_level();
+    bucket_pods_.assign(static_cast<std::size_t>(s_.bucket_count()), 0);
+    for (int b = 0; b < s_.bucket_count(); ++b) {
+      const int cap = bucket_capacity(s_, r, b);
+      bucket_pods_[static_cast<std::size_t>(b)] = cap / p_.pod_gpus;
+      if (cap <= 0) continue;
+      for (NodeId n : s_.bucket_nodes(b)) {
+        const int d = t_.node_domain[n.index()];
+        if (d < 0) continue;
+        pods(d) = cap / p_.pod_gpus;
+        if (lowest == p_.slice_level) slices(d) = pods(d) / p_.slice_size;
+        if (pods(d) > 0 || slices(d) > 0) live_nodes_.push_back(d);
+      }
+    }
+    if (lowest == 0) return;
+    const long inner = inner_size(lowest);
+    for (int d : live_nodes_) {
+      const int up = dom(d).parent;
+      pods(up) += inner > 0 ? pods(d) / inner * inner : pods(d);
+      slices(up) += slices(d);
+    }
+    for (int level = lowest - 1; level >= 0; --level) {
+      const long inner_here = inner_size(level + 1);
+      for (int d : t_.by_level[static_cast<std::size_t>(level)]) {
+        if (level < lowest - 1)
+          for (int ch : dom(d).children) {
+            pods(d) += inner_here > 0 ? pods(ch) / inner_here * inner_here : pods(ch);
+            slices(d) += slices(ch);
+          }
         if (level == p_.slice_level) slices(d) = pods(d) / p_.slice_size;
       }
     }
@@ -341,16 +375,25 @@ class Snapshot {
 
   // Phase 2a (findLevelWithFitDomains): the level and the domains that hold the job.
   Result<std::pair<int, std::vector<int>>> find_level_with_fit_domains(int level) {
-    const std::vector<int>& all = t_.by_level[static_cast<std::size_t>(level)];
-    if (all.empty()) return infeasible(fmt::format("no topology domains at level {}", level_name(level)));
+    if (t_.by_level[static_cast<std::size_t>(level)].empty())
+      return infeasible(fmt::format("no topology domains at level {}", level_name(level)));
     const long needed = p_.count / p_.slice_size;
+    // Both searches below pass over domains that hold nothing (when something is needed):
+    // indexed, the hostname level's are not visited at all.
+    const std::vector<int>& all = indexed_ && needed > 0 && level == lowest_level()
+                                      ? live_nodes_
+                                      : t_.by_level[static_cast<std::size_t>(level)];
     if (p_.least_free) {
       // The first domain in LeastFreeCapacity order that holds the job, without sorting them all.
       int first = -1;
-      for (int d : all)
-        if (slices(d) >= needed && (first < 0 || before(d, first))) first = d;
+      if (&all == &live_nodes_)
+        first = least_free_first_indexed(needed);
+      else
+        for (int d : all)
+          if (slices(d) >= needed && (first < 0 || before(d, first))) first = d;
       if (first >= 0) return std::pair{level, std::vector<int>{first}};
     }
+    if (p_.least_free && indexed_) return least_free_domains(all, level, needed);
     std::vector<int> ds = sorted(all);
     long top_slices = ds.empty() ? 0 : slices(ds.front());
     if (!p_.least_free && top_slices >= needed) return std::pair{level, std::vector<int>{best_fit(ds, needed, true)}};
@@ -364,6 +407,53 @@ class Snapshot {
       if (!p_.least_free && slices(d) >= remaining) d = best_fit(std::span(ds).subspan(i), remaining, true);
       chosen.push_back(d);
       remaining -= slices(d);
+    }
+    if (remaining > 0) return infeasible(not_fit_at(level, needed - remaining, needed));
+    return std::pair{level, std::move(chosen)};
+  }
+
+  // Indexed, at the hostname level: the first node domain in before() order with at least
+  // `needed` (> 0) slices. A node domain's slices and pods are its bucket's, so the buckets
+  // give the smallest (slices, pods) that qualifies, and only the nodes of the buckets with
+  // that key are compared by order (the next key when none of them is a domain). -1: none.
+  int least_free_first_indexed(long needed) const {
+    std::vector<std::pair<std::pair<long, long>, int>> keyed;  // ((slices, pods), bucket)
+    for (int b = 0; b < s_.bucket_count(); ++b) {
+      const long pods = bucket_pods_[static_cast<std::size_t>(b)];
+      const long slices = lowest_level() == p_.slice_level ? pods / p_.slice_size : 0;
+      if (pods > 0 && slices >= needed && !s_.bucket_nodes(b).empty()) keyed.push_back({{slices, pods}, b});
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (std::size_t i = 0; i < keyed.size();) {
+      int first = -1;
+      const std::size_t group = i;
+      for (; i < keyed.size() && keyed[i].first == keyed[group].first; ++i)
+        for (NodeId n : s_.bucket_nodes(keyed[i].second)) {
+          const int d = t_.node_domain[n.index()];
+          if (d >= 0 && (first < 0 || dom(d).order < dom(first).order)) first = d;
+        }
+      if (first >= 0) return first;
+    }
+    return -1;
+  }
+
+  // The rest of find_level_with_fit_domains for LeastFreeCapacity (never required, never
+  // widened: an unconstrained request) once no single domain holds the job: domains in
+  // before() order until the job is covered, drawn from a heap instead of sorting them all
+  // (before() is a total order, so the draws are the sorted list's first ones).
+  Result<std::pair<int, std::vector<int>>> least_free_domains(const std::vector<int>& all, int level, long needed) {
+    std::vector<int> heap;
+    for (int d : all)
+      if (pods(d) > 0 || slices(d) > 0) heap.push_back(d);
+    const auto after = [&](int a, int b) { return before(b, a); };
+    std::make_heap(heap.begin(), heap.end(), after);
+    std::vector<int> chosen;
+    long remaining = needed;
+    while (remaining > 0 && !heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), after);
+      chosen.push_back(heap.back());
+      heap.pop_back();
+      remaining -= slices(chosen.back());
     }
     if (remaining > 0) return infeasible(not_fit_at(level, needed - remaining, needed));
     return std::pair{level, std::move(chosen)};
@@ -627,7 +717,9 @@ Params params_of(const Cluster& c, const JobRequest& r, bool balanced) {
 // kueue-bestfit: Kueue's default gates; kueue-balanced: the same with TASBalancedPlacement on.
 class KueueBestFit final : public PlacementPolicy {
  public:
-  explicit KueueBestFit(bool balanced) : balanced_(balanced) {}
+  // `may_index`: read the free-GPU index where it gives each node's capacity (the default);
+  // false keeps the scan of every node, the reference the indexed search is tested against.
+  KueueBestFit(bool balanced, bool may_index) : balanced_(balanced), may_index_(may_index) {}
   std::string_view name() const override { return balanced_ ? "kueue-balanced" : "kueue-bestfit"; }
   std::string_view summary() const override {
     return balanced_ ? "Kueue TAS with TASBalancedPlacement (KEP 2724): even spread under a preferred tier"
@@ -639,23 +731,34 @@ class KueueBestFit final : public PlacementPolicy {
   Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
                                     const NodeMask& allowed) const override {
     const Params p = params_of(s.cluster(), r, balanced_);
-    Snapshot snap(s, r, allowed, p);
+    Snapshot snap(s, r, allowed, p, may_index_ && capacity_indexed(r, allowed));
     return snap.assign();
   }
 
  private:
   bool balanced_;
+  bool may_index_;
 };
 
 }  // namespace
 
 const PlacementPolicy& kueue_bestfit_policy() {
-  static const KueueBestFit p(false);
+  static const KueueBestFit p(false, true);
+  return p;
+}
+
+const PlacementPolicy& kueue_bestfit_scan_policy() {
+  static const KueueBestFit p(false, false);
   return p;
 }
 
 const PlacementPolicy& kueue_balanced_policy() {
-  static const KueueBestFit p(true);
+  static const KueueBestFit p(true, true);
+  return p;
+}
+
+const PlacementPolicy& kueue_balanced_scan_policy() {
+  static const KueueBestFit p(true, false);
   return p;
 }
 

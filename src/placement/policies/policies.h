@@ -15,6 +15,14 @@ const PlacementPolicy& kueue_bestfit_policy();
 const PlacementPolicy& kueue_balanced_policy();
 const PlacementPolicy& topo_policy();
 
+// The searches that read the free-GPU index, as they were before it: the same policy
+// scanning every node. Registered nowhere; tests compare each with its indexed twin, which
+// must choose the same GPUs (docs/design.md, "Free-GPU index").
+const PlacementPolicy& slurm_tree_scan_policy();
+const PlacementPolicy& slurm_block_scan_policy();
+const PlacementPolicy& kueue_bestfit_scan_policy();
+const PlacementPolicy& kueue_balanced_scan_policy();
+
 // "needs N GPUs [in whole free nodes]; M are usable (F free)": the common infeasible reason.
 Error shortage_error(const AllocationState& s, const JobRequest& r, const NodeMask& allowed);
 

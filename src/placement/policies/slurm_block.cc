@@ -51,6 +51,9 @@ struct BlockTable {
   int base = 1;                              // bblock_node_cnt: the first BlockSizes value
   std::uint32_t levels = 0;                  // bit k: a level of 2^k base blocks
   std::vector<long> sizes;
+  // Per node: its base block, -1 for none. Empty when a node is in two base blocks (the
+  // per-block counts then cannot be kept per node, and the search scans).
+  std::vector<int> node_bblock;
 };
 
 Result<BlockTable> block_table(const Cluster& c, const std::vector<long>& sizes) {
@@ -69,23 +72,29 @@ Result<BlockTable> block_table(const Cluster& c, const std::vector<long>& sizes)
     std::sort(nodes.begin(), nodes.end());
     t.bblocks.push_back(std::move(nodes));
   }
+  t.node_bblock.assign(c.node_count(), -1);
+  for (std::size_t i = 0; i < t.bblocks.size(); ++i)
+    for (NodeId n : t.bblocks[i]) {
+      if (t.node_bblock[n.index()] >= 0) {
+        t.node_bblock.clear();
+        return t;
+      }
+      t.node_bblock[n.index()] = static_cast<int>(i);
+    }
   return t;
 }
 
-// Per thread, for the last cluster and sizes seen (the simulator places many jobs on one).
-Result<const BlockTable*> cached_table(const Cluster& c, const std::vector<long>& sizes) {
-  thread_local const Cluster* cluster = nullptr;
-  thread_local std::size_t nodes = 0;
-  thread_local std::string name;
+// Per thread, for the last cluster (AllocationState::cluster_key) and sizes seen (the
+// simulator places many jobs on one).
+Result<const BlockTable*> cached_table(const AllocationState& s, const std::vector<long>& sizes) {
+  thread_local std::uint64_t key = 0;
   thread_local std::vector<long> for_sizes;
   thread_local std::optional<BlockTable> table;
-  if (!table || cluster != &c || nodes != c.node_count() || name != c.name() || for_sizes != sizes) {
+  if (!table || key != s.cluster_key() || for_sizes != sizes) {
     table.reset();
-    TOPOSCHED_TRY(t, block_table(c, sizes));
+    TOPOSCHED_TRY(t, block_table(s.cluster(), sizes));
     table = std::move(t);
-    cluster = &c;
-    nodes = c.node_count();
-    name = c.name();
+    key = s.cluster_key();
     for_sizes = sizes;
   }
   return &*table;
@@ -119,11 +128,13 @@ int block_level_of(const BlockTable& t, int rem_nodes, int* llblock_level) {
 }
 
 // One run of eval_nodes_block for `rem_nodes` nodes (a segment, or the whole job) over the
-// nodes marked in `avail`. Fills `chosen` with the nodes in the order taken.
+// nodes marked in `avail`. Fills `chosen` with the nodes in the order taken. The available
+// nodes of a base block are counted over its nodes, or read from `counts` (per base block,
+// kept equal to those counts by the caller) when given.
 class BlockEval {
  public:
-  BlockEval(const BlockTable& t, int block_level, int llblock_level)
-      : t_(t), count_(static_cast<int>(t.bblocks.size())), ll_level_(llblock_level) {
+  BlockEval(const BlockTable& t, int block_level, int llblock_level, const std::vector<int>* counts)
+      : t_(t), counts_(counts), count_(static_cast<int>(t.bblocks.size())), ll_level_(llblock_level) {
     per_block_ = block_level < 0 ? count_ : (1 << block_level);
     blocks_ = block_level < 0 ? 1 : ceil_div(count_, per_block_);
     per_ll_ = 1 << llblock_level;
@@ -134,7 +145,9 @@ class BlockEval {
   // Available nodes per block of the job's level (nodes_on_block).
   std::vector<int> nodes_on_blocks(const std::vector<char>& avail) const {
     std::vector<int> out(static_cast<std::size_t>(blocks_), 0);
-    for (int i = 0; i < count_; ++i) out[static_cast<std::size_t>(i / per_block_)] += on_bblock(i, avail);
+    for (int b = 0; b < blocks_; ++b)
+      for (int i = b * per_block_; i < std::min(count_, (b + 1) * per_block_); ++i)
+        out[static_cast<std::size_t>(b)] += on_bblock(i, avail);
     return out;
   }
 
@@ -145,7 +158,9 @@ class BlockEval {
     const bool use_ll = per_block_ != per_ll_ * max_ll;
     std::vector<int> on_ll(static_cast<std::size_t>(ceil_div(count_, per_ll_)), 0);
     const std::vector<int> on_block = nodes_on_blocks(avail);
-    for (int i = 0; i < count_; ++i) on_ll[static_cast<std::size_t>(i / per_ll_)] += on_bblock(i, avail);
+    for (std::size_t l = 0; l < on_ll.size(); ++l)
+      for (int i = static_cast<int>(l) * per_ll_; i < std::min(count_, static_cast<int>(l + 1) * per_ll_); ++i)
+        on_ll[l] += on_bblock(i, avail);
     int best = -1, best_count = 0;
     for (int b = 0; b < blocks_; ++b) {
       if (allowed_block && !(*allowed_block)[static_cast<std::size_t>(b)]) continue;
@@ -178,8 +193,9 @@ class BlockEval {
     required_.assign(static_cast<std::size_t>(count_), 0);
     on_bb_.assign(static_cast<std::size_t>(count_), 0);
     on_ll_.assign(static_cast<std::size_t>(ceil_div(count_, per_ll_)), 0);
-    for (int i = 0; i < count_; ++i) {
-      if (i / per_block_ != block) continue;
+    // The base blocks of `block`: [first, end).
+    const int first = block * per_block_, end = std::min(count_, (block + 1) * per_block_);
+    for (int i = first; i < end; ++i) {
       on_bb_[static_cast<std::size_t>(i)] = on_bblock(i, avail);
       on_ll_[static_cast<std::size_t>(i / per_ll_)] += on_bb_[static_cast<std::size_t>(i)];
     }
@@ -187,8 +203,8 @@ class BlockEval {
     while (prev != rem_nodes) {
       prev = rem_nodes;
       Best best;
-      for (int i = 0; i < count_; ++i)
-        if (i / per_block_ == block && !required_[static_cast<std::size_t>(i)]) choose_bblock(i, rem_nodes, use_ll, best);
+      for (int i = first; i < end; ++i)
+        if (!required_[static_cast<std::size_t>(i)]) choose_bblock(i, rem_nodes, use_ll, best);
       if (best.inx < 0) break;
       if (max_ll <= 0 && !best.same_block) break;
       required_[static_cast<std::size_t>(best.inx)] = 1;
@@ -209,12 +225,14 @@ class BlockEval {
     bool same_block = true;
   };
   const BlockTable& t_;
+  const std::vector<int>* counts_;
   int count_, ll_level_;
   int per_block_ = 1, blocks_ = 1, per_ll_ = 1;
   std::vector<char> required_;
   std::vector<int> on_bb_, on_ll_;
 
   int on_bblock(int i, const std::vector<char>& avail) const {
+    if (counts_) return (*counts_)[static_cast<std::size_t>(i)];
     int k = 0;
     for (NodeId n : t_.bblocks[static_cast<std::size_t>(i)]) k += avail[n.index()] ? 1 : 0;
     return k;
@@ -265,6 +283,9 @@ Result<int> release_of(const JobRequest& r) {
 
 class SlurmBlockPolicy final : public PlacementPolicy {
  public:
+  // `may_index`: count available nodes from the free-GPU index where it can (the default);
+  // false keeps the scan of every node, the reference the indexed search is tested against.
+  explicit SlurmBlockPolicy(bool may_index) : may_index_(may_index) {}
   std::string_view name() const override { return "slurm-block"; }
   std::string_view summary() const override {
     return "Slurm topology/block (26.05; --slurm-version 25.11): the file's blocks and levels, segments";
@@ -275,28 +296,46 @@ class SlurmBlockPolicy final : public PlacementPolicy {
                                     const NodeMask& allowed) const override {
     TOPOSCHED_TRY(release, release_of(r));
     const Cluster& c = s.cluster();
-    std::vector<char> avail(c.node_count(), 0);
-    for (std::size_t i = 0; i < c.node_count(); ++i)
-      avail[i] = node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i))) > 0 ? 1 : 0;
     const int job_nodes = r.nodes > 0 ? r.nodes : 1;  // --gpus=K alone: one node at least
     if (release >= 2605 && r.nodes == 1) return first_node_that_fits(s, r, allowed);
-    TOPOSCHED_TRY(table, cached_table(c, r.block_sizes));
+    TOPOSCHED_TRY(table, cached_table(s, r.block_sizes));
+    // Available nodes: from the free-GPU index (the nodes of the buckets with capacity, and
+    // their count per base block), or by a scan of every node (the reference).
+    std::vector<char> avail(c.node_count(), 0);
+    std::optional<std::vector<int>> counts;
+    if (may_index_ && capacity_indexed(r, allowed) && !table->node_bblock.empty()) {
+      counts.emplace(table->bblocks.size(), 0);
+      for (int b = 0; b < s.bucket_count(); ++b) {
+        if (bucket_capacity(s, r, b) <= 0) continue;
+        for (NodeId n : s.bucket_nodes(b)) {
+          avail[n.index()] = 1;
+          if (const int bb = table->node_bblock[n.index()]; bb >= 0) ++(*counts)[static_cast<std::size_t>(bb)];
+        }
+      }
+    } else {
+      for (std::size_t i = 0; i < c.node_count(); ++i)
+        avail[i] = node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i))) > 0 ? 1 : 0;
+    }
     int segment = r.nodes > 0 ? r.segment : 0;
     if (segment > job_nodes) segment = 0;  // "Ignoring segment_size: larger than job size"
     if (segment > 0 && job_nodes % segment != 0)
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("slurm-block: --segment={} does not divide the job's {} nodes", segment, job_nodes));
-    return segments(s, r, allowed, *table, std::move(avail), job_nodes, segment);
+    return segments(s, r, allowed, *table, std::move(avail), counts ? &*counts : nullptr, job_nodes, segment);
   }
 
  private:
+  bool may_index_;
+
+  // `counts` (when given): available nodes per base block, kept in step with `avail`.
   static Result<std::vector<GpuId>> segments(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
-                                             const BlockTable& t, std::vector<char> avail, int job_nodes, int segment) {
+                                             const BlockTable& t, std::vector<char> avail, std::vector<int>* counts,
+                                             int job_nodes, int segment) {
     const int seg_nodes = segment > 0 ? segment : job_nodes;
     const int count = job_nodes / seg_nodes;
     int ll_level = 0;
     const int level = block_level_of(t, seg_nodes, &ll_level);
-    BlockEval eval(t, level, ll_level);
+    BlockEval eval(t, level, ll_level, counts);
     // --consolidate-segments: the block of the job's whole size that all segments share.
     std::optional<std::vector<char>> allowed_blocks;
     int per_as = 0;
@@ -318,8 +357,10 @@ class SlurmBlockPolicy final : public PlacementPolicy {
       if (k == 0 && allowed_blocks) {  // later segments stay in this block's consolidated block
         for (int b = 0; b < eval.blocks(); ++b)
           if (b / per_as != block / per_as)
-            for (int i = b * eval.per_block(); i < std::min((b + 1) * eval.per_block(), static_cast<int>(t.bblocks.size())); ++i)
+            for (int i = b * eval.per_block(); i < std::min((b + 1) * eval.per_block(), static_cast<int>(t.bblocks.size())); ++i) {
               for (NodeId n : t.bblocks[static_cast<std::size_t>(i)]) avail[n.index()] = 0;
+              if (counts) (*counts)[static_cast<std::size_t>(i)] = 0;
+            }
       }
       std::vector<NodeId> taken;
       const bool by_gpus = r.nodes == 0;
@@ -341,6 +382,8 @@ class SlurmBlockPolicy final : public PlacementPolicy {
         take_lowest_free(s, n, give, out);
         gpus_left -= give;
         avail[n.index()] = 0;
+        if (counts)
+          if (const int bb = t.node_bblock[n.index()]; bb >= 0) --(*counts)[static_cast<std::size_t>(bb)];
       }
     }
     return out;
@@ -360,7 +403,12 @@ class SlurmBlockPolicy final : public PlacementPolicy {
 }  // namespace
 
 const PlacementPolicy& slurm_block_policy() {
-  static const SlurmBlockPolicy p;
+  static const SlurmBlockPolicy p(true);
+  return p;
+}
+
+const PlacementPolicy& slurm_block_scan_policy() {
+  static const SlurmBlockPolicy p(false);
   return p;
 }
 

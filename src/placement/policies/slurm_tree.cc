@@ -47,6 +47,9 @@ namespace {
 
 class SlurmTree final : public PlacementPolicy {
  public:
+  // `may_index`: read the free-GPU index where it gives each node's capacity (the default);
+  // false keeps the scan of every node, the reference the indexed search is tested against.
+  explicit SlurmTree(bool may_index) : may_index_(may_index) {}
   std::string_view name() const override { return "slurm-tree"; }
   std::string_view summary() const override {
     return "Slurm topology/tree selection (26.05 leaf rule; --slurm-version 22.05: Debian 12's)";
@@ -59,36 +62,41 @@ class SlurmTree final : public PlacementPolicy {
     // the file comment).
     const bool release_2605 = r.slurm_version.empty() || r.slurm_version == "26.05";
     if (r.nodes == 1 && release_2605) return first_node_that_fits(s, r, allowed);
+    const bool indexed = may_index_ && capacity_indexed(r, allowed);
     if (r.nodes == 0 && !r.exclusive) {
-      if (auto one = select_pass(s, r, allowed, Pass::kWholeJobOnOneNode)) return one;
-      if (auto idle = select_pass(s, r, allowed, Pass::kIdleNodes)) return idle;
+      if (auto one = select_pass(s, r, allowed, Pass::kWholeJobOnOneNode, indexed)) return one;
+      if (auto idle = select_pass(s, r, allowed, Pass::kIdleNodes, indexed)) return idle;
     }
-    return select_pass(s, r, allowed, Pass::kAnyNode);
+    return select_pass(s, r, allowed, Pass::kAnyNode, indexed);
   }
 
  private:
   enum class Pass { kWholeJobOnOneNode, kIdleNodes, kAnyNode };
+  bool may_index_;
 
-  // long: a port of one pass of Slurm's eval_nodes_tree, kept in Slurm's order to compare line by line
+  // What node n gives the job in this pass (0: not available; nodes without a switch never are).
+  static int pass_capacity(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, Pass pass, NodeId n) {
+    if (!s.cluster().node_switch(n).valid() || (pass == Pass::kIdleNodes && !s.node_whole_free(n))) return 0;
+    const int cap = node_capacity(s, r, allowed, n);
+    return pass == Pass::kWholeJobOnOneNode && cap < r.total_gpus ? 0 : cap;
+  }
+  // The same for every node of bucket b (capacity_indexed requests).
+  static int pass_bucket_capacity(const AllocationState& s, const JobRequest& r, Pass pass, int b) {
+    if (pass == Pass::kIdleNodes && s.bucket_free(b) != s.bucket_node_gpus(b)) return 0;
+    const int cap = bucket_capacity(s, r, b);
+    return pass == Pass::kWholeJobOnOneNode && cap < r.total_gpus ? 0 : cap;
+  }
+
+  // One pass of Slurm's eval_nodes_tree: the counts of available nodes per switch and the
+  // top switch (from a scan of every node, or from the free-GPU index), then the leaves.
   static Result<std::vector<GpuId>> select_pass(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
-                                                Pass pass) {
-    const bool new_leaf_rule = r.slurm_version != "22.05";
+                                                Pass pass, bool indexed) {
     const Cluster& c = s.cluster();
     const std::size_t n_sw = c.switch_count();
     const bool gres_per_job = r.nodes == 0;  // --gpus=N without a node count
-    std::vector<int> cap(c.node_count(), 0);
-    for (std::size_t i = 0; i < c.node_count(); ++i) {
-      NodeId n(static_cast<std::uint32_t>(i));
-      if (!c.node_switch(n).valid() || (pass == Pass::kIdleNodes && !s.node_whole_free(n))) continue;
-      cap[i] = node_capacity(s, r, allowed, n);
-      if (pass == Pass::kWholeJobOnOneNode && cap[i] < r.total_gpus) cap[i] = 0;
-    }
-    int rem_nodes = gres_per_job ? 1 : r.nodes;
+    const int rem_nodes = gres_per_job ? 1 : r.nodes;
     // Available nodes per switch subtree.
-    std::vector<int> count(n_sw, 0);
-    for (std::size_t i = 0; i < c.node_count(); ++i)
-      if (cap[i] > 0)
-        for (SwitchId sw : s.node_ancestors(NodeId(static_cast<std::uint32_t>(i)))) ++count[sw.index()];
+    std::vector<int> count = indexed ? available_indexed(s, r, pass) : available_scan(s, r, allowed, pass);
     // 2. Top switch: highest level with enough nodes.
     int top = -1;
     for (std::size_t j = 0; j < n_sw; ++j) {
@@ -96,42 +104,112 @@ class SlurmTree final : public PlacementPolicy {
       if (top < 0 || level(c, j) >= level(c, static_cast<std::size_t>(top))) top = static_cast<int>(j);
     }
     if (top < 0) return tl::unexpected(shortage_error(s, r, allowed));
-    SwitchId top_sw(static_cast<std::uint32_t>(top));
-    // Restrict to the top switch's subtree.
-    std::vector<char> in_top(c.node_count(), 0);
+    const SwitchId top_sw(static_cast<std::uint32_t>(top));
+    if (!indexed) return restrict_scan(s, r, allowed, pass, top_sw, std::move(count), rem_nodes);
+    // Restricted to the top switch's subtree: its switches keep their counts, the switches
+    // above it count its nodes, every other switch none (what the scan's recount gives).
+    long total_gpus = 0;
+    const int total_nodes = count[top_sw.index()];
+    for (int b = 0; b < s.bucket_count(); ++b)
+      if (const int cap = pass_bucket_capacity(s, r, pass, b); cap > 0)
+        total_gpus += static_cast<long>(cap) * s.switch_bucket_nodes(top_sw, b);
+    if (total_nodes < rem_nodes || (gres_per_job && total_gpus < r.total_gpus))
+      return tl::unexpected(shortage_error(s, r, allowed));
+    for (std::size_t j = 0; j < n_sw; ++j)
+      if (!below(c, SwitchId(static_cast<std::uint32_t>(j)), top_sw)) count[j] = 0;
+    for (SwitchId up = c.switch_parent(top_sw); up.valid(); up = c.switch_parent(up)) count[up.index()] = total_nodes;
+    return choose_leaves(s, r, allowed, std::move(count), rem_nodes, true, [&](NodeId n) {
+      const auto up = s.node_ancestors(n);
+      if (std::find(up.begin(), up.end(), top_sw) == up.end()) return 0;
+      return pass_capacity(s, r, allowed, pass, n);
+    });
+  }
+
+  // The reference: every node's capacity, summed up its ancestors.
+  static std::vector<int> available_scan(const AllocationState& s, const JobRequest& r, const NodeMask& allowed, Pass pass) {
+    const Cluster& c = s.cluster();
+    std::vector<int> count(c.switch_count(), 0);
+    for (std::size_t i = 0; i < c.node_count(); ++i) {
+      const NodeId n(static_cast<std::uint32_t>(i));
+      if (pass_capacity(s, r, allowed, pass, n) > 0)
+        for (SwitchId sw : s.node_ancestors(n)) ++count[sw.index()];
+    }
+    return count;
+  }
+  // From the index: per switch, its subtree's nodes of the buckets with capacity. O(switches
+  // x buckets).
+  static std::vector<int> available_indexed(const AllocationState& s, const JobRequest& r, Pass pass) {
+    const Cluster& c = s.cluster();
+    std::vector<int> live;
+    for (int b = 0; b < s.bucket_count(); ++b)
+      if (!s.bucket_nodes(b).empty() && pass_bucket_capacity(s, r, pass, b) > 0) live.push_back(b);
+    std::vector<int> count(c.switch_count(), 0);
+    for (std::size_t j = 0; j < c.switch_count(); ++j)
+      for (int b : live) count[j] += static_cast<int>(s.switch_bucket_nodes(SwitchId(static_cast<std::uint32_t>(j)), b));
+    return count;
+  }
+  // True when `sw` is `top` or below it.
+  static bool below(const Cluster& c, SwitchId sw, SwitchId top) {
+    for (; sw.valid(); sw = c.switch_parent(sw))
+      if (sw == top) return true;
+    return false;
+  }
+
+  // The reference's restriction to the top switch: its available nodes, counted again.
+  static Result<std::vector<GpuId>> restrict_scan(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
+                                                  Pass pass, SwitchId top_sw, std::vector<int> count, int rem_nodes) {
+    const Cluster& c = s.cluster();
+    const bool gres_per_job = r.nodes == 0;
+    std::vector<int> cap(c.node_count(), 0);
     long total_gpus = 0;
     int total_nodes = 0;
-    for (NodeId n : c.switch_subtree_nodes(top_sw))
+    for (NodeId n : c.switch_subtree_nodes(top_sw)) {
+      cap[n.index()] = pass_capacity(s, r, allowed, pass, n);
       if (cap[n.index()] > 0) {
-        in_top[n.index()] = 1;
         total_gpus += cap[n.index()];
         ++total_nodes;
       }
+    }
     if (total_nodes < rem_nodes || (gres_per_job && total_gpus < r.total_gpus))
       return tl::unexpected(shortage_error(s, r, allowed));
     std::fill(count.begin(), count.end(), 0);
     for (std::size_t i = 0; i < c.node_count(); ++i)
-      if (in_top[i])
+      if (cap[i] > 0)
         for (SwitchId sw : s.node_ancestors(NodeId(static_cast<std::uint32_t>(i)))) ++count[sw.index()];
+    return choose_leaves(s, r, allowed, std::move(count), rem_nodes, false, [&](NodeId n) { return cap[n.index()]; });
+  }
 
-    std::vector<SwitchId> leaves;
-    for (std::size_t j = 0; j < n_sw; ++j)
-      if (!c.switch_nodes(SwitchId(static_cast<std::uint32_t>(j))).empty())
-        leaves.push_back(SwitchId(static_cast<std::uint32_t>(j)));
-    std::vector<long> dist(n_sw, 0);
-    std::vector<GpuId> out;
-    std::vector<NodeId> picked;
+  // 3-4: leaves one at a time, nodes of each in node order. `in_top(n)` is what node n gives
+  // the job when it is available under the top switch, else 0. The reference (`indexed`
+  // false) adds every leaf's hops to the chosen leaf after each choice and passes over every
+  // leaf per choice. Indexed, only the leaves that can still be chosen (count > 0: counts
+  // only fall, so a leaf that drops out never returns) are visited, in the same id order, and
+  // the last choice's hops are added to them in the same pass that compares them; a dropped
+  // leaf's distance is never read again.
+  template <class InTop>
+  static Result<std::vector<GpuId>> choose_leaves(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
+                                                  std::vector<int> count, int rem_nodes, bool indexed, InTop&& in_top) {
+    const bool new_leaf_rule = r.slurm_version != "22.05";
+    const Cluster& c = s.cluster();
+    const std::span<const SwitchId> leaves = s.leaf_switches();
+    std::vector<long> dist(c.switch_count(), 0);
+    std::vector<int> up_from(c.switch_count(), -1);  // hops from the last chosen leaf up to its ancestors
+    std::vector<SwitchId> live;                      // indexed: leaves with count > 0, in id order
+    if (indexed)
+      for (SwitchId leaf : leaves)
+        if (count[leaf.index()] > 0) live.push_back(leaf);
+    SwitchId last;  // indexed: the previous choice, whose hops are not added yet
+    std::vector<std::pair<NodeId, int>> picked;  // node, its capacity
     int need_gpus = r.total_gpus;
     int prev_rem = rem_nodes + 1;
     while (prev_rem != rem_nodes) {
       prev_rem = rem_nodes;
       int best = -1;
-      for (SwitchId leaf : leaves) {
+      auto consider = [&](SwitchId leaf) {
         const std::size_t i = leaf.index();
-        if (count[i] == 0) continue;
         if (best < 0) {
           best = static_cast<int>(i);
-          continue;
+          return;
         }
         bool i_fit = false;
         int cmp = compare(c, i, static_cast<std::size_t>(best), rem_nodes, count, i_fit);
@@ -141,33 +219,70 @@ class SlurmTree final : public PlacementPolicy {
         // switches _topo_compare_switches looked at), whatever the comparison says.
         const bool closer = new_leaf_rule ? (di < db && i_fit) : (di < db && cmp >= 0);
         if (closer || (di == db && cmp > 0)) best = static_cast<int>(i);
+      };
+      if (indexed) {
+        mark_chain(c, last, up_from, true);
+        std::size_t keep = 0;
+        for (SwitchId leaf : live) {
+          if (last.valid()) dist[leaf.index()] += marked_hops(c, leaf, up_from);
+          if (count[leaf.index()] == 0) continue;
+          live[keep++] = leaf;
+          consider(leaf);
+        }
+        live.resize(keep);
+        mark_chain(c, last, up_from, false);
+      } else {
+        for (SwitchId leaf : leaves)
+          if (count[leaf.index()] != 0) consider(leaf);
       }
       if (best < 0) break;
       SwitchId chosen(static_cast<std::uint32_t>(best));
-      for (SwitchId leaf : leaves) dist[leaf.index()] += hops(c, chosen, leaf);
+      if (indexed)
+        last = chosen;
+      else
+        for (SwitchId leaf : leaves) dist[leaf.index()] += hops(c, chosen, leaf);
+      // A leaf is chosen once (its count is zeroed below), so no node is taken twice.
       for (NodeId n : c.switch_nodes(chosen)) {
-        if (!in_top[n.index()]) continue;
-        in_top[n.index()] = 0;
-        picked.push_back(n);
-        need_gpus -= cap[n.index()];
+        const int cap = in_top(n);
+        if (cap <= 0) continue;
+        picked.emplace_back(n, cap);
+        need_gpus -= cap;
         --rem_nodes;
-        if (rem_nodes <= 0 && need_gpus <= 0) {
-          // GPUs are then handed out in node order, each node giving all it has until the
-          // job has enough (as Slurm's GRES allocation does); a node left with none drops out.
-          std::sort(picked.begin(), picked.end());
-          int left = r.total_gpus;
-          for (NodeId p : picked) {
-            const int take = gres_per_job ? std::min(cap[p.index()], left) : cap[p.index()];
-            take_lowest_free(s, p, take, out);
-            left -= take;
-          }
-          return out;
-        }
+        if (rem_nodes <= 0 && need_gpus <= 0) return hand_out(s, r, std::move(picked));
       }
       if (new_leaf_rule) take_off_ancestors(c, chosen, count);
       count[chosen.index()] = 0;
     }
     return tl::unexpected(shortage_error(s, r, allowed));
+  }
+
+  // GPUs are handed out in node order, each node giving all it has until the job has enough
+  // (as Slurm's GRES allocation does); a node left with none drops out.
+  static std::vector<GpuId> hand_out(const AllocationState& s, const JobRequest& r,
+                                     std::vector<std::pair<NodeId, int>> picked) {
+    std::sort(picked.begin(), picked.end());
+    std::vector<GpuId> out;
+    int left = r.total_gpus;
+    for (auto [p, p_cap] : picked) {
+      const int take = r.nodes == 0 ? std::min(p_cap, left) : p_cap;
+      take_lowest_free(s, p, take, out);
+      left -= take;
+    }
+    return out;
+  }
+
+  // Marks (or unmarks) the switches above `leaf`, itself included, with their hops from it.
+  static void mark_chain(const Cluster& c, SwitchId leaf, std::vector<int>& up_from, bool on) {
+    int up = 0;
+    for (SwitchId x = leaf; x.valid(); x = c.switch_parent(x)) up_from[x.index()] = on ? up++ : -1;
+  }
+  // hops(marked leaf, leaf): the first of the leaf's ancestors (itself included) that is
+  // marked is their lowest common one, which is where hops() meets.
+  static long marked_hops(const Cluster& c, SwitchId leaf, const std::vector<int>& up_from) {
+    long up = 0;
+    for (SwitchId y = leaf; y.valid(); y = c.switch_parent(y), ++up)
+      if (up_from[y.index()] >= 0) return up_from[y.index()] + up;
+    return std::numeric_limits<int>::max() / 4;  // different roots: unreachable
   }
 
   // _decrement_node_cnt (24.05.3+): the leaf's nodes, all taken, leave its ancestors' counts.
@@ -179,7 +294,7 @@ class SlurmTree final : public PlacementPolicy {
 
   static int level(const Cluster& c, std::size_t sw) { return c.switch_tier(SwitchId(static_cast<std::uint32_t>(sw))); }
 
-  // Tree hops between two switches (through their lowest common ancestor).
+  // Tree hops between two switches (through their lowest common ancestor). The reference.
   static long hops(const Cluster& c, SwitchId a, SwitchId b) {
     if (a == b) return 0;
     long up_a = 0;
@@ -229,7 +344,12 @@ class SlurmTree final : public PlacementPolicy {
 }  // namespace
 
 const PlacementPolicy& slurm_tree_policy() {
-  static const SlurmTree p;
+  static const SlurmTree p(true);
+  return p;
+}
+
+const PlacementPolicy& slurm_tree_scan_policy() {
+  static const SlurmTree p(false);
   return p;
 }
 

@@ -632,7 +632,7 @@ class Topo final : public PlacementPolicy {
                     const std::vector<GpuId>& gpus) {
     const Cluster& c = s.cluster();
     std::optional<CommPrediction> pred;
-    if (static_cast<int>(gpus.size()) <= kCostRankLimit) pred = predict_comm(c, gpus, r);
+    if (static_cast<int>(gpus.size()) <= kCostRankLimit) pred = predict_comm(s, gpus, r);
     if (pred) {
       cand.comm = pred->step_comm_us;
       cand.step = pred->step_compute_us > 0 ? pred->step_compute_us + pred->step_comm_us : 0;
