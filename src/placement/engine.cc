@@ -35,23 +35,6 @@ std::string first_free_job_id(const AllocationState& state) {
   }
 }
 
-Mutation place_change(std::string job_id, std::vector<GpuId> gpus, std::string answer_json, std::uint64_t order) {
-  Mutation c;
-  c.kind = Mutation::Kind::kPlace;
-  c.job_id = std::move(job_id);
-  c.gpus_by_rank = std::move(gpus);
-  c.answer_json = std::move(answer_json);
-  c.order = order;
-  return c;
-}
-
-Mutation release_change(std::string job_id) {
-  Mutation c;
-  c.kind = Mutation::Kind::kRelease;
-  c.job_id = std::move(job_id);
-  return c;
-}
-
 // Sets `mark` on `node` (lift: removes the mark of mark.source).
 Mutation node_mark_change(NodeId node, NodeMark mark, bool lift) {
   Mutation c;
@@ -220,7 +203,7 @@ Engine::Engine(const Cluster& cluster, AllocationState state)
     p.job_id = id;
     auto gpus = state.job_gpus(id);
     p.gpus_by_rank.assign(gpus.begin(), gpus.end());
-    changes.push_back(place_change(id, p.gpus_by_rank, placement_to_json(*cluster_, p).dump(), 0));
+    changes.push_back(Mutation::place_of(id, p.gpus_by_rank, placement_to_json(*cluster_, p).dump(), 0));
   }
   // The jobs come from a consistent state: they fit.
   (void)apply_locked(changes);
@@ -250,10 +233,10 @@ Mutation Engine::inverse_of(const Mutation& c) const {
         c.node.index() < cluster_->node_count() ? availability_.mark(c.node, c.mark.source) : nullptr;
     return before ? node_mark_change(c.node, *before, false) : node_mark_change(c.node, NodeMark{c.mark.source, {}, 0}, true);
   }
-  if (c.kind == Mutation::Kind::kPlace) return release_change(c.job_id);
+  if (c.kind == Mutation::Kind::kPlace) return Mutation::release_of(c.job_id);
   auto gpus = state_.job_gpus(c.job_id);
   auto answer = answers_.find(c.job_id);
-  return place_change(c.job_id, std::vector<GpuId>(gpus.begin(), gpus.end()),
+  return Mutation::place_of(c.job_id, std::vector<GpuId>(gpus.begin(), gpus.end()),
                       answer == answers_.end() ? std::string() : answer->second, state_.job_order(c.job_id));
 }
 
@@ -317,9 +300,9 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Muta
     d.answer_json = std::move(answer_json);
     d.gpus_by_rank = std::move(p.gpus_by_rank);
     if (!command.dry_run) {
-      change.push_back(place_change(d.job_id, d.gpus_by_rank, d.answer_json, 0));
+      change.push_back(Mutation::place_of(d.job_id, d.gpus_by_rank, d.answer_json, 0));
       change.back().request_json = d.request_json;
-      inverse.push_back(release_change(d.job_id));
+      inverse.push_back(Mutation::release_of(d.job_id));
     }
   } else {
     if (!state_.has_job(command.job_id))
@@ -329,7 +312,7 @@ Result<Decision> Engine::decide_command(const Command& command, std::vector<Muta
     d.gpus_by_rank.assign(gpus.begin(), gpus.end());
     d.answer_json = release_json(*cluster_, state_.total_free_gpus() + static_cast<std::int64_t>(gpus.size()),
                                  d.job_id, d.gpus_by_rank);
-    Mutation release = release_change(d.job_id);
+    Mutation release = Mutation::release_of(d.job_id);
     inverse.push_back(inverse_of(release));
     change.push_back(std::move(release));
   }
@@ -401,7 +384,7 @@ Result<void> Engine::replace(std::span<const Mutation> mutations) {
   // apply under the writer lock: readers see the old or the new state, never a mix.
   WriterLock lock(mutex_);
   std::vector<Mutation> changes;
-  for (const std::string& id : state_.job_ids()) changes.push_back(release_change(id));
+  for (const std::string& id : state_.job_ids()) changes.push_back(Mutation::release_of(id));
   for (std::uint32_t i = 0; i < cluster_->node_count(); ++i)
     for (const NodeMark& m : availability_.marks(NodeId(i))) changes.push_back(node_mark_change(NodeId(i), m, true));
   changes.insert(changes.end(), mutations.begin(), mutations.end());

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "placement/node_availability.h"
@@ -44,6 +45,24 @@ struct Mutation {
   std::uint64_t order = 0;
   NodeId node{};    // kMarkNode, kUnmarkNode
   NodeMark mark{};  // kMarkNode: the mark; kUnmarkNode: only mark.source is read
+
+  // The two job records, so that every writer fills the same members.
+  static Mutation place_of(std::string job_id, std::vector<GpuId> gpus_by_rank, std::string answer_json = {},
+                           std::uint64_t order = 0) {
+    Mutation m;
+    m.kind = Kind::kPlace;
+    m.job_id = std::move(job_id);
+    m.gpus_by_rank = std::move(gpus_by_rank);
+    m.answer_json = std::move(answer_json);
+    m.order = order;
+    return m;
+  }
+  static Mutation release_of(std::string job_id) {
+    Mutation m;
+    m.kind = Kind::kRelease;
+    m.job_id = std::move(job_id);
+    return m;
+  }
 };
 
 }  // namespace toposched

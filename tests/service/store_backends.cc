@@ -110,12 +110,7 @@ Mutation place_mutation(const Cluster& cluster, const JobRecord& job) {
   return m;
 }
 
-Mutation release_mutation(std::string id) {
-  Mutation m;
-  m.kind = Mutation::Kind::kRelease;
-  m.job_id = std::move(id);
-  return m;
-}
+Mutation release_mutation(std::string id) { return Mutation::release_of(std::move(id)); }
 
 Mutation mark_mutation(const Cluster& cluster, const std::string& node, std::string source, std::string reason,
                        std::int64_t since_unix_ms) {
