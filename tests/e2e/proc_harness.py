@@ -9,20 +9,44 @@ Stateless functions; thread-safe as far as the Popen objects given are not share
 
 from __future__ import annotations
 
+import random
 import signal
 import socket
 import subprocess
 from typing import Iterable, List, Optional
 
 
-def free_ports(count: int) -> List[int]:
-    """Ports free on 127.0.0.1 now, all distinct (held open together while picking)."""
-    socks = []
+def _ephemeral_low() -> int:
+    """The lowest port the kernel hands out for outgoing connections (Linux's default 32768)."""
     try:
-        for _ in range(count):
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_ports(count: int) -> List[int]:
+    """Ports free on 127.0.0.1 now, all distinct (held open together while picking), drawn at
+    random from below the kernel's ephemeral range. A port from bind(0) lies inside that range,
+    so between the pick and the daemon's own bind any outgoing connection of a test running
+    beside this one could take it (CI saw `toposched serve` refuse 127.0.0.1:53431 as in use);
+    below the range only another test's explicit pick can, one chance in about 20,000."""
+    high = max(_ephemeral_low(), 12000)
+    draw = random.SystemRandom()
+    socks: List[socket.socket] = []
+    try:
+        for _ in range(200 * count):
+            if len(socks) == count:
+                break
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
+            try:
+                s.bind(("127.0.0.1", draw.randrange(10000, high)))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
+        if len(socks) < count:
+            raise RuntimeError(f"no {count} free ports on 127.0.0.1 below {high} after {200 * count} draws")
         return [s.getsockname()[1] for s in socks]
     finally:
         for s in socks:
