@@ -22,12 +22,18 @@ RequestTrace small_trace() {
   return *t;
 }
 
-TEST(RequestSim, OneWorkerUnlimitedCacheHitsWhatTheTraceAllows) {
-  auto cluster = load_cluster("preset:dgx-h100?nodes=1");
-  ASSERT_TRUE(cluster);
+// One worker under the kv policy: the small trace's requests meet in one cache.
+RouteOptions one_kv_worker() {
   RouteOptions o;
   o.workers = 1;
   o.policies = {"kv"};
+  return o;
+}
+
+TEST(RequestSim, OneWorkerUnlimitedCacheHitsWhatTheTraceAllows) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=1");
+  ASSERT_TRUE(cluster);
+  RouteOptions o = one_kv_worker();
   o.sim.cache_blocks = -1;
   auto run = run_route(*cluster, "one", small_trace(), o);
   ASSERT_TRUE(run) << run.error().to_string();
@@ -51,9 +57,7 @@ TEST(RequestSim, OneWorkerUnlimitedCacheHitsWhatTheTraceAllows) {
 TEST(RequestSim, BoundedCacheEvictsAndReportsEvictionsToTheIndex) {
   auto cluster = load_cluster("preset:dgx-h100?nodes=1");
   ASSERT_TRUE(cluster);
-  RouteOptions o;
-  o.workers = 1;
-  o.policies = {"kv"};
+  RouteOptions o = one_kv_worker();
   // Request 1 takes all 9 blocks (8 prompt, 1 output); request 2 waits for it to finish,
   // then needs 2 blocks with 1 free: the least recently used block, request 1's tail, goes.
   // Request 3 (request 1's prompt plus one block) then finds 7 of its blocks.
@@ -72,9 +76,7 @@ TEST(RequestSim, BoundedCacheEvictsAndReportsEvictionsToTheIndex) {
 TEST(RequestSim, TtftSplitsIntoPullWaitAndPrefill) {
   auto cluster = load_cluster("preset:dgx-h100?nodes=1");
   ASSERT_TRUE(cluster);
-  RouteOptions o;
-  o.workers = 1;
-  o.policies = {"kv"};
+  RouteOptions o = one_kv_worker();
   o.sim.cache_blocks = 9;
   auto run = run_route(*cluster, "one", small_trace(), o);
   ASSERT_TRUE(run) << run.error().to_string();
@@ -240,9 +242,7 @@ TEST(RouteRun, BadOptionsAreRejected) {
 TEST(RouteRun, WarmupRequestsAreSimulatedButNotInTheLatencies) {
   auto cluster = load_cluster("preset:dgx-h100?nodes=1");
   ASSERT_TRUE(cluster);
-  RouteOptions o;
-  o.workers = 1;
-  o.policies = {"kv"};
+  RouteOptions o = one_kv_worker();
   auto all = run_route(*cluster, "c", small_trace(), o);
   o.sim.warmup_requests = 2;
   auto warm = run_route(*cluster, "c", small_trace(), o);
