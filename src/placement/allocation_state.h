@@ -13,7 +13,7 @@
 //
 // Invariants (check_invariants() recomputes them from the owners): every counter equals
 // the count derived from the per-GPU owners (the index included: each node is listed once,
-// in the bucket of its free GPUs, at the position bucket_pos_ records); every job's GPU list holds exactly the GPUs
+// in the bucket of its free GPUs, at the position its NodeCell records); every job's GPU list holds exactly the GPUs
 // whose owner is that job; no GPU has two owners (structural: one owner slot per GPU).
 //
 // The state refers to its Cluster by pointer: the Cluster must outlive it (and, being a
@@ -60,7 +60,7 @@ class AllocationState {
   // Frees every GPU of the job; returns them in the order they were allocated.
   Result<std::vector<GpuId>> release(std::string_view job_id);
 
-  bool gpu_free(GpuId g) const { return owner_[g.index()] == kFree; }
+  bool gpu_free(GpuId g) const { return gpu_cell_[g.index()].owner == kFree; }
   // Job id owning the GPU, or empty when free.
   std::string_view gpu_owner(GpuId g) const;
 
@@ -81,7 +81,7 @@ class AllocationState {
   int bucket_free(int b) const { return b % bucket_width_; }
   int bucket_node_gpus(int b) const { return bucket_gpus_[static_cast<std::size_t>(b / bucket_width_)]; }
   int node_bucket(NodeId n) const {
-    return node_slot_[n.index()] * bucket_width_ + node_free_[n.index()];
+    return node_cell_[n.index()].slot * bucket_width_ + node_free_[n.index()];
   }
   // The nodes of a bucket, in no particular order (it changes with every allocate/release).
   std::span<const NodeId> bucket_nodes(int b) const { return bucket_nodes_[static_cast<std::size_t>(b)]; }
@@ -94,11 +94,9 @@ class AllocationState {
   // Switches with nodes attached (leaves of the tree, whatever their tier), in id order.
   std::span<const SwitchId> leaf_switches() const { return leaf_switches_; }
 
-  // Switches above the node, leaf first (the node's switch, its parent, ...).
-  std::span<const SwitchId> node_ancestors(NodeId n) const {
-    return {ancestors_.data() + ancestor_begin_[n.index()],
-            ancestor_begin_[n.index() + 1] - ancestor_begin_[n.index()]};
-  }
+  // Switches above the node, leaf first (the node's switch, its parent, ...): the chain of
+  // the node's switch, kept once per switch rather than once per node.
+  std::span<const SwitchId> node_ancestors(NodeId n) const { return switch_chain(node_cell_[n.index()].leaf); }
 
   // Jobs, in allocation order.
   std::vector<std::string> job_ids() const;
@@ -121,10 +119,22 @@ class AllocationState {
 
  private:
   void adjust(NodeId n, int delta_gpus);
+  std::size_t node_run(NodeId n, std::span<const GpuId> gpus) const;
+  // Asks the CPU for the lines allocate/release will touch a few nodes ahead of gpus[i]
+  // (the GPUs of a multi-node job are spread over the arrays, one cache miss each).
+  void prefetch_gpu(std::span<const GpuId> gpus, std::size_t i) const;
+  void prefetch_node(std::span<const GpuId> gpus, std::size_t i) const;
+  void build_switch_chains();
 
   const Cluster* cluster_;
   std::uint64_t cluster_key_;                   // see cluster_key()
-  std::vector<JobSlot> owner_;                  // per GPU
+  // Per GPU: its owner, and its node (a copy of the Cluster's, kept beside the owner so that
+  // allocate/release find both in one cache line).
+  struct GpuCell {
+    JobSlot owner = kFree;
+    NodeId node;
+  };
+  std::vector<GpuCell> gpu_cell_;
   std::vector<int> node_free_;                  // per node
   std::vector<std::int64_t> switch_free_gpus_;  // per switch, whole subtree
   std::vector<std::int64_t> switch_free_nodes_;
@@ -134,16 +144,36 @@ class AllocationState {
   std::vector<std::int64_t> domain_total_gpus_;
   std::int64_t total_free_gpus_ = 0;
   std::int64_t total_free_nodes_ = 0;
-  std::vector<std::uint32_t> ancestor_begin_;  // per node + 1, into ancestors_
-  std::vector<SwitchId> ancestors_;
+  // What allocate/release read of a node, packed so that moving a node costs one cache line
+  // here (plus its free counter and its GPUs' owners) instead of one per array: the node's
+  // switch (the first of its ancestors), domain, first GPU, GPU count, GPU-count slot of the
+  // free-GPU index and its position in its bucket's list.
+  struct NodeCell {
+    std::uint32_t first_gpu = 0;
+    std::uint32_t bucket_pos = 0;
+    SwitchId leaf;
+    DomainId domain;
+    std::uint8_t gpus = 0;
+    std::uint8_t slot = 0;
+  };
+  std::vector<NodeCell> node_cell_;  // per node
+  // Per switch: itself and the switches above it, leaf first, in chain_[chain_begin_[s] ..
+  // chain_begin_[s + 1]); the entry after the last switch is the empty chain of switchless
+  // nodes (their NodeCell::leaf is invalid).
+  std::vector<std::uint32_t> chain_begin_;
+  std::vector<SwitchId> chain_;
+  std::span<const SwitchId> switch_chain(SwitchId s) const {
+    const std::size_t i = s.valid() ? s.index() : chain_begin_.size() - 2;
+    return {chain_.data() + chain_begin_[i], chain_begin_[i + 1] - chain_begin_[i]};
+  }
 
   // Free-GPU index (see the top of this file).
   int bucket_width_ = 1;                          // largest node GPU count + 1
   std::vector<int> bucket_gpus_;                  // per GPU-count slot: the node GPU count
-  std::vector<std::uint8_t> node_slot_;           // per node: its GPU-count slot
   std::vector<std::vector<NodeId>> bucket_nodes_;  // per bucket, unordered
-  std::vector<std::uint32_t> bucket_pos_;         // per node: its position in its bucket's list
-  std::vector<std::int64_t> switch_bucket_nodes_;  // per switch x bucket
+  // Per switch x bucket. 32 bits (a switch has fewer than 2^31 nodes) so that a switch's row
+  // for 8-GPU nodes (9 buckets) fits one cache line.
+  std::vector<std::int32_t> switch_bucket_nodes_;
   std::vector<NodeId> switchless_nodes_;
   std::vector<SwitchId> leaf_switches_;
   void build_index();
