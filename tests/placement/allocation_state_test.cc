@@ -102,6 +102,30 @@ TEST(AllocationState, GangAllocationIsAllOrNothing) {
   EXPECT_TRUE(s.check_invariants());
 }
 
+// allocate/release count consecutive GPUs of one node as a run: GPUs in rank order that
+// leave a node and come back, or take a node's GPUs out of local order, must still count
+// each GPU once (the run test compares GPU ids with the node's range, not node ids).
+TEST(AllocationState, RunsOfOneNodeInAnyOrderCountEachGpuOnce) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  AllocationState s(c);
+  AllocationState empty = s.snapshot();
+  const std::vector<GpuId> zigzag = {c.node_gpu(NodeId(0), 3), c.node_gpu(NodeId(1), 0), c.node_gpu(NodeId(0), 1),
+                                     c.node_gpu(NodeId(0), 7), c.node_gpu(NodeId(1), 7), c.node_gpu(NodeId(1), 6),
+                                     c.node_gpu(NodeId(3), 7), c.node_gpu(NodeId(3), 0)};
+  ASSERT_TRUE(s.allocate("z", zigzag));
+  EXPECT_EQ(s.free_gpus(NodeId(0)), 5);
+  EXPECT_EQ(s.free_gpus(NodeId(1)), 5);
+  EXPECT_EQ(s.free_gpus(NodeId(2)), 8);
+  EXPECT_EQ(s.free_gpus(NodeId(3)), 6);
+  EXPECT_EQ(s.total_free_gpus(), 32 - 8);
+  EXPECT_TRUE(s.check_invariants());
+  auto back = s.release("z");
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, zigzag);
+  EXPECT_TRUE(s.same_counters(empty));
+  EXPECT_TRUE(s.check_invariants());
+}
+
 TEST(AllocationState, DomainCountersOnNvl72) {
   Cluster c = preset("gb200-nvl72?racks=2");
   AllocationState s(c);
