@@ -4,7 +4,9 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -593,8 +595,8 @@ struct Choice {
 
 // The algorithm and protocol that run the collective on g: the fastest of those that apply
 // when the caller asked for auto, else the one asked for (or why it cannot run here).
-Result<Choice> choose_algorithm(const Graph& g, const std::vector<Island>& islands, Collective collective,
-                                double bytes, Algorithm algorithm) {
+Result<Choice> choose_algorithm(const Graph& g, int min_local, Collective collective, double bytes,
+                                Algorithm algorithm) {
   Candidate chosen{Algorithm::kRing, Protocol::kSimple, 0, kInf};
   double best = kInf;
   auto consider_algo = [&](Algorithm a) {
@@ -605,8 +607,6 @@ Result<Choice> choose_algorithm(const Graph& g, const std::vector<Island>& islan
   if (is_direct_collective(collective)) {
     // Fraction of a rank's all-to-all data that stays in its island (the smallest island
     // has the most remote traffic).
-    int min_local = g.max_local;
-    for (const Island& isl : islands) min_local = std::min(min_local, isl.gpus);
     double local = (min_local - 1.0) / g.ranks;
     chosen = direct_candidate(g, collective, local);
     best = chosen.time(bytes);
@@ -633,6 +633,25 @@ Result<Choice> choose_algorithm(const Graph& g, const std::vector<Island>& islan
   return Choice{chosen, best};
 }
 
+// The graph of `ranks` (their islands left in s.islands): sort the ranks by island, collect
+// the islands, summarise them and their crossings. Errors: a GPU outside the cluster or
+// given twice.
+Result<Graph> build_graph(const Cluster& cluster, std::span<const GpuId> ranks, const CostOptions& options,
+                          Scratch& s) {
+  TOPOSCHED_TRY(gpu_bits, sort_ranks_by_island(cluster, ranks, s));
+  TOPOSCHED_CHECK(collect_islands(cluster, gpu_bits, s));
+  Graph g = summarise_islands(ranks.size(), s.islands);
+  cross_islands(cluster, options, s.islands, g);
+  return g;
+}
+
+// The fewest GPUs any island holds (the direct collectives' local share).
+int min_island_gpus(const Graph& g, const std::vector<Island>& islands) {
+  int min_local = g.max_local;
+  for (const Island& isl : islands) min_local = std::min(min_local, isl.gpus);
+  return min_local;
+}
+
 }  // namespace
 
 // Phases: check the request → sort the ranks by island → collect the islands → summarise
@@ -642,10 +661,7 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
                                                const CostOptions& options) {
   TOPOSCHED_CHECK(check_request(ranks, collective, bytes, algorithm, options));
   Scratch& s = scratch();
-  TOPOSCHED_TRY(gpu_bits, sort_ranks_by_island(cluster, ranks, s));
-  TOPOSCHED_CHECK(collect_islands(cluster, gpu_bits, s));
-  Graph g = summarise_islands(ranks.size(), s.islands);
-  cross_islands(cluster, options, s.islands, g);
+  TOPOSCHED_TRY(g, build_graph(cluster, ranks, options, s));
 
   CollectiveEstimate est;
   est.collective = collective;
@@ -657,7 +673,7 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
                         : algorithm;
     return est;  // nothing crosses a link
   }
-  TOPOSCHED_TRY(choice, choose_algorithm(g, s.islands, collective, bytes, algorithm));
+  TOPOSCHED_TRY(choice, choose_algorithm(g, min_island_gpus(g, s.islands), collective, bytes, algorithm));
   est.algorithm = choice.candidate.algorithm;
   est.protocol = choice.candidate.protocol;
   est.time_us = choice.time_us;
@@ -666,6 +682,115 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
     est.busbw_GBps = est.algbw_GBps * bus_factor(collective, g.ranks);
   }
   return est;
+}
+
+namespace {
+// A graph and what the algorithm choice reads besides it.
+struct GraphInfo {
+  Graph g;
+  int min_local = 0;
+};
+
+// Everything choose_algorithm (auto) reads, bit for bit: equal keys give equal times.
+using ChoiceKey = std::array<std::uint64_t, 8>;
+std::uint64_t bits_of(double v) {
+  std::uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+ChoiceKey choice_key(const GraphInfo& info, Collective c, double bytes) {
+  const Graph& g = info.g;
+  auto u32 = [](int v) { return static_cast<std::uint64_t>(static_cast<std::uint32_t>(v)); };
+  return {u32(g.ranks) | u32(g.islands) << 32,
+          u32(g.max_local) | u32(info.min_local) << 32,
+          std::uint64_t{g.equal_local} | std::uint64_t{g.intra_nvlink} << 1 | std::uint64_t{g.nvswitch} << 2 |
+              static_cast<std::uint64_t>(g.arch) << 8 | static_cast<std::uint64_t>(c) << 16,
+          bits_of(g.intra_bw),
+          bits_of(g.intra_lat),
+          bits_of(g.cross_bw),
+          bits_of(g.cross_lat),
+          bits_of(bytes)};
+}
+struct ChoiceKeyHash {
+  std::size_t operator()(const ChoiceKey& k) const {
+    std::uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (std::uint64_t v : k) h = (h ^ v) * 0xff51afd7ed558ccdull, h ^= h >> 32;
+    return static_cast<std::size_t>(h);
+  }
+};
+}  // namespace
+
+struct GroupCollectiveCosts::State {
+  // Graphs of single-node groups by (node type, local GPU set). Few per job (a TP group
+  // fills a node or a fixed part of one); past kMaxShapes further shapes are not kept.
+  struct Shape {
+    NodeTypeId type;
+    std::uint64_t mask = 0;
+    GraphInfo info;
+  };
+  static constexpr std::size_t kMaxShapes = 64;
+  std::vector<Shape> shapes;
+  std::unordered_map<ChoiceKey, double, ChoiceKeyHash> choices;
+};
+
+GroupCollectiveCosts::GroupCollectiveCosts(const Cluster& cluster, const CostOptions& options)
+    : cluster_(cluster), options_(options), state_(std::make_unique<State>()) {}
+GroupCollectiveCosts::~GroupCollectiveCosts() = default;
+
+Result<double> GroupCollectiveCosts::time_us(std::span<const GpuId> ranks, std::span<const Collective> collectives,
+                                             double bytes) {
+  for (Collective c : collectives) TOPOSCHED_CHECK(check_request(ranks, c, bytes, Algorithm::kAuto, options_));
+  State& st = *state_;
+  // One node, no GPU twice, at most 64 GPUs in the node: the graph is the shape's.
+  const GraphInfo* info = nullptr;
+  NodeTypeId type;
+  std::uint64_t mask = 0;
+  bool one_node = ranks.size() >= 2;
+  NodeId node;
+  for (std::size_t i = 0; one_node && i < ranks.size(); ++i) {
+    const GpuId g = ranks[i];
+    if (!g.valid() || g.index() >= cluster_.gpu_count()) {
+      one_node = false;
+      break;
+    }
+    const NodeId n = cluster_.gpu_node(g);
+    if (i == 0) {
+      node = n;
+      type = cluster_.node_type_id(n);
+      if (cluster_.node_type_at(type).gpu_count > 64) one_node = false;
+    } else if (n != node) {
+      one_node = false;
+    }
+    const std::uint64_t bit = std::uint64_t{1} << cluster_.gpu_local_index(g);
+    if (mask & bit) one_node = false;  // given twice: the general path reports it
+    mask |= bit;
+  }
+  if (one_node)
+    for (const State::Shape& shape : st.shapes)
+      if (shape.type == type && shape.mask == mask) {
+        info = &shape.info;
+        break;
+      }
+  GraphInfo built;
+  if (!info) {
+    Scratch& s = scratch();
+    TOPOSCHED_TRY(g, build_graph(cluster_, ranks, options_, s));
+    built = {g, min_island_gpus(g, s.islands)};
+    info = &built;
+    if (one_node && st.shapes.size() < State::kMaxShapes) st.shapes.push_back({type, mask, built});
+  }
+  if (info->g.ranks == 1) return 0.0;  // estimate_collective's time for one rank
+  double total = 0;
+  for (Collective c : collectives) {
+    const ChoiceKey key = choice_key(*info, c, bytes);
+    auto it = st.choices.find(key);
+    if (it == st.choices.end()) {
+      TOPOSCHED_TRY(choice, choose_algorithm(info->g, info->min_local, c, bytes, Algorithm::kAuto));
+      it = st.choices.emplace(key, choice.time_us).first;
+    }
+    total += it->second;
+  }
+  return total;
 }
 
 nlohmann::ordered_json estimate_to_json(const CollectiveEstimate& e, double bytes) {
