@@ -731,7 +731,88 @@ struct GroupCollectiveCosts::State {
   static constexpr std::size_t kMaxShapes = 64;
   std::vector<Shape> shapes;
   std::unordered_map<ChoiceKey, double, ChoiceKeyHash> choices;
+  // Per node type: its GPU generation (arch_of reads the model name), filled on first use.
+  std::vector<std::optional<Arch>> type_arch;
+  // The last spread group (one GPU on each of several nodes, no accelerator domain): its
+  // nodes and NIC shares in rank order, and its graph. Groups of one kind come in order, and
+  // the DP (or PP) groups of one stage use the same nodes, one local GPU index each: the
+  // graph is the same when the nodes and the shares are.
+  std::vector<NodeId> spread_nodes, next_nodes;
+  std::vector<double> spread_egress, next_egress;
+  Graph spread_graph;
+  bool spread_valid = false;
+
+  Arch arch(const Cluster& c, NodeTypeId t) {
+    if (type_arch.size() < c.node_type_count()) type_arch.resize(c.node_type_count());
+    std::optional<Arch>& a = type_arch[t.index()];
+    if (!a) a = nccl::arch_of(c.node_type_at(t).gpu_model);
+    return *a;
+  }
+
+  const Graph* spread_graph_of(const Cluster& c, const CostOptions& options, std::span<const GpuId> ranks);
 };
+
+// The graph build_graph gives for `ranks` when every rank is on its own node and no node is
+// in an accelerator domain, without sorting: each island is one rank's GPU, the islands in
+// rank order (their first ranks), the crossings between consecutive ranks' nodes. The same
+// operations on the same values as collect_islands, summarise_islands and cross_islands
+// (an island of one GPU: egress 0 + its NIC share; no hop inside). nullptr when `ranks`
+// are not such a group (a GPU invalid, two on one node, a node in a domain).
+const Graph* GroupCollectiveCosts::State::spread_graph_of(const Cluster& c, const CostOptions& options,
+                                                          std::span<const GpuId> ranks) {
+  thread_local std::vector<std::uint32_t> seen;  // per node: the stamp of the last group that used it
+  thread_local std::uint32_t stamp = 0;
+  if (seen.size() < c.node_count()) seen.resize(c.node_count(), 0);
+  if (++stamp == 0) {  // wrapped: no stale stamp may equal a new one
+    std::fill(seen.begin(), seen.end(), 0);
+    stamp = 1;
+  }
+  next_nodes.clear();
+  next_egress.clear();
+  for (GpuId g : ranks) {
+    if (!g.valid() || g.index() >= c.gpu_count()) return nullptr;
+    const NodeId n = c.gpu_node(g);
+    if (seen[n.index()] == stamp || c.node_domain(n).valid()) return nullptr;
+    seen[n.index()] = stamp;
+    next_nodes.push_back(n);
+    next_egress.push_back(c.gpu_network_GBps(g) * nccl::kNetEncodingEfficiency);
+  }
+  if (spread_valid && next_nodes == spread_nodes &&
+      std::equal(next_egress.begin(), next_egress.end(), spread_egress.begin(), spread_egress.end(),
+                 [](double a, double b) { return bits_of(a) == bits_of(b); }))
+    return &spread_graph;
+  std::swap(next_nodes, spread_nodes);
+  std::swap(next_egress, spread_egress);
+  spread_valid = true;
+  Graph g;
+  g.ranks = static_cast<int>(ranks.size());
+  g.islands = g.ranks;
+  g.max_local = 1;
+  for (NodeId n : spread_nodes) {
+    const NodeTypeId t = c.node_type_id(n);
+    g.nvswitch = g.nvswitch && c.node_type_at(t).nvswitch;
+    g.arch = std::min(g.arch, std::min(Arch::kBlackwell, arch(c, t)));
+  }
+  const std::size_t count = spread_nodes.size();
+  auto island = [&](std::size_t i) {
+    Island isl;
+    isl.first_rank = static_cast<std::uint32_t>(i);
+    isl.gpus = 1;
+    isl.nodes = 1;
+    isl.node = spread_nodes[i];
+    isl.egress = 0.0 + spread_egress[i];
+    return isl;
+  };
+  for (std::size_t i = 0; i < count; ++i) {
+    if (count == 2 && i == 1) break;  // the same pair
+    const Island a = island(i), b = island((i + 1) % count);
+    const Path p = c.node_path(a.node, b.node);
+    g.cross_bw = std::min(g.cross_bw, crossing_bandwidth(c, options, a, b, p));
+    g.cross_lat = std::max(g.cross_lat, p.latency_us);
+  }
+  spread_graph = g;
+  return &spread_graph;
+}
 
 GroupCollectiveCosts::GroupCollectiveCosts(const Cluster& cluster, const CostOptions& options)
     : cluster_(cluster), options_(options), state_(std::make_unique<State>()) {}
@@ -772,6 +853,11 @@ Result<double> GroupCollectiveCosts::time_us(std::span<const GpuId> ranks, std::
         break;
       }
   GraphInfo built;
+  if (!info && !one_node && ranks.size() >= 2)
+    if (const Graph* spread = st.spread_graph_of(cluster_, options_, ranks)) {
+      built = {*spread, 1};
+      info = &built;
+    }
   if (!info) {
     Scratch& s = scratch();
     TOPOSCHED_TRY(g, build_graph(cluster_, ranks, options_, s));

@@ -36,9 +36,11 @@ Cluster mixed_cluster() {
     for (int b = 0; b < 4; ++b)
       pcie.gpu_links[static_cast<std::size_t>(a * 4 + b)] = {
           a == b ? LinkClass::kSelf : a / 2 == b / 2 ? LinkClass::kPhb : LinkClass::kSys, 0};
+  // Uneven NIC shares: GPU 0 has NIC 0 to itself, GPUs 1-3 share NIC 1. Groups on the same
+  // nodes with other local GPUs then differ in egress.
   for (int k = 0; k < 2; ++k) {
     Nic nic{fmt::format("mlx5_{}", k), 200, {}, -1, true};
-    for (int g = 0; g < 4; ++g) nic.gpu_affinity.push_back(g / 2 == k ? LinkClass::kPix : LinkClass::kSys);
+    for (int g = 0; g < 4; ++g) nic.gpu_affinity.push_back((g == 0) == (k == 0) ? LinkClass::kPix : LinkClass::kSys);
     pcie.nics.push_back(nic);
   }
   const NodeTypeId slow = b.add_node_type(pcie);
@@ -68,7 +70,7 @@ std::vector<Cluster> clusters() {
 // A group drawn the ways a job's placement makes them: part of one node in any order, whole
 // nodes, one GPU on each of several nodes, a few GPUs on each of a few nodes, anywhere; and
 // faults: a GPU twice, a GPU outside the cluster. A small pool of nodes makes shapes repeat.
-std::vector<GpuId> draw_group(const Cluster& c, std::mt19937_64& rng) {
+std::vector<GpuId> draw_group(const Cluster& c, std::mt19937_64& rng, std::vector<NodeId>& last_spread) {
   auto node = [&] { return NodeId(static_cast<std::uint32_t>(rng() % std::min<std::size_t>(c.node_count(), 12))); };
   auto local_perm = [&](NodeId n) {
     std::vector<int> l(static_cast<std::size_t>(c.node_gpu_count(n)));
@@ -95,12 +97,22 @@ std::vector<GpuId> draw_group(const Cluster& c, std::mt19937_64& rng) {
       break;
     }
     case 2:
-    case 3: {  // one GPU on each of several nodes (PP and DP groups), same local index or not
+    case 3: {  // one GPU on each of several nodes (PP and DP groups), same local index or not;
+               // half of the time on the previous such group's nodes (the next DP group of a stage)
       const int same = static_cast<int>(rng() % 2);
+      auto local = [&](NodeId n) {
+        return same ? 0 : static_cast<int>(rng() % static_cast<std::uint64_t>(c.node_gpu_count(n)));
+      };
+      if (!last_spread.empty() && rng() % 2) {
+        for (NodeId n : last_spread) g.push_back(c.node_gpu(n, local(n)));
+        break;
+      }
+      last_spread.clear();
       for (std::size_t i = 0, k = 2 + rng() % 8; i < k; ++i) {
         const NodeId n(static_cast<std::uint32_t>(rng() % c.node_count()));
         if (std::any_of(g.begin(), g.end(), [&](GpuId x) { return c.gpu_node(x) == n; })) continue;
-        g.push_back(c.node_gpu(n, same ? 0 : static_cast<int>(rng() % static_cast<std::uint64_t>(c.node_gpu_count(n)))));
+        g.push_back(c.node_gpu(n, local(n)));
+        last_spread.push_back(n);
       }
       break;
     }
@@ -157,8 +169,9 @@ TEST(GroupCollectiveCosts, EqualsEstimateCollectiveBitForBit) {
   for (const Cluster& c : clusters()) {
     for (const CostOptions& options : {CostOptions{}, shared}) {
       GroupCollectiveCosts costs(c, options);  // one per cluster: later groups hit earlier entries
+      std::vector<NodeId> last_spread;
       for (int draw = 0; draw < 1500; ++draw) {
-        const std::vector<GpuId> group = draw_group(c, rng);
+        const std::vector<GpuId> group = draw_group(c, rng, last_spread);
         const auto& set = collective_sets[rng() % collective_sets.size()];
         const double bytes = sizes[rng() % std::size(sizes)];
         Result<double> direct = 0.0;
