@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <map>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -243,8 +243,12 @@ int max_stage_leaves(const Cluster& c, const std::vector<GpuId>& gpus, int pp) {
   int most = 0;
   for (int st = 0; st < pp && stage > 0; ++st) {
     sl.clear();
-    for (std::size_t i = static_cast<std::size_t>(st) * stage; i < (static_cast<std::size_t>(st) + 1) * stage; ++i)
-      sl.push_back(c.node_switch(c.gpu_node(gpus[i])).value);
+    // Consecutive ranks mostly share a node, so a switch equal to the last one pushed is
+    // skipped: the count of distinct switches is the same, the sort shorter.
+    for (std::size_t i = static_cast<std::size_t>(st) * stage; i < (static_cast<std::size_t>(st) + 1) * stage; ++i) {
+      const std::uint32_t sw = c.node_switch(c.gpu_node(gpus[i])).value;
+      if (sl.empty() || sl.back() != sw) sl.push_back(sw);
+    }
     std::sort(sl.begin(), sl.end());
     most = std::max(most, static_cast<int>(std::unique(sl.begin(), sl.end()) - sl.begin()));
   }
@@ -254,25 +258,43 @@ int max_stage_leaves(const Cluster& c, const std::vector<GpuId>& gpus, int pp) {
 void describe(const AllocationState& s, const JobRequest& r, Placement& p, const PlacementPolicy& policy) {
   const Cluster& c = s.cluster();
   const auto& gpus = p.gpus_by_rank;
-  // Nodes in first-rank order with their local indices in rank order.
+  // Nodes in first-rank order with their local indices in rank order. A node's position is
+  // found through a per-thread table indexed by node and stamped per call (no hashing per
+  // GPU: jobs of thousands of GPUs come through here).
   std::vector<NodeId> nodes;
-  std::unordered_map<std::uint32_t, std::size_t> node_pos;
   std::vector<std::vector<int>> locals;
-  for (GpuId g : gpus) {
-    NodeId n = c.gpu_node(g);
-    auto [it, fresh] = node_pos.emplace(n.value, nodes.size());
-    if (fresh) {
-      nodes.push_back(n);
-      locals.emplace_back();
+  {
+    thread_local std::vector<std::uint32_t> stamp;  // per node: the call that last saw it
+    thread_local std::vector<std::uint32_t> pos;    // per node: its index in `nodes` then
+    thread_local std::uint32_t call = 0;
+    if (stamp.size() < c.node_count()) stamp.resize(c.node_count(), 0), pos.resize(c.node_count(), 0);
+    if (++call == 0) {  // wrapped: no stale stamp may equal a new one
+      std::fill(stamp.begin(), stamp.end(), 0);
+      call = 1;
     }
-    locals[it->second].push_back(c.gpu_local_index(g));
+    for (GpuId g : gpus) {
+      const NodeId n = c.gpu_node(g);
+      if (stamp[n.index()] != call) {
+        stamp[n.index()] = call;
+        pos[n.index()] = static_cast<std::uint32_t>(nodes.size());
+        nodes.push_back(n);
+        locals.emplace_back();
+      }
+      locals[pos[n.index()]].push_back(c.gpu_local_index(g));
+    }
   }
   std::vector<std::string> names;
+  names.reserve(nodes.size());
+  p.cuda_visible_devices.reserve(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     names.push_back(c.node_name(nodes[i]));
     std::string dev;
-    for (int l : locals[i]) dev += (dev.empty() ? "" : ",") + std::to_string(l);
-    p.cuda_visible_devices.emplace_back(names.back(), dev);
+    for (int l : locals[i]) {
+      if (!dev.empty()) dev += ',';
+      char buf[16];
+      dev.append(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, l).ptr - buf));
+    }
+    p.cuda_visible_devices.emplace_back(names.back(), std::move(dev));
   }
   p.nodes_hostlist = compress_hostlist(names);
   p.node_count = static_cast<int>(nodes.size());
