@@ -727,6 +727,7 @@ struct GroupCollectiveCosts::State {
     NodeTypeId type;
     std::uint64_t mask = 0;
     GraphInfo info;
+    std::uint64_t id = 0;  // which graph, for `last`
   };
   static constexpr std::size_t kMaxShapes = 64;
   std::vector<Shape> shapes;
@@ -741,6 +742,17 @@ struct GroupCollectiveCosts::State {
   std::vector<double> spread_egress, next_egress;
   Graph spread_graph;
   bool spread_valid = false;
+  std::uint64_t spread_id = 0;  // changes whenever spread_graph does
+  std::uint64_t next_id = 1;    // ids of kept graphs; 0 = a graph built for one call only
+  // The last answer, for a kept graph: consecutive groups of one kind (the TP groups of whole
+  // nodes, the DP groups of one stage) mostly have the same graph, collectives and bytes.
+  struct Last {
+    std::uint64_t id = 0;
+    std::array<Collective, 2> collectives{};
+    std::size_t count = 0;
+    std::uint64_t bytes = 0;  // bits
+    double total = 0;
+  } last;
 
   Arch arch(const Cluster& c, NodeTypeId t) {
     if (type_arch.size() < c.node_type_count()) type_arch.resize(c.node_type_count());
@@ -784,6 +796,7 @@ const Graph* GroupCollectiveCosts::State::spread_graph_of(const Cluster& c, cons
   std::swap(next_nodes, spread_nodes);
   std::swap(next_egress, spread_egress);
   spread_valid = true;
+  spread_id = next_id++;
   Graph g;
   g.ranks = static_cast<int>(ranks.size());
   g.islands = g.ranks;
@@ -846,10 +859,12 @@ Result<double> GroupCollectiveCosts::time_us(std::span<const GpuId> ranks, std::
     if (mask & bit) one_node = false;  // given twice: the general path reports it
     mask |= bit;
   }
+  std::uint64_t id = 0;  // the kept graph's id, 0 for one built for this call only
   if (one_node)
     for (const State::Shape& shape : st.shapes)
       if (shape.type == type && shape.mask == mask) {
         info = &shape.info;
+        id = shape.id;
         break;
       }
   GraphInfo built;
@@ -857,15 +872,24 @@ Result<double> GroupCollectiveCosts::time_us(std::span<const GpuId> ranks, std::
     if (const Graph* spread = st.spread_graph_of(cluster_, options_, ranks)) {
       built = {*spread, 1};
       info = &built;
+      id = st.spread_id;
     }
   if (!info) {
     Scratch& s = scratch();
     TOPOSCHED_TRY(g, build_graph(cluster_, ranks, options_, s));
     built = {g, min_island_gpus(g, s.islands)};
     info = &built;
-    if (one_node && st.shapes.size() < State::kMaxShapes) st.shapes.push_back({type, mask, built});
+    if (one_node && st.shapes.size() < State::kMaxShapes) {
+      id = st.next_id++;
+      st.shapes.push_back({type, mask, built, id});
+    }
   }
   if (info->g.ranks == 1) return 0.0;  // estimate_collective's time for one rank
+  State::Last& last = st.last;
+  const bool memo = id != 0 && collectives.size() <= last.collectives.size();
+  if (memo && last.id == id && last.count == collectives.size() && last.bytes == bits_of(bytes) &&
+      std::equal(collectives.begin(), collectives.end(), last.collectives.begin()))
+    return last.total;
   double total = 0;
   for (Collective c : collectives) {
     const ChoiceKey key = choice_key(*info, c, bytes);
@@ -875,6 +899,13 @@ Result<double> GroupCollectiveCosts::time_us(std::span<const GpuId> ranks, std::
       it = st.choices.emplace(key, choice.time_us).first;
     }
     total += it->second;
+  }
+  if (memo) {
+    last.id = id;
+    last.count = collectives.size();
+    std::copy(collectives.begin(), collectives.end(), last.collectives.begin());
+    last.bytes = bits_of(bytes);
+    last.total = total;
   }
   return total;
 }
