@@ -4,6 +4,8 @@
 #include <array>
 #include <charconv>
 #include <map>
+#include <span>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -203,12 +205,20 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
   return out;
 }
 
+// The local GPU indices of each of a placement's nodes, in rank order, in one flat array:
+// node i's are at(i) (a vector per node cost thousands of allocations per large job).
+struct NodeLocals {
+  std::vector<int> flat;
+  std::vector<std::uint32_t> start;  // node i's indices are flat[start[i], start[i + 1])
+  std::span<const int> at(std::size_t i) const { return {flat.data() + start[i], flat.data() + start[i + 1]}; }
+};
+
 // long: every field of a placement's explanation from one rank order, which each step shares
 // The path levels among a placement's GPUs, by distance: every pair inside a node, and
 // between nodes (each node against the first and its neighbour in node order: the widest
 // level always shows up among those).
 std::map<int, std::string> spanned_levels(const Cluster& c, const std::vector<NodeId>& nodes,
-                                          const std::vector<std::vector<int>>& locals) {
+                                          const NodeLocals& locals) {
   std::map<int, std::string> levels;
   auto note = [&](const Path& path) {
     // level_name builds a string: only for a level not seen yet.
@@ -219,12 +229,14 @@ std::map<int, std::string> spanned_levels(const Cluster& c, const std::vector<No
   std::vector<std::pair<NodeTypeId, std::size_t>> seen;  // (type, index into locals) of each pattern walked
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const NodeTypeId type = c.node_type_id(nodes[i]);
-    if (std::any_of(seen.begin(), seen.end(), [&](const auto& x) { return x.first == type && locals[x.second] == locals[i]; }))
+    const std::span<const int> mine = locals.at(i);
+    if (std::any_of(seen.begin(), seen.end(),
+                    [&](const auto& x) { return x.first == type && std::ranges::equal(locals.at(x.second), mine); }))
       continue;
     seen.emplace_back(type, i);
-    for (std::size_t a = 0; a < locals[i].size(); ++a)
-      for (std::size_t b = a + 1; b < locals[i].size(); ++b)
-        note(c.path(c.node_gpu(nodes[i], locals[i][a]), c.node_gpu(nodes[i], locals[i][b])));
+    for (std::size_t a = 0; a < mine.size(); ++a)
+      for (std::size_t b = a + 1; b < mine.size(); ++b)
+        note(c.path(c.node_gpu(nodes[i], mine[a]), c.node_gpu(nodes[i], mine[b])));
   }
   std::vector<NodeId> sorted = nodes;
   std::sort(sorted.begin(), sorted.end());
@@ -262,7 +274,7 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
   // found through a per-thread table indexed by node and stamped per call (no hashing per
   // GPU: jobs of thousands of GPUs come through here).
   std::vector<NodeId> nodes;
-  std::vector<std::vector<int>> locals;
+  NodeLocals locals;
   {
     thread_local std::vector<std::uint32_t> stamp;  // per node: the call that last saw it
     thread_local std::vector<std::uint32_t> pos;    // per node: its index in `nodes` then
@@ -272,16 +284,24 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
       std::fill(stamp.begin(), stamp.end(), 0);
       call = 1;
     }
+    // Pass 1: the nodes in first-rank order and how many GPUs each holds; pass 2: each
+    // node's local indices in rank order, into its slice of `flat`.
     for (GpuId g : gpus) {
       const NodeId n = c.gpu_node(g);
       if (stamp[n.index()] != call) {
         stamp[n.index()] = call;
         pos[n.index()] = static_cast<std::uint32_t>(nodes.size());
         nodes.push_back(n);
-        locals.emplace_back();
+        locals.start.push_back(0);
       }
-      locals[pos[n.index()]].push_back(c.gpu_local_index(g));
+      ++locals.start[pos[n.index()]];
     }
+    std::uint32_t next = 0;
+    for (std::uint32_t& st : locals.start) next += std::exchange(st, next);  // counts to starts
+    locals.start.push_back(next);
+    locals.flat.resize(gpus.size());
+    std::vector<std::uint32_t> fill(locals.start.begin(), locals.start.end() - 1);
+    for (GpuId g : gpus) locals.flat[fill[pos[c.gpu_node(g).index()]]++] = c.gpu_local_index(g);
   }
   std::vector<std::string> names;
   names.reserve(nodes.size());
@@ -289,7 +309,7 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     names.push_back(c.node_name(nodes[i]));
     std::string dev;
-    for (int l : locals[i]) {
+    for (int l : locals.at(i)) {
       if (!dev.empty()) dev += ',';
       char buf[16];
       dev.append(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, l).ptr - buf));
