@@ -109,10 +109,16 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
 //    the set of local GPU indices, which are all its graph depends on (the paths inside a
 //    node and the GPUs' NIC shares come from the node type; one island needs no crossing),
 //    so its ranks are not sorted and no path is looked up again;
-//  - the algorithm choice is kept per distinct (graph, collective, bytes): groups of one
-//    kind on equivalent GPUs (most of a job's groups) share one.
-// Memory grows with the distinct shapes and graphs seen; use one per job estimate (or
-// reset it). Not thread-safe: one object per thread. The cluster must outlive it.
+//  - a spread group (one GPU on each of its nodes, no accelerator domain: a job's DP and PP
+//    groups) gets its graph in rank order without a sort, and reuses the previous spread
+//    group's graph when the nodes and the GPUs' NIC shares are the same (the DP groups of
+//    one stage);
+//  - the algorithm choice is kept per distinct (graph, collective, bytes), the graph's
+//    fields compared bit for bit, and the last answer is kept for the next group of the
+//    same graph: groups of one kind on equivalent GPUs (most of a job's groups) share one.
+// Memory grows with the distinct shapes and graphs seen; use one per job estimate.
+// Not thread-safe: one object per thread (it also uses per-thread scratch). The cluster
+// must outlive it.
 class GroupCollectiveCosts {
  public:
   GroupCollectiveCosts(const Cluster& cluster, const CostOptions& options);
