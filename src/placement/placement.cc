@@ -267,42 +267,46 @@ int max_stage_leaves(const Cluster& c, const std::vector<GpuId>& gpus, int pp) {
   return most;
 }
 
+// The nodes of `gpus` in first-rank order, and each node's local GPU indices in rank order.
+// A node's position is found through a per-thread table indexed by node and stamped per
+// call (no hashing per GPU: jobs of thousands of GPUs come through here).
+void nodes_in_rank_order(const Cluster& c, const std::vector<GpuId>& gpus, std::vector<NodeId>& nodes,
+                         NodeLocals& locals) {
+  thread_local std::vector<std::uint32_t> stamp;  // per node: the call that last saw it
+  thread_local std::vector<std::uint32_t> pos;    // per node: its index in `nodes` then
+  thread_local std::uint32_t call = 0;
+  if (stamp.size() < c.node_count()) stamp.resize(c.node_count(), 0), pos.resize(c.node_count(), 0);
+  if (++call == 0) {  // wrapped: no stale stamp may equal a new one
+    std::fill(stamp.begin(), stamp.end(), 0);
+    call = 1;
+  }
+  // Pass 1: the nodes in first-rank order and how many GPUs each holds; pass 2: each
+  // node's local indices in rank order, into its slice of `flat`.
+  for (GpuId g : gpus) {
+    const NodeId n = c.gpu_node(g);
+    if (stamp[n.index()] != call) {
+      stamp[n.index()] = call;
+      pos[n.index()] = static_cast<std::uint32_t>(nodes.size());
+      nodes.push_back(n);
+      locals.start.push_back(0);
+    }
+    ++locals.start[pos[n.index()]];
+  }
+  std::uint32_t next = 0;
+  for (std::uint32_t& st : locals.start) next += std::exchange(st, next);  // counts to starts
+  locals.start.push_back(next);
+  locals.flat.resize(gpus.size());
+  std::vector<std::uint32_t> fill(locals.start.begin(), locals.start.end() - 1);
+  for (GpuId g : gpus) locals.flat[fill[pos[c.gpu_node(g).index()]]++] = c.gpu_local_index(g);
+}
+
 void describe(const AllocationState& s, const JobRequest& r, Placement& p, const PlacementPolicy& policy) {
   const Cluster& c = s.cluster();
   const auto& gpus = p.gpus_by_rank;
-  // Nodes in first-rank order with their local indices in rank order. A node's position is
-  // found through a per-thread table indexed by node and stamped per call (no hashing per
-  // GPU: jobs of thousands of GPUs come through here).
+  // Nodes in first-rank order with their local indices in rank order.
   std::vector<NodeId> nodes;
   NodeLocals locals;
-  {
-    thread_local std::vector<std::uint32_t> stamp;  // per node: the call that last saw it
-    thread_local std::vector<std::uint32_t> pos;    // per node: its index in `nodes` then
-    thread_local std::uint32_t call = 0;
-    if (stamp.size() < c.node_count()) stamp.resize(c.node_count(), 0), pos.resize(c.node_count(), 0);
-    if (++call == 0) {  // wrapped: no stale stamp may equal a new one
-      std::fill(stamp.begin(), stamp.end(), 0);
-      call = 1;
-    }
-    // Pass 1: the nodes in first-rank order and how many GPUs each holds; pass 2: each
-    // node's local indices in rank order, into its slice of `flat`.
-    for (GpuId g : gpus) {
-      const NodeId n = c.gpu_node(g);
-      if (stamp[n.index()] != call) {
-        stamp[n.index()] = call;
-        pos[n.index()] = static_cast<std::uint32_t>(nodes.size());
-        nodes.push_back(n);
-        locals.start.push_back(0);
-      }
-      ++locals.start[pos[n.index()]];
-    }
-    std::uint32_t next = 0;
-    for (std::uint32_t& st : locals.start) next += std::exchange(st, next);  // counts to starts
-    locals.start.push_back(next);
-    locals.flat.resize(gpus.size());
-    std::vector<std::uint32_t> fill(locals.start.begin(), locals.start.end() - 1);
-    for (GpuId g : gpus) locals.flat[fill[pos[c.gpu_node(g).index()]]++] = c.gpu_local_index(g);
-  }
+  nodes_in_rank_order(c, gpus, nodes, locals);
   std::vector<std::string> names;
   names.reserve(nodes.size());
   p.cuda_visible_devices.reserve(nodes.size());
