@@ -6,7 +6,13 @@
 // (which includes the input text itself, as the CLI holds the whole file). A fork per
 // format keeps one reader's peak from hiding another's.
 //
-//   build/release/bench/large_inputs [TARGET_MB=50] [nodes=N] [only=SUBSTRING]
+//   build/release/bench/large_inputs [TARGET_MB=50] [nodes=N] [only=SUBSTRING] [model-only]
+//
+// model-only: no reader. For each cluster format, the node count its generated input holds
+// (at TARGET_MB, or N) and the same cluster model -- the same nodes, node names, GPUs per
+// node, switches and tiers as that reader builds (checked on a 3,200-node sample) -- built
+// directly through ClusterBuilder, with its CPU time, the child's peak resident memory and
+// the model's resident bytes per node: the floor any reader of that format pays.
 //
 // Results: docs/performance.md ("Large inputs").
 #include <chrono>
@@ -22,6 +28,7 @@
 #include <unistd.h>
 
 #include "formats/cluster_source.h"
+#include "formats/discovered.h"
 #include "formats/ibnetdiscover.h"
 #include "formats/k8s_nodes.h"
 #include "placement/state_file.h"
@@ -175,6 +182,111 @@ std::vector<Case> cases() {
   };
 }
 
+// ---- model-only
+
+// The cluster one format's generated input describes, as a shape: `per_leaf` nodes of
+// `gpus_per_node` GPUs under each leaf switch, named n<leaf:06>x<k:02>; topology.conf puts
+// each leaf under its own spine (a second tier), the Topograph model has a "core" switch
+// beside the leaves.
+struct ModelCase {
+  const char* name;  // the reader row it is the floor of
+  std::function<std::string()> make;
+  std::string_view leaf_marker;  // occurs once per leaf in the generated input
+  int gpus_per_node;
+  bool spine_per_leaf;
+  bool core;
+};
+
+std::vector<ModelCase> model_cases() {
+  return {
+      {"slurm topology.conf", slurm_conf, "SwitchName=leaf", 8, true, false},
+      {"Topograph model", topograph_model, "- switch: leaf", 8, false, true},
+      {"native spec (YAML)", native_spec, ", tier: leaf, nodes: ", 1, false, false},
+  };
+}
+
+std::size_t count_of(std::string_view text, std::string_view marker) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(marker); at != std::string_view::npos; at = text.find(marker, at + marker.size())) ++n;
+  return n;
+}
+
+Cluster build_model(const ModelCase& m, std::size_t leaves) {
+  constexpr int kPerLeaf = 32;
+  ClusterBuilder b("model");
+  NodeType type = *generic_node_type("H100", m.gpus_per_node, 400);
+  type.name = "t";
+  const NodeTypeId t = b.add_node_type(type);
+  const int leaf_tier = b.add_tier(Tier{"leaf"});
+  const int spine_tier = m.spine_per_leaf ? b.add_tier(Tier{"spine"}) : -1;
+  if (m.core) b.add_switch("core", leaf_tier);
+  for (std::size_t i = 0; i < leaves; ++i) {
+    const SwitchId leaf = b.add_switch(fmt::format("leaf{:06d}", i), leaf_tier);
+    if (m.spine_per_leaf) b.connect(leaf, b.add_switch(fmt::format("spine{:06d}", i), spine_tier));
+    for (int k = 0; k < kPerLeaf; ++k) b.attach(b.add_node(fmt::format("n{:06d}x{:02d}", i, k), t), leaf);
+  }
+  auto c = std::move(b).build();
+  if (!c) {
+    fmt::print(stderr, "model: {}\n", c.error().to_string());
+    std::exit(1);
+  }
+  return std::move(*c);
+}
+
+std::size_t resident_bytes() {
+  long pages = 0, resident = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<std::size_t>(resident) * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+double cpu_seconds();
+
+// One format's floor, in this (child) process: the sample check, then the full model.
+void run_model_case(const ModelCase& m) {
+  // The shape, against the reader on a small input of the same generator.
+  const std::size_t target = g_target, nodes = g_nodes;
+  g_nodes = 3200;
+  const std::string sample = m.make();
+  g_nodes = nodes;
+  auto read = load_cluster_text(sample, m.name == std::string("slurm topology.conf") ? "s.conf" : "s.yaml");
+  const Cluster mine = build_model(m, count_of(sample, m.leaf_marker));
+  if (!read || read->node_count() != mine.node_count() || read->gpu_count() != mine.gpu_count() ||
+      read->switch_count() != mine.switch_count() || read->tiers().size() != mine.tiers().size() ||
+      read->node_name(NodeId(77)) != mine.node_name(NodeId(77))) {
+    fmt::print("| {} | | | | | model differs from the reader's on the sample: {} |\n", m.name,
+               read ? fmt::format("{} nodes, {} GPUs, {} switches, {} tiers vs {}, {}, {}, {}", read->node_count(),
+                                  read->gpu_count(), read->switch_count(), read->tiers().size(), mine.node_count(),
+                                  mine.gpu_count(), mine.switch_count(), mine.tiers().size())
+                    : read.error().to_string());
+    std::fflush(stdout);
+    return;
+  }
+  g_target = target;
+  std::size_t leaves = 0, text_mb = 0;
+  {
+    const std::string text = m.make();  // only to count what the reader would get; freed before the build
+    leaves = count_of(text, m.leaf_marker);
+    text_mb = text.size() >> 20;
+  }
+  const std::size_t before = resident_bytes();
+  const double cpu_before = cpu_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  const Cluster c = build_model(m, leaves);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double cpu = cpu_seconds() - cpu_before;
+  const std::size_t model = resident_bytes() - before;
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  fmt::print("| model only, as {} ({} MB) | {:.2f} M nodes, {} GPUs each, {} switches, {} tier(s) | {:.2f} s | {:.2f} s | "
+             "{:.0f} MB | model {:.0f} MB resident, {:.0f} bytes per node |\n",
+             m.name, text_mb, c.node_count() / 1e6, m.gpus_per_node, c.switch_count(), c.tiers().size(), seconds, cpu,
+             usage.ru_maxrss / 1024.0, model / 1048576.0, static_cast<double>(model) / static_cast<double>(c.node_count()));
+  std::fflush(stdout);
+}
+
 double cpu_seconds() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -202,14 +314,33 @@ void run_case(const Case& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bool model_only = false;
   for (int a = 1; a < argc; ++a) {
     std::string arg = argv[a];
-    if (arg.starts_with("nodes="))
+    if (arg == "model-only")
+      model_only = true;
+    else if (arg.starts_with("nodes="))
       g_nodes = static_cast<std::size_t>(std::atol(arg.c_str() + 6));
     else if (arg.starts_with("only="))
       g_only = arg.substr(5);
     else
       g_target = static_cast<std::size_t>(std::atof(arg.c_str()) * (1u << 20));
+  }
+  if (model_only) {
+    fmt::print("| model | what it holds | build time | CPU time | peak memory | model |\n|---|---|---|---|---|---|\n");
+    std::fflush(stdout);
+    for (const ModelCase& m : model_cases()) {
+      if (!g_only.empty() && std::string(m.name).find(g_only) == std::string::npos) continue;
+      pid_t pid = fork();
+      if (pid == 0) {
+        run_model_case(m);
+        std::_Exit(0);
+      }
+      int status = 0;
+      waitpid(pid, &status, 0);
+      if (!WIFEXITED(status)) fmt::print("| {} | | | | | child died (status {}) |\n", m.name, status);
+    }
+    return 0;
   }
   fmt::print("| input | size | read time | CPU time | peak memory | result |\n|---|---|---|---|---|---|\n");
   std::fflush(stdout);

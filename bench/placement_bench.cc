@@ -4,7 +4,8 @@
 //  - BM_TopoDecide: one `topo` decision (select + check_placement, state unchanged) for a
 //    request drawn from the job-size mix below; p50/p99/max per decision as counters.
 //    BM_TopoPlaceWithPrediction: the same through place(), which also runs the cost model on
-//    the chosen GPUs and writes the explanation. BM_TopoDecideBySize: one size at a time.
+//    the chosen GPUs and writes the explanation. BM_TopoDecideBySize, BM_TopoPlaceBySize:
+//    one size at a time.
 //  - BM_AllocateRelease: allocate + release of a whole-node job at a random free spot;
 //    reports the time per node touched.
 //
@@ -97,6 +98,24 @@ void BM_TopoDecideBySize(benchmark::State& st) {
   }
 }
 BENCHMARK(BM_TopoDecideBySize)->Arg(1)->Arg(8)->Arg(64)->Arg(256)->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
+
+// place() with the prediction and the explanation, one size at a time: the jobs that set
+// BM_TopoPlaceWithPrediction's p99 (1,024-4,096 GPUs), for profiles and A/B runs.
+void BM_TopoPlaceBySize(benchmark::State& st) {
+  const Cluster& c = big_cluster();
+  static const AllocationState s = busy_state(42);
+  const PlacementPolicy& topo = **find_policy("topo");
+  JobRequest r;
+  r.gpus = static_cast<int>(st.range(0));
+  r.tp = std::min(r.gpus, 8);
+  r.pp = r.gpus >= 256 ? 4 : 1;
+  r = *normalize(r, c);
+  for (auto _ : st) {
+    auto p = place(s, r, topo);
+    benchmark::DoNotOptimize(p);
+  }
+}
+BENCHMARK(BM_TopoPlaceBySize)->Arg(256)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMicrosecond);
 
 void BM_AllocateRelease(benchmark::State& st) {
   const Cluster& c = big_cluster();

@@ -4,7 +4,9 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -593,8 +595,8 @@ struct Choice {
 
 // The algorithm and protocol that run the collective on g: the fastest of those that apply
 // when the caller asked for auto, else the one asked for (or why it cannot run here).
-Result<Choice> choose_algorithm(const Graph& g, const std::vector<Island>& islands, Collective collective,
-                                double bytes, Algorithm algorithm) {
+Result<Choice> choose_algorithm(const Graph& g, int min_local, Collective collective, double bytes,
+                                Algorithm algorithm) {
   Candidate chosen{Algorithm::kRing, Protocol::kSimple, 0, kInf};
   double best = kInf;
   auto consider_algo = [&](Algorithm a) {
@@ -605,8 +607,6 @@ Result<Choice> choose_algorithm(const Graph& g, const std::vector<Island>& islan
   if (is_direct_collective(collective)) {
     // Fraction of a rank's all-to-all data that stays in its island (the smallest island
     // has the most remote traffic).
-    int min_local = g.max_local;
-    for (const Island& isl : islands) min_local = std::min(min_local, isl.gpus);
     double local = (min_local - 1.0) / g.ranks;
     chosen = direct_candidate(g, collective, local);
     best = chosen.time(bytes);
@@ -633,6 +633,25 @@ Result<Choice> choose_algorithm(const Graph& g, const std::vector<Island>& islan
   return Choice{chosen, best};
 }
 
+// The graph of `ranks` (their islands left in s.islands): sort the ranks by island, collect
+// the islands, summarise them and their crossings. Errors: a GPU outside the cluster or
+// given twice.
+Result<Graph> build_graph(const Cluster& cluster, std::span<const GpuId> ranks, const CostOptions& options,
+                          Scratch& s) {
+  TOPOSCHED_TRY(gpu_bits, sort_ranks_by_island(cluster, ranks, s));
+  TOPOSCHED_CHECK(collect_islands(cluster, gpu_bits, s));
+  Graph g = summarise_islands(ranks.size(), s.islands);
+  cross_islands(cluster, options, s.islands, g);
+  return g;
+}
+
+// The fewest GPUs any island holds (the direct collectives' local share).
+int min_island_gpus(const Graph& g, const std::vector<Island>& islands) {
+  int min_local = g.max_local;
+  for (const Island& isl : islands) min_local = std::min(min_local, isl.gpus);
+  return min_local;
+}
+
 }  // namespace
 
 // Phases: check the request → sort the ranks by island → collect the islands → summarise
@@ -642,10 +661,7 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
                                                const CostOptions& options) {
   TOPOSCHED_CHECK(check_request(ranks, collective, bytes, algorithm, options));
   Scratch& s = scratch();
-  TOPOSCHED_TRY(gpu_bits, sort_ranks_by_island(cluster, ranks, s));
-  TOPOSCHED_CHECK(collect_islands(cluster, gpu_bits, s));
-  Graph g = summarise_islands(ranks.size(), s.islands);
-  cross_islands(cluster, options, s.islands, g);
+  TOPOSCHED_TRY(g, build_graph(cluster, ranks, options, s));
 
   CollectiveEstimate est;
   est.collective = collective;
@@ -657,7 +673,7 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
                         : algorithm;
     return est;  // nothing crosses a link
   }
-  TOPOSCHED_TRY(choice, choose_algorithm(g, s.islands, collective, bytes, algorithm));
+  TOPOSCHED_TRY(choice, choose_algorithm(g, min_island_gpus(g, s.islands), collective, bytes, algorithm));
   est.algorithm = choice.candidate.algorithm;
   est.protocol = choice.candidate.protocol;
   est.time_us = choice.time_us;
@@ -666,6 +682,232 @@ Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span
     est.busbw_GBps = est.algbw_GBps * bus_factor(collective, g.ranks);
   }
   return est;
+}
+
+namespace {
+// A graph and what the algorithm choice reads besides it.
+struct GraphInfo {
+  Graph g;
+  int min_local = 0;
+};
+
+// Everything choose_algorithm (auto) reads, bit for bit: equal keys give equal times.
+using ChoiceKey = std::array<std::uint64_t, 8>;
+std::uint64_t bits_of(double v) {
+  std::uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+ChoiceKey choice_key(const GraphInfo& info, Collective c, double bytes) {
+  const Graph& g = info.g;
+  auto u32 = [](int v) { return static_cast<std::uint64_t>(static_cast<std::uint32_t>(v)); };
+  return {u32(g.ranks) | u32(g.islands) << 32,
+          u32(g.max_local) | u32(info.min_local) << 32,
+          std::uint64_t{g.equal_local} | std::uint64_t{g.intra_nvlink} << 1 | std::uint64_t{g.nvswitch} << 2 |
+              static_cast<std::uint64_t>(g.arch) << 8 | static_cast<std::uint64_t>(c) << 16,
+          bits_of(g.intra_bw),
+          bits_of(g.intra_lat),
+          bits_of(g.cross_bw),
+          bits_of(g.cross_lat),
+          bits_of(bytes)};
+}
+struct ChoiceKeyHash {
+  std::size_t operator()(const ChoiceKey& k) const {
+    std::uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (std::uint64_t v : k) h = (h ^ v) * 0xff51afd7ed558ccdull, h ^= h >> 32;
+    return static_cast<std::size_t>(h);
+  }
+};
+}  // namespace
+
+struct GroupCollectiveCosts::State {
+  // Graphs of single-node groups by (node type, local GPU set). Few per job (a TP group
+  // fills a node or a fixed part of one); past kMaxShapes further shapes are not kept.
+  struct Shape {
+    NodeTypeId type;
+    std::uint64_t mask = 0;
+    GraphInfo info;
+    std::uint64_t id = 0;  // which graph, for `last`
+  };
+  static constexpr std::size_t kMaxShapes = 64;
+  std::vector<Shape> shapes;
+  std::unordered_map<ChoiceKey, double, ChoiceKeyHash> choices;
+  // Per node type: its GPU generation (arch_of reads the model name), filled on first use.
+  std::vector<std::optional<Arch>> type_arch;
+  // The last spread group (one GPU on each of several nodes, no accelerator domain): its
+  // nodes and NIC shares in rank order, and its graph. Groups of one kind come in order, and
+  // the DP (or PP) groups of one stage use the same nodes, one local GPU index each: the
+  // graph is the same when the nodes and the shares are.
+  std::vector<NodeId> spread_nodes, next_nodes;
+  std::vector<double> spread_egress, next_egress;
+  Graph spread_graph;
+  bool spread_valid = false;
+  std::uint64_t spread_id = 0;  // changes whenever spread_graph does
+  std::uint64_t next_id = 1;    // ids of kept graphs; 0 = a graph built for one call only
+  // The last answer, for a kept graph: consecutive groups of one kind (the TP groups of whole
+  // nodes, the DP groups of one stage) mostly have the same graph, collectives and bytes.
+  struct Last {
+    std::uint64_t id = 0;
+    std::array<Collective, 2> collectives{};
+    std::size_t count = 0;
+    std::uint64_t bytes = 0;  // bits
+    double total = 0;
+  } last;
+
+  Arch arch(const Cluster& c, NodeTypeId t) {
+    if (type_arch.size() < c.node_type_count()) type_arch.resize(c.node_type_count());
+    std::optional<Arch>& a = type_arch[t.index()];
+    if (!a) a = nccl::arch_of(c.node_type_at(t).gpu_model);
+    return *a;
+  }
+
+  const Graph* spread_graph_of(const Cluster& c, const CostOptions& options, std::span<const GpuId> ranks);
+};
+
+// The graph build_graph gives for `ranks` when every rank is on its own node and no node is
+// in an accelerator domain, without sorting: each island is one rank's GPU, the islands in
+// rank order (their first ranks), the crossings between consecutive ranks' nodes. The same
+// operations on the same values as collect_islands, summarise_islands and cross_islands
+// (an island of one GPU: egress 0 + its NIC share; no hop inside). nullptr when `ranks`
+// are not such a group (a GPU invalid, two on one node, a node in a domain).
+const Graph* GroupCollectiveCosts::State::spread_graph_of(const Cluster& c, const CostOptions& options,
+                                                          std::span<const GpuId> ranks) {
+  thread_local std::vector<std::uint32_t> seen;  // per node: the stamp of the last group that used it
+  thread_local std::uint32_t stamp = 0;
+  if (seen.size() < c.node_count()) seen.resize(c.node_count(), 0);
+  if (++stamp == 0) {  // wrapped: no stale stamp may equal a new one
+    std::fill(seen.begin(), seen.end(), 0);
+    stamp = 1;
+  }
+  next_nodes.clear();
+  next_egress.clear();
+  for (GpuId g : ranks) {
+    if (!g.valid() || g.index() >= c.gpu_count()) return nullptr;
+    const NodeId n = c.gpu_node(g);
+    if (seen[n.index()] == stamp || c.node_domain(n).valid()) return nullptr;
+    seen[n.index()] = stamp;
+    next_nodes.push_back(n);
+    next_egress.push_back(c.gpu_network_GBps(g) * nccl::kNetEncodingEfficiency);
+  }
+  if (spread_valid && next_nodes == spread_nodes &&
+      std::equal(next_egress.begin(), next_egress.end(), spread_egress.begin(), spread_egress.end(),
+                 [](double a, double b) { return bits_of(a) == bits_of(b); }))
+    return &spread_graph;
+  std::swap(next_nodes, spread_nodes);
+  std::swap(next_egress, spread_egress);
+  spread_valid = true;
+  spread_id = next_id++;
+  Graph g;
+  g.ranks = static_cast<int>(ranks.size());
+  g.islands = g.ranks;
+  g.max_local = 1;
+  for (NodeId n : spread_nodes) {
+    const NodeTypeId t = c.node_type_id(n);
+    g.nvswitch = g.nvswitch && c.node_type_at(t).nvswitch;
+    g.arch = std::min(g.arch, std::min(Arch::kBlackwell, arch(c, t)));
+  }
+  const std::size_t count = spread_nodes.size();
+  auto island = [&](std::size_t i) {
+    Island isl;
+    isl.first_rank = static_cast<std::uint32_t>(i);
+    isl.gpus = 1;
+    isl.nodes = 1;
+    isl.node = spread_nodes[i];
+    isl.egress = 0.0 + spread_egress[i];
+    return isl;
+  };
+  for (std::size_t i = 0; i < count; ++i) {
+    if (count == 2 && i == 1) break;  // the same pair
+    const Island a = island(i), b = island((i + 1) % count);
+    const Path p = c.node_path(a.node, b.node);
+    g.cross_bw = std::min(g.cross_bw, crossing_bandwidth(c, options, a, b, p));
+    g.cross_lat = std::max(g.cross_lat, p.latency_us);
+  }
+  spread_graph = g;
+  return &spread_graph;
+}
+
+GroupCollectiveCosts::GroupCollectiveCosts(const Cluster& cluster, const CostOptions& options)
+    : cluster_(cluster), options_(options), state_(std::make_unique<State>()) {}
+GroupCollectiveCosts::~GroupCollectiveCosts() = default;
+
+Result<double> GroupCollectiveCosts::time_us(std::span<const GpuId> ranks, std::span<const Collective> collectives,
+                                             double bytes) {
+  for (Collective c : collectives) TOPOSCHED_CHECK(check_request(ranks, c, bytes, Algorithm::kAuto, options_));
+  State& st = *state_;
+  // One node, no GPU twice, at most 64 GPUs in the node: the graph is the shape's.
+  const GraphInfo* info = nullptr;
+  NodeTypeId type;
+  std::uint64_t mask = 0;
+  bool one_node = ranks.size() >= 2;
+  NodeId node;
+  for (std::size_t i = 0; one_node && i < ranks.size(); ++i) {
+    const GpuId g = ranks[i];
+    if (!g.valid() || g.index() >= cluster_.gpu_count()) {
+      one_node = false;
+      break;
+    }
+    const NodeId n = cluster_.gpu_node(g);
+    if (i == 0) {
+      node = n;
+      type = cluster_.node_type_id(n);
+      if (cluster_.node_type_at(type).gpu_count > 64) one_node = false;
+    } else if (n != node) {
+      one_node = false;
+    }
+    const std::uint64_t bit = std::uint64_t{1} << cluster_.gpu_local_index(g);
+    if (mask & bit) one_node = false;  // given twice: the general path reports it
+    mask |= bit;
+  }
+  std::uint64_t id = 0;  // the kept graph's id, 0 for one built for this call only
+  if (one_node)
+    for (const State::Shape& shape : st.shapes)
+      if (shape.type == type && shape.mask == mask) {
+        info = &shape.info;
+        id = shape.id;
+        break;
+      }
+  GraphInfo built;
+  if (!info && !one_node && ranks.size() >= 2)
+    if (const Graph* spread = st.spread_graph_of(cluster_, options_, ranks)) {
+      built = {*spread, 1};
+      info = &built;
+      id = st.spread_id;
+    }
+  if (!info) {
+    Scratch& s = scratch();
+    TOPOSCHED_TRY(g, build_graph(cluster_, ranks, options_, s));
+    built = {g, min_island_gpus(g, s.islands)};
+    info = &built;
+    if (one_node && st.shapes.size() < State::kMaxShapes) {
+      id = st.next_id++;
+      st.shapes.push_back({type, mask, built, id});
+    }
+  }
+  if (info->g.ranks == 1) return 0.0;  // estimate_collective's time for one rank
+  State::Last& last = st.last;
+  const bool memo = id != 0 && collectives.size() <= last.collectives.size();
+  if (memo && last.id == id && last.count == collectives.size() && last.bytes == bits_of(bytes) &&
+      std::equal(collectives.begin(), collectives.end(), last.collectives.begin()))
+    return last.total;
+  double total = 0;
+  for (Collective c : collectives) {
+    const ChoiceKey key = choice_key(*info, c, bytes);
+    auto it = st.choices.find(key);
+    if (it == st.choices.end()) {
+      TOPOSCHED_TRY(choice, choose_algorithm(info->g, info->min_local, c, bytes, Algorithm::kAuto));
+      it = st.choices.emplace(key, choice.time_us).first;
+    }
+    total += it->second;
+  }
+  if (memo) {
+    last.id = id;
+    last.count = collectives.size();
+    std::copy(collectives.begin(), collectives.end(), last.collectives.begin());
+    last.bytes = bits_of(bytes);
+    last.total = total;
+  }
+  return total;
 }
 
 nlohmann::ordered_json estimate_to_json(const CollectiveEstimate& e, double bytes) {

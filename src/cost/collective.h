@@ -24,6 +24,7 @@
 // only a thread-local scratch buffer that it reuses.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -97,6 +98,44 @@ struct CostOptions {
 Result<CollectiveEstimate> estimate_collective(const Cluster& cluster, std::span<const GpuId> ranks,
                                                Collective collective, double bytes,
                                                Algorithm algorithm = Algorithm::kAuto, const CostOptions& options = {});
+
+// The per-call times of the collectives of many groups of ranks on one cluster with one set
+// of options: a job's parallel groups (estimate_job_comm walks thousands of them for a job of
+// thousands of GPUs). time_us(ranks, {c1, c2}, bytes) is
+// estimate_collective(cluster, ranks, c1, bytes, kAuto, options)->time_us plus the same for
+// c2, bit for bit, and fails with the same error where either would. Cheaper because:
+//  - a group's graph (islands, crossings) is built once for all its collectives;
+//  - a group whose GPUs are all on one node (a TP group) is looked up by the node's type and
+//    the set of local GPU indices, which are all its graph depends on (the paths inside a
+//    node and the GPUs' NIC shares come from the node type; one island needs no crossing),
+//    so its ranks are not sorted and no path is looked up again;
+//  - a spread group (one GPU on each of its nodes, no accelerator domain: a job's DP and PP
+//    groups) gets its graph in rank order without a sort, and reuses the previous spread
+//    group's graph when the nodes and the GPUs' NIC shares are the same (the DP groups of
+//    one stage);
+//  - the algorithm choice is kept per distinct (graph, collective, bytes), the graph's
+//    fields compared bit for bit, and the last answer is kept for the next group of the
+//    same graph: groups of one kind on equivalent GPUs (most of a job's groups) share one.
+// Memory grows with the distinct shapes and graphs seen; use one per job estimate.
+// Not thread-safe: one object per thread (it also uses per-thread scratch). The cluster
+// must outlive it.
+class GroupCollectiveCosts {
+ public:
+  GroupCollectiveCosts(const Cluster& cluster, const CostOptions& options);
+  ~GroupCollectiveCosts();
+  GroupCollectiveCosts(const GroupCollectiveCosts&) = delete;
+  GroupCollectiveCosts& operator=(const GroupCollectiveCosts&) = delete;
+
+  // The sum, in the order given, of each collective's time on `ranks` (auto algorithm).
+  Result<double> time_us(std::span<const GpuId> ranks, std::span<const Collective> collectives, double bytes);
+
+  struct State;  // the caches (collective.cc)
+
+ private:
+  const Cluster& cluster_;
+  CostOptions options_;
+  std::unique_ptr<State> state_;
+};
 
 // The `cost` JSON of one estimate: {"algorithm","time_us","algbw_GBps","busbw_GBps",
 // "protocol","collective","bytes","ranks","islands"} (the CLI and POST /v1/cost).

@@ -120,6 +120,10 @@ Result<KindTimes> kind_times(const Cluster& cluster, std::span<const GpuId> gpus
   const int n = plan.gpus();
   KindTimes out;
   std::vector<GpuId> members;
+  // Each group's time from the shared group cache: the same numbers as estimate_collective
+  // per group, without re-deriving a graph or an algorithm choice that an equivalent group
+  // (a whole node of the same type, the same islands and crossings) already gave.
+  GroupCollectiveCosts costs(cluster, options);
   for (int k = 0; k < 5; ++k) {
     const int size = sizes[static_cast<std::size_t>(k)];
     const KindTraffic& tr = traffic[static_cast<std::size_t>(k)];
@@ -127,21 +131,19 @@ Result<KindTimes> kind_times(const Cluster& cluster, std::span<const GpuId> gpus
     const int st = stride[static_cast<std::size_t>(k)];
     double worst = 0;
     int groups = 0;
-    for (int r = 0; r < n; ++r) {
-      if ((r / st) % size != 0) continue;  // r is the first member of its group
-      members.clear();
-      for (int j = 0; j < size; ++j) members.push_back(gpus[static_cast<std::size_t>(r + j * st)]);
-      ++groups;
-      if (tr.calls == 0 || tr.bytes <= 0) continue;
-      auto est = estimate_collective(cluster, members, tr.collective, tr.bytes, Algorithm::kAuto, options);
-      if (!est) return tl::unexpected(est.error());
-      double per_call = est->time_us;
-      if (tr.paired) {
-        auto second = estimate_collective(cluster, members, *tr.paired, tr.bytes, Algorithm::kAuto, options);
-        if (!second) return tl::unexpected(second.error());
-        per_call += second->time_us;
+    // The groups' first members in increasing order: the ranks whose coordinate of this kind
+    // is 0, r = block * st * size + i for i < st (no division per rank; st * size divides n).
+    for (int block = 0; block < n; block += st * size) {
+      for (int r = block; r < block + st; ++r) {
+        members.clear();
+        for (int j = 0; j < size; ++j) members.push_back(gpus[static_cast<std::size_t>(r + j * st)]);
+        ++groups;
+        if (tr.calls == 0 || tr.bytes <= 0) continue;
+        const std::array<Collective, 2> both = {tr.collective, tr.paired.value_or(tr.collective)};
+        auto per_call = costs.time_us(members, std::span<const Collective>(both.data(), tr.paired ? 2 : 1), tr.bytes);
+        if (!per_call) return tl::unexpected(per_call.error());
+        worst = std::max(worst, *per_call * tr.calls);
       }
-      worst = std::max(worst, per_call * tr.calls);
     }
     out.time[static_cast<std::size_t>(k)] = worst;
     out.groups[static_cast<std::size_t>(k)] = groups;

@@ -332,7 +332,24 @@ Result<std::vector<NodeTypeId>> add_node_types(const Merged& m, const DiscoveryO
   std::vector<NodeType> types;
   std::vector<NodeTypeId> node_type(m.nodes.size());
   std::unordered_map<std::string, int> type_names;
+  // A node without `topo -m` hardware or a PCIe layout gets the generic type of its hints
+  // (GPU model, GPU count, NIC speed) alone, so the type found for the last such node is
+  // the type of the next one with the same hints: no type is built and compared per node
+  // (a topology.conf or NodeList of millions of nodes, docs/performance.md "Large inputs").
+  struct Hints {
+    const std::string* model = nullptr;
+    int count = 0;
+    double nic_gbit = 0;
+  } last;
+  NodeTypeId last_type;
   for (std::size_t i = 0; i < m.nodes.size(); ++i) {
+    const DiscoveredNode& node = m.nodes[i].node;
+    const bool generic = !node.hardware && !node.pcie;
+    if (generic && last.model && *last.model == node.gpu_model && last.count == node.gpu_count &&
+        last.nic_gbit == node.nic_gbit) {
+      node_type[i] = last_type;
+      continue;
+    }
     TOPOSCHED_TRY(hw, node_hardware(m.nodes[i], options));
     std::size_t k = 0;
     for (; k < types.size(); ++k)
@@ -346,6 +363,7 @@ Result<std::vector<NodeTypeId>> add_node_types(const Merged& m, const DiscoveryO
       builder.add_node_type(hw);
     }
     node_type[i] = NodeTypeId(static_cast<std::uint32_t>(k));
+    if (generic) last = {&node.gpu_model, node.gpu_count, node.nic_gbit}, last_type = node_type[i];
   }
   return node_type;
 }

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <map>
-#include <unordered_map>
+#include <span>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -203,12 +205,20 @@ std::string join(const std::vector<std::string>& v, std::string_view sep) {
   return out;
 }
 
+// The local GPU indices of each of a placement's nodes, in rank order, in one flat array:
+// node i's are at(i) (a vector per node cost thousands of allocations per large job).
+struct NodeLocals {
+  std::vector<int> flat;
+  std::vector<std::uint32_t> start;  // node i's indices are flat[start[i], start[i + 1])
+  std::span<const int> at(std::size_t i) const { return {flat.data() + start[i], flat.data() + start[i + 1]}; }
+};
+
 // long: every field of a placement's explanation from one rank order, which each step shares
 // The path levels among a placement's GPUs, by distance: every pair inside a node, and
 // between nodes (each node against the first and its neighbour in node order: the widest
 // level always shows up among those).
 std::map<int, std::string> spanned_levels(const Cluster& c, const std::vector<NodeId>& nodes,
-                                          const std::vector<std::vector<int>>& locals) {
+                                          const NodeLocals& locals) {
   std::map<int, std::string> levels;
   auto note = [&](const Path& path) {
     // level_name builds a string: only for a level not seen yet.
@@ -219,12 +229,14 @@ std::map<int, std::string> spanned_levels(const Cluster& c, const std::vector<No
   std::vector<std::pair<NodeTypeId, std::size_t>> seen;  // (type, index into locals) of each pattern walked
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const NodeTypeId type = c.node_type_id(nodes[i]);
-    if (std::any_of(seen.begin(), seen.end(), [&](const auto& x) { return x.first == type && locals[x.second] == locals[i]; }))
+    const std::span<const int> mine = locals.at(i);
+    if (std::any_of(seen.begin(), seen.end(),
+                    [&](const auto& x) { return x.first == type && std::ranges::equal(locals.at(x.second), mine); }))
       continue;
     seen.emplace_back(type, i);
-    for (std::size_t a = 0; a < locals[i].size(); ++a)
-      for (std::size_t b = a + 1; b < locals[i].size(); ++b)
-        note(c.path(c.node_gpu(nodes[i], locals[i][a]), c.node_gpu(nodes[i], locals[i][b])));
+    for (std::size_t a = 0; a < mine.size(); ++a)
+      for (std::size_t b = a + 1; b < mine.size(); ++b)
+        note(c.path(c.node_gpu(nodes[i], mine[a]), c.node_gpu(nodes[i], mine[b])));
   }
   std::vector<NodeId> sorted = nodes;
   std::sort(sorted.begin(), sorted.end());
@@ -243,12 +255,49 @@ int max_stage_leaves(const Cluster& c, const std::vector<GpuId>& gpus, int pp) {
   int most = 0;
   for (int st = 0; st < pp && stage > 0; ++st) {
     sl.clear();
-    for (std::size_t i = static_cast<std::size_t>(st) * stage; i < (static_cast<std::size_t>(st) + 1) * stage; ++i)
-      sl.push_back(c.node_switch(c.gpu_node(gpus[i])).value);
+    // Consecutive ranks mostly share a node, so a switch equal to the last one pushed is
+    // skipped: the count of distinct switches is the same, the sort shorter.
+    for (std::size_t i = static_cast<std::size_t>(st) * stage; i < (static_cast<std::size_t>(st) + 1) * stage; ++i) {
+      const std::uint32_t sw = c.node_switch(c.gpu_node(gpus[i])).value;
+      if (sl.empty() || sl.back() != sw) sl.push_back(sw);
+    }
     std::sort(sl.begin(), sl.end());
     most = std::max(most, static_cast<int>(std::unique(sl.begin(), sl.end()) - sl.begin()));
   }
   return most;
+}
+
+// The nodes of `gpus` in first-rank order, and each node's local GPU indices in rank order.
+// A node's position is found through a per-thread table indexed by node and stamped per
+// call (no hashing per GPU: jobs of thousands of GPUs come through here).
+void nodes_in_rank_order(const Cluster& c, const std::vector<GpuId>& gpus, std::vector<NodeId>& nodes,
+                         NodeLocals& locals) {
+  thread_local std::vector<std::uint32_t> stamp;  // per node: the call that last saw it
+  thread_local std::vector<std::uint32_t> pos;    // per node: its index in `nodes` then
+  thread_local std::uint32_t call = 0;
+  if (stamp.size() < c.node_count()) stamp.resize(c.node_count(), 0), pos.resize(c.node_count(), 0);
+  if (++call == 0) {  // wrapped: no stale stamp may equal a new one
+    std::fill(stamp.begin(), stamp.end(), 0);
+    call = 1;
+  }
+  // Pass 1: the nodes in first-rank order and how many GPUs each holds; pass 2: each
+  // node's local indices in rank order, into its slice of `flat`.
+  for (GpuId g : gpus) {
+    const NodeId n = c.gpu_node(g);
+    if (stamp[n.index()] != call) {
+      stamp[n.index()] = call;
+      pos[n.index()] = static_cast<std::uint32_t>(nodes.size());
+      nodes.push_back(n);
+      locals.start.push_back(0);
+    }
+    ++locals.start[pos[n.index()]];
+  }
+  std::uint32_t next = 0;
+  for (std::uint32_t& st : locals.start) next += std::exchange(st, next);  // counts to starts
+  locals.start.push_back(next);
+  locals.flat.resize(gpus.size());
+  std::vector<std::uint32_t> fill(locals.start.begin(), locals.start.end() - 1);
+  for (GpuId g : gpus) locals.flat[fill[pos[c.gpu_node(g).index()]]++] = c.gpu_local_index(g);
 }
 
 void describe(const AllocationState& s, const JobRequest& r, Placement& p, const PlacementPolicy& policy) {
@@ -256,23 +305,20 @@ void describe(const AllocationState& s, const JobRequest& r, Placement& p, const
   const auto& gpus = p.gpus_by_rank;
   // Nodes in first-rank order with their local indices in rank order.
   std::vector<NodeId> nodes;
-  std::unordered_map<std::uint32_t, std::size_t> node_pos;
-  std::vector<std::vector<int>> locals;
-  for (GpuId g : gpus) {
-    NodeId n = c.gpu_node(g);
-    auto [it, fresh] = node_pos.emplace(n.value, nodes.size());
-    if (fresh) {
-      nodes.push_back(n);
-      locals.emplace_back();
-    }
-    locals[it->second].push_back(c.gpu_local_index(g));
-  }
+  NodeLocals locals;
+  nodes_in_rank_order(c, gpus, nodes, locals);
   std::vector<std::string> names;
+  names.reserve(nodes.size());
+  p.cuda_visible_devices.reserve(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     names.push_back(c.node_name(nodes[i]));
     std::string dev;
-    for (int l : locals[i]) dev += (dev.empty() ? "" : ",") + std::to_string(l);
-    p.cuda_visible_devices.emplace_back(names.back(), dev);
+    for (int l : locals.at(i)) {
+      if (!dev.empty()) dev += ',';
+      char buf[16];
+      dev.append(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, l).ptr - buf));
+    }
+    p.cuda_visible_devices.emplace_back(names.back(), std::move(dev));
   }
   p.nodes_hostlist = compress_hostlist(names);
   p.node_count = static_cast<int>(nodes.size());

@@ -197,9 +197,8 @@ NodeId ClusterBuilder::add_node(std::string name, NodeTypeId type) {
   cluster_.node_index_.emplace(name, id);
   cluster_.node_names_.push_back(std::move(name));
   cluster_.node_type_.push_back(type);
-  node_attach_.emplace_back();
-  node_domains_.emplace_back();
-  node_sub_domain_.emplace_back();
+  node_attach_.push_back({kNoneYet, kNoneYet});
+  node_domains_.push_back({kNoneYet, kNoneYet});
   return id;
 }
 
@@ -221,10 +220,17 @@ void ClusterBuilder::connect(SwitchId child, SwitchId parent) {
   switch_parents_[child.index()].push_back(parent);
 }
 
-void ClusterBuilder::attach(NodeId node, SwitchId sw) {
-  auto& v = node_attach_[node.index()];
-  if (std::find(v.begin(), v.end(), sw.value) == v.end()) v.push_back(sw.value);
+namespace {
+// Records x in the first free slot unless a slot holds it already (the first two distinct).
+void note_first_two(std::array<std::uint32_t, 2>& v, std::uint32_t x, std::uint32_t none) {
+  if (v[0] == none)
+    v[0] = x;
+  else if (v[0] != x && v[1] == none)
+    v[1] = x;
 }
+}  // namespace
+
+void ClusterBuilder::attach(NodeId node, SwitchId sw) { note_first_two(node_attach_[node.index()], sw.value, kNoneYet); }
 
 DomainId ClusterBuilder::add_domain(DomainSpec domain) {
   DomainId id(static_cast<std::uint32_t>(cluster_.domains_.size()));
@@ -235,8 +241,7 @@ DomainId ClusterBuilder::add_domain(DomainSpec domain) {
 }
 
 void ClusterBuilder::add_to_domain(NodeId node, DomainId domain, std::string sub_domain) {
-  auto& v = node_domains_[node.index()];
-  if (std::find(v.begin(), v.end(), domain.value) == v.end()) v.push_back(domain.value);
+  note_first_two(node_domains_[node.index()], domain.value, kNoneYet);
   if (!sub_domain.empty()) node_sub_domain_[node.index()] = std::move(sub_domain);
 }
 
@@ -479,28 +484,30 @@ Result<void> ClusterBuilder::place_nodes() {
     const std::string& name = c.node_names_[i];
     NodeId id(static_cast<std::uint32_t>(i));
     const auto& att = node_attach_[i];
-    if (att.size() > 1)
+    if (att[1] != kNoneYet)
       return fail(name, fmt::format("node '{}' is under two switches ('{}' and '{}')", name,
                                     c.switch_names_[att[0]], c.switch_names_[att[1]]));
-    if (att.size() == 1) {
+    if (att[0] != kNoneYet) {
       c.node_switch_[i] = SwitchId(att[0]);
       c.switch_nodes_[att[0]].push_back(id);
       for (SwitchId s(att[0]); s.valid(); s = c.switch_parent_[s.index()])
         c.switch_subtree_nodes_[s.index()].push_back(id);
     }
     const auto& doms = node_domains_[i];
-    if (doms.size() > 1)
+    if (doms[1] != kNoneYet)
       return fail(name, fmt::format("node '{}' is in two accelerator domains ('{}' and '{}')", name,
                                     c.domains_[doms[0]].name, c.domains_[doms[1]].name));
-    if (doms.size() == 1) {
+    const auto sub = node_sub_domain_.find(static_cast<std::uint32_t>(i));
+    const bool has_sub = sub != node_sub_domain_.end();  // only non-empty names are kept
+    if (doms[0] != kNoneYet) {
       c.node_domain_[i] = DomainId(doms[0]);
       c.domain_nodes_[doms[0]].push_back(id);
-      if (!node_sub_domain_[i].empty()) {
-        auto [it, inserted] = sub_index.emplace(node_sub_domain_[i], c.sub_domain_names_.size());
-        if (inserted) c.sub_domain_names_.push_back(node_sub_domain_[i]);
+      if (has_sub) {
+        auto [it, inserted] = sub_index.emplace(sub->second, c.sub_domain_names_.size());
+        if (inserted) c.sub_domain_names_.push_back(sub->second);
         c.node_sub_domain_[i] = it->second;
       }
-    } else if (!node_sub_domain_[i].empty()) {
+    } else if (has_sub) {
       return fail(name, fmt::format("node '{}' has a sub-domain but no domain", name));
     }
     c.node_first_gpu_[i] = static_cast<std::uint32_t>(c.gpu_node_.size());

@@ -20,6 +20,7 @@
 // ClusterBuilder is single-threaded.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -311,9 +312,14 @@ class ClusterBuilder {
   void build_tier_tables();
 
   Cluster cluster_;
-  std::vector<std::vector<std::uint32_t>> node_attach_;  // every switch a node was attached to
-  std::vector<std::vector<std::uint32_t>> node_domains_; // every domain a node was added to
-  std::vector<std::string> node_sub_domain_;
+  // Per node, the first two distinct switches it was attached to (domains it was added to),
+  // kNoneYet where fewer: build() needs no more (a second one is an error naming the first
+  // two). Fixed-size, so a node costs no allocation here (clusters of millions of nodes).
+  static constexpr std::uint32_t kNoneYet = 0xffffffffu;
+  using FirstTwo = std::array<std::uint32_t, 2>;
+  std::vector<FirstTwo> node_attach_;
+  std::vector<FirstTwo> node_domains_;
+  std::unordered_map<std::uint32_t, std::string> node_sub_domain_;  // only the nodes given one
   std::vector<std::vector<SwitchId>> switch_parents_;    // every parent given
   std::unordered_map<std::string, NodeTypeId> type_index_;
   std::string error_subject_;

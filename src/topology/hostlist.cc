@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -147,14 +148,15 @@ Result<std::vector<std::string>> expand_hostlist(std::string_view expr, std::siz
 namespace {
 
 // A name split around one run of digits: prefix + number + suffix.
+// Views into one name: the text before its last free number, the number, the rest.
 struct Split {
-  std::string prefix;
-  std::string digits;
-  std::string suffix;
+  std::string_view prefix;
+  std::string_view digits;
+  std::string_view suffix;
 };
 
 // Splits at the last digit run that is outside any bracket group.
-std::optional<Split> split_last_number(const std::string& s) {
+std::optional<Split> split_last_number(std::string_view s) {
   int depth = 0;
   std::optional<std::pair<std::size_t, std::size_t>> found;
   for (std::size_t i = 0; i < s.size();) {
@@ -176,13 +178,21 @@ std::optional<Split> split_last_number(const std::string& s) {
 }
 
 // Width class of a number: its length if zero-padded, 0 if it is written plainly.
-std::size_t pad_width(const std::string& digits) {
-  return (digits.size() > 1 && digits[0] == '0') ? digits.size() : 0;
+std::size_t pad_width(std::string_view digits) { return (digits.size() > 1 && digits[0] == '0') ? digits.size() : 0; }
+
+// The value of at most 18 decimal digits (split_last_number's), as std::stoull reads them.
+std::uint64_t number_of(std::string_view digits) {
+  std::uint64_t v = 0;
+  for (char c : digits) v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  return v;
 }
 
-// One pass: merges consecutive names that differ only in their last free number.
+// One pass: merges consecutive names that differ only in their last free number. The
+// splits are views into `names` (no copy per name: describe() compresses the nodes of
+// jobs of thousands of GPUs).
 std::vector<std::string> compress_pass(const std::vector<std::string>& names) {
   std::vector<std::string> out;
+  std::vector<std::string_view> members;
   std::size_t i = 0;
   while (i < names.size()) {
     auto head = split_last_number(names[i]);
@@ -191,7 +201,7 @@ std::vector<std::string> compress_pass(const std::vector<std::string>& names) {
       continue;
     }
     std::size_t width = pad_width(head->digits);
-    std::vector<std::string> members{head->digits};
+    members.assign(1, head->digits);
     std::size_t j = i + 1;
     for (; j < names.size(); ++j) {
       auto s = split_last_number(names[j]);
@@ -207,17 +217,25 @@ std::vector<std::string> compress_pass(const std::vector<std::string>& names) {
       i = j;
       continue;
     }
-    std::string body;
+    std::string item(head->prefix);
+    item += '[';
+    bool first = true;
     for (std::size_t k = 0; k < members.size();) {
-      std::uint64_t lo = std::stoull(members[k]);
+      std::uint64_t lo = number_of(members[k]);
       std::size_t r = k + 1;
-      while (r < members.size() && std::stoull(members[r]) == lo + (r - k)) ++r;
-      if (!body.empty()) body += ',';
-      body += members[k];
-      if (r - k > 1) body += "-" + members[r - 1];
+      while (r < members.size() && number_of(members[r]) == lo + (r - k)) ++r;
+      if (!first) item += ',';
+      first = false;
+      item += members[k];
+      if (r - k > 1) {
+        item += '-';
+        item += members[r - 1];
+      }
       k = r;
     }
-    out.push_back(head->prefix + "[" + body + "]" + head->suffix);
+    item += ']';
+    item += head->suffix;
+    out.push_back(std::move(item));
     i = j;
   }
   return out;
@@ -230,7 +248,10 @@ std::string compress_hostlist(const std::vector<std::string>& names) {
   // without changing their meaning; the passes below never merge such names.
   auto join = [](const std::vector<std::string>& v) {
     std::string joined;
-    for (const auto& s : v) joined += (joined.empty() ? "" : ",") + s;
+    for (const auto& s : v) {
+      if (!joined.empty()) joined += ',';
+      joined += s;
+    }
     return joined;
   };
   // Each pass merges one more dimension, right to left:
