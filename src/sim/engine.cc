@@ -6,6 +6,7 @@
 #include <map>
 #include <queue>
 #include <set>
+#include <span>
 
 #include <fmt/format.h>
 

@@ -30,7 +30,8 @@
 //    K GPUs are reached (each node gives all its free GPUs); a base block with fewer than K
 //    free GPUs makes the job pend.
 // Not modelled: node weights (all equal), CPUs (plentiful), required nodes, --spread-segments,
-// hres. Thread-safe: the block table is rebuilt per call or cached per thread.
+// hres. Thread-safe: the block table, and the counts of the last state seen (CountsMemo), are
+// kept per thread.
 #include <algorithm>
 #include <bit>
 
