@@ -13,9 +13,14 @@ std::uint64_t next_cluster_key() {
   static std::atomic<std::uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
 }
+std::uint64_t next_stamp() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 }  // namespace
 
-AllocationState::AllocationState(const Cluster& cluster) : cluster_(&cluster), cluster_key_(next_cluster_key()) {
+AllocationState::AllocationState(const Cluster& cluster)
+    : cluster_(&cluster), cluster_key_(next_cluster_key()), stamp_(next_stamp()) {
   const std::size_t nodes = cluster.node_count();
   gpu_cell_.resize(cluster.gpu_count());
   for (std::size_t g = 0; g < gpu_cell_.size(); ++g)
@@ -232,6 +237,7 @@ Result<void> AllocationState::allocate(std::string_view job_id, std::span<const 
     adjust(n, -static_cast<int>(run));
     i += run;
   }
+  stamp_ = next_stamp();
   return {};
 }
 
@@ -255,6 +261,7 @@ Result<std::vector<GpuId>> AllocationState::release(std::string_view job_id) {
   job_gpus_[slot].clear();
   job_order_[slot] = 0;
   free_slots_.push_back(slot);
+  stamp_ = next_stamp();
   return gpus;
 }
 

@@ -51,6 +51,12 @@ class AllocationState {
   // with the cluster pointer. Two states constructed on one cluster get different keys, so
   // a cache keyed by it may miss; it never hands one cluster's value to another.
   std::uint64_t cluster_key() const { return cluster_key_; }
+  // Names this state's content, for caches of values derived from it (a policy's counts
+  // per block over one backfill pass, where most decisions fail and change nothing): drawn
+  // from a process-wide counter at construction and by every allocate/release that changes
+  // the state, and carried by copies. Equal stamps therefore mean equal content (owners,
+  // counters and index); a change never gives back an earlier stamp.
+  std::uint64_t stamp() const { return stamp_; }
 
   // Gives `gpus` to job `job_id` (a new, non-empty id). Fails without changing anything if a
   // GPU is out of range, repeated, or already owned, or if the job id is already in use.
@@ -128,6 +134,7 @@ class AllocationState {
 
   const Cluster* cluster_;
   std::uint64_t cluster_key_;                   // see cluster_key()
+  std::uint64_t stamp_;                         // see stamp()
   // Per GPU: its owner, and its node (a copy of the Cluster's, kept beside the owner so that
   // allocate/release find both in one cache line).
   struct GpuCell {

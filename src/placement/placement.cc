@@ -64,13 +64,14 @@ std::vector<GpuId> sorted_gpus(std::span<const GpuId> gpus) {
 }
 
 // check_placement's answer when it is "valid", in one pass without sorting, for a request
-// that constrains nothing per node, tier or switch count (the simulator's and most
-// front ends' requests): every GPU in range, free, seen once (a per-thread stamp per GPU),
-// on a node of the requested model. False means "not shown valid": check_placement then
-// runs its full check, which finds the same first fault in the same (sorted) order.
+// that constrains nothing per tier or switch count and nothing per node beyond a GPU count
+// (the simulator's and most front ends' requests): every GPU in range, free, seen once (a
+// per-thread stamp per GPU), on a node of the requested model, and with gpus_per_node, that
+// many on every node used (counted per node under the same stamp). False means "not shown
+// valid": check_placement then runs its full check, which finds the same first fault in the
+// same (sorted) order.
 bool plainly_valid(const AllocationState& state, const JobRequest& r, std::span<const GpuId> gpus) {
-  if (r.exclusive || r.gpus_per_node > 0 || r.gpus_per_pod > 0 || r.required_tier_index || r.max_switches > 0)
-    return false;
+  if (r.exclusive || r.gpus_per_pod > 0 || r.required_tier_index || r.max_switches > 0) return false;
   const Cluster& c = state.cluster();
   thread_local std::vector<std::uint32_t> seen;  // per GPU: the stamp of the last check that saw it
   thread_local std::uint32_t stamp = 0;
@@ -79,6 +80,16 @@ bool plainly_valid(const AllocationState& state, const JobRequest& r, std::span<
     std::fill(seen.begin(), seen.end(), 0);
     stamp = 1;
   }
+  thread_local std::vector<std::uint32_t> node_seen;  // per node: the stamp of the last check that counted it
+  thread_local std::vector<int> node_count;           // per node: the job's GPUs on it, under node_seen's stamp
+  thread_local std::vector<NodeId> nodes;             // the nodes counted by this check
+  const bool per_node = r.gpus_per_node > 0;
+  if (per_node && node_seen.size() < c.node_count()) {
+    node_seen.resize(c.node_count(), 0);
+    node_count.resize(c.node_count(), 0);
+  }
+  if (stamp == 1) std::fill(node_seen.begin(), node_seen.end(), 0);  // the GPU stamps restarted
+  nodes.clear();
   NodeId last;
   for (GpuId g : gpus) {
     if (!g.valid() || g.index() >= c.gpu_count() || seen[g.index()] == stamp || !state.gpu_free(g)) return false;
@@ -86,7 +97,17 @@ bool plainly_valid(const AllocationState& state, const JobRequest& r, std::span<
     const NodeId n = c.gpu_node(g);
     if (n != last && !model_matches(r, c, n)) return false;
     last = n;
+    if (per_node) {
+      if (node_seen[n.index()] != stamp) {
+        node_seen[n.index()] = stamp;
+        node_count[n.index()] = 0;
+        nodes.push_back(n);
+      }
+      ++node_count[n.index()];
+    }
   }
+  for (NodeId n : nodes)
+    if (node_count[n.index()] != r.gpus_per_node) return false;
   return true;
 }
 // gpus_per_pod: pod k holds ranks [k*G, (k+1)*G), all on one node (the GPUs are known to

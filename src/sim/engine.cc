@@ -6,6 +6,7 @@
 #include <map>
 #include <queue>
 #include <set>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -96,7 +97,7 @@ class Engine {
     failed_around_.assign(n, std::numeric_limits<std::uint64_t>::max());
     est_.resize(n);
     uses_.resize(n);
-    est_end_it_.resize(n);
+    end_key_.resize(n);
     estimate_.resize(n);
     for (std::size_t j = 0; j < n; ++j) {
       const SimJob& job = trace.jobs[j];
@@ -255,7 +256,7 @@ class Engine {
       mark_uplink(u.uplink, before);
     }
     mark(j);
-    est_end_it_[j] = est_end_.emplace(now_ + estimate_[j], j);
+    add_end(now_ + estimate_[j], j);
     return true;
   }
 
@@ -283,7 +284,30 @@ class Engine {
       mark_uplink(u.uplink, before);
     }
     uses_[j].clear();
-    est_end_.erase(est_end_it_[j]);
+    drop_end(j);
+  }
+
+  // The running jobs by estimated end (ties in start order, as a multimap keeps them), as
+  // sorted arrays: a reservation reads a prefix of the job indices as they are, instead of
+  // walking a tree into a copy per reservation (the whole list, where the first prefix was
+  // too short). A start or an end moves the entries after it (a few thousand at most).
+  void add_end(double t, std::uint32_t j) {
+    const std::uint64_t seq = ++end_seq_;
+    const std::size_t pos =
+        static_cast<std::size_t>(std::upper_bound(end_t_.begin(), end_t_.end(), t) - end_t_.begin());
+    end_t_.insert(end_t_.begin() + static_cast<std::ptrdiff_t>(pos), t);
+    end_seq_of_.insert(end_seq_of_.begin() + static_cast<std::ptrdiff_t>(pos), seq);
+    end_job_.insert(end_job_.begin() + static_cast<std::ptrdiff_t>(pos), j);
+    end_key_[j] = {t, seq};
+  }
+  void drop_end(std::uint32_t j) {
+    const auto [t, seq] = end_key_[j];
+    std::size_t pos =
+        static_cast<std::size_t>(std::lower_bound(end_t_.begin(), end_t_.end(), t) - end_t_.begin());
+    while (end_seq_of_[pos] != seq) ++pos;  // among the equal ends, by start order
+    end_t_.erase(end_t_.begin() + static_cast<std::ptrdiff_t>(pos));
+    end_seq_of_.erase(end_seq_of_.begin() + static_cast<std::ptrdiff_t>(pos));
+    end_job_.erase(end_job_.begin() + static_cast<std::ptrdiff_t>(pos));
   }
 
   // An uplink whose load exceeds its capacity, before or after a change, reshapes the fair
@@ -414,9 +438,9 @@ class Engine {
     std::size_t avail = free_, by_count = 0;
     double shadow = std::numeric_limits<double>::infinity();
     std::size_t extra = 0;
-    for (auto it = est_end_.begin(); avail < need && it != est_end_.end(); ++it, ++by_count) {
-      avail += static_cast<std::size_t>(trace_.jobs[it->second].gpus);
-      shadow = std::max(it->first, now_);
+    for (std::size_t i = 0; avail < need && i < end_job_.size(); ++i, ++by_count) {
+      avail += static_cast<std::size_t>(trace_.jobs[end_job_[i]].gpus);
+      shadow = std::max(end_t_[i], now_);
     }
     if (avail >= need) {
       if (by_count == 0) shadow = now_;
@@ -471,30 +495,17 @@ class Engine {
     ++reservation_gen_;
     // The answer is usually near the count-based one: offer a prefix of the running jobs
     // first, all of them only if that is not enough.
-    by_end_.clear();
-    ends_.clear();
-    const std::size_t first_try = 2 * min_finished + 16;
-    auto it = est_end_.begin();
-    auto extend = [&](std::size_t upto) {
-      for (; it != est_end_.end() && by_end_.size() < upto; ++it) {
-        by_end_.push_back(it->second);
-        ends_.push_back(it->first);
-      }
-    };
-    extend(first_try);
-    auto got = placer_.reserve(trace_.jobs[head_j], head_j, by_end_, min_finished);
-    if (!got && it != est_end_.end()) {
-      std::size_t tried = by_end_.size();
-      extend(est_end_.size());
-      got = placer_.reserve(trace_.jobs[head_j], head_j, by_end_, tried);
-    }
+    const std::size_t first_try = std::min(2 * min_finished + 16, end_job_.size());
+    const std::span<const std::uint32_t> by_end(end_job_);
+    auto got = placer_.reserve(trace_.jobs[head_j], head_j, by_end.first(first_try), min_finished);
+    if (!got && first_try < by_end.size()) got = placer_.reserve(trace_.jobs[head_j], head_j, by_end, first_try);
     r.planned = got.has_value();
     if (!got) {
       r.gpus.clear();
       r.gpus_free_now = 0;
       return;
     }
-    r.shadow = got->finished == 0 ? now_ : std::max(ends_[got->finished - 1], now_);
+    r.shadow = got->finished == 0 ? now_ : std::max(end_t_[got->finished - 1], now_);
     r.gpus = std::move(got->gpus);
     r.gpus_free_now = got->gpus_free_now;
   }
@@ -594,8 +605,13 @@ class Engine {
   std::vector<std::uint32_t> affected_;
   std::vector<std::uint64_t> affected_stamp_;  // refresh round in which a job was last marked
   std::uint64_t refresh_round_ = 0;
-  std::multimap<double, std::uint32_t> est_end_;  // running jobs by estimated end
-  std::vector<std::multimap<double, std::uint32_t>::iterator> est_end_it_;
+  // Running jobs by estimated end (add_end / drop_end): end time, start sequence number and
+  // job index per entry, sorted by (end, sequence).
+  std::vector<double> end_t_;
+  std::vector<std::uint64_t> end_seq_of_;
+  std::vector<std::uint32_t> end_job_;
+  std::vector<std::pair<double, std::uint64_t>> end_key_;  // per job: its entry's (end, sequence) while running
+  std::uint64_t end_seq_ = 0;
   // The head's reservation (placers that plan them), valid while nothing started or ended.
   struct HeadReservation {
     std::uint64_t release_epoch = ~std::uint64_t{0};
@@ -607,8 +623,6 @@ class Engine {
   } reservation_;
   std::uint64_t reservation_gen_ = 0;
   std::vector<std::uint64_t> failed_around_;  // reservation generation of a failed place_around
-  std::vector<std::uint32_t> by_end_;
-  std::vector<double> ends_;
   std::vector<TimelinePoint> changes_;
   std::vector<std::pair<double, double>> frag_samples_;
   std::size_t frag_every_ = 1;

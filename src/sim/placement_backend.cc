@@ -60,10 +60,10 @@ class ProbeState {
   }
   // The live state released job `index`.
   void on_release(std::uint32_t index, const std::string& id) {
+    prefix_ = kNoPrefix;
     if (!started_) return;
     if (is_ended(index)) {
-      ended_flag_[index] = 0;
-      ended_.erase(std::find(ended_.begin(), ended_.end(), index));
+      unmark(index);
     } else {
       (void)state_.release_job(id);
     }
@@ -73,6 +73,7 @@ class ProbeState {
   // it (their GPUs, as `live` holds them, are free here), then releases those of it not yet
   // ended.
   void end_exactly(const AllocationState& live, std::span<const std::uint32_t> jobs) {
+    prefix_ = jobs.size();
     ++stamp_;
     for (std::uint32_t j : jobs) {
       if (j >= wanted_.size()) wanted_.resize(j + 1, 0);
@@ -84,30 +85,64 @@ class ProbeState {
         ++i;
         continue;
       }
-      const std::string id = std::to_string(j);
-      (void)state_.hold(id, live.job_gpus(id));
-      ended_flag_[j] = 0;
-      ended_[i] = ended_.back();
-      ended_.pop_back();
+      give_back(live, j);  // moves the last of ended_ to i
     }
     for (std::uint32_t j : jobs) {
       if (is_ended(j)) continue;
-      if (!state_.release_job(std::to_string(j))) continue;  // not running: nothing to end
-      if (j >= ended_flag_.size()) ended_flag_.resize(j + 1, 0);
-      ended_flag_[j] = 1;
-      ended_.push_back(j);
+      end(j);
     }
   }
 
+  // end_exactly(live, jobs.first(k)) where the previous call ended a prefix of the same
+  // `jobs` (one reserve() call's probes: nothing started or ended in the live state
+  // between them): ends or gives back only the jobs between the two prefixes, instead of
+  // comparing every job of both with the ended set. Without such a previous call, it is
+  // end_exactly itself.
+  void end_prefix(const AllocationState& live, std::span<const std::uint32_t> jobs, std::size_t k, bool same_jobs) {
+    if (!same_jobs || prefix_ == kNoPrefix) return end_exactly(live, jobs.first(k));
+    for (std::size_t i = prefix_; i < k; ++i) end(jobs[i]);
+    for (std::size_t i = k; i < prefix_; ++i) give_back(live, jobs[i]);
+    prefix_ = k;
+  }
+
  private:
-  bool is_ended(std::uint32_t j) const { return j < ended_flag_.size() && ended_flag_[j]; }
+  static constexpr std::size_t kNoPrefix = ~std::size_t{0};
+
+  // Releases running job j here and records it as ended (not running: nothing to end).
+  void end(std::uint32_t j) {
+    if (is_ended(j) || !state_.release_job(std::to_string(j))) return;
+    if (j >= ended_pos_.size()) ended_pos_.resize(j + 1, kNotEnded);
+    ended_pos_[j] = static_cast<std::uint32_t>(ended_.size());
+    ended_.push_back(j);
+  }
+  // Gives ended job j its GPUs back (as `live` holds them).
+  void give_back(const AllocationState& live, std::uint32_t j) {
+    if (!is_ended(j)) return;
+    const std::string id = std::to_string(j);
+    (void)state_.hold(id, live.job_gpus(id));
+    unmark(j);
+  }
+  // Drops ended job j from ended_ (the last entry takes its place).
+  void unmark(std::uint32_t j) {
+    const std::uint32_t pos = ended_pos_[j];
+    ended_[pos] = ended_.back();
+    ended_pos_[ended_[pos]] = pos;
+    ended_.pop_back();
+    ended_pos_[j] = kNotEnded;
+  }
+
+  static constexpr std::uint32_t kNotEnded = ~std::uint32_t{0};
+  bool is_ended(std::uint32_t j) const { return j < ended_pos_.size() && ended_pos_[j] != kNotEnded; }
 
   AllocationLedger state_;
   bool started_ = false;
   std::vector<std::uint32_t> ended_;     // job indices released here, in no particular order
-  std::vector<char> ended_flag_;         // per job index: in ended_
+  std::vector<std::uint32_t> ended_pos_;  // per job index: its position in ended_, kNotEnded when not there
   std::vector<std::uint64_t> wanted_;    // per job index: stamp_ of the last end_exactly naming it
   std::uint64_t stamp_ = 0;
+  // The ended jobs are the running ones of the first prefix_ of the last end_exactly's or
+  // end_prefix's `jobs`; kNoPrefix after a release in the live state.
+  std::size_t prefix_ = kNoPrefix;
 };
 
 class RegistryPlacer final : public Placer {
@@ -131,6 +166,7 @@ class RegistryPlacer final : public Placer {
     drop_hold();
     const std::string id = std::to_string(index);
     if (ledger_.release_job(id)) probe_.on_release(index, id);
+    if (index < gpu_count_.size()) gpu_count_[index] = 0;
   }
 
   void end_pass() override { drop_hold(); }
@@ -147,7 +183,13 @@ class RegistryPlacer final : public Placer {
     if (!probe_.started()) probe_.start(ledger_);
     const AllocationState& state = ledger_.state();
     const PlaceRequest r = request(job, index);
-    auto end_first = [&](std::size_t k) { probe_.end_exactly(state, running_by_end.first(k)); };
+    // The first probe brings the kept state from the previous call's last probe; the later
+    // ones move along this call's list only.
+    bool probed = false;
+    auto end_first = [&](std::size_t k) {
+      probe_.end_prefix(state, running_by_end, k, probed);
+      probed = true;
+    };
     // GPUs free once the first k have ended, from a prefix sum: a probe with fewer free GPUs
     // than the job needs fails in choose_gpus' first check, so it is answered without
     // releasing jobs or asking the policy (the same answers, in the same probe sequence).
@@ -155,8 +197,7 @@ class RegistryPlacer final : public Placer {
     auto enough = [&](std::size_t k) {
       while (free_after.size() <= k) {
         const std::size_t i = free_after.size() - 1;
-        free_after.push_back(free_after.back() +
-                             static_cast<std::int64_t>(state.job_gpus(std::to_string(running_by_end[i])).size()));
+        free_after.push_back(free_after.back() + static_cast<std::int64_t>(gpus_of(running_by_end[i])));
       }
       return free_after[k] >= job.gpus;
     };
@@ -252,8 +293,14 @@ class RegistryPlacer final : public Placer {
   Result<std::vector<GpuId>> place_now(const SimJob& job, std::uint32_t index) {
     TOPOSCHED_TRY(p, ledger_.place(request(job, index), PlaceDetail::kGpusOnly));
     probe_.on_allocate(p.job_id, p.gpus_by_rank);
+    if (index >= gpu_count_.size()) gpu_count_.resize(index + 1, 0);
+    gpu_count_[index] = static_cast<std::uint32_t>(p.gpus_by_rank.size());
     return std::move(p.gpus_by_rank);
   }
+
+  // GPUs of job `index` in the live state (0 when not running): ledger_.state().job_gpus
+  // of its id, without building and hashing the id.
+  std::size_t gpus_of(std::uint32_t index) const { return index < gpu_count_.size() ? gpu_count_[index] : 0; }
 
   void drop_hold() {
     if (!holding_) return;
@@ -313,6 +360,7 @@ class RegistryPlacer final : public Placer {
   bool holding_ = false;          // place_around's hold is allocated (as job kHold, when non-empty)
   std::vector<GpuId> hold_for_;   // the reserved GPUs it was built for
   std::uint64_t hold_version_ = 0;  // their version (place_around's keep_free_version)
+  std::vector<std::uint32_t> gpu_count_;  // per job index: its GPUs while running, else 0 (gpus_of)
 };
 
 // The estimate's step as fractions (sim/backend.h's StepBreakdown).

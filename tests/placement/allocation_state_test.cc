@@ -152,6 +152,35 @@ TEST(AllocationState, SnapshotRestore) {
   EXPECT_TRUE(s.gpu_free(c.node_gpu(NodeId(0), 0)));
 }
 
+// stamp() names the content: copies carry it, every change draws a new one, and two copies
+// that change apart never share one (the probe state and the live state of the simulator
+// are such copies, and slurm-block's per-thread counts are keyed by it).
+TEST(AllocationState, StampNamesTheContent) {
+  Cluster c = preset("dgx-h100?nodes=4");
+  AllocationState a(c);
+  AllocationState other(c);
+  EXPECT_NE(a.stamp(), other.stamp());
+  const std::uint64_t fresh = a.stamp();
+  ASSERT_TRUE(a.allocate("x", node_gpus(c, 0, 0, 2)));
+  EXPECT_NE(a.stamp(), fresh);
+  AllocationState b = a.snapshot();
+  EXPECT_EQ(b.stamp(), a.stamp());
+  ASSERT_TRUE(a.allocate("y", node_gpus(c, 1, 0, 2)));
+  ASSERT_TRUE(b.allocate("y", node_gpus(c, 2, 0, 2)));  // the same job elsewhere: other content
+  EXPECT_NE(a.stamp(), b.stamp());
+  // A failed change changes nothing, the stamp included.
+  const std::uint64_t before = a.stamp();
+  EXPECT_FALSE(a.allocate("z", node_gpus(c, 1, 0, 1)));  // GPU held by y
+  EXPECT_FALSE(a.release("nobody"));
+  EXPECT_EQ(a.stamp(), before);
+  // Back to the earlier content by release: a new stamp all the same (never an earlier one).
+  ASSERT_TRUE(a.release("y"));
+  EXPECT_NE(a.stamp(), before);
+  EXPECT_NE(a.stamp(), b.stamp());
+  b.restore(a);
+  EXPECT_EQ(b.stamp(), a.stamp());
+}
+
 TEST(StateFile, RoundTripsJobsInRankOrder) {
   Cluster c = preset("dgx-h100?nodes=4");
   AllocationState s(c);

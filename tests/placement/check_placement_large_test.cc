@@ -80,5 +80,44 @@ TEST(CheckPlacementLarge, TheOnePassCheckAnswersTheSameListAgainAndAgain) {
   EXPECT_NE(wrong.error().message.find("not 'B200'"), std::string::npos) << wrong.error().message;
 }
 
+// A GPU count per node (every multi-node slurm-block job): a valid list is answered by the
+// one pass too, counting the job's GPUs per node; a node with another count goes to the
+// sorted check, which names the lowest such node, whatever the rank order.
+TEST(CheckPlacementLarge, GpusPerNodeCountedInTheOnePass) {
+  const Cluster c = preset("dgx-h100?nodes=600");
+  AllocationState s(c);
+  JobRequest whole;
+  whole.gpus = 4096;
+  whole.gpus_per_node = 8;
+  const JobRequest r = *normalize(whole, c);
+  ASSERT_EQ(r.gpus_per_node, 8);
+  std::vector<GpuId> gpus;
+  for (std::uint32_t n = 50; n < 562; ++n)
+    for (int l = 0; l < 8; ++l) gpus.push_back(c.node_gpu(NodeId(n), l));
+  std::mt19937 rng(5);
+  std::shuffle(gpus.begin(), gpus.end(), rng);
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(check_placement(s, r, gpus)) << k;
+  // Node 300 gives one GPU to node 562: 7 and 1 GPUs, both refused; node 300 is named first.
+  std::vector<GpuId> uneven = gpus;
+  *std::find(uneven.begin(), uneven.end(), c.node_gpu(NodeId(300), 7)) = c.node_gpu(NodeId(562), 0);
+  auto bad = check_placement(s, r, uneven);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, fmt::format("node {} holds 7 GPUs of the job, not 8", c.node_name(NodeId(300))));
+  EXPECT_TRUE(check_placement(s, r, gpus));  // the counts of the failed check do not linger
+  // Four per node: the same GPUs hold eight on each node.
+  JobRequest four = r;
+  four.gpus_per_node = 4;
+  auto eight = check_placement(s, four, gpus);
+  ASSERT_FALSE(eight);
+  EXPECT_EQ(eight.error().message, fmt::format("node {} holds 8 GPUs of the job, not 4", c.node_name(NodeId(50))));
+  // Four GPUs of each of the 600 nodes (alternate halves): valid for four per node.
+  std::vector<GpuId> halves;
+  for (std::uint32_t n = 0; n < 600; ++n)
+    for (int l = 0; l < 4; ++l) halves.push_back(c.node_gpu(NodeId(n), l + 4 * static_cast<int>(n % 2)));
+  four.total_gpus = four.gpus = static_cast<int>(halves.size());
+  std::shuffle(halves.begin(), halves.end(), rng);
+  EXPECT_TRUE(check_placement(s, four, halves));
+}
+
 }  // namespace
 }  // namespace toposched

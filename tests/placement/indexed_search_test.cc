@@ -4,6 +4,7 @@
 // allocations and releases, every decision must be the same, GPUs and rank order, or the
 // same error. A count per bucket or per switch that the index got wrong changes which leaf,
 // block or domain wins, and so the GPUs, on some step of these sequences.
+#include <optional>
 #include <random>
 
 #include <fmt/format.h>
@@ -153,6 +154,66 @@ TEST(IndexedSearch, SameDecisionsAsTheScanOnRandomSequences) {
         // Most steps place a job: the comparison is not only of errors.
         EXPECT_GT(placed, 60) << p.indexed->name() << " on " << c.name() << " seed " << seed;
       }
+}
+
+// slurm-block keeps, per thread, the counts per base block of the last state it saw and the
+// block it chose on them per job size (keyed by AllocationState::stamp), for the many
+// decisions of a backfill pass on one state. Here several requests are asked on each state
+// (most fail and change nothing, so later ones reuse the counts), and decisions alternate
+// between two copies of one state that change apart, as the simulator's live and probe
+// states do: every answer must still be the scan's.
+TEST(IndexedSearch, SlurmBlockCountsReusedOnlyForTheSameState) {
+  const Cluster clusters[] = {preset("dgx-h100?nodes=48&su_size=8"), preset("gb200-nvl72?racks=4"), mixed_cluster()};
+  for (const Cluster& c : clusters) {
+    std::mt19937 rng(17);
+    AllocationState states[2] = {AllocationState(c), AllocationState(c)};
+    std::vector<std::string> running[2];
+    int asked = 0, placed = 0, repeated = 0;
+    for (int step = 0; step < 400; ++step) {
+      if (step % 50 == 0) {  // one state becomes a copy of the other: the same stamp, then apart
+        const int from = static_cast<int>(rng() % 2);
+        states[1 - from] = states[from];
+        running[1 - from] = running[from];
+      }
+      const std::size_t which = rng() % 2;
+      AllocationState& s = states[which];
+      std::vector<std::string>& jobs = running[which];
+      if (!jobs.empty() && (rng() % 4 == 0 || s.total_free_gpus() * 10 < static_cast<std::int64_t>(c.gpu_count()))) {
+        const std::size_t k = rng() % jobs.size();
+        ASSERT_TRUE(s.release(jobs[k]).has_value());
+        jobs.erase(jobs.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+      const std::uint64_t stamp = s.stamp();
+      std::optional<JobRequest> to_place;
+      for (int ask = 0; ask < 4; ++ask) {
+        JobRequest r = random_request(rng, "slurm-block", c);
+        r.job_id = fmt::format("j{}-{}", step, ask);
+        auto norm = normalize(r, c);
+        if (!norm) continue;
+        auto a = choose_gpus(s, *norm, slurm_block_policy());
+        auto b = choose_gpus(s, *norm, slurm_block_scan_policy());
+        ++asked;
+        repeated += ask > 0;
+        ASSERT_EQ(a.has_value(), b.has_value()) << c.name() << " step " << step << " ask " << ask;
+        if (a) {
+          ASSERT_EQ(*a, *b) << c.name() << " step " << step << " ask " << ask;
+          if (!to_place) {
+            to_place = *norm;
+            ASSERT_TRUE(s.allocate(r.job_id, *a).has_value());
+            jobs.push_back(r.job_id);
+            ++placed;
+          }
+        } else {
+          EXPECT_EQ(a.error().message, b.error().message) << c.name() << " step " << step;
+        }
+        if (!to_place) {
+          EXPECT_EQ(s.stamp(), stamp);  // deciding changes nothing
+        }
+      }
+    }
+    EXPECT_GT(placed, 100) << c.name();
+    EXPECT_GT(repeated, 600) << c.name();
+  }
 }
 
 // The index serves every request without a GPU model or a node mask (both depend on the

@@ -189,7 +189,7 @@ TEST(ReservationProbes, WholeSimulationsAreTheSame) {
   p.max_gpus = 64;
   Trace trace = generate_trace(p);
   auto comm = make_comm_model(c);
-  for (const std::string policy : {"topo", "slurm-tree", "kueue-bestfit"}) {
+  for (const std::string policy : {"topo", "slurm-tree", "kueue-bestfit", "slurm-block"}) {
     SCOPED_TRACE(policy);
     auto kept = make_placer(c, policy, 1, ReservationProbes::kKeptState);
     auto scratch = make_placer(c, policy, 1, ReservationProbes::kFromScratch);

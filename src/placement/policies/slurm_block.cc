@@ -30,7 +30,8 @@
 //    K GPUs are reached (each node gives all its free GPUs); a base block with fewer than K
 //    free GPUs makes the job pend.
 // Not modelled: node weights (all equal), CPUs (plentiful), required nodes, --spread-segments,
-// hres. Thread-safe: the block table is rebuilt per call or cached per thread.
+// hres. Thread-safe: the block table, and the counts of the last state seen (CountsMemo), are
+// kept per thread.
 #include <algorithm>
 #include <bit>
 
@@ -54,7 +55,24 @@ struct BlockTable {
   // Per node: its base block, -1 for none. Empty when a node is in two base blocks (the
   // per-block counts then cannot be kept per node, and the search scans).
   std::vector<int> node_bblock;
+  // Per base block: the switch whose subtree holds exactly its nodes (invalid for a
+  // placeholder), so its available nodes are that switch's row of the free-GPU index
+  // (AllocationState::switch_bucket_nodes). Empty when some base block is not one switch's
+  // subtree (blocks cut from accelerator domains): the counts then come from the buckets'
+  // node lists.
+  std::vector<SwitchId> bblock_switch;
+  std::uint64_t generation = 0;  // cached_table's build number on this thread (CountsMemo's key)
 };
+
+// The switch whose subtree is exactly `nodes` (sorted, non-empty): all of them hang from
+// one switch and it has no other node below it, directly or through child switches.
+SwitchId subtree_switch_of(const Cluster& c, const std::vector<NodeId>& nodes) {
+  const SwitchId s = c.node_switch(nodes.front());
+  if (!s.valid() || c.switch_subtree_nodes(s).size() != nodes.size()) return SwitchId();
+  for (NodeId n : nodes)
+    if (c.node_switch(n) != s) return SwitchId();
+  return s;
+}
 
 Result<BlockTable> block_table(const Cluster& c, const std::vector<long>& sizes) {
   TopographBlockLayout layout(c);
@@ -81,6 +99,15 @@ Result<BlockTable> block_table(const Cluster& c, const std::vector<long>& sizes)
       }
       t.node_bblock[n.index()] = static_cast<int>(i);
     }
+  t.bblock_switch.reserve(t.bblocks.size());
+  for (const std::vector<NodeId>& nodes : t.bblocks) {
+    const SwitchId s = nodes.empty() ? SwitchId() : subtree_switch_of(c, nodes);
+    if (!nodes.empty() && !s.valid()) {
+      t.bblock_switch.clear();
+      break;
+    }
+    t.bblock_switch.push_back(s);
+  }
   return t;
 }
 
@@ -93,12 +120,38 @@ Result<const BlockTable*> cached_table(const AllocationState& s, const std::vect
   if (!table || key != s.cluster_key() || for_sizes != sizes) {
     table.reset();
     TOPOSCHED_TRY(t, block_table(s.cluster(), sizes));
+    thread_local std::uint64_t built = 0;
     table = std::move(t);
+    table->generation = ++built;
     key = s.cluster_key();
     for_sizes = sizes;
   }
   return &*table;
 }
+
+// Per thread: the available nodes per base block on the last state seen
+// (AllocationState::stamp), table and set of buckets with capacity, and the block chosen on
+// them for the first segment per segment size. A backfill pass asks for many jobs on one
+// state, most of which fail and change nothing; the jobs of one shape (the same buckets
+// with capacity, the same node count) then get their answer without a pass over the blocks.
+// Exact: the counts are a function of those keys, and the first segment's block (without
+// --consolidate-segments) a function of the counts and the segment's size.
+struct CountsMemo {
+  std::uint64_t stamp = 0;  // 0: empty (no state has stamp 0)
+  std::uint64_t table = 0;  // BlockTable::generation
+  std::vector<int> with_capacity;
+  std::vector<int> counts;
+  std::vector<std::pair<int, int>> first_block;  // (segment nodes, block or -1)
+
+  bool holds(const AllocationState& s, const BlockTable& t, const std::vector<int>& buckets) const {
+    return stamp == s.stamp() && table == t.generation && with_capacity == buckets;
+  }
+  const int* block_for(int seg_nodes) const {
+    for (const auto& [n, b] : first_block)
+      if (n == seg_nodes) return &b;
+    return nullptr;
+  }
+};
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -127,6 +180,35 @@ int block_level_of(const BlockTable& t, int rem_nodes, int* llblock_level) {
   return first_level_from(t.levels, level);
 }
 
+// The nodes available to the job (node_capacity > 0), less those taken or ruled out by
+// earlier segments. Dense: one flag per node, filled by the caller (the scan of every node).
+// Lazy (the free-GPU index): a node's flag is read from its bucket when asked, and the few
+// nodes ruled out since are kept in a NodeMap, so a decision costs what the blocks it
+// looks at cost, not one pass over the cluster's nodes. Both answer alike for every node.
+class Avail {
+ public:
+  explicit Avail(std::vector<char> flags) : dense_(std::move(flags)) {}
+  Avail(const AllocationState& s, const JobRequest& r) : s_(&s), r_(&r) {}
+
+  bool operator[](NodeId n) const {
+    if (!s_) return dense_[n.index()] != 0;
+    return bucket_capacity(*s_, *r_, s_->node_bucket(n)) > 0 && off_.get(n.value) == 0;
+  }
+  void clear(NodeId n) {
+    if (!s_) {
+      dense_[n.index()] = 0;
+    } else {
+      off_[n.value] = 1;
+    }
+  }
+
+ private:
+  std::vector<char> dense_;
+  const AllocationState* s_ = nullptr;  // lazy when set (capacity_indexed requests only)
+  const JobRequest* r_ = nullptr;
+  NodeMap<char> off_;
+};
+
 // One run of eval_nodes_block for `rem_nodes` nodes (a segment, or the whole job) over the
 // nodes marked in `avail`. Fills `chosen` with the nodes in the order taken. The available
 // nodes of a base block are counted over its nodes, or read from `counts` (per base block,
@@ -143,24 +225,21 @@ class BlockEval {
   int per_block() const { return per_block_; }
 
   // Available nodes per block of the job's level (nodes_on_block).
-  std::vector<int> nodes_on_blocks(const std::vector<char>& avail) const {
-    std::vector<int> out(static_cast<std::size_t>(blocks_), 0);
-    for (int b = 0; b < blocks_; ++b)
-      for (int i = b * per_block_; i < std::min(count_, (b + 1) * per_block_); ++i)
-        out[static_cast<std::size_t>(b)] += on_bblock(i, avail);
+  std::vector<int> nodes_on_blocks(const Avail& avail) const {
+    std::vector<int> out;
+    sums_of(avail, per_block_, out);
     return out;
   }
 
   // The block to use (lines 613-686), -1 when none has room. `allowed_block` (consolidated
   // segments) skips the others.
-  int choose_block(const std::vector<char>& avail, int rem_nodes, const std::vector<char>* allowed_block) const {
+  int choose_block(const Avail& avail, int rem_nodes, const std::vector<char>* allowed_block) {
     const int max_ll = ceil_div(rem_nodes, per_ll_ * t_.base);
     const bool use_ll = per_block_ != per_ll_ * max_ll;
-    std::vector<int> on_ll(static_cast<std::size_t>(ceil_div(count_, per_ll_)), 0);
-    const std::vector<int> on_block = nodes_on_blocks(avail);
-    for (std::size_t l = 0; l < on_ll.size(); ++l)
-      for (int i = static_cast<int>(l) * per_ll_; i < std::min(count_, static_cast<int>(l + 1) * per_ll_); ++i)
-        on_ll[l] += on_bblock(i, avail);
+    std::vector<int>& on_block = on_block_scratch_;
+    sums_of(avail, per_block_, on_block);
+    std::vector<int>& on_ll = on_ll_scratch_;
+    if (use_ll) sums_of(avail, per_ll_, on_ll);
     int best = -1, best_count = 0;
     for (int b = 0; b < blocks_; ++b) {
       if (allowed_block && !(*allowed_block)[static_cast<std::size_t>(b)]) continue;
@@ -169,7 +248,8 @@ class BlockEval {
       if (use_ll) {  // the max_ll fullest lower-level blocks of this block
         const int per = per_block_ / per_ll_, offset = b * per;
         const int n = std::min(per, static_cast<int>(on_ll.size()) - offset);
-        std::vector<int> lls(on_ll.begin() + offset, on_ll.begin() + offset + n);
+        std::vector<int>& lls = lls_scratch_;
+        lls.assign(on_ll.begin() + offset, on_ll.begin() + offset + n);
         std::sort(lls.rbegin(), lls.rend());
         avail_bnc = 0;
         for (int j = 0; j < std::min(max_ll, n); ++j) avail_bnc += lls[static_cast<std::size_t>(j)];
@@ -186,7 +266,7 @@ class BlockEval {
   // Lines 969-1075: base blocks of `block` one at a time, nodes in node order. `take` is
   // called per node and returns true when the job (segment) is satisfied.
   template <class Take>
-  bool fill(int block, const std::vector<char>& avail, int rem_nodes, Take&& take) {
+  bool fill(int block, const Avail& avail, int rem_nodes, Take&& take) {
     const int max_ll0 = ceil_div(rem_nodes, per_ll_ * t_.base);
     const bool use_ll = per_block_ != per_ll_ * max_ll0;
     int max_ll = max_ll0;
@@ -209,7 +289,7 @@ class BlockEval {
       if (max_ll <= 0 && !best.same_block) break;
       required_[static_cast<std::size_t>(best.inx)] = 1;
       for (NodeId n : t_.bblocks[static_cast<std::size_t>(best.inx)]) {
-        if (!avail[n.index()]) continue;
+        if (!avail[n]) continue;
         --rem_nodes;
         if (take(n, rem_nodes)) return true;
       }
@@ -230,12 +310,29 @@ class BlockEval {
   int per_block_ = 1, blocks_ = 1, per_ll_ = 1;
   std::vector<char> required_;
   std::vector<int> on_bb_, on_ll_;
+  std::vector<int> on_block_scratch_, on_ll_scratch_, lls_scratch_;  // choose_block's, kept for their buffers
 
-  int on_bblock(int i, const std::vector<char>& avail) const {
+  int on_bblock(int i, const Avail& avail) const {
     if (counts_) return (*counts_)[static_cast<std::size_t>(i)];
     int k = 0;
-    for (NodeId n : t_.bblocks[static_cast<std::size_t>(i)]) k += avail[n.index()] ? 1 : 0;
+    for (NodeId n : t_.bblocks[static_cast<std::size_t>(i)]) k += avail[n] ? 1 : 0;
     return k;
+  }
+  // Available nodes per group of `per` consecutive base blocks (the last one may be short),
+  // summed in a local so that the compiler keeps it in a register.
+  void sums_of(const Avail& avail, int per, std::vector<int>& out) const {
+    out.assign(per > 0 ? static_cast<std::size_t>(ceil_div(count_, per)) : 1, 0);
+    for (std::size_t g = 0; g < out.size(); ++g) {
+      const int first = static_cast<int>(g) * per, end = std::min(count_, first + per);
+      int sum = 0;
+      if (counts_) {
+        const int* c = counts_->data();
+        for (int i = first; i < end; ++i) sum += c[i];
+      } else {
+        for (int i = first; i < end; ++i) sum += on_bblock(i, avail);
+      }
+      out[g] = sum;
+    }
   }
   bool same_ll(int a, int b) const { return a >= 0 && (a >> ll_level_) == (b >> ll_level_); }
 
@@ -299,38 +396,65 @@ class SlurmBlockPolicy final : public PlacementPolicy {
     const int job_nodes = r.nodes > 0 ? r.nodes : 1;  // --gpus=K alone: one node at least
     if (release >= 2605 && r.nodes == 1) return first_node_that_fits(s, r, allowed);
     TOPOSCHED_TRY(table, cached_table(s, r.block_sizes));
-    // Available nodes: from the free-GPU index (the nodes of the buckets with capacity, and
-    // their count per base block), or by a scan of every node (the reference).
-    std::vector<char> avail(c.node_count(), 0);
+    // Available nodes: from the free-GPU index (a node's bucket says whether it has
+    // capacity; the count per base block is its switch's row of the index, or the nodes of
+    // the buckets with capacity counted per base block), or by a scan of every node (the
+    // reference).
+    std::optional<Avail> avail;
     std::optional<std::vector<int>> counts;
+    CountsMemo* memo_used = nullptr;
     if (may_index_ && capacity_indexed(r, allowed) && !table->node_bblock.empty()) {
-      counts.emplace(table->bblocks.size(), 0);
-      for (int b = 0; b < s.bucket_count(); ++b) {
-        if (bucket_capacity(s, r, b) <= 0) continue;
-        for (NodeId n : s.bucket_nodes(b)) {
-          avail[n.index()] = 1;
-          if (const int bb = table->node_bblock[n.index()]; bb >= 0) ++(*counts)[static_cast<std::size_t>(bb)];
+      avail.emplace(s, r);
+      thread_local std::vector<int> with_capacity;
+      with_capacity.clear();
+      for (int b = 0; b < s.bucket_count(); ++b)
+        if (bucket_capacity(s, r, b) > 0) with_capacity.push_back(b);
+      thread_local CountsMemo memo;
+      if (!memo.holds(s, *table, with_capacity)) {
+        memo.stamp = s.stamp();
+        memo.table = table->generation;
+        memo.with_capacity = with_capacity;
+        memo.first_block.clear();
+        std::vector<int>& k = memo.counts;
+        k.assign(table->bblocks.size(), 0);
+        if (!table->bblock_switch.empty()) {
+          for (std::size_t i = 0; i < k.size(); ++i) {
+            const SwitchId sw = table->bblock_switch[i];
+            if (!sw.valid()) continue;  // a placeholder: no nodes
+            std::int64_t sum = 0;
+            for (int b : with_capacity) sum += s.switch_bucket_nodes(sw, b);
+            k[i] = static_cast<int>(sum);
+          }
+        } else {
+          for (int b : with_capacity)
+            for (NodeId n : s.bucket_nodes(b))
+              if (const int bb = table->node_bblock[n.index()]; bb >= 0) ++k[static_cast<std::size_t>(bb)];
         }
       }
+      counts.emplace(memo.counts);  // a copy: segments() takes the chosen nodes off it
+      memo_used = &memo;
     } else {
+      std::vector<char> flags(c.node_count(), 0);
       for (std::size_t i = 0; i < c.node_count(); ++i)
-        avail[i] = node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i))) > 0 ? 1 : 0;
+        flags[i] = node_capacity(s, r, allowed, NodeId(static_cast<std::uint32_t>(i))) > 0 ? 1 : 0;
+      avail.emplace(std::move(flags));
     }
     int segment = r.nodes > 0 ? r.segment : 0;
     if (segment > job_nodes) segment = 0;  // "Ignoring segment_size: larger than job size"
     if (segment > 0 && job_nodes % segment != 0)
       return make_error(ErrorCode::kInvalidArgument,
                         fmt::format("slurm-block: --segment={} does not divide the job's {} nodes", segment, job_nodes));
-    return segments(s, r, allowed, *table, std::move(avail), counts ? &*counts : nullptr, job_nodes, segment);
+    return segments(s, r, allowed, *table, *avail, counts ? &*counts : nullptr, memo_used, job_nodes, segment);
   }
 
  private:
   bool may_index_;
 
-  // `counts` (when given): available nodes per base block, kept in step with `avail`.
+  // `counts` (when given): available nodes per base block, kept in step with `avail`;
+  // `memo` (with counts): where they came from, which also keeps the first segment's block.
   static Result<std::vector<GpuId>> segments(const AllocationState& s, const JobRequest& r, const NodeMask& allowed,
-                                             const BlockTable& t, std::vector<char> avail, std::vector<int>* counts,
-                                             int job_nodes, int segment) {
+                                             const BlockTable& t, Avail& avail, std::vector<int>* counts,
+                                             CountsMemo* memo, int job_nodes, int segment) {
     const int seg_nodes = segment > 0 ? segment : job_nodes;
     const int count = job_nodes / seg_nodes;
     int ll_level = 0;
@@ -352,13 +476,23 @@ class SlurmBlockPolicy final : public PlacementPolicy {
     std::vector<GpuId> out;
     int gpus_left = r.total_gpus;
     for (int k = 0; k < count; ++k) {
-      const int block = eval.choose_block(avail, seg_nodes, k == 0 && allowed_blocks ? &*allowed_blocks : nullptr);
+      int block;
+      if (k == 0 && memo && !allowed_blocks) {  // the counts are the memo's here: nothing taken yet
+        if (const int* known = memo->block_for(seg_nodes)) {
+          block = *known;
+        } else {
+          block = eval.choose_block(avail, seg_nodes, nullptr);
+          memo->first_block.emplace_back(seg_nodes, block);
+        }
+      } else {
+        block = eval.choose_block(avail, seg_nodes, k == 0 && allowed_blocks ? &*allowed_blocks : nullptr);
+      }
       if (block < 0) return no_fit(t, seg_nodes, k, count);
       if (k == 0 && allowed_blocks) {  // later segments stay in this block's consolidated block
         for (int b = 0; b < eval.blocks(); ++b)
           if (b / per_as != block / per_as)
             for (int i = b * eval.per_block(); i < std::min((b + 1) * eval.per_block(), static_cast<int>(t.bblocks.size())); ++i) {
-              for (NodeId n : t.bblocks[static_cast<std::size_t>(i)]) avail[n.index()] = 0;
+              for (NodeId n : t.bblocks[static_cast<std::size_t>(i)]) avail.clear(n);
               if (counts) (*counts)[static_cast<std::size_t>(i)] = 0;
             }
       }
@@ -381,7 +515,7 @@ class SlurmBlockPolicy final : public PlacementPolicy {
         const int give = std::min(node_capacity(s, r, allowed, n), gpus_left);
         take_lowest_free(s, n, give, out);
         gpus_left -= give;
-        avail[n.index()] = 0;
+        avail.clear(n);
         if (counts)
           if (const int bb = t.node_bblock[n.index()]; bb >= 0) --(*counts)[static_cast<std::size_t>(bb)];
       }
