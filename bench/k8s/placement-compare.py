@@ -56,6 +56,15 @@ FABRIC_KEYS = (LEAF, "fabric.topograph.run/tier-1", "kubernetes.io/hostname")
 
 # name, pods, GPUs per pod, plan (tp, pp, dp), topology key or None. Singles first: they
 # leave partly used nodes behind, as a busy cluster has.
+# SMALL_PODS: sp-h/sp-i and gb-g/gb-h are gangs of 1- and 2-GPU pods whose tensor-parallel
+# group of 8 spans pods, the shape of a PyTorchJob or JobSet launched with one process per pod
+# (nproc_per_node=1, or 2): rank r is pod r // g, and ranks 0-7 form the first TP group. No
+# scheduler is told the TP group; kube-scheduler's per-pod scores (NodeResourcesFit
+# LeastAllocated, NodeResourcesBalancedAllocation) favour the emptiest nodes for each member,
+# so a gang of small pods is spread node by node, and its TP groups cross nodes (SuperPOD:
+# InfiniBand instead of NVLink) or racks (GB200), whatever the topology constraint, which only
+# keeps the gang in one leaf or rack. Toposched reads toposched.io/tp and packs each TP group
+# on one node's (or one rack's) NVLink.
 QUEUES = {
     "superpod": {
         "cluster": "preset:dgx-h100?nodes=128",
@@ -68,6 +77,9 @@ QUEUES = {
             ("sp-e", 24, 8, (8, 3, 8), None),
             ("sp-f", 8, 4, (4, 1, 8), None),
             ("sp-g", 4, 8, (8, 4, 1), LEAF),
+            # Gangs of small pods (SMALL_PODS below): one GPU per rank, TP groups across pods.
+            ("sp-h", 32, 1, (8, 1, 4), LEAF),
+            ("sp-i", 16, 2, (8, 1, 2), None),
         ],
     },
     "gb200": {
@@ -80,6 +92,8 @@ QUEUES = {
             ("gb-d", 18, 4, (8, 3, 3), None),
             ("gb-e", 8, 4, (8, 1, 4), DOMAIN),
             ("gb-f", 24, 4, (8, 2, 6), None),
+            ("gb-g", 16, 1, (8, 1, 2), DOMAIN),
+            ("gb-h", 16, 2, (8, 1, 2), None),
         ],
     },
 }
