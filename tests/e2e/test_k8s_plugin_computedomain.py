@@ -95,7 +95,8 @@ def channel_slice(node):
         return {"name": name, "attributes": {"type": {"string": kind}, "id": {"int": 0}}}
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
             "metadata": {"name": f"{node}-{CD_DRIVER}"},
-            "spec": {"driver": CD_DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "spec": {"driver": CD_DRIVER, "nodeName": node,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
                      "devices": [device("channel-0", "channel"), device("daemon-0", "daemon")]}}
 
 
@@ -133,7 +134,8 @@ def pod(name, gpus, template=None, labels=None, annotations=None, node_selector=
     if gated:
         spec["schedulingGates"] = [{"name": GATE}]
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels or {}, "annotations": annotations or {}},
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels or {},
+                         "annotations": annotations or {}},
             "spec": spec}
 
 
