@@ -150,8 +150,12 @@ class PluginBuildComputeDomains(unittest.TestCase):
         k.add_nodes(sorted(cls.labels.items()), gpus=4)
         k.ensure_namespace(NAMESPACE)
         k.api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
-        k.kubectl("wait", "--for=condition=Established", "--timeout=120s",
-                  "customresourcedefinition/computedomains.resource.nvidia.com")
+        deadline = time.monotonic() + 120
+        while not any(c["type"] == "Established" and c["status"] == "True" for c in k.api.get(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/computedomains.resource.nvidia.com")
+                .get("status", {}).get("conditions", [])):
+            assert time.monotonic() < deadline, "the ComputeDomain CRD was never Established"
+            time.sleep(0.2)
         k.api.create(f"{RESOURCE}/deviceclasses", CHANNEL_DEVICE_CLASS)
         for node in sorted(cls.labels):
             k.api.create(f"{RESOURCE}/resourceslices", channel_slice(node))
