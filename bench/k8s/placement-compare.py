@@ -84,7 +84,7 @@ QUEUES = {
             ("sp-g", 4, 8, (8, 4, 1), LEAF),
             # Gangs of small pods (SMALL_PODS below): one GPU per rank, TP groups across pods.
             ("sp-h", 32, 1, (8, 1, 4), LEAF),
-            ("sp-i", 16, 2, (8, 1, 2), None),
+            ("sp-i", 16, 2, (8, 1, 4), None),
         ],
         "later": {"sp-h", "sp-i"},
     },
@@ -99,7 +99,7 @@ QUEUES = {
             ("gb-e", 8, 4, (8, 1, 4), DOMAIN),
             ("gb-f", 24, 4, (8, 2, 6), None),
             ("gb-g", 16, 1, (8, 1, 2), DOMAIN),
-            ("gb-h", 16, 2, (8, 1, 2), None),
+            ("gb-h", 16, 2, (8, 1, 4), None),
         ],
         "later": {"gb-g", "gb-h"},
     },
