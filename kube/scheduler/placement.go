@@ -118,6 +118,15 @@ func (p *Plugin) GeneratePlacements(ctx context.Context, state fwk.PodGroupCycle
 		}
 	}
 	cands := candidates(klog.FromContext(ctx), pod, domainOf, parent.Nodes)
+	if key == "" && cd == nil {
+		// No key: the whole offer first (ties keep it), then each NVLink domain, so a group
+		// that fits in one rack is not split where serve's plan over the whole offer would
+		// (at most maxDomainTries domains: one dry run each; a node-sized domain, as on
+		// DGX H100, makes too many).
+		if domains := candidates(klog.FromContext(ctx), pod, p.nvlinkDomainOf, parent.Nodes); len(domains) > 1 && len(domains) <= maxDomainTries {
+			cands = append(cands, domains...)
+		}
+	}
 	if cd != nil && len(cands) < 2 {
 		return whole, nil
 	}
