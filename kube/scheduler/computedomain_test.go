@@ -250,3 +250,25 @@ func TestComputeDomainsAreFoundByTheirChannelTemplate(t *testing.T) {
 		t.Errorf("lookups %v, want %v", got, want)
 	}
 }
+
+// A gang PodGroup without a key (and no ComputeDomain) on a cluster of NVLink domains: the
+// whole offer and each domain are candidates; a domain predicting less than the whole offer
+// is answered (a plan over the whole offer could split a group one rack holds).
+func TestGeneratePlacementsWithoutAKeyAlsoTriesEachNVLinkDomain(t *testing.T) {
+	f := &fakeDryRuns{times: map[string]float64{"0plain": 900, "b1": 400}} // rack a: does not fit
+	serve := f.server(t)
+	defer serve.Close()
+	p := newPlugin(t, serve.URL+"/toposched")
+	nodes := append(append(rack("a", "rack-a", 2), rack("b", "rack-b", 2)...), node("0plain", nil))
+	res, status := p.GeneratePlacements(context.Background(), nil, gangInfo("", 4, gpuPod("train-0", 4)),
+		&fwk.Placement{Nodes: nodes})
+	if !status.IsSuccess() {
+		t.Fatalf("status %v", status)
+	}
+	if len(res.Placements) != 1 || !reflect.DeepEqual(nodeNames(res.Placements[0]), []string{"b1", "b2"}) {
+		t.Fatalf("placements %+v, want rack b's nodes", res.Placements)
+	}
+	if len(f.bodies) != 3 {
+		t.Errorf("%d dry runs, want 3 (the whole offer, rack a, rack b)", len(f.bodies))
+	}
+}
