@@ -12,7 +12,8 @@ control plane of the tests (tests/e2e/k8s_harness.py) runs with the feature gate
 GenericWorkload and TopologyAwareWorkloadScheduling on and scheduling.k8s.io/v1beta1 served,
 fake nodes carrying the labels of `toposched export --to k8s-labels`. The same queue (QUEUES
 below: single pods of 1 to 4 GPUs, then gangs with a parallel plan, some with a topology
-constraint) is created in the same order for each scheduler, one after the other:
+constraint, then, once those are bound, gangs of 1- and 2-GPU pods whose TP groups span pods)
+is created in the same order for each scheduler, one after the other:
 
   default   upstream kube-scheduler v1.37.2, default plugins (with the gates: GangScheduling,
             TopologyPlacementGenerator, PodGroupPodsCount); gangs are scheduling.k8s.io
@@ -56,6 +57,19 @@ FABRIC_KEYS = (LEAF, "fabric.topograph.run/tier-1", "kubernetes.io/hostname")
 
 # name, pods, GPUs per pod, plan (tp, pp, dp), topology key or None. Singles first: they
 # leave partly used nodes behind, as a busy cluster has.
+# SMALL_PODS: sp-h/sp-i and gb-g/gb-h are gangs of 1- and 2-GPU pods whose tensor-parallel
+# group of 8 spans pods, the shape of a PyTorchJob or JobSet launched with one process per pod
+# (nproc_per_node=1, or 2): rank r is pod r // g, and ranks 0-7 form the first TP group. No
+# scheduler is told the TP group; kube-scheduler's per-pod scores (NodeResourcesFit
+# LeastAllocated, NodeResourcesBalancedAllocation) favour the emptiest nodes for each member,
+# so a gang of small pods is spread node by node, and its TP groups cross nodes (SuperPOD:
+# InfiniBand instead of NVLink) or racks (GB200), whatever the topology constraint, which only
+# keeps the gang in one leaf or rack. Toposched reads toposched.io/tp and packs each TP group
+# on one node's (or one rack's) NVLink. They are submitted later ("later": created once the
+# first wave is bound), into the filled cluster: created with the others, their members would
+# compete for empty nodes with the whole-node gangs (the default spreads small pods over the
+# emptiest nodes, and the SuperPOD queue leaves sp-b few spare ones), and the comparison would
+# turn on which gangs fit at all rather than on the step times of the same gangs.
 QUEUES = {
     "superpod": {
         "cluster": "preset:dgx-h100?nodes=128",
@@ -68,7 +82,11 @@ QUEUES = {
             ("sp-e", 24, 8, (8, 3, 8), None),
             ("sp-f", 8, 4, (4, 1, 8), None),
             ("sp-g", 4, 8, (8, 4, 1), LEAF),
+            # Gangs of small pods (SMALL_PODS below): one GPU per rank, TP groups across pods.
+            ("sp-h", 32, 1, (8, 1, 4), LEAF),
+            ("sp-i", 16, 2, (8, 1, 4), None),
         ],
+        "later": {"sp-h", "sp-i"},
     },
     "gb200": {
         "cluster": "preset:gb200-nvl72?racks=8",
@@ -80,7 +98,10 @@ QUEUES = {
             ("gb-d", 18, 4, (8, 3, 3), None),
             ("gb-e", 8, 4, (8, 1, 4), DOMAIN),
             ("gb-f", 24, 4, (8, 2, 6), None),
+            ("gb-g", 16, 1, (8, 1, 2), DOMAIN),
+            ("gb-h", 16, 2, (8, 1, 4), None),
         ],
+        "later": {"gb-g", "gb-h"},
     },
 }
 
@@ -120,8 +141,22 @@ def podgroup(ns, gang):
             "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
+def create_gangs(kube, ns, gangs, native):
+    """Creates the gangs' pods, members interleaved, as controllers creating several jobs at
+    once would; answers their names."""
+    names = []
+    most = max((g[1] for g in gangs), default=0)
+    for i in range(most):
+        for g in gangs:
+            if i < g[1]:
+                kube.api.create(f"/api/v1/namespaces/{ns}/pods", gang_pod(ns, g, i, native))
+                names.append(f"{g[0]}-{i}")
+    return names
+
+
 def create_queue(kube, ns, queue, native):
-    """Creates the queue's objects in its order; answers every pod name."""
+    """Creates the queue's first wave in its order (singles, then the gangs not in `later`);
+    answers every pod name."""
     names = []
     for i, gpus in enumerate(queue["singles"]):
         kube.api.create(f"/api/v1/namespaces/{ns}/pods", base_pod(ns, f"single-{i}", gpus))
@@ -129,21 +164,16 @@ def create_queue(kube, ns, queue, native):
     if native:
         for g in queue["gangs"]:
             kube.api.create(f"/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups", podgroup(ns, g))
-    # Members interleaved, as controllers creating several jobs at once would.
-    most = max(g[1] for g in queue["gangs"])
-    for i in range(most):
-        for g in queue["gangs"]:
-            if i < g[1]:
-                kube.api.create(f"/api/v1/namespaces/{ns}/pods", gang_pod(ns, g, i, native))
-                names.append(f"{g[0]}-{i}")
-    return names
+    return names + create_gangs(kube, ns, [g for g in queue["gangs"] if g[0] not in queue["later"]], native)
 
 
 def measure(kube, ns, queue, native, stall_s):
     """Creates the queue and follows it: (pods by name, bound count, seconds to the last bind,
-    seconds to the last create)."""
+    seconds to the last create). The `later` gangs are created once the first wave is bound
+    (or stalled): jobs submitted into the filled cluster."""
     start = time.monotonic()
     names = create_queue(kube, ns, queue, native)
+    later = [g for g in queue["gangs"] if g[0] in queue["later"]]
     created = time.monotonic()
     bound, last_bind = 0, start
     while True:
@@ -152,6 +182,11 @@ def measure(kube, ns, queue, native, stall_s):
         now = time.monotonic()
         if now_bound > bound:
             bound, last_bind = now_bound, now
+        if later and (bound == len(names) or (now - max(created, last_bind) > stall_s)):
+            names += create_gangs(kube, ns, later, native)
+            later = []
+            created = time.monotonic()
+            continue
         if bound == len(names) or (now - max(created, last_bind) > stall_s):
             return pods, bound, last_bind - start, created - start
         time.sleep(0.25)

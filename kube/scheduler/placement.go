@@ -107,7 +107,29 @@ func (p *Plugin) GeneratePlacements(ctx context.Context, state fwk.PodGroupCycle
 	if c := group.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 0 {
 		key = c.Topology[0].Key
 	}
-	cands := candidates(klog.FromContext(ctx), pod, key, parent.Nodes)
+	domainOf := byLabel(key)
+	cd := (*computeDomain)(nil)
+	if key == "" {
+		// A gang of a ComputeDomain without a key of its own: one candidate per NVLink
+		// domain (computedomain.go); fitting in none, the parent placement, where serve
+		// spreads it over the fewest.
+		if cd = p.computeDomainOf(pod); cd != nil {
+			domainOf = p.nvlinkDomainOf
+		}
+	}
+	cands := candidates(klog.FromContext(ctx), pod, domainOf, parent.Nodes)
+	if key == "" && cd == nil {
+		// No key: the whole offer first (ties keep it), then each NVLink domain, so a group
+		// that fits in one rack is not split where serve's plan over the whole offer would
+		// (at most maxDomainTries domains: one dry run each; a node-sized domain, as on
+		// DGX H100, makes too many).
+		if domains := candidates(klog.FromContext(ctx), pod, p.nvlinkDomainOf, parent.Nodes); len(domains) > 1 && len(domains) <= maxDomainTries {
+			cands = append(cands, domains...)
+		}
+	}
+	if cd != nil && len(cands) < 2 {
+		return whole, nil
+	}
 	if len(cands) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("no node can take the members of PodGroup %s/%s "+
 			"(schedulable, taints, affinity, requests%s)", pg.GetNamespace(), pg.GetName(), keyNote(key)))
@@ -124,6 +146,11 @@ func (p *Plugin) GeneratePlacements(ctx context.Context, state fwk.PodGroupCycle
 		c.fits, c.commUS, c.notFitWhy = p.serve.dryRun(ctx, servePod, c.names)
 	}
 	best := bestCandidate(cands)
+	if best == nil && cd != nil {
+		klog.FromContext(ctx).V(2).Info("toposched: the ComputeDomain's gang fits in no single NVLink domain; "+
+			"planned over the fewest", "podGroup", pg.GetName(), "computeDomain", cd.name, "domains", len(cands))
+		return whole, nil
+	}
 	if best == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("toposched: PodGroup %s/%s fits in none of %d "+
 			"candidate placements%s; first: %s", pg.GetNamespace(), pg.GetName(), len(cands), keyNote(key), cands[0].notFitWhy))
@@ -143,10 +170,22 @@ func keyNote(key string) string {
 	return ", topology key " + key
 }
 
-// candidates: the nodes the pod could run on (offerable), by value of `key` (nodes without
-// the label left out, as the built-in generator does), in name order; one candidate "all"
-// when key is empty.
-func candidates(logger klog.Logger, pod *v1.Pod, key string, nodes []fwk.NodeInfo) []*candidate {
+// byLabel: a node's domain is its value of `key` (none without the label); every node is in
+// the one domain "all" when key is empty.
+func byLabel(key string) func(*v1.Node) (string, bool) {
+	if key == "" {
+		return func(*v1.Node) (string, bool) { return "all", true }
+	}
+	return func(n *v1.Node) (string, bool) {
+		v, ok := n.Labels[key]
+		return v, ok
+	}
+}
+
+// candidates: the nodes the pod could run on (offerable), by domain (domainOf; nodes in none
+// left out, as the built-in generator leaves out nodes without the key's label), in name
+// order.
+func candidates(logger klog.Logger, pod *v1.Pod, domainOf func(*v1.Node) (string, bool), nodes []fwk.NodeInfo) []*candidate {
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
 	req := requestOf(pod)
 	byName := map[string]*candidate{}
@@ -154,13 +193,9 @@ func candidates(logger klog.Logger, pod *v1.Pod, key string, nodes []fwk.NodeInf
 		if !offerable(logger, pod, affinity, req, info) {
 			continue
 		}
-		name := "all"
-		if key != "" {
-			value, has := info.Node().Labels[key]
-			if !has {
-				continue
-			}
-			name = value
+		name, has := domainOf(info.Node())
+		if !has {
+			continue
 		}
 		c := byName[name]
 		if c == nil {

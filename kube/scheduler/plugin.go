@@ -73,6 +73,13 @@ type Args struct {
 	// GPUDeviceClasses: a claim's request of one of these DeviceClasses asks for GPUs that
 	// toposched places (default [gpu.nvidia.com]).
 	GPUDeviceClasses []string `json:"gpuDeviceClasses,omitempty"`
+	// NVLinkDomainLabels: the node labels naming a node's NVLink domain, the first present
+	// counting (default [nvidia.com/gpu.clique, accelerator.topograph.run/domain]); the pods
+	// of one ComputeDomain are kept in one (computedomain.go).
+	NVLinkDomainLabels []string `json:"nvlinkDomainLabels,omitempty"`
+	// ComputeDomainSyncSeconds bounds the wait for the first list of ComputeDomains at
+	// start-up (default 30).
+	ComputeDomainSyncSeconds int `json:"computeDomainSyncSeconds,omitempty"`
 }
 
 // Plugin is the Toposched plugin; see the package comment.
@@ -90,6 +97,12 @@ type Plugin struct {
 	// Kubernetes' own PodGroups (podgroup.go); nil without kube-scheduler's PodGroupManager.
 	podGroups podGroupSource
 
+	// NVIDIA ComputeDomains (computedomain.go); computeDomains nil when none are served (or
+	// in unit tests of the rest), pods nil without kube-scheduler's informers.
+	computeDomains computeDomainSource
+	domainLabels   []string
+	pods           podLister
+
 	mu       sync.Mutex
 	jobOfPod map[types.UID]string // waiting at Permit: the pod's job; guarded by mu
 }
@@ -104,7 +117,7 @@ var (
 )
 
 // New is the plugin's factory for app.WithPlugin.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	var args Args
 	if obj != nil {
 		if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
@@ -118,8 +131,8 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if !strings.HasPrefix(args.URL, "http://") && !strings.HasPrefix(args.URL, "https://") {
 		return nil, fmt.Errorf("%s args: url %q: expected http://HOST:PORT/PREFIX", Name, args.URL)
 	}
-	if args.TimeoutSeconds < 0 || args.PermitWaitSeconds < 0 {
-		return nil, fmt.Errorf("%s args: timeoutSeconds and permitWaitSeconds must be >= 0", Name)
+	if args.TimeoutSeconds < 0 || args.PermitWaitSeconds < 0 || args.ComputeDomainSyncSeconds < 0 {
+		return nil, fmt.Errorf("%s args: timeoutSeconds, permitWaitSeconds and computeDomainSyncSeconds must be >= 0", Name)
 	}
 	timeout, wait := 5*time.Second, 60*time.Second
 	if args.TimeoutSeconds > 0 {
@@ -137,11 +150,31 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if p.gpuClasses.Len() == 0 {
 		p.gpuClasses.Insert(DefaultGPUDeviceClass)
 	}
+	p.domainLabels = args.NVLinkDomainLabels
+	if len(p.domainLabels) == 0 {
+		p.domainLabels = []string{CliqueLabel, TopographDomainLabel}
+	}
 	if h != nil && h.PodGroupManager() != nil {
 		p.podGroups = managerPodGroups{manager: h.PodGroupManager()}
 	}
 	if h != nil && h.SharedDRAManager() != nil {
 		p.dra = &draStore{manager: h.SharedDRAManager(), client: h.ClientSet()}
+	}
+	if h != nil && h.KubeConfig() != nil {
+		if h.SharedInformerFactory() != nil {
+			p.pods = h.SharedInformerFactory().Core().V1().Pods().Lister()
+		}
+		wait := 30 * time.Second
+		if args.ComputeDomainSyncSeconds > 0 {
+			wait = time.Duration(args.ComputeDomainSyncSeconds) * time.Second
+		}
+		cds, err := startComputeDomains(ctx, h.KubeConfig(), wait)
+		if err != nil {
+			// Not fatal: without them the pods of a ComputeDomain are placed as any other
+			// (the extender's behaviour), which the log says.
+			klog.FromContext(ctx).Error(err, "toposched: ComputeDomains are not read")
+		}
+		p.computeDomains = cds
 	}
 	return p, nil
 }
@@ -266,7 +299,6 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	}
 	logger := klog.FromContext(ctx)
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
-	offer := make([]string, 0, len(nodes))
 	offered := make([]fwk.NodeInfo, 0, len(nodes))
 	within := placementNodes(state) // nil: every node
 	for _, info := range nodes {
@@ -274,24 +306,18 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 			continue
 		}
 		if offerable(logger, pod, affinity, req, info) {
-			offer = append(offer, info.Node().Name)
 			offered = append(offered, info)
 		}
 	}
-	planPod, status := p.withNativeGroup(pod, planPod, offered)
+	var answer *planned
+	var status *fwk.Status
+	if cd := p.computeDomainOf(pod); cd != nil && within == nil && len(offered) > 0 {
+		answer, status = p.planInComputeDomain(ctx, pod, planPod, cd, offered, nodes)
+	} else {
+		answer, status = p.planWithin(ctx, pod, planPod, offered)
+	}
 	if status != nil {
 		return nil, status
-	}
-	if len(offer) == 0 {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "no node can take the pod (schedulable, taints, affinity, requests)")
-	}
-	sort.Strings(offer) // the same offer for the same cluster, whatever the snapshot's order
-	answer, err := p.serve.plan(ctx, planPod, offer)
-	if err != nil {
-		// Serve down or slow: an Error, not Unschedulable, so the pod is retried with
-		// kube-scheduler's back-off (at most 10 s by default) rather than waiting for a cluster
-		// event that serve's return would not cause. Nothing is held.
-		return nil, fwk.AsStatus(err)
 	}
 	res := &answer.Filter
 	if res.Error != "" {
@@ -312,6 +338,33 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		state.Write(memberKey, &plannedMember{*answer.Member})
 	}
 	return &fwk.PreFilterResult{NodeNames: sets.New(*res.NodeNames...)}, nil
+}
+
+// planWithin asks serve to plan the pod (serve's copy `base`, given its native group for
+// `offered`) within the offered nodes. A status when the pod cannot be asked about (its
+// PodGroup missing, no node offered) or serve did not answer; else serve's answer, which may
+// place the pod nowhere.
+func (p *Plugin) planWithin(ctx context.Context, pod, base *v1.Pod, offered []fwk.NodeInfo) (*planned, *fwk.Status) {
+	planPod, status := p.withNativeGroup(pod, base, offered)
+	if status != nil {
+		return nil, status
+	}
+	if len(offered) == 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "no node can take the pod (schedulable, taints, affinity, requests)")
+	}
+	offer := make([]string, 0, len(offered))
+	for _, info := range offered {
+		offer = append(offer, info.Node().Name)
+	}
+	sort.Strings(offer) // the same offer for the same cluster, whatever the snapshot's order
+	answer, err := p.serve.plan(ctx, planPod, offer)
+	if err != nil {
+		// Serve down or slow: an Error, not Unschedulable, so the pod is retried with
+		// kube-scheduler's back-off (at most 10 s by default) rather than waiting for a cluster
+		// event that serve's return would not cause. Nothing is held.
+		return nil, fwk.AsStatus(err)
+	}
+	return answer, nil
 }
 
 // memberKey: the pod's group as serve planned it at PreFilter, read at Permit (one call to

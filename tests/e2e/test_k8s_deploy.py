@@ -105,6 +105,15 @@ class DeployManifests(unittest.TestCase):
         rules = [d for d in load("rbac.yaml") if d["kind"] == "ClusterRole"][0]["rules"]
         self.assertTrue(any("pods/binding" in r["resources"] and "create" in r["verbs"] for r in rules))
 
+    def test_rbac_lets_the_plugin_build_watch_compute_domains(self):
+        docs = load("rbac.yaml")
+        roles = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ClusterRole"}
+        bound = [d["roleRef"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding"
+                 and any(s["name"] == "toposched-scheduler" for s in d["subjects"])]
+        rules = [r for name in bound if name in roles for r in roles[name]["rules"]]
+        self.assertTrue(any("resource.nvidia.com" in r["apiGroups"] and "computedomains" in r["resources"]
+                            and {"list", "watch"} <= set(r["verbs"]) for r in rules), rules)
+
 
 if __name__ == "__main__":
     unittest.main()
