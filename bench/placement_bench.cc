@@ -82,16 +82,21 @@ void BM_TopoPlaceWithPrediction(benchmark::State& st) { run_decisions(st, true);
 BENCHMARK(BM_TopoDecide)->Iterations(3000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TopoPlaceWithPrediction)->Iterations(1000)->Unit(benchmark::kMicrosecond);
 
+// A request of the mix's shape for `gpus` GPUs: tp up to 8, pp 4 from 256 GPUs.
+JobRequest request_of_size(const Cluster& c, int gpus) {
+  JobRequest r;
+  r.gpus = gpus;
+  r.tp = std::min(r.gpus, 8);
+  r.pp = r.gpus >= 256 ? 4 : 1;
+  return *normalize(r, c);
+}
+
 // One request size at a time (same shapes as the mix), to see where the time goes.
 void BM_TopoDecideBySize(benchmark::State& st) {
   const Cluster& c = big_cluster();
   static const AllocationState s = busy_state(42);
   const PlacementPolicy& topo = **find_policy("topo");
-  JobRequest r;
-  r.gpus = static_cast<int>(st.range(0));
-  r.tp = std::min(r.gpus, 8);
-  r.pp = r.gpus >= 256 ? 4 : 1;
-  r = *normalize(r, c);
+  const JobRequest r = request_of_size(c, static_cast<int>(st.range(0)));
   for (auto _ : st) {
     auto g = topo.select(s, r, {});
     benchmark::DoNotOptimize(g);
@@ -105,11 +110,7 @@ void BM_TopoPlaceBySize(benchmark::State& st) {
   const Cluster& c = big_cluster();
   static const AllocationState s = busy_state(42);
   const PlacementPolicy& topo = **find_policy("topo");
-  JobRequest r;
-  r.gpus = static_cast<int>(st.range(0));
-  r.tp = std::min(r.gpus, 8);
-  r.pp = r.gpus >= 256 ? 4 : 1;
-  r = *normalize(r, c);
+  const JobRequest r = request_of_size(c, static_cast<int>(st.range(0)));
   for (auto _ : st) {
     auto p = place(s, r, topo);
     benchmark::DoNotOptimize(p);
