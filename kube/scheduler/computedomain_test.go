@@ -42,12 +42,7 @@ func (f *planRecorder) server(t *testing.T) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/toposched/member"):
-			if !f.planned {
-				w.WriteHeader(http.StatusNotFound)
-				_, _ = w.Write([]byte(`{"error":{"code":"not_found","message":"no slot"}}`))
-				return
-			}
-			_ = json.NewEncoder(w).Encode(member{Job: "k8s:ml:imex", Size: 4, Node: "b1"})
+			answerMember(w, f.planned, member{Job: "k8s:ml:imex", Size: 4, Node: "b1"})
 		case strings.HasSuffix(r.URL.Path, "/toposched/plan"):
 			var args extenderv1.ExtenderArgs
 			if err := json.NewDecoder(r.Body).Decode(&args); err != nil || args.NodeNames == nil {

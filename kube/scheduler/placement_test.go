@@ -35,12 +35,7 @@ func (f *fakeDryRuns) server(t *testing.T) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/toposched/member"):
-			if !f.planned {
-				w.WriteHeader(http.StatusNotFound)
-				_, _ = w.Write([]byte(`{"error":{"code":"not_found","message":"no slot"}}`))
-				return
-			}
-			_ = json.NewEncoder(w).Encode(member{Job: "k8s:ml:train", Size: 2, Node: "a1"})
+			answerMember(w, f.planned, member{Job: "k8s:ml:train", Size: 2, Node: "a1"})
 		case strings.HasSuffix(r.URL.Path, "/toposched/plan"):
 			var args extenderv1.ExtenderArgs
 			if err := json.NewDecoder(r.Body).Decode(&args); err != nil || args.NodeNames == nil {
@@ -277,4 +272,15 @@ func TestPreFilterOffersOnlyThePlacementToposchedGenerated(t *testing.T) {
 	if len(f.offers) != 2 || strings.Join(f.offers[0], ",") != "b1,b2" || strings.Join(f.offers[1], ",") != "a1,a2,b1,b2" {
 		t.Errorf("offers %v: want the chosen placement b1,b2 inside the cycle, every node outside it", f.offers)
 	}
+}
+
+// answerMember answers the member verb as serve does: the group's slot when one is planned,
+// else 404 not_found.
+func answerMember(w http.ResponseWriter, planned bool, m member) {
+	if !planned {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":{"code":"not_found","message":"no slot"}}`))
+		return
+	}
+	_ = json.NewEncoder(w).Encode(m)
 }
