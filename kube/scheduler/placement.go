@@ -19,9 +19,13 @@ package scheduler
 // (predicted_comm_us: the cost model on the job's TP/PP/DP shape; compute is the same on
 // equal GPUs, so it orders step times). It answers the best
 // candidate only: serve reserves the group at its first member's PreFilter, so a second
-// candidate evaluated after it could only fit where the first plan lies. Ties go to the
-// candidate first in name order. Candidates where the group does not fit are left out; none
-// fitting is Unschedulable with serve's reason for the first.
+// candidate evaluated after it could only fit where the first plan lies. Ties (predictions
+// equal to a part in 10^6, as in every NVL72 rack, where all GPU pairs are NVLink) go to the
+// tightest fit: the candidate with the fewest free GPUs (kube-scheduler's nvidia.com/gpu
+// count), then the first in name order. First fit by name left a 16-GPU gang in an emptier
+// rack than it needed, and a later 32-GPU gang found no rack whole (placement-compare,
+// GB200, 2026-12-07). Candidates where the group does not fit are left out; none fitting is
+// Unschedulable with serve's reason for the first.
 
 import (
 	"context"
@@ -79,6 +83,7 @@ type candidate struct {
 	name      string
 	nodes     []fwk.NodeInfo
 	names     []string
+	free      int64 // nvidia.com/gpu not requested on its nodes (freeGPUs)
 	fits      bool
 	commUS    float64 // predicted_comm_us; +Inf when serve gave none
 	notFitWhy string
@@ -119,10 +124,10 @@ func (p *Plugin) GeneratePlacements(ctx context.Context, state fwk.PodGroupCycle
 	}
 	cands := candidates(klog.FromContext(ctx), pod, domainOf, parent.Nodes)
 	if key == "" && cd == nil {
-		// No key: the whole offer first (ties keep it), then each NVLink domain, so a group
-		// that fits in one rack is not split where serve's plan over the whole offer would
-		// (at most maxDomainTries domains: one dry run each; a node-sized domain, as on
-		// DGX H100, makes too many).
+		// No key: the whole offer first, then each NVLink domain (a tie goes to the domain,
+		// the tighter fit), so a group that fits in one rack is not split where serve's plan
+		// over the whole offer would (at most maxDomainTries domains: one dry run each; a
+		// node-sized domain, as on DGX H100, makes too many).
 		if domains := candidates(klog.FromContext(ctx), pod, p.nvlinkDomainOf, parent.Nodes); len(domains) > 1 && len(domains) <= maxDomainTries {
 			cands = append(cands, domains...)
 		}
@@ -156,7 +161,7 @@ func (p *Plugin) GeneratePlacements(ctx context.Context, state fwk.PodGroupCycle
 			"candidate placements%s; first: %s", pg.GetNamespace(), pg.GetName(), len(cands), keyNote(key), cands[0].notFitWhy))
 	}
 	klog.FromContext(ctx).V(2).Info("toposched chose the pod group's placement", "podGroup", pg.GetName(),
-		"placement", best.name, "predictedCommUs", best.commUS, "candidates", len(cands))
+		"placement", best.name, "predictedCommUs", best.commUS, "freeGPUs", best.free, "candidates", len(cands))
 	if state != nil {
 		state.Write(placementKey, &chosenPlacement{nodes: sets.New(best.names...)})
 	}
@@ -204,6 +209,7 @@ func candidates(logger klog.Logger, pod *v1.Pod, domainOf func(*v1.Node) (string
 		}
 		c.nodes = append(c.nodes, info)
 		c.names = append(c.names, info.Node().Name)
+		c.free += freeGPUs(info)
 	}
 	out := make([]*candidate, 0, len(byName))
 	for _, c := range byName {
@@ -214,12 +220,26 @@ func candidates(logger klog.Logger, pod *v1.Pod, domainOf func(*v1.Node) (string
 	return out
 }
 
-// bestCandidate: the fitting candidate with the lowest predicted time, the first in name
-// order among equals; nil when none fits.
+// tieTolerance: predictions within this fraction of each other are equal (the cost model's
+// sums over different GPUs of one shape may differ in their last bits).
+const tieTolerance = 1e-6
+
+// bestCandidate: the fitting candidate with the lowest predicted time; among equals the
+// tightest fit (fewest free GPUs), then the first in `cands` (name order); nil when none
+// fits.
 func bestCandidate(cands []*candidate) *candidate {
 	var best *candidate
 	for _, c := range cands {
-		if c.fits && (best == nil || c.commUS < best.commUS) {
+		if !c.fits {
+			continue
+		}
+		if best == nil {
+			best = c
+			continue
+		}
+		equal := c.commUS == best.commUS ||
+			math.Abs(c.commUS-best.commUS) <= tieTolerance*math.Max(math.Abs(c.commUS), math.Abs(best.commUS))
+		if (!equal && c.commUS < best.commUS) || (equal && c.free < best.free) {
 			best = c
 		}
 	}

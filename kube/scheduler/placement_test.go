@@ -158,8 +158,9 @@ func TestGeneratePlacementsAnswersTheDomainWithTheLowestPredictedTime(t *testing
 	}
 }
 
-// Equal predictions: the first domain in name order. No topology key: one candidate, every
-// usable node. Nothing fits anywhere: Unschedulable with serve's reason.
+// Equal predictions and equal free GPUs: the first domain in name order. No topology key
+// and no NVLink domain label: one candidate, every usable node. Nothing fits anywhere:
+// Unschedulable with serve's reason.
 func TestGeneratePlacementsTiesNoKeyAndNoFit(t *testing.T) {
 	f := &fakeDryRuns{times: map[string]float64{"a1": 500, "b1": 500}}
 	serve := f.server(t)
@@ -172,7 +173,8 @@ func TestGeneratePlacementsTiesNoKeyAndNoFit(t *testing.T) {
 	if !status.IsSuccess() || len(res.Placements) != 1 || res.Placements[0].Name != "toposched:rack-a" {
 		t.Errorf("tie: %+v %v, want rack-a", res, status)
 	}
-	res, status = p.GeneratePlacements(context.Background(), nil, gangInfo("", 1, pod), &fwk.Placement{Nodes: nodes})
+	plain := []fwk.NodeInfo{node("b1", nil), node("a1", nil)}
+	res, status = p.GeneratePlacements(context.Background(), nil, gangInfo("", 1, pod), &fwk.Placement{Nodes: plain})
 	if !status.IsSuccess() || len(res.Placements) != 1 || strings.Join(nodeNames(res.Placements[0]), ",") != "a1,b1" {
 		t.Errorf("no key: %+v %v, want one placement of every node", res, status)
 	}
@@ -180,6 +182,42 @@ func TestGeneratePlacementsTiesNoKeyAndNoFit(t *testing.T) {
 	_, status = p.GeneratePlacements(context.Background(), nil, gangInfo(cliqueKey, 1, pod), &fwk.Placement{Nodes: nodes})
 	if status.Code() != fwk.Unschedulable || !strings.Contains(status.Message(), "needs 16 GPUs, 8 free") {
 		t.Errorf("no fit: %v, want Unschedulable with serve's reason", status)
+	}
+}
+
+// Equal predictions in two racks (every GPU pair of an NVL72 rack is NVLink, so a gang that
+// fits in either predicts the same): the tighter fit, the rack with fewer free GPUs, wins
+// whatever the name order, and keeps the emptier rack whole for a later, larger gang (on
+// GB200 a 16-GPU gang put in the first rack by name left no rack for a 32-GPU gang:
+// placement-compare, 2026-12-07). Without a key, the whole offer ties with the racks and the
+// tighter rack wins too; predictions a part in 10^7 apart are equal; a lower prediction
+// still beats a tighter fit.
+func TestGeneratePlacementsTiesGoToTheTightestFit(t *testing.T) {
+	f := &fakeDryRuns{times: map[string]float64{"a1": 500, "b1": 500 * (1 + 1e-7)}}
+	serve := f.server(t)
+	defer serve.Close()
+	p := newPlugin(t, serve.URL+"/toposched")
+	nodes := []fwk.NodeInfo{
+		labelled("a1", map[string]string{cliqueKey: "rack-a"}), labelled("a2", map[string]string{cliqueKey: "rack-a"}),
+		withPod(labelled("b1", map[string]string{cliqueKey: "rack-b"}), gpuPod("other", 6)),
+		labelled("b2", map[string]string{cliqueKey: "rack-b"}),
+	}
+	gang := func(key string) *framework.PodGroupInfo {
+		return gangInfo(key, 2, inGroup(gpuPod("w-0", 2), "train"), inGroup(gpuPod("w-1", 2), "train"))
+	}
+	res, status := p.GeneratePlacements(context.Background(), nil, gang(cliqueKey), &fwk.Placement{Nodes: nodes})
+	if !status.IsSuccess() || len(res.Placements) != 1 || res.Placements[0].Name != "toposched:rack-b" {
+		t.Errorf("keyed tie: %+v %v, want toposched:rack-b (10 GPUs free, rack-a 16)", res, status)
+	}
+	res, status = p.GeneratePlacements(context.Background(), nil, gang(""), &fwk.Placement{Nodes: nodes})
+	if !status.IsSuccess() || len(res.Placements) != 1 || res.Placements[0].Name != "toposched:"+cliqueKey+"=rack-b" ||
+		strings.Join(nodeNames(res.Placements[0]), ",") != "b1,b2" {
+		t.Errorf("no key, tie with the whole offer: %+v %v, want rack-b's nodes b1,b2", res, status)
+	}
+	f.times["b1"] = 501
+	res, status = p.GeneratePlacements(context.Background(), nil, gang(cliqueKey), &fwk.Placement{Nodes: nodes})
+	if !status.IsSuccess() || len(res.Placements) != 1 || res.Placements[0].Name != "toposched:rack-a" {
+		t.Errorf("lower prediction: %+v %v, want toposched:rack-a (500 us against 501)", res, status)
 	}
 }
 
