@@ -241,6 +241,7 @@ def gang_results(toposched, cluster, queue, pods, labels, workdir):
         if r.returncode != 0:
             raise SystemExit(f"toposched cost for {name}: {r.stderr}")
         cost = json.loads(r.stdout)
+        row["gpus"] = ranks
         row["step_ms"] = cost["step_us"] / 1000
         row["ideal_step_ms"] = cost["ideal_step_us"] / 1000
         out.append(row)
@@ -271,7 +272,17 @@ def start_plugin_with_generator(kube, serve_url):
         assert yaml.safe_load(f)["profiles"][0]["plugins"]["placementGenerate"]["enabled"][0]["name"] == "Toposched"
 
 
-def run_cluster(toposched, name, queue, stall_s, workdir):
+def placements(pods):
+    """Every bound pod's node and toposched.io/gpus (None where toposched did not place it)."""
+    out = {}
+    for name, p in sorted(pods.items()):
+        node = p["spec"].get("nodeName")
+        if node:
+            out[name] = {"node": node, "gpus": p["metadata"].get("annotations", {}).get("toposched.io/gpus")}
+    return out
+
+
+def run_cluster(toposched, name, queue, stall_s, workdir, schedulers=("default", "extender", "plugin"), logs=None):
     from k8s_harness import ControlPlane, topology_labels  # noqa: E402
     from serve_harness import Server  # noqa: E402
     cluster = queue["cluster"]
@@ -283,7 +294,7 @@ def run_cluster(toposched, name, queue, stall_s, workdir):
         kube.add_nodes(sorted(topology_labels(toposched, cluster).items()),
                        gpus=4 if "gb200" in cluster else 8)
         labels = node_labels(kube)
-        for sched in ("default", "extender", "plugin"):
+        for sched in schedulers:
             ns = f"{NAMESPACE}-{sched}"
             kube.ensure_namespace(ns)
             serve = None
@@ -301,12 +312,18 @@ def run_cluster(toposched, name, queue, stall_s, workdir):
                 pods, bound, elapsed, created = measure(kube, ns, queue, sched != "extender", stall_s)
                 gangs = gang_results(toposched, cluster, queue, pods, labels, os.path.join(workdir, f"{name}-{sched}"))
                 with open(os.path.join(kube.dir, "kube-scheduler.log"), errors="replace") as f:
-                    chosen = f.read().count("toposched chose the pod group's placement")
+                    log = f.read()
+                chosen = log.count("toposched chose the pod group's placement")
+                if logs:
+                    os.makedirs(logs, exist_ok=True)
+                    with open(os.path.join(logs, f"{name}-{sched}-kube-scheduler.log"), "w") as f:
+                        f.write(log)
                 results[sched] = {"pods": len(pods), "bound": bound, "seconds": round(elapsed, 2),
                                   "toposched_generated_placements": chosen - sum(
                                       r["toposched_generated_placements"] for r in results.values()),
                                   "created_after_s": round(created, 2),
-                                  "pods_per_s": round(bound / elapsed, 1) if elapsed > 0 else None, "gangs": gangs}
+                                  "pods_per_s": round(bound / elapsed, 1) if elapsed > 0 else None, "gangs": gangs,
+                                  "placements": placements(pods)}
                 print(f"[{name}] {sched}: {bound}/{len(pods)} pods bound in {elapsed:.1f} s "
                       f"({results[sched]['pods_per_s']} pods/s), gangs whole "
                       f"{sum(g['whole'] for g in gangs)}/{len(gangs)}; placements chosen by Toposched's generator: "
@@ -364,7 +381,10 @@ def main():
     ap.add_argument("--clusters", default="superpod,gb200")
     ap.add_argument("--stall", type=float, default=40.0,
                     help="seconds without a new binding, after the last create, that end a phase")
-    ap.add_argument("--json", help="write every figure here too")
+    ap.add_argument("--schedulers", default="default,extender,plugin",
+                    help="the phases to run, in this order (all three for the comparison)")
+    ap.add_argument("--logs", help="copy each phase's kube-scheduler log into this folder")
+    ap.add_argument("--json", help="write every figure here too (and every bound pod's node and GPUs)")
     a = ap.parse_args()
     os.environ["TOPOSCHED"] = os.path.abspath(a.binary)
     out = {}
@@ -373,7 +393,7 @@ def main():
             os.makedirs(os.path.join(d, name), exist_ok=True)
             for s in ("default", "extender", "plugin"):
                 os.makedirs(os.path.join(d, f"{name}-{s}"), exist_ok=True)
-            out[name] = run_cluster(os.environ["TOPOSCHED"], name, QUEUES[name], a.stall, d)
+            out[name] = run_cluster(os.environ["TOPOSCHED"], name, QUEUES[name], a.stall, d, a.schedulers.split(","), a.logs)
             print(table(f"{name} ({QUEUES[name]['cluster']})", out[name]), flush=True)
     if a.json:
         with open(a.json, "w") as f:
