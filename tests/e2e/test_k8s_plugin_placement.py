@@ -13,6 +13,10 @@ gang of 12 x 4 GPUs with the same key fits only in rack 1 and is bound there. Ea
 toposched job holding all its GPUs, every member on the node of its rank block. Without the
 generator the key reaches serve as a level and is refused: no member would be bound.
 
+Then, with rack 2 holding four busy trays, a gang of 8 trays that predicts the same step in
+either rack goes to rack 2, the tighter fit, and a gang of 18 trays finds rack 1 whole (name
+order would have put the first gang in rack 1 and left the second nowhere).
+
 build/kube/toposched-kube-scheduler comes from scripts/build-kube: a machine without it fails
 this test, it does not skip it.
 """
@@ -21,6 +25,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import unittest
 
 import yaml
@@ -118,13 +123,32 @@ class PlacementGenerator(unittest.TestCase):
             ranks = [int(r) for r in a["toposched.io/ranks"].split(",")]
             self.assertEqual({by_rank[r] for r in ranks}, {node}, f"{name}-{i}: its ranks are on another node")
 
-    def test_domain_constrained_gangs_go_where_they_fit(self):
-        server = Server(CLUSTER, f"sqlite:{self.tmp.name}/place.db", self.tmp.name,
+    def start(self, db):
+        """A fresh serve (its own database) and the plugin build with the generator; the
+        namespace's pods are deleted after the test (they would hold GPUs in the next)."""
+        self.addCleanup(self.delete_pods)
+        server = Server(CLUSTER, f"sqlite:{self.tmp.name}/{db}", self.tmp.name,
                         ["--k8s-extender", "--url-prefix", PREFIX, "--k8s-api", self.kube.url(),
                          "--k8s-token-file", self.kube.token_file, "--k8s-ca-file", self.kube.ca_file])
         self.addCleanup(server.stop)
         self.start_scheduler_with_generator(f"{server.url()}{PREFIX}")
         self.addCleanup(self.kube.stop_scheduler)
+        return server
+
+    def delete_pods(self):
+        self.kube.api.delete(f"/api/v1/namespaces/{NAMESPACE}/pods")
+        deadline = time.monotonic() + WAIT_S
+        while self.kube.pods(NAMESPACE) and time.monotonic() < deadline:
+            time.sleep(0.5)
+
+    def create_gang(self, name, size, annotations):
+        self.kube.api.create(PODGROUPS, gang(name, size, DOMAIN))
+        for i in range(size):
+            self.kube.api.create(f"/api/v1/namespaces/{NAMESPACE}/pods", pod(f"{name}-{i}", 4, annotations, group=name))
+        return [f"{name}-{i}" for i in range(size)]
+
+    def test_domain_constrained_gangs_go_where_they_fit(self):
+        server = self.start("place.db")
         singles = [f"single-{i}" for i in range(4)]
         for i, name in enumerate(singles):
             self.kube.api.create(f"/api/v1/namespaces/{NAMESPACE}/pods",
@@ -156,6 +180,31 @@ class PlacementGenerator(unittest.TestCase):
         for p in pods.values():
             per_node[p["spec"]["nodeName"]] = per_node.get(p["spec"]["nodeName"], 0) + 1
         self.assertEqual([n for n, c in per_node.items() if c > 1], [])
+
+    def test_a_tie_goes_to_the_fuller_rack_and_keeps_the_other_whole(self):
+        """Four trays of rack 2 taken: a gang of 8 trays (tp 8, dp 4) predicts the same step in
+        either rack and goes to rack 2, the tighter fit (name order would give rack 1), so a
+        later gang of 18 trays finds rack 1 whole. Placement-compare's GB200 queue found it:
+        a 16-GPU gang in the emptier rack left a later 32-GPU gang split over two."""
+        server = self.start("tie.db")
+        singles = [f"busy-{i}" for i in range(4)]
+        for i, name in enumerate(singles):
+            self.kube.api.create(f"/api/v1/namespaces/{NAMESPACE}/pods",
+                                 pod(name, 4, node_selector={"kubernetes.io/hostname": f"gb200-r02-n{i + 1:02d}"}))
+        self.wait_bound(singles)
+        self.wait_bound(self.create_gang("eight", 8, {"toposched.io/tp": "8", "toposched.io/dp": "4"}))
+        pods = {p["metadata"]["name"]: p for p in self.kube.pods(NAMESPACE)}
+        status, body = server.request("GET", "/v1/jobs")
+        self.assertEqual(status, 200, body)
+        self.check_gang("eight", 8, "nvl72-r02", pods, {j["job"]: j for j in json.loads(body)["jobs"]})
+        self.wait_bound(self.create_gang("rack", 18, {"toposched.io/tp": "8", "toposched.io/dp": "9"}))
+        pods = {p["metadata"]["name"]: p for p in self.kube.pods(NAMESPACE)}
+        status, body = server.request("GET", "/v1/jobs")
+        self.assertEqual(status, 200, body)
+        self.check_gang("rack", 18, "nvl72-r01", pods, {j["job"]: j for j in json.loads(body)["jobs"]})
+        with open(os.path.join(self.kube.dir, "kube-scheduler.log"), errors="replace") as f:
+            log = f.read()
+        self.assertRegex(log, 'toposched chose the pod group\'s placement".*podGroup="eight" placement="nvl72-r02"')
 
 
 if __name__ == "__main__":
