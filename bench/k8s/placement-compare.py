@@ -387,6 +387,10 @@ def main():
     ap.add_argument("--json", help="write every figure here too (and every bound pod's node and GPUs)")
     a = ap.parse_args()
     os.environ["TOPOSCHED"] = os.path.abspath(a.binary)
+    from k8s_harness import PLUGIN_SCHEDULER, bin_dir  # noqa: E402
+    for what, path in (("default and extender", os.path.join(bin_dir(), "kube-scheduler")), ("plugin", PLUGIN_SCHEDULER)):
+        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
+        print(f"{what}: {os.path.realpath(path)} ({version})", flush=True)
     out = {}
     with tempfile.TemporaryDirectory() as d:
         for name in a.clusters.split(","):
