@@ -388,7 +388,8 @@ def main():
     a = ap.parse_args()
     os.environ["TOPOSCHED"] = os.path.abspath(a.binary)
     from k8s_harness import PLUGIN_SCHEDULER, bin_dir  # noqa: E402
-    for what, path in (("default and extender", os.path.join(bin_dir(), "kube-scheduler")), ("plugin", PLUGIN_SCHEDULER)):
+    upstream = os.path.join(bin_dir(), "kube-scheduler")
+    for what, path in (("default and extender", upstream), ("plugin", PLUGIN_SCHEDULER)):
         version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
         print(f"{what}: {os.path.realpath(path)} ({version})", flush=True)
     out = {}
@@ -397,7 +398,8 @@ def main():
             os.makedirs(os.path.join(d, name), exist_ok=True)
             for s in ("default", "extender", "plugin"):
                 os.makedirs(os.path.join(d, f"{name}-{s}"), exist_ok=True)
-            out[name] = run_cluster(os.environ["TOPOSCHED"], name, QUEUES[name], a.stall, d, a.schedulers.split(","), a.logs)
+            out[name] = run_cluster(os.environ["TOPOSCHED"], name, QUEUES[name], a.stall, d,
+                                    a.schedulers.split(","), a.logs)
             print(table(f"{name} ({QUEUES[name]['cluster']})", out[name]), flush=True)
     if a.json:
         with open(a.json, "w") as f:
