@@ -5,6 +5,7 @@ plugin build with Toposched as the placement generator (issue 31, acceptance 3;
 docs/kubernetes.md, docs/performance.md).
 
     bench/k8s/placement-compare.py build/release/toposched [--clusters superpod,gb200] [--json FILE]
+        [--schedulers default,extender,plugin] [--logs DIR]
 
 For each cluster (a DGX H100 SuperPOD, `preset:dgx-h100?nodes=128`: 4 leaves of 32 nodes of 8
 GPUs; GB200 NVL72, `preset:gb200-nvl72?racks=8`: 8 NVLink domains of 18 trays of 4 GPUs) the
