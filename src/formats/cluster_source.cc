@@ -11,6 +11,7 @@
 #include "formats/resource_slices.h"
 #include "formats/native_spec.h"
 #include "formats/slurm_topology.h"
+#include "formats/slurm_topology_fast.h"
 #include "formats/topograph_model.h"
 #include "topology/file_io.h"
 #include "topology/presets.h"
@@ -19,13 +20,19 @@
 namespace toposched {
 
 namespace {
+// The options a cluster file is merged with: the defaults, the cluster named after the file.
+DiscoveryOptions options_for(const std::string& file) {
+  DiscoveryOptions o;
+  o.cluster_name = std::filesystem::path(file).stem().string();
+  if (o.cluster_name.empty()) o.cluster_name = "cluster";
+  return o;
+}
+
 // A Slurm topology.conf or a Topograph model names nodes and switches only: nodes get the
 // generic node type of discovery (docs/formats.md); merge warnings are not reported here.
 Result<Cluster> from_discovered(Result<DiscoveredTopology> t, const std::string& file) {
   if (!t) return tl::unexpected(t.error());
-  DiscoveryOptions o;
-  o.cluster_name = std::filesystem::path(file).stem().string();
-  if (o.cluster_name.empty()) o.cluster_name = "cluster";
+  const DiscoveryOptions o = options_for(file);
   std::vector<DiscoveredTopology> sources;  // not {std::move(*t)}: an initializer list is copied
   sources.push_back(std::move(*t));
   auto r = merge_discovered(std::move(sources), o);
@@ -64,7 +71,11 @@ tl::unexpected<Error> unknown_format(std::string_view text, const std::string& f
 
 Result<Cluster> load_cluster_text(std::string_view text, const std::string& file) {
   switch (detect_cluster_format(text)) {
-    case ClusterFormat::kSlurmTopologyConf: return from_discovered(read_slurm_topology(text, file), file);
+    case ClusterFormat::kSlurmTopologyConf:
+      // A plain tree file is built straight from its text (the same model); anything else,
+      // errors included, by the general reader.
+      if (auto c = slurm_topology_cluster_fast(text, options_for(file))) return std::move(*c);
+      return from_discovered(read_slurm_topology(text, file), file);
     case ClusterFormat::kSlurmTopologyYaml: return from_discovered(read_slurm_topology_yaml(text, file), file);
     case ClusterFormat::kK8sNodes: return from_discovered(read_k8s_nodes(text, file), file);
     case ClusterFormat::kResourceSlices: return from_discovered(read_resource_slices(text, file), file);
