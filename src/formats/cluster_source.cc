@@ -12,6 +12,7 @@
 #include "formats/native_spec.h"
 #include "formats/slurm_topology.h"
 #include "formats/slurm_topology_fast.h"
+#include "formats/topograph_fast.h"
 #include "formats/topograph_model.h"
 #include "topology/file_io.h"
 #include "topology/presets.h"
@@ -80,6 +81,8 @@ Result<Cluster> load_cluster_text(std::string_view text, const std::string& file
     case ClusterFormat::kK8sNodes: return from_discovered(read_k8s_nodes(text, file), file);
     case ClusterFormat::kResourceSlices: return from_discovered(read_resource_slices(text, file), file);
     case ClusterFormat::kTopographModel: {
+      // A plain model (switches and blocks by name) is built straight from its text.
+      if (auto c = topograph_model_cluster_fast(text, options_for(file))) return std::move(*c);
       TOPOSCHED_TRY(root, load_yaml_document(text, file));
       return from_discovered(read_topograph_model(root, file), file);
     }
