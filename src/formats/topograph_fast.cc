@@ -7,110 +7,19 @@
 #include <vector>
 
 #include "formats/plain_tree.h"
+#include "formats/plain_yaml.h"
 #include "topology/hostlist.h"
 
 namespace toposched {
 namespace {
 
-constexpr std::size_t kNone = std::string_view::npos;
-
-bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-'; }
-
-// A plain scalar yaml-cpp reads as this very string (not null, no indicator in it).
-bool plain_name(std::string_view s) {
-  if (s.empty() || std::isalnum(static_cast<unsigned char>(s[0])) == 0) return false;
-  for (char c : s)
-    if (!name_char(c)) return false;
-  return s != "null" && s != "Null" && s != "NULL";
-}
-
-// A node item: a name or a hostlist ("n[01-04],m1"); plain ones start with a letter or digit.
-bool hostlist_text(std::string_view s, bool quoted) {
-  if (s.empty() || (!quoted && std::isalnum(static_cast<unsigned char>(s[0])) == 0)) return false;
-  for (char c : s)
-    if (!name_char(c) && c != '[' && c != ']' && c != ',') return false;
-  return quoted || (s != "null" && s != "Null" && s != "NULL");
-}
-
-// Bytes this path leaves to yaml-cpp wherever they are: controls (tabs, CR), non-ASCII, and
-// YAML's indicators for comments, anchors, aliases, tags, block scalars, directives,
-// escapes, single quotes and complex keys.
-bool plain_line(std::string_view c) {
-  for (char ch : c) {
-    const auto u = static_cast<unsigned char>(ch);
-    if (u < 0x20 || u >= 0x7f) return false;
-    switch (ch) {
-      case '#':
-      case '\'':
-      case '&':
-      case '*':
-      case '!':
-      case '|':
-      case '>':
-      case '%':
-      case '@':
-      case '`':
-      case '\\':
-      case '?':
-        return false;
-      default:
-        break;
-    }
-  }
-  return true;
-}
-
-std::string_view trim_spaces(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  return s;
-}
-
-// "KEY: VALUE" or "KEY:" with a plain KEY; false for anything else.
-bool split_key(std::string_view c, std::string_view& key, std::string_view& value) {
-  const std::size_t colon = c.find(':');
-  if (colon == kNone) return false;
-  key = c.substr(0, colon);
-  const std::string_view rest = c.substr(colon + 1);
-  if (!plain_name(key) || (!rest.empty() && rest[0] != ' ')) return false;
-  value = trim_spaces(rest);
-  return true;
-}
-
-// A one-line flow list `[a, "b", ...]`: item(text, quoted) for each item, in order.
-template <class Item>
-bool flow_list(std::string_view value, Item item) {
-  if (value.size() < 2 || value.front() != '[' || value.back() != ']') return false;
-  const std::string_view body = value.substr(1, value.size() - 2);
-  std::size_t i = 0;
-  auto skip = [&] {
-    while (i < body.size() && body[i] == ' ') ++i;
-  };
-  skip();
-  if (i == body.size()) return true;  // []
-  while (true) {
-    skip();
-    if (i == body.size()) return false;  // a trailing comma
-    std::string_view text;
-    bool quoted = body[i] == '"';
-    if (quoted) {
-      const std::size_t close = body.find('"', i + 1);
-      if (close == kNone) return false;
-      text = body.substr(i + 1, close - i - 1);
-      i = close + 1;
-    } else {
-      std::size_t j = i;
-      while (j < body.size() && body[j] != ',') ++j;
-      text = trim_spaces(body.substr(i, j - i));
-      i = j;
-    }
-    if (!item(text, quoted)) return false;
-    skip();
-    if (i == body.size()) return true;
-    if (body[i] != ',') return false;
-    ++i;
-  }
-}
+using plain_yaml::flow_list;
+using plain_yaml::hostlist_text;
+using plain_yaml::kNone;
+using plain_yaml::plain_line;
+using plain_yaml::plain_name;
+using plain_yaml::split_key;
+using plain_yaml::trim_spaces;
 
 // One read of one text, line by line. Each step returns false where the general path must
 // take the file.
