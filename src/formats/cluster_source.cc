@@ -87,6 +87,8 @@ Result<Cluster> load_cluster_text(std::string_view text, const std::string& file
       return from_discovered(read_topograph_model(root, file), file);
     }
     case ClusterFormat::kNativeSpec: {
+      // A plain spec's node and switch lists are read without a yaml-cpp tree.
+      if (auto c = read_native_spec_fast(text, file)) return std::move(*c);
       TOPOSCHED_TRY(root, load_yaml_document(text, file));
       return read_native_spec(root, file);
     }

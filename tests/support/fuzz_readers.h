@@ -77,7 +77,13 @@ inline void discovered_to_cluster(const Result<DiscoveredTopology>& t) {
 inline void read_cluster_spec(std::string_view b) {
   if (auto c = load_cluster_text(b, "fuzz")) write_cluster(*c);
 }
+// The native spec's fast path must, whenever it takes the bytes, give yaml-cpp's cluster.
 inline void read_native(std::string_view b) {
+  if (auto fast = read_native_spec_fast(b, "fuzz")) {
+    auto root = load_yaml_document(b, "fuzz");  // as load_cluster_text reads a spec
+    auto exact = root ? read_native_spec(*root, "fuzz") : Result<Cluster>(tl::unexpected(root.error()));
+    if (!exact || !toposched::testing::cluster_difference(*fast, *exact).empty()) std::abort();
+  }
   if (auto c = read_native_spec(b, "fuzz")) write_cluster(*c);
 }
 // load_cluster_text's fast paths (topology.conf, Topograph model) must, whenever they take
