@@ -188,5 +188,28 @@ TEST(NativeSpecFast, RandomSpecsGiveTheGeneralPathsCluster) {
   EXPECT_LT(taken, kFiles);
 }
 
+// Every byte of a file the fast path takes, deleted or replaced by a space, a line break,
+// a colon or a quote: wherever the fast path still takes the result, its cluster is the
+// general path's; elsewhere load_cluster_text answers as the general path does.
+TEST(NativeSpecFast, EveryByteMutatedGivesTheGeneralPathsAnswer) {
+  const std::string base = std::string(kHead) +
+                           "nodes:\n- {names: \"n[1-3]\", type: t}\n- names: m1\n  type: t\nfabric:\n"
+                           "  tiers: [{name: leaf}, {name: spine}]\n  switches:\n  - {name: l1, tier: leaf, "
+                           "nodes: \"n[1-3]\"}\n  - {name: s, tier: spine, switches: [l1]}\n";
+  ASSERT_TRUE(check(base));
+  int taken = 0;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    std::string deleted = base;
+    deleted.erase(i, 1);
+    taken += check(deleted) ? 1 : 0;
+    for (char c : {' ', '\n', ':', '"'}) {
+      std::string changed = base;
+      changed[i] = c;
+      taken += check(changed) ? 1 : 0;
+    }
+  }
+  EXPECT_GT(taken, 0);
+}
+
 }  // namespace
 }  // namespace toposched

@@ -202,5 +202,27 @@ TEST(SlurmTopologyFast, RandomTreesGiveTheGeneralPathsCluster) {
   EXPECT_LT(taken, kFiles);
 }
 
+// Every byte of a file the fast path takes, deleted or replaced by a space, a line break,
+// a colon or a quote: wherever the fast path still takes the result, its cluster is the
+// general path's; elsewhere load_cluster_text answers as the general path does.
+TEST(SlurmTopologyFast, EveryByteMutatedGivesTheGeneralPathsAnswer) {
+  const std::string base =
+      "SwitchName=leaf1 Nodes=n[1-3],m1 LinkSpeed=100 # rack\nSwitchName=leaf2 Nodes=x1,x2\n"
+      "SwitchName=spine Switches=leaf[1-2]\n";
+  ASSERT_TRUE(check(base));
+  int taken = 0;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    std::string deleted = base;
+    deleted.erase(i, 1);
+    taken += check(deleted) ? 1 : 0;
+    for (char c : {' ', '\n', ':', '"'}) {
+      std::string changed = base;
+      changed[i] = c;
+      taken += check(changed) ? 1 : 0;
+    }
+  }
+  EXPECT_GT(taken, 0);
+}
+
 }  // namespace
 }  // namespace toposched

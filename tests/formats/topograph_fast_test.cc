@@ -222,5 +222,27 @@ TEST(TopographFast, RandomModelsGiveTheGeneralPathsCluster) {
   EXPECT_LT(taken, kFiles);
 }
 
+// Every byte of a file the fast path takes, deleted or replaced by a space, a line break,
+// a colon or a quote: wherever the fast path still takes the result, its cluster is the
+// general path's; elsewhere load_cluster_text answers as the general path does.
+TEST(TopographFast, EveryByteMutatedGivesTheGeneralPathsAnswer) {
+  const std::string base =
+      "switches:\n  core:\n    switches:\n    - spine\n  spine:\n    switches: [leaf1, leaf2]\n  leaf1: {}\n"
+      "blocks:\n- switch: leaf1\n  nodes:\n  - \"n[1-2]\"\n- switch: leaf2\n  nodes: [m1, m2]\n";
+  ASSERT_TRUE(check(base));
+  int taken = 0;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    std::string deleted = base;
+    deleted.erase(i, 1);
+    taken += check(deleted) ? 1 : 0;
+    for (char c : {' ', '\n', ':', '"'}) {
+      std::string changed = base;
+      changed[i] = c;
+      taken += check(changed) ? 1 : 0;
+    }
+  }
+  EXPECT_GT(taken, 0);
+}
+
 }  // namespace
 }  // namespace toposched
