@@ -29,6 +29,7 @@ Result<Cluster> general(std::string_view text) {
 
 std::string difference(const Cluster& a, const Cluster& b) {
   if (std::string d = testing::cluster_difference(a, b); !d.empty()) return d;
+  if (write_native_yaml(a) != write_native_yaml(b)) return "the spec written of each";
   for (std::uint32_t s = 0; s < a.switch_count(); ++s) {
     const SwitchId id(s);
     if (a.switch_name(id) != b.switch_name(id)) return "switch order at " + a.switch_name(id);

@@ -15,6 +15,7 @@
 #include "formats/cluster_format.h"
 #include "formats/cluster_source.h"
 #include "formats/discovery.h"
+#include "formats/native_spec.h"
 #include "formats/topograph_fast.h"
 #include "formats/topograph_model.h"
 #include "support/cluster_equal.h"
@@ -47,6 +48,7 @@ Result<Cluster> general(std::string_view text) {
 
 std::string difference(const Cluster& a, const Cluster& b) {
   if (std::string d = testing::cluster_difference(a, b); !d.empty()) return d;
+  if (write_native_yaml(a) != write_native_yaml(b)) return "the spec written of each";
   for (std::uint32_t s = 0; s < a.switch_count(); ++s) {
     const SwitchId id(s);
     if (a.switch_name(id) != b.switch_name(id)) return "switch order at " + a.switch_name(id);
