@@ -93,6 +93,7 @@ class SpecReader {
 
   // read_nodes over the fast path's groups.
   bool fast_nodes(const std::vector<NativeNodeGroup>& groups) {
+    builder_.reserve_nodes(groups.size());  // at least a node per group
     for (const NativeNodeGroup& g : groups) {
       const auto t = builder_.find_node_type(g.type);
       if (!t) return false;

@@ -92,6 +92,7 @@ std::optional<Cluster> PlainTree::build(const DiscoveryOptions& options) const {
     ids.push_back(b.add_switch(std::string(switch_names_[s]), height_[s]));
   for (std::size_t s = 0; s < switch_names_.size(); ++s)
     if (parent_[s] >= 0) b.connect(ids[s], ids[static_cast<std::size_t>(parent_[s])]);
+  b.reserve_nodes(nodes_.size());
   for (const NodeRec& n : nodes_) b.attach(b.add_node(std::string(n.view()), t), ids[n.sw]);
   auto cluster = std::move(b).build();
   if (!cluster) return std::nullopt;
