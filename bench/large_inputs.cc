@@ -220,6 +220,7 @@ Cluster build_model(const ModelCase& m, std::size_t leaves) {
   const int leaf_tier = b.add_tier(Tier{"leaf"});
   const int spine_tier = m.spine_per_leaf ? b.add_tier(Tier{"spine"}) : -1;
   if (m.core) b.add_switch("core", leaf_tier);
+  b.reserve_nodes(leaves * kPerLeaf);  // as the readers' fast paths do
   for (std::size_t i = 0; i < leaves; ++i) {
     const SwitchId leaf = b.add_switch(fmt::format("leaf{:06d}", i), leaf_tier);
     if (m.spine_per_leaf) b.connect(leaf, b.add_switch(fmt::format("spine{:06d}", i), spine_tier));

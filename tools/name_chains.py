@@ -28,6 +28,9 @@ from function_lengths import blank_literals  # noqa: E402
 ALLOWED = {
     ("formats/slurm_topology.cc", "head.key"): "topology.conf's statement keywords, read by its reader",
     ("formats/slurm_topology.cc", "f.key"): "topology.conf's field keywords, read by its reader",
+    ("formats/native_spec_fast.cc", "key"): "the keys of a native spec's node groups and switches, read by its fast path",
+    ("formats/topograph_fast.cc", "c"): "a Topograph model's two top-level keys, read by its fast path",
+    ("formats/topograph_fast.cc", "key"): "the keys of a Topograph model's blocks, read by its fast path",
     ("formats/k8s_nodes.cc", "r"): "--label-map roles include the pattern tier-N, which no fixed row can name",
     ("formats/k8s_nodes.cc", "key"): "the keys of a Kubernetes Node's metadata, read by the NodeList reader's JSON path",
     ("placement/state_file.cc", "key"): "the keys of an allocation-state file, read by its JSON fast path",

@@ -11,6 +11,8 @@
 #include "formats/resource_slices.h"
 #include "formats/native_spec.h"
 #include "formats/slurm_topology.h"
+#include "formats/slurm_topology_fast.h"
+#include "formats/topograph_fast.h"
 #include "formats/topograph_model.h"
 #include "topology/file_io.h"
 #include "topology/presets.h"
@@ -19,13 +21,19 @@
 namespace toposched {
 
 namespace {
+// The options a cluster file is merged with: the defaults, the cluster named after the file.
+DiscoveryOptions options_for(const std::string& file) {
+  DiscoveryOptions o;
+  o.cluster_name = std::filesystem::path(file).stem().string();
+  if (o.cluster_name.empty()) o.cluster_name = "cluster";
+  return o;
+}
+
 // A Slurm topology.conf or a Topograph model names nodes and switches only: nodes get the
 // generic node type of discovery (docs/formats.md); merge warnings are not reported here.
 Result<Cluster> from_discovered(Result<DiscoveredTopology> t, const std::string& file) {
   if (!t) return tl::unexpected(t.error());
-  DiscoveryOptions o;
-  o.cluster_name = std::filesystem::path(file).stem().string();
-  if (o.cluster_name.empty()) o.cluster_name = "cluster";
+  const DiscoveryOptions o = options_for(file);
   std::vector<DiscoveredTopology> sources;  // not {std::move(*t)}: an initializer list is copied
   sources.push_back(std::move(*t));
   auto r = merge_discovered(std::move(sources), o);
@@ -64,15 +72,23 @@ tl::unexpected<Error> unknown_format(std::string_view text, const std::string& f
 
 Result<Cluster> load_cluster_text(std::string_view text, const std::string& file) {
   switch (detect_cluster_format(text)) {
-    case ClusterFormat::kSlurmTopologyConf: return from_discovered(read_slurm_topology(text, file), file);
+    case ClusterFormat::kSlurmTopologyConf:
+      // A plain tree file is built straight from its text (the same model); anything else,
+      // errors included, by the general reader.
+      if (auto c = slurm_topology_cluster_fast(text, options_for(file))) return std::move(*c);
+      return from_discovered(read_slurm_topology(text, file), file);
     case ClusterFormat::kSlurmTopologyYaml: return from_discovered(read_slurm_topology_yaml(text, file), file);
     case ClusterFormat::kK8sNodes: return from_discovered(read_k8s_nodes(text, file), file);
     case ClusterFormat::kResourceSlices: return from_discovered(read_resource_slices(text, file), file);
     case ClusterFormat::kTopographModel: {
+      // A plain model (switches and blocks by name) is built straight from its text.
+      if (auto c = topograph_model_cluster_fast(text, options_for(file))) return std::move(*c);
       TOPOSCHED_TRY(root, load_yaml_document(text, file));
       return from_discovered(read_topograph_model(root, file), file);
     }
     case ClusterFormat::kNativeSpec: {
+      // A plain spec's node and switch lists are read without a yaml-cpp tree.
+      if (auto c = read_native_spec_fast(text, file)) return std::move(*c);
       TOPOSCHED_TRY(root, load_yaml_document(text, file));
       return read_native_spec(root, file);
     }

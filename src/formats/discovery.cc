@@ -83,7 +83,7 @@ void apply_pcie_layout(const GpuPcieLayout& layout, NodeType& type) {
     type.gpu_numa = layout.numa;
 }
 
-bool natural_less(const std::string& a, const std::string& b) {
+bool natural_less(std::string_view a, std::string_view b) {
   std::size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
     const bool da = std::isdigit(static_cast<unsigned char>(a[i])) != 0;
@@ -326,6 +326,14 @@ Result<NodeType> node_hardware(const MergedNode& m, const DiscoveryOptions& opti
   return tl::unexpected(e);
 }
 
+// The name of the first type of this hardware: "<model>x<count>", "-generic" for a type
+// not from `topo -m`; later distinct types of the same name get "-2", "-3", ...
+std::string type_base_name(const NodeType& hw, bool generic) {
+  std::string base = fmt::format("{}x{}", hw.gpu_model.empty() ? "gpu" : hw.gpu_model, hw.gpu_count);
+  if (generic) base += "-generic";
+  return base;
+}
+
 // Node types: identical hardware shares one type. Returns each node's type.
 Result<std::vector<NodeTypeId>> add_node_types(const Merged& m, const DiscoveryOptions& options,
                                                ClusterBuilder& builder) {
@@ -355,8 +363,7 @@ Result<std::vector<NodeTypeId>> add_node_types(const Merged& m, const DiscoveryO
     for (; k < types.size(); ++k)
       if (same_hardware(types[k], hw)) break;
     if (k == types.size()) {
-      std::string base = fmt::format("{}x{}", hw.gpu_model.empty() ? "gpu" : hw.gpu_model, hw.gpu_count);
-      if (!m.nodes[i].node.hardware) base += "-generic";
+      const std::string base = type_base_name(hw, !m.nodes[i].node.hardware);
       int& seen = type_names[base];
       hw.name = ++seen == 1 ? base : fmt::format("{}-{}", base, seen);
       types.push_back(hw);
@@ -412,6 +419,13 @@ void add_nodes(const Merged& m, const std::vector<NodeTypeId>& node_type, Switch
 }
 
 }  // namespace
+
+Result<NodeType> hintless_node_type(const DiscoveryOptions& options) {
+  const MergedNode none;
+  TOPOSCHED_TRY(hw, node_hardware(none, options));
+  hw.name = type_base_name(hw, true);
+  return hw;
+}
 
 Result<DiscoveryResult> merge_discovered(std::vector<DiscoveredTopology> sources,
                                          const DiscoveryOptions& options) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "formats/discovered.h"
@@ -45,6 +46,12 @@ Result<DiscoveryResult> merge_discovered(std::vector<DiscoveredTopology> sources
                                          const DiscoveryOptions& options);
 
 // Orders names naturally ("n2" before "n10"), so that hostlists compress well.
-bool natural_less(const std::string& a, const std::string& b);
+bool natural_less(std::string_view a, std::string_view b);
+
+// The node type merge_discovered gives every node that has no `topo -m` file and no hints
+// (GPU model, GPU count, NIC speed, PCIe layout), named as it names it (e.g.
+// "H100x8-generic"): the options' defaults. For readers that build a cluster without a
+// DiscoveredTopology (formats/slurm_topology_fast.h) and must give the same model.
+Result<NodeType> hintless_node_type(const DiscoveryOptions& options);
 
 }  // namespace toposched

@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/json_output.h"
+#include "formats/native_spec_fast.h"
 #include "formats/yaml_output.h"
 #include "topology/hardware.h"
 #include "topology/hostlist.h"
+#include "topology/yaml_document.h"
 #include "topology/yaml_input.h"
 
 namespace toposched {
@@ -54,7 +56,98 @@ class SpecReader {
     return cluster;
   }
 
+  // The fast path (formats/native_spec_fast.h): the head through yaml-cpp and the steps of
+  // read(), the two lists from their views. nullopt wherever read() would answer otherwise
+  // or refuse (this path keeps no positions: the general path names every error).
+  std::optional<Cluster> read_fast(const NativeSpecSections& s) {
+    auto parsed = load_yaml_document(s.head, in_.file());
+    if (!parsed) return std::nullopt;
+    const YAML::Node& root = *parsed;
+    if (!in_.expect_map(root, "the cluster spec",
+                        {"version", "name", "node_types", "nodes", "fabric", "accelerator_domains"}))
+      return std::nullopt;
+    auto version = in_.opt_integer(root, "version");
+    auto name = in_.opt_string(root, "name");
+    if (!version || (*version && **version != 1) || !name || !root["node_types"]) return std::nullopt;
+    builder_ = ClusterBuilder(*name ? **name : "cluster");
+    if (!read_node_types(root["node_types"]) || !fast_nodes(s.groups)) return std::nullopt;
+    const YAML::Node fabric = root["fabric"];
+    if ((fabric || s.has_switches) && !fast_fabric(fabric, s.switches)) return std::nullopt;
+    if (const YAML::Node domains = root["accelerator_domains"]; domains && !read_domains(domains)) return std::nullopt;
+    auto cluster = std::move(builder_).build();
+    if (!cluster) return std::nullopt;
+    return std::move(*cluster);
+  }
+
  private:
+  // `hostlist`'s names, a plain name without expanding it (no vector per name).
+  template <class Each>
+  static bool each_name(std::string_view hostlist, Each each) {
+    if (hostlist.find_first_of("[],") == std::string_view::npos) return each(std::string(hostlist));
+    auto names = expand_hostlist(hostlist);
+    if (!names) return false;
+    for (auto& n : *names)
+      if (!each(std::move(n))) return false;
+    return true;
+  }
+
+  // read_nodes over the fast path's groups.
+  bool fast_nodes(const std::vector<NativeNodeGroup>& groups) {
+    builder_.reserve_nodes(groups.size());  // at least a node per group
+    for (const NativeNodeGroup& g : groups) {
+      const auto t = builder_.find_node_type(g.type);
+      if (!t) return false;
+      const bool ok = each_name(g.names, [&](std::string name) {
+        if (builder_.find_node(name)) return false;  // declared twice
+        builder_.add_node(std::move(name), *t);
+        return true;
+      });
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  // read_fabric over the head's fabric (tiers, cross_root; may be undefined) and the fast
+  // path's switches.
+  bool fast_fabric(const YAML::Node& f, const std::vector<NativeSwitch>& switches) {
+    std::unordered_map<std::string, int> tier_index;
+    if (f && (!in_.expect_map(f, "'fabric'", {"tiers", "switches", "cross_root"}) || !read_tiers(f, tier_index)))
+      return false;
+    std::vector<SwitchId> ids;
+    for (const NativeSwitch& sw : switches) {
+      auto ti = tier_index.find(std::string(sw.tier));
+      if (ti == tier_index.end() || builder_.find_switch(sw.name)) return false;
+      ids.push_back(builder_.add_switch(std::string(sw.name), ti->second));
+    }
+    constexpr std::uint32_t kNoSwitch = 0xffffffffu;
+    std::vector<std::uint32_t> attached(builder_.node_count(), kNoSwitch);  // per node
+    for (std::size_t i = 0; i < switches.size(); ++i) {
+      const NativeSwitch& sw = switches[i];
+      const SwitchId id = ids[i];
+      const bool ok = !sw.has_nodes || each_name(sw.nodes, [&](const std::string& n) {
+        const auto node = builder_.find_node(n);
+        if (!node) return false;
+        std::uint32_t& a = attached[node->index()];
+        if (a != kNoSwitch && a != id.value) return false;  // under two switches
+        a = id.value;
+        builder_.attach(*node, id);
+        return true;
+      });
+      if (!ok) return false;
+      for (std::string_view c : sw.children) {
+        const auto child = builder_.find_switch(c);
+        if (!child) return false;
+        builder_.connect(*child, id);
+      }
+      if (sw.has_parent) {
+        const auto parent = builder_.find_switch(sw.parent);
+        if (!parent) return false;
+        builder_.connect(id, *parent);
+      }
+    }
+    return !f || read_cross_root(f).has_value();
+  }
+
   Result<std::vector<LinkClass>> classes(const YAML::Node& node, std::string_view key, std::size_t count) {
     TOPOSCHED_TRY(words, in_.words(node, key));
     if (words.size() != count)
@@ -294,24 +387,7 @@ class SpecReader {
   Result<void> read_fabric(const YAML::Node& f) {
     TOPOSCHED_CHECK(in_.expect_map(f, "'fabric'", {"tiers", "switches", "cross_root"}));
     std::unordered_map<std::string, int> tier_index;
-    if (const YAML::Node tiers = f["tiers"]) {
-      TOPOSCHED_CHECK(in_.expect_sequence(tiers, "'fabric.tiers'"));
-      for (const auto& t : tiers) {
-        TOPOSCHED_CHECK(in_.expect_map(t, "a tier", {"name", "bandwidth_GBps_per_node", "hop_latency_us", "oversubscription"}));
-        Tier tier;
-        TOPOSCHED_TRY(name, in_.req_string(t, "name"));
-        tier.name = name;
-        TOPOSCHED_TRY(bw, in_.opt_number(t, "bandwidth_GBps_per_node"));
-        TOPOSCHED_TRY(lat, in_.opt_number(t, "hop_latency_us"));
-        TOPOSCHED_TRY(over, in_.opt_number(t, "oversubscription"));
-        if (bw) tier.bandwidth_GBps_per_node = *bw;
-        tier.hop_latency_us = lat ? *lat : kDefaultHopLatencyUs;
-        if (over) tier.oversubscription = *over;
-        if (tier_index.contains(name)) return in_.error_at(t["name"], fmt::format("tier '{}' is declared twice", name));
-        marks_[name] = in_.where(t["name"]);
-        tier_index[name] = builder_.add_tier(tier);
-      }
-    }
+    TOPOSCHED_CHECK(read_tiers(f, tier_index));
     struct Pending {
       YAML::Node node;
       SwitchId id;
@@ -357,6 +433,34 @@ class SpecReader {
         builder_.connect(p.id, *par);
       }
     }
+    return read_cross_root(f);
+  }
+
+  // fabric.tiers, in order (read_fabric's first step).
+  Result<void> read_tiers(const YAML::Node& f, std::unordered_map<std::string, int>& tier_index) {
+    if (const YAML::Node tiers = f["tiers"]) {
+      TOPOSCHED_CHECK(in_.expect_sequence(tiers, "'fabric.tiers'"));
+      for (const auto& t : tiers) {
+        TOPOSCHED_CHECK(in_.expect_map(t, "a tier", {"name", "bandwidth_GBps_per_node", "hop_latency_us", "oversubscription"}));
+        Tier tier;
+        TOPOSCHED_TRY(name, in_.req_string(t, "name"));
+        tier.name = name;
+        TOPOSCHED_TRY(bw, in_.opt_number(t, "bandwidth_GBps_per_node"));
+        TOPOSCHED_TRY(lat, in_.opt_number(t, "hop_latency_us"));
+        TOPOSCHED_TRY(over, in_.opt_number(t, "oversubscription"));
+        if (bw) tier.bandwidth_GBps_per_node = *bw;
+        tier.hop_latency_us = lat ? *lat : kDefaultHopLatencyUs;
+        if (over) tier.oversubscription = *over;
+        if (tier_index.contains(name)) return in_.error_at(t["name"], fmt::format("tier '{}' is declared twice", name));
+        marks_[name] = in_.where(t["name"]);
+        tier_index[name] = builder_.add_tier(tier);
+      }
+    }
+    return {};
+  }
+
+  // fabric.cross_root (read_fabric's last step).
+  Result<void> read_cross_root(const YAML::Node& f) {
     if (const YAML::Node cr = f["cross_root"]) {
       TOPOSCHED_CHECK(in_.expect_map(cr, "'fabric.cross_root'", {"bandwidth_GBps", "latency_us"}));
       TOPOSCHED_TRY(bw, in_.opt_number(cr, "bandwidth_GBps"));
@@ -604,6 +708,17 @@ Result<Cluster> read_spec(const Input& input, const std::string& file) {
 }  // namespace
 
 Result<Cluster> read_native_spec(std::string_view text, const std::string& file) { return read_spec(text, file); }
+
+std::optional<Cluster> read_native_spec_fast(std::string_view text, const std::string& file) {
+  auto sections = split_native_spec(text);
+  if (!sections) return std::nullopt;
+  try {
+    SpecReader reader(file);
+    return reader.read_fast(*sections);
+  } catch (const YAML::Exception&) {
+    return std::nullopt;
+  }
+}
 
 Result<Cluster> read_native_spec(const YAML::Node& root, const std::string& file) { return read_spec(root, file); }
 

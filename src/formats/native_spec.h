@@ -5,6 +5,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,11 @@ namespace toposched {
 Result<Cluster> read_native_spec(std::string_view text, const std::string& file);
 // The same, from a document already parsed with load_yaml_document (one parse per input).
 Result<Cluster> read_native_spec(const YAML::Node& root, const std::string& file);
+
+// The same cluster, read without a yaml-cpp tree of the large lists, where the text has the
+// plain shape of formats/native_spec_fast.h and reads without error; nullopt otherwise (then
+// read_native_spec answers, errors at file:line:col). load_cluster_text tries it first.
+std::optional<Cluster> read_native_spec_fast(std::string_view text, const std::string& file);
 
 std::string write_native_yaml(const Cluster& cluster);
 // Fails (kValidation) when a name is not valid UTF-8 (formats/json_output.h).

@@ -202,6 +202,14 @@ NodeId ClusterBuilder::add_node(std::string name, NodeTypeId type) {
   return id;
 }
 
+void ClusterBuilder::reserve_nodes(std::size_t nodes) {
+  cluster_.node_index_.reserve(nodes);
+  cluster_.node_names_.reserve(nodes);
+  cluster_.node_type_.reserve(nodes);
+  node_attach_.reserve(nodes);
+  node_domains_.reserve(nodes);
+}
+
 int ClusterBuilder::add_tier(Tier tier) {
   cluster_.tiers_.push_back(std::move(tier));
   return static_cast<int>(cluster_.tiers_.size() - 1);

@@ -274,6 +274,9 @@ class ClusterBuilder {
 
   NodeTypeId add_node_type(NodeType type);
   NodeId add_node(std::string name, NodeTypeId type);
+  // Room for `nodes` nodes in all, for a caller that knows the count before adding them (a
+  // reader of millions of nodes: no regrowth of the per-node tables and name index).
+  void reserve_nodes(std::size_t nodes);
   int add_tier(Tier tier);  // returns its index; call closest tier first
   SwitchId add_switch(std::string name, int tier);
   void connect(SwitchId child, SwitchId parent);

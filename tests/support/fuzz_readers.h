@@ -29,6 +29,8 @@
 #include "formats/nvidia_fabric.h"
 #include "formats/nvidia_topo.h"
 #include "formats/slurm_topology.h"
+#include "formats/slurm_topology_fast.h"
+#include "formats/topograph_fast.h"
 #include "formats/topograph_model.h"
 #include "placement/allocation_state.h"
 #include "placement/fragmentation.h"
@@ -37,8 +39,10 @@
 #include "sim/traces/alibaba_v2023.h"
 #include "sim/traces/native_csv.h"
 #include "sim/traces/other_traces.h"
+#include "support/cluster_equal.h"
 #include "topology/hostlist.h"
 #include "topology/presets.h"
+#include "topology/yaml_document.h"
 
 namespace toposched::fuzz {
 
@@ -73,11 +77,36 @@ inline void discovered_to_cluster(const Result<DiscoveredTopology>& t) {
 inline void read_cluster_spec(std::string_view b) {
   if (auto c = load_cluster_text(b, "fuzz")) write_cluster(*c);
 }
+// The native spec's fast path must, whenever it takes the bytes, give yaml-cpp's cluster.
 inline void read_native(std::string_view b) {
+  if (auto fast = read_native_spec_fast(b, "fuzz")) {
+    auto root = load_yaml_document(b, "fuzz");  // as load_cluster_text reads a spec
+    auto exact = root ? read_native_spec(*root, "fuzz") : Result<Cluster>(tl::unexpected(root.error()));
+    if (!exact || !toposched::testing::cluster_difference(*fast, *exact).empty()) std::abort();
+  }
   if (auto c = read_native_spec(b, "fuzz")) write_cluster(*c);
 }
-inline void read_slurm_conf(std::string_view b) { discovered_to_cluster(read_slurm_topology(b, "fuzz")); }
-inline void read_topograph(std::string_view b) { discovered_to_cluster(read_topograph_model(b, "fuzz")); }
+// load_cluster_text's fast paths (topology.conf, Topograph model) must, whenever they take
+// the bytes, give the cluster of the general reader and merge_discovered.
+inline void check_fast_cluster(const std::optional<Cluster>& fast, const Result<DiscoveredTopology>& exact) {
+  if (!fast) return;
+  if (!exact) std::abort();
+  auto merged = merge_discovered({*exact}, DiscoveryOptions{});
+  if (!merged || !toposched::testing::cluster_difference(*fast, merged->cluster).empty()) std::abort();
+}
+inline void read_slurm_conf(std::string_view b) {
+  auto t = read_slurm_topology(b, "fuzz");
+  check_fast_cluster(slurm_topology_cluster_fast(b, DiscoveryOptions{}), t);
+  discovered_to_cluster(t);
+}
+inline void read_topograph(std::string_view b) {
+  if (auto fast = topograph_model_cluster_fast(b, DiscoveryOptions{})) {
+    auto root = load_yaml_document(b, "fuzz");  // as load_cluster_text reads a model
+    check_fast_cluster(fast, root ? read_topograph_model(*root, "fuzz")
+                                  : Result<DiscoveredTopology>(tl::unexpected(root.error())));
+  }
+  discovered_to_cluster(read_topograph_model(b, "fuzz"));
+}
 // Everything a DiscoveredTopology holds that its two NodeList paths must agree on.
 inline std::string discovered_signature(const DiscoveredTopology& t) {
   std::string out = t.source + "\n";
