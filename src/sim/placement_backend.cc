@@ -301,18 +301,22 @@ class RegistryPlacer final : public Placer {
   Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t index, std::span<const GpuId> keep_free,
                                           std::uint64_t keep_free_version) override {
     // The same version is the same GPUs (backend.h); a new version with the same GPUs keeps
-    // the hold too, after one comparison.
-    if (holding_ && keep_free_version != hold_version_ &&
-        std::equal(keep_free.begin(), keep_free.end(), hold_for_.begin(), hold_for_.end()))
-      hold_version_ = keep_free_version;
-    if (!holding_ || keep_free_version != hold_version_) {
+    // the hold too, after one comparison. hold_for_ outlives a dropped hold, so the next
+    // pass around the same reservation (the same version) only builds the hold again.
+    const bool same_gpus =
+        hold_for_known_ && (keep_free_version == hold_version_ ||
+                            std::equal(keep_free.begin(), keep_free.end(), hold_for_.begin(), hold_for_.end()));
+    if (!same_gpus) {
       drop_hold();
-      std::vector<GpuId> hold;
-      for (GpuId g : keep_free)
-        if (ledger_.state().gpu_free(g)) hold.push_back(g);
-      if (!hold.empty()) (void)ledger_.hold(kHold, hold);
       hold_for_.assign(keep_free.begin(), keep_free.end());
-      hold_version_ = keep_free_version;
+      hold_for_known_ = true;
+    }
+    hold_version_ = keep_free_version;
+    if (!holding_) {
+      hold_scratch_.clear();
+      for (GpuId g : hold_for_)
+        if (ledger_.state().gpu_free(g)) hold_scratch_.push_back(g);
+      if (!hold_scratch_.empty()) (void)ledger_.hold(kHold, hold_scratch_);
       holding_ = true;
     }
     return place_now(job, index);
@@ -368,7 +372,6 @@ class RegistryPlacer final : public Placer {
   void drop_hold() {
     if (!holding_) return;
     holding_ = false;
-    hold_for_.clear();
     if (ledger_.state().has_job(kHold)) (void)ledger_.release_job(kHold);
   }
 
@@ -422,8 +425,10 @@ class RegistryPlacer final : public Placer {
   std::vector<std::string> models_;
   std::map<std::string, bool> model_ok_;
   bool holding_ = false;                      // place_around's hold is allocated (as job kHold, when non-empty)
-  std::vector<GpuId> hold_for_;               // the reserved GPUs it was built for
+  std::vector<GpuId> hold_for_;               // the reserved GPUs of the last place_around
+  bool hold_for_known_ = false;               // hold_for_ was set by a place_around
   std::uint64_t hold_version_ = 0;            // their version (place_around's keep_free_version)
+  std::vector<GpuId> hold_scratch_;           // the hold's GPUs (those of hold_for_ free), kept for its buffer
   std::vector<std::vector<GpuId>> job_gpus_;  // per job index: its GPUs while running, else none (gpus_of)
   // The shapes of the jobs that failed (kInfeasible) on the live state of stamp failed_stamp_
   // (AllocationState::stamp: equal stamps, equal content). request() is a function of a
