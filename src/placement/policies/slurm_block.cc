@@ -443,20 +443,21 @@ class BlockRoomCheck final : public FreedStateCheck {
   // Frees (sign 1) or takes back (-1) `gpus`, a node's GPUs in a run where they come so.
   void move(std::span<const GpuId> gpus, int sign) {
     const Cluster& c = s_.cluster();
+    const int* node_bblock = table_->node_bblock.data();
+    const char* has_capacity = has_capacity_.data();
     for (std::size_t i = 0; i < gpus.size();) {
       const NodeId n = c.gpu_node(gpus[i]);
       int k = 0;
       for (; i < gpus.size() && c.gpu_node(gpus[i]) == n; ++i) ++k;
-      const int bb = table_->node_bblock[n.index()];
+      const int bb = node_bblock[n.index()];
+      if (bb < 0) continue;  // in no base block: counted nowhere
       int& freed = freed_[n.index()];
-      const bool before = bb >= 0 && available(n, freed);
+      const int bucket = s_.node_bucket(n);  // on the base state
+      const bool before = has_capacity[bucket + freed] != 0;
       freed += sign * k;
-      const bool after = bb >= 0 && available(n, freed);
+      const bool after = has_capacity[bucket + freed] != 0;
       if (before != after) counts_[static_cast<std::size_t>(bb)] += after ? 1 : -1;
     }
-  }
-  bool available(NodeId n, int freed) const {
-    return has_capacity_[static_cast<std::size_t>(s_.node_bucket(n) + freed)] != 0;
   }
 
   const AllocationState& s_;
