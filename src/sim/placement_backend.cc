@@ -189,6 +189,7 @@ class RegistryPlacer final : public Placer {
     drop_hold();
     const std::string id = std::to_string(index);
     if (ledger_.release_job(id)) probe_.on_release(index, id);
+    ++jobs_version_;
     if (index < job_gpus_.size()) std::vector<GpuId>().swap(job_gpus_[index]);
   }
 
@@ -300,6 +301,15 @@ class RegistryPlacer final : public Placer {
   // 100,000 GPUs").
   Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t index, std::span<const GpuId> keep_free,
                                           std::uint64_t keep_free_version) override {
+    // A shape that failed around the same reserved GPUs with the same running jobs fails
+    // again (the held set, and so the whole state, is the same): no hold to build for it.
+    if (around_jobs_ != jobs_version_ || around_version_ != keep_free_version) {
+      around_failed_.clear();
+      around_jobs_ = jobs_version_;
+      around_version_ = keep_free_version;
+    }
+    if (!policy_.randomized() && std::find(around_failed_.begin(), around_failed_.end(), job) != around_failed_.end())
+      return make_error(ErrorCode::kInfeasible, "a job of the same shape cannot be placed around these GPUs now");
     // The same version is the same GPUs (backend.h); a new version with the same GPUs keeps
     // the hold too, after one comparison. hold_for_ outlives a dropped hold, so the next
     // pass around the same reservation (the same version) only builds the hold again.
@@ -319,7 +329,10 @@ class RegistryPlacer final : public Placer {
       if (!hold_scratch_.empty()) (void)ledger_.hold(kHold, hold_scratch_);
       holding_ = true;
     }
-    return place_now(job, index);
+    auto placed = place_now(job, index);
+    if (!placed && placed.error().code == ErrorCode::kInfeasible && !policy_.randomized())
+      around_failed_.emplace_back(job);
+    return placed;
   }
 
   double fragmentation() const override {
@@ -350,6 +363,7 @@ class RegistryPlacer final : public Placer {
       return tl::unexpected(placed.error());
     }
     Placement& p = *placed;
+    ++jobs_version_;
     probe_.on_allocate(p.job_id, p.gpus_by_rank);
     if (index >= job_gpus_.size()) job_gpus_.resize(index + 1);
     job_gpus_[index] = p.gpus_by_rank;
@@ -448,6 +462,12 @@ class RegistryPlacer final : public Placer {
   };
   std::uint64_t failed_stamp_ = 0;
   std::vector<FailedShape> failed_;
+  // The same for place_around, keyed by the running jobs (jobs_version_, counting starts and
+  // ends) and the reserved GPUs' version instead of the stamp, which the hold changes: a pass
+  // around the same reservation with nothing started or ended since needs no hold for them.
+  std::uint64_t jobs_version_ = 0;
+  std::uint64_t around_jobs_ = ~std::uint64_t{0}, around_version_ = 0;
+  std::vector<FailedShape> around_failed_;
 };
 
 // The estimate's step as fractions (sim/backend.h's StepBreakdown).
