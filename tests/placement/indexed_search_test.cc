@@ -300,7 +300,9 @@ TEST(IndexedSearch, SlurmBlockFreedStateCheckIsTheScans) {
           freed[k] ^= 1;
           AllocationState probe = base;
           for (std::size_t i = 0; i < running.size(); ++i)
-            if (freed[i]) ASSERT_TRUE(probe.release(running[i]).has_value());
+            if (freed[i]) {
+              ASSERT_TRUE(probe.release(running[i]).has_value());
+            }
           auto got = choose_gpus(probe, *norm, slurm_block_scan_policy());
           if (probe.total_free_gpus() < norm->total_gpus) {  // choose_gpus' count fails first
             EXPECT_FALSE(got.has_value());
@@ -322,8 +324,9 @@ TEST(IndexedSearch, SlurmBlockFreedStateCheckIsTheScans) {
         }
       }
     }
-    // Both answers occur often: the comparison is not one-sided.
-    EXPECT_GT(no_room, 100) << c.name();
+    // Both answers occur: the comparison is not one-sided (no room is rarer on the GB200
+    // racks, four base blocks of 18 nodes).
+    EXPECT_GT(no_room, 10) << c.name();
     EXPECT_GT(checks - no_room, 100) << c.name();
     EXPECT_GT(placed, 50) << c.name();
     EXPECT_GT(fits, 50) << c.name();
