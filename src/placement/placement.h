@@ -14,6 +14,7 @@
 // allocates (AllocationState::allocate) when it accepts the placement.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -49,6 +50,25 @@ struct Placement {
   std::string explanation;
 };
 
+// What a policy can tell from counts about one request on the states that differ from a
+// base state only by GPUs freed (the simulator's reservation probes: the live state with
+// some running jobs ended), kept as GPUs are freed and taken back, without building those
+// states. Its answers are exact: kFails only when choose_gpus() of the request fails
+// (kInfeasible) on such a state, kFits only when it succeeds (which GPUs it would choose is
+// not known: ask the policy for those). Requires the base state to outlive it unchanged;
+// not thread-safe (one user at a time).
+class FreedStateCheck {
+ public:
+  enum class Answer { kNotKnown, kFails, kFits };
+  virtual ~FreedStateCheck() = default;
+  // GPUs allocated in the base state become free (each at most once while freed).
+  virtual void free_gpus(std::span<const GpuId> gpus) = 0;
+  // GPUs freed by free_gpus are allocated again.
+  virtual void unfree_gpus(std::span<const GpuId> gpus) = 0;
+  // Whether the request can be placed with the freed GPUs free, where the counts tell.
+  virtual Answer answer() = 0;
+};
+
 class PlacementPolicy {
  public:
   virtual ~PlacementPolicy() = default;
@@ -70,6 +90,13 @@ class PlacementPolicy {
   // True when the choice depends on JobRequest::seed (a draw, not a model of a scheduler):
   // two sizes of one job are then unrelated draws, so a curve across sizes means nothing.
   virtual bool randomized() const { return false; }
+  // Optional: a FreedStateCheck for the normalized request `r` on `base` (nullptr when the
+  // policy has none, or none for this request).
+  virtual std::unique_ptr<FreedStateCheck> freed_state_check(const AllocationState& base, const JobRequest& r) const {
+    (void)base;
+    (void)r;
+    return nullptr;
+  }
 };
 
 // Every policy, in a stable order.

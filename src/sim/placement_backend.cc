@@ -43,6 +43,9 @@ namespace {
 // or belongs to an ended job; every ended job is running in the live state.
 class ProbeState {
  public:
+  // Per job index: its GPUs in the live state (empty when not running).
+  using LiveGpus = std::vector<std::vector<GpuId>>;
+
   explicit ProbeState(const Cluster& c) : state_(c) {}
 
   bool started() const { return started_; }
@@ -69,10 +72,10 @@ class ProbeState {
     }
   }
 
-  // Makes `jobs` (running in `live`) exactly the ended ones: gives back the ended jobs not in
-  // it (their GPUs, as `live` holds them, are free here), then releases those of it not yet
-  // ended.
-  void end_exactly(const AllocationState& live, std::span<const std::uint32_t> jobs) {
+  // Makes `jobs` (running in the live state) exactly the ended ones: gives back the ended
+  // jobs not in it (their GPUs, as the live state holds them: `live[j]`, are free here), then
+  // releases those of it not yet ended.
+  void end_exactly(const LiveGpus& live, std::span<const std::uint32_t> jobs) {
     prefix_ = jobs.size();
     ++stamp_;
     for (std::uint32_t j : jobs) {
@@ -98,7 +101,7 @@ class ProbeState {
   // between them): ends or gives back only the jobs between the two prefixes, instead of
   // comparing every job of both with the ended set. Without such a previous call, it is
   // end_exactly itself.
-  void end_prefix(const AllocationState& live, std::span<const std::uint32_t> jobs, std::size_t k, bool same_jobs) {
+  void end_prefix(const LiveGpus& live, std::span<const std::uint32_t> jobs, std::size_t k, bool same_jobs) {
     if (!same_jobs || prefix_ == kNoPrefix) return end_exactly(live, jobs.first(k));
     for (std::size_t i = prefix_; i < k; ++i) end(jobs[i]);
     for (std::size_t i = k; i < prefix_; ++i) give_back(live, jobs[i]);
@@ -115,11 +118,10 @@ class ProbeState {
     ended_pos_[j] = static_cast<std::uint32_t>(ended_.size());
     ended_.push_back(j);
   }
-  // Gives ended job j its GPUs back (as `live` holds them).
-  void give_back(const AllocationState& live, std::uint32_t j) {
+  // Gives ended job j its GPUs back (as the live state holds them).
+  void give_back(const LiveGpus& live, std::uint32_t j) {
     if (!is_ended(j)) return;
-    const std::string id = std::to_string(j);
-    (void)state_.hold(id, live.job_gpus(id));
+    (void)state_.hold(std::to_string(j), live[j]);
     unmark(j);
   }
   // Drops ended job j from ended_ (the last entry takes its place).
@@ -136,13 +138,32 @@ class ProbeState {
 
   AllocationLedger state_;
   bool started_ = false;
-  std::vector<std::uint32_t> ended_;     // job indices released here, in no particular order
+  std::vector<std::uint32_t> ended_;      // job indices released here, in no particular order
   std::vector<std::uint32_t> ended_pos_;  // per job index: its position in ended_, kNotEnded when not there
-  std::vector<std::uint64_t> wanted_;    // per job index: stamp_ of the last end_exactly naming it
+  std::vector<std::uint64_t> wanted_;     // per job index: stamp_ of the last end_exactly naming it
   std::uint64_t stamp_ = 0;
   // The ended jobs are the running ones of the first prefix_ of the last end_exactly's or
   // end_prefix's `jobs`; kNoPrefix after a release in the live state.
   std::size_t prefix_ = kNoPrefix;
+};
+
+// A FreedStateCheck moved along one list of running jobs: the jobs of a prefix of it freed.
+class FreedPrefix {
+ public:
+  explicit FreedPrefix(std::unique_ptr<FreedStateCheck> check) : check_(std::move(check)) {}
+  // The check's answer once the first k of `jobs` have ended (`gpus_of(j)`: job j's GPUs);
+  // kNotKnown without a check.
+  template <class GpusOf>
+  FreedStateCheck::Answer answer_after(std::span<const std::uint32_t> jobs, std::size_t k, GpusOf&& gpus_of) {
+    if (!check_) return FreedStateCheck::Answer::kNotKnown;
+    for (; freed_ < k; ++freed_) check_->free_gpus(gpus_of(jobs[freed_]));
+    for (; freed_ > k; --freed_) check_->unfree_gpus(gpus_of(jobs[freed_ - 1]));
+    return check_->answer();
+  }
+
+ private:
+  std::unique_ptr<FreedStateCheck> check_;
+  std::size_t freed_ = 0;  // the first freed_ jobs of the list are freed in check_
 };
 
 class RegistryPlacer final : public Placer {
@@ -150,9 +171,11 @@ class RegistryPlacer final : public Placer {
   RegistryPlacer(const Cluster& c, const PlacementPolicy& p, std::uint64_t seed, ReservationProbes probes)
       : ledger_(c), probe_(c), probes_(probes), policy_(p), seed_(seed), sizes_(default_job_sizes()) {
     int max_gpn = 1;
-    for (std::size_t n = 0; n < c.node_count(); ++n) max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
+    for (std::size_t n = 0; n < c.node_count(); ++n)
+      max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
     gpus_per_node_ = max_gpn;
-    for (std::size_t n = 0; n < c.node_count(); ++n) models_.push_back(ascii_lower(c.node_type(NodeId(static_cast<std::uint32_t>(n))).gpu_model));
+    for (std::size_t n = 0; n < c.node_count(); ++n)
+      models_.push_back(ascii_lower(c.node_type(NodeId(static_cast<std::uint32_t>(n))).gpu_model));
   }
 
   // The CLI's place transaction (placement/engine.h's place_job): normalise, tier handling,
@@ -166,7 +189,8 @@ class RegistryPlacer final : public Placer {
     drop_hold();
     const std::string id = std::to_string(index);
     if (ledger_.release_job(id)) probe_.on_release(index, id);
-    if (index < gpu_count_.size()) gpu_count_[index] = 0;
+    ++jobs_version_;
+    if (index < job_gpus_.size()) std::vector<GpuId>().swap(job_gpus_[index]);
   }
 
   void end_pass() override { drop_hold(); }
@@ -177,6 +201,7 @@ class RegistryPlacer final : public Placer {
   // Asks the policy on the probe state (the live state with the first k running jobs, in
   // end order, released), at galloping then bisecting prefix lengths: O(log n) policy calls,
   // assuming that more free GPUs never make a placement impossible.
+  // long: the probe's ways (prefix sum, the policy's counts, the probe state) share the list and the search
   Result<Reservation> reserve(const SimJob& job, std::uint32_t index, std::span<const std::uint32_t> running_by_end,
                               std::size_t min_finished) override {
     drop_hold();
@@ -187,7 +212,7 @@ class RegistryPlacer final : public Placer {
     // ones move along this call's list only.
     bool probed = false;
     auto end_first = [&](std::size_t k) {
-      probe_.end_prefix(state, running_by_end, k, probed);
+      probe_.end_prefix(job_gpus_, running_by_end, k, probed);
       probed = true;
     };
     // GPUs free once the first k have ended, from a prefix sum: a probe with fewer free GPUs
@@ -197,14 +222,12 @@ class RegistryPlacer final : public Placer {
     auto enough = [&](std::size_t k) {
       while (free_after.size() <= k) {
         const std::size_t i = free_after.size() - 1;
-        free_after.push_back(free_after.back() + static_cast<std::int64_t>(gpus_of(running_by_end[i])));
+        free_after.push_back(free_after.back() + static_cast<std::int64_t>(gpus_of(running_by_end[i]).size()));
       }
       return free_after[k] >= job.gpus;
     };
-    auto probe = [&](std::size_t k) -> Result<std::vector<GpuId>> {
-      if (!enough(k))
-        return make_error(ErrorCode::kInfeasible, fmt::format("needs {} GPUs; only {} would be free", job.gpus,
-                                                              free_after[k]));
+    // The policy on the probe state with the first k ended.
+    auto decide_after = [&](std::size_t k) -> Result<std::vector<GpuId>> {
       if (probes_ == ReservationProbes::kFromScratch) {
         AllocationLedger scratch = ledger_;
         for (std::uint32_t j : running_by_end.first(k)) (void)scratch.release_job(std::to_string(j));
@@ -214,6 +237,25 @@ class RegistryPlacer final : public Placer {
       end_first(k);
       TOPOSCHED_TRY(p, probe_.ledger().decide(r, PlaceDetail::kGpusOnly));
       return std::move(p.gpus_by_rank);
+    };
+    // The policy's count-based answer (kKeptState only: kFromScratch stays the reference that
+    // asks the policy on every probe), moved along the list without building the probe state:
+    // a probe it answers changes nothing. Where it says "fits", the probe returns no GPUs,
+    // and the policy is asked for them once the search has settled on its answer.
+    FreedPrefix room(probes_ == ReservationProbes::kKeptState ? freed_state_check(state, r) : nullptr);
+    auto probe = [&](std::size_t k) -> Result<std::vector<GpuId>> {
+      if (!enough(k))
+        return make_error(ErrorCode::kInfeasible,
+                          fmt::format("needs {} GPUs; only {} would be free", job.gpus, free_after[k]));
+      switch (room.answer_after(running_by_end, k, [&](std::uint32_t j) { return gpus_of(j); })) {
+        case FreedStateCheck::Answer::kFails:
+          return make_error(ErrorCode::kInfeasible, "no room for it once those jobs end (the policy's count)");
+        case FreedStateCheck::Answer::kFits:
+          return std::vector<GpuId>{};
+        case FreedStateCheck::Answer::kNotKnown:
+          break;
+      }
+      return decide_after(k);
     };
     const std::size_t n = running_by_end.size();
     std::size_t lo = std::min(min_finished, n);  // fails, unless it is the answer
@@ -239,6 +281,7 @@ class RegistryPlacer final : public Placer {
         }
       }
     }
+    if (best && best->empty()) best = decide_after(found);  // counted as fitting: the policy's GPUs
     if (!best) return tl::unexpected(best.error());
     Reservation out;
     out.finished = found;
@@ -258,22 +301,38 @@ class RegistryPlacer final : public Placer {
   // 100,000 GPUs").
   Result<std::vector<GpuId>> place_around(const SimJob& job, std::uint32_t index, std::span<const GpuId> keep_free,
                                           std::uint64_t keep_free_version) override {
+    // A shape that failed around the same reserved GPUs with the same running jobs fails
+    // again (the held set, and so the whole state, is the same): no hold to build for it.
+    if (around_jobs_ != jobs_version_ || around_version_ != keep_free_version) {
+      around_failed_.clear();
+      around_jobs_ = jobs_version_;
+      around_version_ = keep_free_version;
+    }
+    if (!policy_.randomized() && std::find(around_failed_.begin(), around_failed_.end(), job) != around_failed_.end())
+      return make_error(ErrorCode::kInfeasible, "a job of the same shape cannot be placed around these GPUs now");
     // The same version is the same GPUs (backend.h); a new version with the same GPUs keeps
-    // the hold too, after one comparison.
-    if (holding_ && keep_free_version != hold_version_ &&
-        std::equal(keep_free.begin(), keep_free.end(), hold_for_.begin(), hold_for_.end()))
-      hold_version_ = keep_free_version;
-    if (!holding_ || keep_free_version != hold_version_) {
+    // the hold too, after one comparison. hold_for_ outlives a dropped hold, so the next
+    // pass around the same reservation (the same version) only builds the hold again.
+    const bool same_gpus =
+        hold_for_known_ && (keep_free_version == hold_version_ ||
+                            std::equal(keep_free.begin(), keep_free.end(), hold_for_.begin(), hold_for_.end()));
+    if (!same_gpus) {
       drop_hold();
-      std::vector<GpuId> hold;
-      for (GpuId g : keep_free)
-        if (ledger_.state().gpu_free(g)) hold.push_back(g);
-      if (!hold.empty()) (void)ledger_.hold(kHold, hold);
       hold_for_.assign(keep_free.begin(), keep_free.end());
-      hold_version_ = keep_free_version;
+      hold_for_known_ = true;
+    }
+    hold_version_ = keep_free_version;
+    if (!holding_) {
+      hold_scratch_.clear();
+      for (GpuId g : hold_for_)
+        if (ledger_.state().gpu_free(g)) hold_scratch_.push_back(g);
+      if (!hold_scratch_.empty()) (void)ledger_.hold(kHold, hold_scratch_);
       holding_ = true;
     }
-    return place_now(job, index);
+    auto placed = place_now(job, index);
+    if (!placed && placed.error().code == ErrorCode::kInfeasible && !policy_.randomized())
+      around_failed_.emplace_back(job);
+    return placed;
   }
 
   double fragmentation() const override {
@@ -291,21 +350,42 @@ class RegistryPlacer final : public Placer {
   static constexpr std::string_view kHold = "reservation";
 
   Result<std::vector<GpuId>> place_now(const SimJob& job, std::uint32_t index) {
-    TOPOSCHED_TRY(p, ledger_.place(request(job, index), PlaceDetail::kGpusOnly));
+    if (failed_stamp_ != ledger_.state().stamp()) {
+      failed_.clear();
+      failed_stamp_ = ledger_.state().stamp();
+    }
+    const bool same_shape_same_answer = !policy_.randomized();
+    if (same_shape_same_answer && std::find(failed_.begin(), failed_.end(), job) != failed_.end())
+      return make_error(ErrorCode::kInfeasible, "a job of the same shape cannot be placed on this state");
+    auto placed = ledger_.place(request(job, index), PlaceDetail::kGpusOnly);
+    if (!placed) {
+      if (same_shape_same_answer && placed.error().code == ErrorCode::kInfeasible) failed_.emplace_back(job);
+      return tl::unexpected(placed.error());
+    }
+    Placement& p = *placed;
+    ++jobs_version_;
     probe_.on_allocate(p.job_id, p.gpus_by_rank);
-    if (index >= gpu_count_.size()) gpu_count_.resize(index + 1, 0);
-    gpu_count_[index] = static_cast<std::uint32_t>(p.gpus_by_rank.size());
+    if (index >= job_gpus_.size()) job_gpus_.resize(index + 1);
+    job_gpus_[index] = p.gpus_by_rank;
     return std::move(p.gpus_by_rank);
   }
 
-  // GPUs of job `index` in the live state (0 when not running): ledger_.state().job_gpus
+  // The GPUs of job `index` in the live state (none when not running): ledger_.state().job_gpus
   // of its id, without building and hashing the id.
-  std::size_t gpus_of(std::uint32_t index) const { return index < gpu_count_.size() ? gpu_count_[index] : 0; }
+  std::span<const GpuId> gpus_of(std::uint32_t index) const {
+    return index < job_gpus_.size() ? std::span<const GpuId>(job_gpus_[index]) : std::span<const GpuId>();
+  }
+
+  // The policy's FreedStateCheck for the request on `live` (nullptr when it has none, or the
+  // request does not normalize: then the probes ask the policy, which says why).
+  std::unique_ptr<FreedStateCheck> freed_state_check(const AllocationState& live, const PlaceRequest& r) const {
+    auto norm = normalize(r.job, live.cluster());
+    return norm ? policy_.freed_state_check(live, *norm) : nullptr;
+  }
 
   void drop_hold() {
     if (!holding_) return;
     holding_ = false;
-    hold_for_.clear();
     if (ledger_.state().has_job(kHold)) (void)ledger_.release_job(kHold);
   }
 
@@ -342,14 +422,15 @@ class RegistryPlacer final : public Placer {
     auto it = model_ok_.find(model);
     if (it == model_ok_.end()) {
       std::string m = ascii_lower(model);
-      bool found = std::any_of(models_.begin(), models_.end(), [&](const std::string& x) { return x.find(m) != std::string::npos; });
+      bool found = std::any_of(models_.begin(), models_.end(),
+                               [&](const std::string& x) { return x.find(m) != std::string::npos; });
       it = model_ok_.emplace(model, found).first;
     }
     return it->second ? model : std::string();
   }
 
   AllocationLedger ledger_;  // the live state: running jobs and place_around's hold
-  ProbeState probe_;  // reserve()'s state: ledger_ less the hold, with some running jobs released
+  ProbeState probe_;         // reserve()'s state: ledger_ less the hold, with some running jobs released
   ReservationProbes probes_;
   const PlacementPolicy& policy_;
   std::uint64_t seed_;
@@ -357,10 +438,36 @@ class RegistryPlacer final : public Placer {
   int gpus_per_node_ = 8;
   std::vector<std::string> models_;
   std::map<std::string, bool> model_ok_;
-  bool holding_ = false;          // place_around's hold is allocated (as job kHold, when non-empty)
-  std::vector<GpuId> hold_for_;   // the reserved GPUs it was built for
-  std::uint64_t hold_version_ = 0;  // their version (place_around's keep_free_version)
-  std::vector<std::uint32_t> gpu_count_;  // per job index: its GPUs while running, else 0 (gpus_of)
+  bool holding_ = false;                      // place_around's hold is allocated (as job kHold, when non-empty)
+  std::vector<GpuId> hold_for_;               // the reserved GPUs of the last place_around
+  bool hold_for_known_ = false;               // hold_for_ was set by a place_around
+  std::uint64_t hold_version_ = 0;            // their version (place_around's keep_free_version)
+  std::vector<GpuId> hold_scratch_;           // the hold's GPUs (those of hold_for_ free), kept for its buffer
+  std::vector<std::vector<GpuId>> job_gpus_;  // per job index: its GPUs while running, else none (gpus_of)
+  // The shapes of the jobs that failed (kInfeasible) on the live state of stamp failed_stamp_
+  // (AllocationState::stamp: equal stamps, equal content). request() is a function of a
+  // job's shape (FailedShape's fields) and its index, which gives only the job id and the
+  // seed; no decision reads the id, and only a randomized() policy the seed. So for the
+  // others a job of a failed shape fails again on the same state, without asking: a backfill
+  // pass asks for hundreds of jobs, of a few shapes, around one reservation.
+  struct FailedShape {
+    explicit FailedShape(const SimJob& j)
+        : gpus(j.gpus), tp(j.tp), pp(j.pp), dp(j.dp), ep(j.ep), gpu_model(j.gpu_model), kind(j.kind) {}
+    bool operator==(const SimJob& j) const {
+      return gpus == j.gpus && tp == j.tp && pp == j.pp && dp == j.dp && ep == j.ep && gpu_model == j.gpu_model &&
+             kind == j.kind;
+    }
+    int gpus, tp, pp, dp, ep;
+    std::string gpu_model, kind;
+  };
+  std::uint64_t failed_stamp_ = 0;
+  std::vector<FailedShape> failed_;
+  // The same for place_around, keyed by the running jobs (jobs_version_, counting starts and
+  // ends) and the reserved GPUs' version instead of the stamp, which the hold changes: a pass
+  // around the same reservation with nothing started or ended since needs no hold for them.
+  std::uint64_t jobs_version_ = 0;
+  std::uint64_t around_jobs_ = ~std::uint64_t{0}, around_version_ = 0;
+  std::vector<FailedShape> around_failed_;
 };
 
 // The estimate's step as fractions (sim/backend.h's StepBreakdown).
@@ -381,7 +488,8 @@ class CostCommModel final : public CommModel {
  public:
   explicit CostCommModel(const Cluster& c) : c_(c) {
     int max_gpn = 1;
-    for (std::size_t n = 0; n < c.node_count(); ++n) max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
+    for (std::size_t n = 0; n < c.node_count(); ++n)
+      max_gpn = std::max(max_gpn, c.node_gpu_count(NodeId(static_cast<std::uint32_t>(n))));
     gpus_per_node_ = max_gpn;
     // The cost layer's uplink model (cost/contention.h), in GB/s.
     capacity_.resize(c.switch_count());
@@ -431,7 +539,9 @@ class CostCommModel final : public CommModel {
     return out;
   }
 
-  double uplink_capacity(std::uint32_t uplink) const override { return uplink < capacity_.size() ? capacity_[uplink] : 0; }
+  double uplink_capacity(std::uint32_t uplink) const override {
+    return uplink < capacity_.size() ? capacity_[uplink] : 0;
+  }
   std::size_t uplink_count() const override { return capacity_.size(); }
 
  private:
@@ -443,8 +553,14 @@ class CostCommModel final : public CommModel {
   // ideal cannot be computed, that call itself (its fallback) runs.
   Result<JobCommEstimate> estimate(std::span<const GpuId> gpus, const ParallelPlan& plan, const WorkloadModel& model,
                                    const std::string& workload_class) const {
-    const IdealKey key{workload_class, model.compute_us_per_step, c_.node_type_id(c_.gpu_node(gpus[0])).value,
-                       plan.tp, plan.pp, plan.ep, plan.dp, plan.cp};
+    const IdealKey key{workload_class,
+                       model.compute_us_per_step,
+                       c_.node_type_id(c_.gpu_node(gpus[0])).value,
+                       plan.tp,
+                       plan.pp,
+                       plan.ep,
+                       plan.dp,
+                       plan.cp};
     std::optional<IdealJobComm> ideal;
     {
       MutexLock lock(ideal_mu_);

@@ -52,7 +52,9 @@ Cluster mixed_cluster() {
   const int per_leaf[] = {4, 6, 3, 5, 4, 2};
   for (int k = 0; k < 6; ++k)  // leaves filled round robin: node order interleaves them
     for (int l = 0; l < 6; ++l)
-      if (k < per_leaf[l]) b.attach(b.add_node(fmt::format("n{}-{}", l, k), (k + l) % 3 == 0 ? t4 : t8), leaves[static_cast<std::size_t>(l)]);
+      if (k < per_leaf[l])
+        b.attach(b.add_node(fmt::format("n{}-{}", l, k), (k + l) % 3 == 0 ? t4 : t8),
+                 leaves[static_cast<std::size_t>(l)]);
   b.add_node("loose", t8);
   auto c = std::move(b).build();
   EXPECT_TRUE(c.has_value()) << (c ? "" : c.error().message);
@@ -252,6 +254,83 @@ TEST(IndexedSearch, BucketCapacityIsNodeCapacity) {
       nonzero += node_capacity(s, r, {}, n) > 0;
     }
   EXPECT_GT(nonzero, 10);
+}
+
+// slurm-block's FreedStateCheck (the simulator's reservation probes ask it before building a
+// probe state): on random states, with random running jobs freed and taken back one at a
+// time, its answer must be kFails exactly when the scan, on a copy of the state with those
+// jobs released, fails with "no block of the level has room", and kFits only when the scan
+// places the job (always, for whole-node requests on levels without a lower-level limit).
+TEST(IndexedSearch, SlurmBlockFreedStateCheckIsTheScans) {
+  const Cluster clusters[] = {preset("dgx-h100?nodes=48&su_size=8"), preset("gb200-nvl72?racks=4"), mixed_cluster()};
+  for (const Cluster& c : clusters) {
+    std::mt19937 rng(23);
+    int checks = 0, no_room = 0, placed = 0, fits = 0;
+    for (int round = 0; round < 40; ++round) {
+      // A random base state: jobs placed by first-fit until about 60-95% of the GPUs are taken.
+      AllocationState base(c);
+      std::vector<std::string> running;
+      const double target = 0.6 + 0.35 * static_cast<double>(rng() % 100) / 100.0;
+      for (int j = 0; j < 400 && base.total_free_gpus() > (1 - target) * static_cast<double>(c.gpu_count()); ++j) {
+        JobRequest r = random_request(rng, "first-fit", c);
+        r.job_id = fmt::format("b{}", j);
+        auto norm = normalize(r, c);
+        if (!norm) continue;
+        auto g = choose_gpus(base, *norm, first_fit_policy());
+        if (!g) continue;
+        ASSERT_TRUE(base.allocate(r.job_id, *g).has_value());
+        running.push_back(r.job_id);
+      }
+      for (int ask = 0; ask < 4; ++ask) {
+        JobRequest r = random_request(rng, "slurm-block", c);
+        r.job_id = "asked";
+        auto norm = normalize(r, c);
+        if (!norm) continue;
+        std::unique_ptr<FreedStateCheck> check = slurm_block_policy().freed_state_check(base, *norm);
+        // Only the one-segment requests the index answers, and not the one-node path, have one.
+        const bool expect_check =
+            norm->segment == 0 && norm->gpu_model.empty() && !(norm->nodes == 1 && norm->slurm_version != "25.11");
+        EXPECT_EQ(check != nullptr, expect_check) << c.name() << " nodes " << norm->nodes;
+        if (!check) continue;
+        std::vector<char> freed(running.size(), 0);
+        for (int step = 0; step < 30 && !running.empty(); ++step) {
+          const std::size_t k = rng() % running.size();
+          const std::vector<GpuId> gpus(base.job_gpus(running[k]).begin(), base.job_gpus(running[k]).end());
+          freed[k] ? check->unfree_gpus(gpus) : check->free_gpus(gpus);
+          freed[k] ^= 1;
+          AllocationState probe = base;
+          for (std::size_t i = 0; i < running.size(); ++i)
+            if (freed[i]) {
+              ASSERT_TRUE(probe.release(running[i]).has_value());
+            }
+          auto got = choose_gpus(probe, *norm, slurm_block_scan_policy());
+          if (probe.total_free_gpus() < norm->total_gpus) {  // choose_gpus' count fails first
+            EXPECT_FALSE(got.has_value());
+            continue;
+          }
+          const bool scan_no_room = !got && got.error().message.find("no block of the level") != std::string::npos;
+          const FreedStateCheck::Answer answer = check->answer();
+          if (answer == FreedStateCheck::Answer::kFits) {
+            ASSERT_TRUE(got.has_value()) << c.name() << " round " << round << " step " << step << ": "
+                                         << got.error().message;
+            ++fits;
+          }
+          ASSERT_EQ(answer == FreedStateCheck::Answer::kFails, scan_no_room)
+              << c.name() << " round " << round << " step " << step << " nodes " << norm->nodes << " gpus "
+              << norm->total_gpus << (got ? "" : ": " + got.error().message);
+          ++checks;
+          no_room += scan_no_room;
+          placed += got.has_value();
+        }
+      }
+    }
+    // Both answers occur: the comparison is not one-sided (no room is rarer on the GB200
+    // racks, four base blocks of 18 nodes).
+    EXPECT_GT(no_room, 10) << c.name();
+    EXPECT_GT(checks - no_room, 100) << c.name();
+    EXPECT_GT(placed, 50) << c.name();
+    EXPECT_GT(fits, 50) << c.name();
+  }
 }
 
 }  // namespace

@@ -33,7 +33,9 @@
 // hres. Thread-safe: the block table, and the counts of the last state seen (CountsMemo), are
 // kept per thread.
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -77,7 +79,8 @@ SwitchId subtree_switch_of(const Cluster& c, const std::vector<NodeId>& nodes) {
 Result<BlockTable> block_table(const Cluster& c, const std::vector<long>& sizes) {
   TopographBlockLayout layout(c);
   if (layout.empty())
-    return make_error(ErrorCode::kInfeasible, "the cluster has no blocks (no accelerator domains and no leaf switches)");
+    return make_error(ErrorCode::kInfeasible,
+                      "the cluster has no blocks (no accelerator domains and no leaf switches)");
   TOPOSCHED_TRY(blocks, layout.cluster_blocks(sizes, std::nullopt));
   BlockTable t;
   t.sizes = blocks.sizes;
@@ -113,20 +116,50 @@ Result<BlockTable> block_table(const Cluster& c, const std::vector<long>& sizes)
 
 // Per thread, for the last cluster (AllocationState::cluster_key) and sizes seen (the
 // simulator places many jobs on one).
-Result<const BlockTable*> cached_table(const AllocationState& s, const std::vector<long>& sizes) {
+// Shared, so that a FreedStateCheck keeps the table it was made with when this thread
+// builds another one.
+Result<std::shared_ptr<const BlockTable>> cached_table(const AllocationState& s, const std::vector<long>& sizes) {
   thread_local std::uint64_t key = 0;
   thread_local std::vector<long> for_sizes;
-  thread_local std::optional<BlockTable> table;
+  thread_local std::shared_ptr<const BlockTable> table;
   if (!table || key != s.cluster_key() || for_sizes != sizes) {
     table.reset();
     TOPOSCHED_TRY(t, block_table(s.cluster(), sizes));
     thread_local std::uint64_t built = 0;
-    table = std::move(t);
-    table->generation = ++built;
+    t.generation = ++built;
+    table = std::make_shared<const BlockTable>(std::move(t));
     key = s.cluster_key();
     for_sizes = sizes;
   }
-  return &*table;
+  return table;
+}
+
+// The buckets whose nodes have capacity for `r` (capacity_indexed requests).
+void buckets_with_capacity(const AllocationState& s, const JobRequest& r, std::vector<int>& out) {
+  out.clear();
+  for (int b = 0; b < s.bucket_count(); ++b)
+    if (bucket_capacity(s, r, b) > 0) out.push_back(b);
+}
+
+// The available nodes per base block (`out`, one entry per base block) of the nodes in the
+// buckets `with_capacity`: the base block's switch row of the free-GPU index where base
+// blocks are switches, else the buckets' nodes counted per base block.
+void count_available(const AllocationState& s, const BlockTable& t, const std::vector<int>& with_capacity,
+                     std::vector<int>& out) {
+  out.assign(t.bblocks.size(), 0);
+  if (!t.bblock_switch.empty()) {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const SwitchId sw = t.bblock_switch[i];
+      if (!sw.valid()) continue;  // a placeholder: no nodes
+      std::int64_t sum = 0;
+      for (int b : with_capacity) sum += s.switch_bucket_nodes(sw, b);
+      out[i] = static_cast<int>(sum);
+    }
+    return;
+  }
+  for (int b : with_capacity)
+    for (NodeId n : s.bucket_nodes(b))
+      if (const int bb = t.node_bblock[n.index()]; bb >= 0) ++out[static_cast<std::size_t>(bb)];
 }
 
 // Per thread: the available nodes per base block on the last state seen
@@ -222,6 +255,9 @@ class BlockEval {
     per_ll_ = 1 << llblock_level;
   }
   int blocks() const { return blocks_; }
+  // Whether choose_block and fill limit a request of `rem_nodes` to its fullest lower-level
+  // blocks (use_ll): the level is not exactly max_ll lower-level blocks.
+  bool limits_llblocks(int rem_nodes) const { return per_block_ != per_ll_ * ceil_div(rem_nodes, per_ll_ * t_.base); }
   int per_block() const { return per_block_; }
 
   // Available nodes per block of the job's level (nodes_on_block).
@@ -368,6 +404,73 @@ class BlockEval {
   }
 };
 
+// slurm-block's FreedStateCheck for a one-segment request, from the available nodes per
+// base block of the base state, kept as GPUs are freed and taken back: a node's bucket on
+// the freed state is its base bucket plus its freed GPUs (same GPU count), so whether it has
+// capacity is bucket_capacity of that bucket. select() computes its counts on the freed state
+// as the same function of the buckets, so choose_block() on them is select()'s choice:
+//  - no block of the level has room: select() fails ("no block of the level ... has room");
+//  - a block for a whole-node request (-N, no --gpus=K alone) when the level needs no
+//    lower-level limit (use_ll false, as on every level of a file with all power-of-two
+//    sizes): fill() takes base blocks of that block, each with all its available nodes and
+//    the larger first while none holds the rest, until the request's nodes are reached,
+//    which the block's count guarantees, so select() succeeds (and check_placement with it);
+//  - otherwise (GPU-count requests, lower-level limits) fill() may still fail: not known.
+// Invariant: counts_[i] is the available nodes of base block i on the freed state.
+class BlockRoomCheck final : public FreedStateCheck {
+ public:
+  BlockRoomCheck(const AllocationState& base, const JobRequest& r, std::shared_ptr<const BlockTable> table,
+                 int job_nodes)
+      : s_(base), table_(std::move(table)), nodes_(job_nodes), freed_(base.cluster().node_count(), 0) {
+    std::vector<int> with_capacity;
+    buckets_with_capacity(base, r, with_capacity);
+    has_capacity_.assign(static_cast<std::size_t>(base.bucket_count()), 0);
+    for (int b : with_capacity) has_capacity_[static_cast<std::size_t>(b)] = 1;
+    count_available(base, *table_, with_capacity, counts_);
+    int ll_level = 0;
+    const int level = block_level_of(*table_, job_nodes, &ll_level);
+    eval_.emplace(*table_, level, ll_level, &counts_);
+    fits_known_ = r.nodes > 0 && !eval_->limits_llblocks(job_nodes);
+  }
+  void free_gpus(std::span<const GpuId> gpus) override { move(gpus, 1); }
+  void unfree_gpus(std::span<const GpuId> gpus) override { move(gpus, -1); }
+  Answer answer() override {
+    if (eval_->choose_block(no_avail_, nodes_, nullptr) < 0) return Answer::kFails;
+    return fits_known_ ? Answer::kFits : Answer::kNotKnown;
+  }
+
+ private:
+  // Frees (sign 1) or takes back (-1) `gpus`, a node's GPUs in a run where they come so.
+  void move(std::span<const GpuId> gpus, int sign) {
+    const Cluster& c = s_.cluster();
+    const int* node_bblock = table_->node_bblock.data();
+    const char* has_capacity = has_capacity_.data();
+    for (std::size_t i = 0; i < gpus.size();) {
+      const NodeId n = c.gpu_node(gpus[i]);
+      int k = 0;
+      for (; i < gpus.size() && c.gpu_node(gpus[i]) == n; ++i) ++k;
+      const int bb = node_bblock[n.index()];
+      if (bb < 0) continue;  // in no base block: counted nowhere
+      int& freed = freed_[n.index()];
+      const int bucket = s_.node_bucket(n);  // on the base state
+      const bool before = has_capacity[bucket + freed] != 0;
+      freed += sign * k;
+      const bool after = has_capacity[bucket + freed] != 0;
+      if (before != after) counts_[static_cast<std::size_t>(bb)] += after ? 1 : -1;
+    }
+  }
+
+  const AllocationState& s_;
+  std::shared_ptr<const BlockTable> table_;
+  int nodes_;
+  bool fits_known_ = false;         // a block found means select() succeeds (see above)
+  std::vector<char> has_capacity_;  // per bucket: bucket_capacity(base, r, b) > 0
+  std::vector<int> counts_;
+  std::vector<int> freed_;                     // per node: GPUs freed on it
+  std::optional<BlockEval> eval_;              // on counts_
+  const Avail no_avail_{std::vector<char>{}};  // choose_block reads counts_ only
+};
+
 // The Slurm release whose rules apply: 26.05 (default) or 25.11; older ones have no model.
 Result<int> release_of(const JobRequest& r) {
   if (r.slurm_version.empty() || r.slurm_version == "26.05") return 2605;
@@ -389,6 +492,18 @@ class SlurmBlockPolicy final : public PlacementPolicy {
   }
   bool supports_segments() const override { return true; }
 
+  // For a request select() answers from the index's counts (no node mask or GPU model, one
+  // segment, not the one-node path) when no tier constraint sends choose_gpus() elsewhere.
+  std::unique_ptr<FreedStateCheck> freed_state_check(const AllocationState& base, const JobRequest& r) const override {
+    auto release = release_of(r);
+    if (!may_index_ || !release || (*release >= 2605 && r.nodes == 1) || r.segment > 0 || r.slice_size > 0 ||
+        r.required_tier_index || r.preferred_tier_index || !capacity_indexed(r, {}))
+      return nullptr;
+    auto table = cached_table(base, r.block_sizes);
+    if (!table || (*table)->node_bblock.empty()) return nullptr;
+    return std::make_unique<BlockRoomCheck>(base, r, *table, r.nodes > 0 ? r.nodes : 1);
+  }
+
   Result<std::vector<GpuId>> select(const AllocationState& s, const JobRequest& r,
                                     const NodeMask& allowed) const override {
     TOPOSCHED_TRY(release, release_of(r));
@@ -406,30 +521,20 @@ class SlurmBlockPolicy final : public PlacementPolicy {
     if (may_index_ && capacity_indexed(r, allowed) && !table->node_bblock.empty()) {
       avail.emplace(s, r);
       thread_local std::vector<int> with_capacity;
-      with_capacity.clear();
-      for (int b = 0; b < s.bucket_count(); ++b)
-        if (bucket_capacity(s, r, b) > 0) with_capacity.push_back(b);
-      thread_local CountsMemo memo;
-      if (!memo.holds(s, *table, with_capacity)) {
+      buckets_with_capacity(s, r, with_capacity);
+      // A few memos, one per request shape in turn (whole-node and GPU-count requests
+      // alternate in a backfill pass), the oldest replaced.
+      thread_local std::array<CountsMemo, 4> memos;
+      thread_local std::size_t next_memo = 0;
+      auto held = std::find_if(memos.begin(), memos.end(),
+                               [&](const CountsMemo& m) { return m.holds(s, *table, with_capacity); });
+      CountsMemo& memo = held != memos.end() ? *held : memos[next_memo++ % memos.size()];
+      if (held == memos.end()) {
         memo.stamp = s.stamp();
         memo.table = table->generation;
         memo.with_capacity = with_capacity;
         memo.first_block.clear();
-        std::vector<int>& k = memo.counts;
-        k.assign(table->bblocks.size(), 0);
-        if (!table->bblock_switch.empty()) {
-          for (std::size_t i = 0; i < k.size(); ++i) {
-            const SwitchId sw = table->bblock_switch[i];
-            if (!sw.valid()) continue;  // a placeholder: no nodes
-            std::int64_t sum = 0;
-            for (int b : with_capacity) sum += s.switch_bucket_nodes(sw, b);
-            k[i] = static_cast<int>(sum);
-          }
-        } else {
-          for (int b : with_capacity)
-            for (NodeId n : s.bucket_nodes(b))
-              if (const int bb = table->node_bblock[n.index()]; bb >= 0) ++k[static_cast<std::size_t>(bb)];
-        }
+        count_available(s, *table, with_capacity, memo.counts);
       }
       counts.emplace(memo.counts);  // a copy: segments() takes the chosen nodes off it
       memo_used = &memo;
@@ -442,8 +547,9 @@ class SlurmBlockPolicy final : public PlacementPolicy {
     int segment = r.nodes > 0 ? r.segment : 0;
     if (segment > job_nodes) segment = 0;  // "Ignoring segment_size: larger than job size"
     if (segment > 0 && job_nodes % segment != 0)
-      return make_error(ErrorCode::kInvalidArgument,
-                        fmt::format("slurm-block: --segment={} does not divide the job's {} nodes", segment, job_nodes));
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("slurm-block: --segment={} does not divide the job's {} nodes", segment, job_nodes));
     return segments(s, r, allowed, *table, *avail, counts ? &*counts : nullptr, memo_used, job_nodes, segment);
   }
 
@@ -468,7 +574,8 @@ class SlurmBlockPolicy final : public PlacementPolicy {
       per_as = as_level < 0 || level < 0 ? eval.blocks() : 1 << (as_level - level);
       const std::vector<int> on_block = eval.nodes_on_blocks(avail);
       std::vector<int> on_as(static_cast<std::size_t>(ceil_div(eval.blocks(), per_as)), 0);
-      for (int b = 0; b < eval.blocks(); ++b) on_as[static_cast<std::size_t>(b / per_as)] += on_block[static_cast<std::size_t>(b)];
+      for (int b = 0; b < eval.blocks(); ++b)
+        on_as[static_cast<std::size_t>(b / per_as)] += on_block[static_cast<std::size_t>(b)];
       allowed_blocks.emplace(static_cast<std::size_t>(eval.blocks()), 0);
       for (int b = 0; b < eval.blocks(); ++b)
         (*allowed_blocks)[static_cast<std::size_t>(b)] = on_as[static_cast<std::size_t>(b / per_as)] >= job_nodes;
@@ -491,7 +598,8 @@ class SlurmBlockPolicy final : public PlacementPolicy {
       if (k == 0 && allowed_blocks) {  // later segments stay in this block's consolidated block
         for (int b = 0; b < eval.blocks(); ++b)
           if (b / per_as != block / per_as)
-            for (int i = b * eval.per_block(); i < std::min((b + 1) * eval.per_block(), static_cast<int>(t.bblocks.size())); ++i) {
+            for (int i = b * eval.per_block();
+                 i < std::min((b + 1) * eval.per_block(), static_cast<int>(t.bblocks.size())); ++i) {
               for (NodeId n : t.bblocks[static_cast<std::size_t>(i)]) avail.clear(n);
               if (counts) (*counts)[static_cast<std::size_t>(i)] = 0;
             }
@@ -505,12 +613,12 @@ class SlurmBlockPolicy final : public PlacementPolicy {
         return rem_nodes <= 0 && (!by_gpus || gpus >= gpus_left);
       });
       if (!ok)
-        return make_error(ErrorCode::kInfeasible,
-                          by_gpus ? fmt::format("slurm-block: {} GPUs must come from one base block; the chosen one "
-                                                "(the one with the fewest available nodes) has {} free (the job pends)",
-                                                r.total_gpus, gpus)
-                                  : fmt::format("slurm-block: the chosen block could not give {} nodes (the job pends)",
-                                                seg_nodes));
+        return make_error(
+            ErrorCode::kInfeasible,
+            by_gpus ? fmt::format("slurm-block: {} GPUs must come from one base block; the chosen one "
+                                  "(the one with the fewest available nodes) has {} free (the job pends)",
+                                  r.total_gpus, gpus)
+                    : fmt::format("slurm-block: the chosen block could not give {} nodes (the job pends)", seg_nodes));
       for (NodeId n : taken) {
         const int give = std::min(node_capacity(s, r, allowed, n), gpus_left);
         take_lowest_free(s, n, give, out);
@@ -526,11 +634,11 @@ class SlurmBlockPolicy final : public PlacementPolicy {
   static tl::unexpected<Error> no_fit(const BlockTable& t, int seg_nodes, int k, int count) {
     std::string sizes;
     for (long x : t.sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(x);
-    return make_error(ErrorCode::kInfeasible,
-                      fmt::format("slurm-block: no block of the level for {} node(s){} has room (BlockSizes={}); "
-                                  "Slurm pends the job (\"unable to find block\") rather than use a larger level",
-                                  seg_nodes, count > 1 ? fmt::format(" (segment {} of {})", k + 1, count) : std::string(),
-                                  sizes));
+    return make_error(
+        ErrorCode::kInfeasible,
+        fmt::format("slurm-block: no block of the level for {} node(s){} has room (BlockSizes={}); "
+                    "Slurm pends the job (\"unable to find block\") rather than use a larger level",
+                    seg_nodes, count > 1 ? fmt::format(" (segment {} of {})", k + 1, count) : std::string(), sizes));
   }
 };
 
