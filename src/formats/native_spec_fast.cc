@@ -229,6 +229,7 @@ class Splitter {
 }  // namespace
 
 std::optional<NativeSpecSections> split_native_spec(std::string_view text) {
+  if (!plain_yaml::plain_text(text)) return std::nullopt;
   Splitter s(text);
   if (!s.run()) return std::nullopt;
   return s.take();

@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "topology/utf8.h"
+
 namespace toposched::plain_yaml {
 namespace {
 
@@ -10,6 +12,8 @@ bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0
 bool is_null(std::string_view s) { return s == "null" || s == "Null" || s == "NULL"; }
 
 }  // namespace
+
+bool plain_text(std::string_view text) { return !text.starts_with("\xEF\xBB\xBF") && !first_invalid_utf8(text); }
 
 bool plain_name(std::string_view s) {
   if (s.empty() || std::isalnum(static_cast<unsigned char>(s[0])) == 0) return false;

@@ -13,6 +13,10 @@ namespace toposched::plain_yaml {
 
 inline constexpr std::size_t kNone = std::string_view::npos;
 
+// Text a fast path may read at all: well-formed UTF-8 without a byte order mark. The
+// general reader refuses any other byte wherever it is, comments included
+// (topology/yaml_document.h), and a mark changes how yaml-cpp reads the first line.
+bool plain_text(std::string_view text);
 // A plain scalar yaml-cpp reads as this very string.
 bool plain_name(std::string_view s);
 // A name or a hostlist ("n[01-04],m1"): a plain one (block context only) starts with a

@@ -227,7 +227,7 @@ bool TopographFastReader::finish() {
 }  // namespace
 
 std::optional<Cluster> topograph_model_cluster_fast(std::string_view text, const DiscoveryOptions& options) {
-  if (options.strict) return std::nullopt;
+  if (options.strict || !plain_yaml::plain_text(text)) return std::nullopt;
   TopographFastReader reader(text);
   if (!reader.read()) return std::nullopt;
   return reader.build(options);

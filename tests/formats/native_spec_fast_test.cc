@@ -119,6 +119,10 @@ TEST(NativeSpecFast, EverythingElseIsLeftToTheGeneralPath) {
       h + "nodes:\n- {names: n1, type: t}\r\n",
       h + "nodes:\n\t- {names: n1, type: t}\n",
       "---\n" + h + "nodes:\n- {names: n1, type: t}\n",
+      // bytes the general path refuses or reads otherwise wherever they are: a comment
+      // that is not UTF-8 (found by fuzz_native_spec's comparison), a byte order mark
+      "# st\xF9le\n" + h + "nodes:\n- {names: n1, type: t}\n",
+      "\xEF\xBB\xBF" + h + "nodes:\n- {names: n1, type: t}\n",
       h + "nodes:\n- {names: n1, type: t}\n" + fab + "  - {name: l, tier: leaf, nodes: n1, switches: [a, {b: c}]}\n",
       // errors, each at its file:line:col
       h + "nodes:\n",

@@ -176,6 +176,10 @@ TEST(TopographFast, EverythingElseIsLeftToTheGeneralPath) {
       "switches:\n  a: {}\nblocks:\n- switch: a\n  nodes:\n  - n1\n   - n2\n",
       "switches:\n  a: {}\nblocks:\n- switch: a\n\tnodes: [n1]\n",
       "switches:\n  a: {}\nblocks:\n- switch: a\n  nodes: [\"n\\u0031\"]\n",
+      // bytes the general path refuses or reads otherwise wherever they are: a comment
+      // that is not UTF-8 (found by fuzz_topograph_model's comparison), a byte order mark
+      "# st\xF9le\nswitches:\n  a: {}\nblocks:\n- switch: a\n  nodes: [n1]\n",
+      "\xEF\xBB\xBFswitches:\n  a: {}\nblocks:\n- switch: a\n  nodes: [n1]\n",
   };
   for (const char* text : declined) EXPECT_FALSE(check(text)) << text;
 }
