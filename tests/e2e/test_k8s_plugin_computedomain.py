@@ -139,6 +139,13 @@ def pod(name, gpus, template=None, labels=None, annotations=None, node_selector=
             "spec": spec}
 
 
+def crd_established(crd):
+    """Whether the CRD's Established condition is True. Just after the create the API server
+    answers `status.conditions: null` (found in the suite, 2026-12-07), not an empty list."""
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
 class PluginBuildComputeDomains(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -151,9 +158,8 @@ class PluginBuildComputeDomains(unittest.TestCase):
         k.ensure_namespace(NAMESPACE)
         k.api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
         deadline = time.monotonic() + 120
-        while not any(c["type"] == "Established" and c["status"] == "True" for c in k.api.get(
-                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/computedomains.resource.nvidia.com")
-                .get("status", {}).get("conditions", [])):
+        while not crd_established(k.api.get(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/computedomains.resource.nvidia.com")):
             assert time.monotonic() < deadline, "the ComputeDomain CRD was never Established"
             time.sleep(0.2)
         k.api.create(f"{RESOURCE}/deviceclasses", CHANNEL_DEVICE_CLASS)
