@@ -16,6 +16,7 @@
 #include "formats/cluster_source.h"
 #include "formats/native_spec.h"
 #include "support/cluster_equal.h"
+#include "support/fast_path_check.h"
 #include "topology/file_io.h"
 #include "topology/yaml_document.h"
 
@@ -27,41 +28,10 @@ Result<Cluster> general(std::string_view text) {
   return read_native_spec(root, "t.yaml");
 }
 
-std::string difference(const Cluster& a, const Cluster& b) {
-  if (std::string d = testing::cluster_difference(a, b); !d.empty()) return d;
-  if (write_native_yaml(a) != write_native_yaml(b)) return "the spec written of each";
-  for (std::uint32_t s = 0; s < a.switch_count(); ++s) {
-    const SwitchId id(s);
-    if (a.switch_name(id) != b.switch_name(id)) return "switch order at " + a.switch_name(id);
-    if (a.switch_children(id) != b.switch_children(id)) return "children of " + a.switch_name(id);
-    if (a.switch_nodes(id) != b.switch_nodes(id)) return "nodes of " + a.switch_name(id);
-  }
-  for (std::uint32_t d = 0; d < a.domain_count(); ++d)
-    if (a.domain_nodes(DomainId(d)) != b.domain_nodes(DomainId(d)))
-      return "nodes of domain " + a.domain(DomainId(d)).name;
-  return "";
-}
-
-// Whether the fast path took `text`; fails the test where its cluster differs from the
-// general path's, or where load_cluster_text answers otherwise than the general path.
+// Whether the fast path took `text` (support/fast_path_check.h).
 bool check(std::string_view text) {
-  const auto fast = read_native_spec_fast(text, "t.yaml");
-  const auto want = general(text);
-  if (fast) {
-    EXPECT_TRUE(want) << text << "\n" << want.error().to_string();
-    if (want) {
-      EXPECT_EQ(difference(*fast, *want), "") << text;
-    }
-  }
-  if (detect_cluster_format(text) != ClusterFormat::kNativeSpec) return fast.has_value();
-  const auto loaded = load_cluster_text(text, "t.yaml");
-  EXPECT_EQ(loaded.has_value(), want.has_value()) << text;
-  if (loaded && want) {
-    EXPECT_EQ(difference(*loaded, *want), "") << text;
-  } else if (!loaded && !want) {
-    EXPECT_EQ(loaded.error().to_string(), want.error().to_string()) << text;
-  }
-  return fast.has_value();
+  return testing::check_fast_path(text, read_native_spec_fast(text, "t.yaml"), general(text),
+                                  ClusterFormat::kNativeSpec, "t.yaml");
 }
 
 TEST(NativeSpecFast, TheRepositorysExamplesReadAsBefore) {

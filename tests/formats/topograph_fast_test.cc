@@ -19,6 +19,7 @@
 #include "formats/topograph_fast.h"
 #include "formats/topograph_model.h"
 #include "support/cluster_equal.h"
+#include "support/fast_path_check.h"
 #include "topology/file_io.h"
 #include "topology/yaml_document.h"
 
@@ -46,40 +47,10 @@ Result<Cluster> general(std::string_view text) {
   return std::move(merged->cluster);
 }
 
-std::string difference(const Cluster& a, const Cluster& b) {
-  if (std::string d = testing::cluster_difference(a, b); !d.empty()) return d;
-  if (write_native_yaml(a) != write_native_yaml(b)) return "the spec written of each";
-  for (std::uint32_t s = 0; s < a.switch_count(); ++s) {
-    const SwitchId id(s);
-    if (a.switch_name(id) != b.switch_name(id)) return "switch order at " + a.switch_name(id);
-    if (a.switch_children(id) != b.switch_children(id)) return "children of " + a.switch_name(id);
-    if (a.switch_nodes(id) != b.switch_nodes(id)) return "nodes of " + a.switch_name(id);
-  }
-  return "";
-}
-
-// Whether the fast path took `text`; fails the test where its cluster differs from the
-// general path's, or where load_cluster_text answers otherwise than the general path.
+// Whether the fast path took `text` (support/fast_path_check.h).
 bool check(std::string_view text) {
-  const auto fast = topograph_model_cluster_fast(text, options());
-  const auto want = general(text);
-  if (fast) {
-    EXPECT_TRUE(want) << text << "\n" << want.error().to_string();
-    if (want) {
-      EXPECT_EQ(difference(*fast, *want), "") << text;
-    }
-  }
-  // load_cluster_text: the general path's answer either way (for text of this format: the
-  // other texts are refused by format detection, before any reader).
-  if (detect_cluster_format(text) != ClusterFormat::kTopographModel) return fast.has_value();
-  const auto loaded = load_cluster_text(text, "t.yaml");
-  EXPECT_EQ(loaded.has_value(), want.has_value()) << text;
-  if (loaded && want) {
-    EXPECT_EQ(difference(*loaded, *want), "") << text;
-  } else if (!loaded && !want) {
-    EXPECT_EQ(loaded.error().to_string(), want.error().to_string()) << text;
-  }
-  return fast.has_value();
+  return testing::check_fast_path(text, topograph_model_cluster_fast(text, options()), general(text),
+                                  ClusterFormat::kTopographModel, "t.yaml");
 }
 
 std::string data(const std::string& name) {
