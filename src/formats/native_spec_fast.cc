@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "formats/plain_yaml.h"
+#include "formats/text_scan.h"
 
 namespace toposched {
 namespace {
@@ -29,14 +30,7 @@ class Splitter {
   explicit Splitter(std::string_view text) : text_(text) {}
 
   bool run() {
-    std::size_t start = 0;
-    while (start < text_.size()) {
-      std::size_t end = text_.find('\n', start);
-      if (end == kNone) end = text_.size();
-      const std::string_view line = text_.substr(start, end - start);
-      start = end + 1;
-      if (!read_line(line)) return false;
-    }
+    if (!for_each_line(text_, [this](std::string_view line) { return read_line(line); })) return false;
     if (!end_section()) return false;
     if (!fabric_rest_.empty()) out_.head += "fabric:\n" + fabric_rest_;
     return seen_nodes_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "formats/plain_tree.h"
+#include "formats/text_scan.h"
 #include "topology/hostlist.h"
 #include "topology/text.h"
 
@@ -24,13 +25,7 @@ class FastReader {
   explicit FastReader(std::string_view text) : text_(text) {}
 
   bool read() {
-    std::size_t start = 0;
-    while (start < text_.size()) {
-      std::size_t end = text_.find('\n', start);
-      if (end == std::string_view::npos) end = text_.size();
-      if (!read_line(text_.substr(start, end - start))) return false;
-      start = end + 1;
-    }
+    if (!for_each_line(text_, [this](std::string_view line) { return read_line(line); })) return false;
     return tree_.switch_count() > 0 && tree_.node_count() > 0 && link_parents() && tree_.find_heights() &&
            tree_.sort_nodes();
   }

@@ -8,6 +8,7 @@
 
 #include "formats/plain_tree.h"
 #include "formats/plain_yaml.h"
+#include "formats/text_scan.h"
 #include "topology/hostlist.h"
 
 namespace toposched {
@@ -28,20 +29,15 @@ class TopographFastReader {
   explicit TopographFastReader(std::string_view text) : text_(text) {}
 
   bool read() {
-    std::size_t start = 0;
-    while (start < text_.size()) {
-      std::size_t end = text_.find('\n', start);
-      if (end == kNone) end = text_.size();
-      const std::string_view line = text_.substr(start, end - start);
-      start = end + 1;
+    const bool all_read = for_each_line(text_, [this](std::string_view line) {
       std::size_t indent = 0;
       while (indent < line.size() && line[indent] == ' ') ++indent;
       std::string_view c = line.substr(indent);
       while (!c.empty() && c.back() == ' ') c.remove_suffix(1);
-      if (c.empty() || c[0] == '#') continue;  // a blank line or a whole-line comment
-      if (!plain_line(c) || !read_line(indent, c)) return false;
-    }
-    return end_switch() && end_block() && finish();
+      if (c.empty() || c[0] == '#') return true;  // a blank line or a whole-line comment
+      return plain_line(c) && read_line(indent, c);
+    });
+    return all_read && end_switch() && end_block() && finish();
   }
 
   std::optional<Cluster> build(const DiscoveryOptions& options) const { return tree_.build(options); }

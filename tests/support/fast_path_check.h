@@ -58,4 +58,23 @@ inline bool check_fast_path(std::string_view text, const std::optional<Cluster>&
   return fast.has_value();
 }
 
+// Every byte of `base` deleted, or replaced by a space, a line break, a colon or a quote,
+// each result given to `check` (which asserts what must hold): how many `check` says the
+// fast path took.
+template <class Check>
+int taken_under_byte_mutations(const std::string& base, Check check) {
+  int taken = 0;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    std::string deleted = base;
+    deleted.erase(i, 1);
+    taken += check(deleted) ? 1 : 0;
+    for (char c : {' ', '\n', ':', '"'}) {
+      std::string changed = base;
+      changed[i] = c;
+      taken += check(changed) ? 1 : 0;
+    }
+  }
+  return taken;
+}
+
 }  // namespace toposched::testing
