@@ -1,10 +1,11 @@
 // The fast path of a JSON reader whose exact reader is yaml-cpp (formats/k8s_nodes.cc's
-// NodeList, placement/state_file.cc's allocation state): simdjson On Demand walks the text
-// without building a document tree, and declines (throws FastPathDeclines) on anything it
-// does not read the way the yaml-cpp path does, which then reads the text again for its
-// result or its file:line:col error. These are the checks every such fast path makes: the
-// text it may try at all, repeated keys, and the values it skips. Header-only; the
-// functions are pure and thread-safe, an ObjectKeys is used by one thread.
+// NodeList, placement/state_file.cc's allocation state) or nlohmann-json through
+// parse_json_document (sim/traces/other_traces.cc's Philly trace): simdjson On Demand walks
+// the text without building a document tree, and declines (throws FastPathDeclines) on
+// anything it does not read the way the exact path does, which then reads the text again
+// for its result or its file:line:col error. These are the checks every such fast path
+// makes: the text it may try at all, repeated keys, and the values it skips. Header-only;
+// the functions are pure and thread-safe, an ObjectKeys is used by one thread.
 #pragma once
 
 #include <string_view>
@@ -18,11 +19,15 @@ struct FastPathDeclines {};
 
 constexpr int kFastPathMaxDepth = 400;  // yaml-cpp refuses more than 500 nested collections
 
-// Whether the fast path may try `text` at all: one JSON object, no \u escape (yaml-cpp
-// encodes surrogate halves alone), no lone CR (a line break to yaml-cpp's positions).
-inline bool fast_path_may_read(std::string_view text) {
+constexpr int kFastPathMaxJsonDepth = 100;  // parse_json_document refuses 128 (kMaxJsonDepth)
+
+// Whether the fast path may try `text` at all: one JSON object (or, with `opening` '[',
+// one array), no \u escape (yaml-cpp encodes surrogate halves alone; nlohmann and simdjson
+// may differ on odd ones), no lone CR (a line break to yaml-cpp's positions), no byte order
+// mark (the first byte must be the opening one).
+inline bool fast_path_may_read(std::string_view text, char opening = '{') {
   const std::size_t first = text.find_first_not_of(" \t\n\r");
-  if (first == std::string_view::npos || text[first] != '{') return false;
+  if (first == std::string_view::npos || text[first] != opening) return false;
   if (text.find("\\u") != std::string_view::npos) return false;
   for (std::size_t cr = text.find('\r'); cr != std::string_view::npos; cr = text.find('\r', cr + 1))
     if (cr + 1 == text.size() || text[cr + 1] != '\n') return false;
@@ -66,6 +71,43 @@ inline void check_unused(simdjson::ondemand::value v, int depth) {
       break;
     default:
       break;
+  }
+}
+
+// A value the reader does not use, walked for what nlohmann's parser (parse_json_document)
+// would refuse in it: besides check_unused's, a number or literal simdjson cannot read (a
+// leading zero, "1.", "1e400", "tru"), which On Demand otherwise skips unread. Unescaped
+// control characters, invalid UTF-8 and bad structure fail simdjson's first pass already.
+inline void check_json_value(simdjson::ondemand::value v, int depth) {
+  namespace sj = simdjson::ondemand;
+  if (depth > kFastPathMaxJsonDepth) throw FastPathDeclines{};
+  switch (v.type()) {
+    case sj::json_type::object: {
+      ObjectKeys keys;
+      for (auto field : v.get_object()) {
+        keys.add(field.unescaped_key());
+        check_json_value(field.value(), depth + 1);
+      }
+      break;
+    }
+    case sj::json_type::array:
+      for (auto item : v.get_array()) check_json_value(item.value(), depth + 1);
+      break;
+    case sj::json_type::string:
+      if (v.get_string().error()) throw FastPathDeclines{};
+      break;
+    case sj::json_type::number:
+      // get_double reads every valid JSON number, integers past 64 bits included, as nlohmann does.
+      if (v.get_double().error()) throw FastPathDeclines{};
+      break;
+    case sj::json_type::boolean:
+      if (v.get_bool().error()) throw FastPathDeclines{};
+      break;
+    case sj::json_type::null: {
+      auto null = v.is_null();
+      if (null.error() || !null.value_unsafe()) throw FastPathDeclines{};
+      break;
+    }
   }
 }
 

@@ -40,6 +40,7 @@
 #include "sim/traces/native_csv.h"
 #include "sim/traces/other_traces.h"
 #include "support/cluster_equal.h"
+#include "support/trace_signature.h"
 #include "topology/hostlist.h"
 #include "topology/presets.h"
 #include "topology/yaml_document.h"
@@ -164,7 +165,12 @@ inline void read_pai(std::string_view b) {
   if (at != std::string_view::npos) jobs = sim::TextFile{b.substr(at + kSplit.size()), "jobs"};
   (void)sim::read_pai_v2020(tasks, jobs);
 }
-inline void read_philly(std::string_view b) { (void)sim::read_philly(b, "fuzz"); }
+// The Philly log's fast path must, whenever it takes the bytes, give the exact path's answer.
+inline void read_philly(std::string_view b) {
+  const auto exact = sim::read_philly_exact(b, "fuzz");
+  if (auto fast = sim::read_philly_fast(b, "fuzz"))
+    if (toposched::testing::trace_signature(*fast) != toposched::testing::trace_signature(exact)) std::abort();
+}
 inline void read_helios(std::string_view b) { (void)sim::read_helios(b, "fuzz"); }
 // Expansions are bounded as in write_cluster: a dozen bytes can name millions of hosts
 // (d[002-4024]x[001-404] is 1.6 million), and expanding and compressing them takes over 10 s

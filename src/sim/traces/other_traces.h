@@ -31,6 +31,14 @@ struct TextFile {
 Result<Trace> read_pai_v2020(const TextFile& task_table, const std::optional<TextFile>& job_table,
                              const TraceReadOptions& options = {});
 Result<Trace> read_philly(std::string_view text, const std::string& file, const TraceReadOptions& options = {});
+// read_philly's two paths, for tests. The fast one reads the log with simdjson On Demand,
+// job by job, and answers only where it gives the exact path's answer (the same jobs, or
+// the same error from finalize_trace); for any row the exact path refuses, a repeated key
+// or JSON it does not read as nlohmann does (docs/traces.md) it returns nullopt. The exact
+// one parses the whole document with parse_json_document (nlohmann) and reports each
+// error with its file:line:col.
+std::optional<Result<Trace>> read_philly_fast(std::string_view text, const std::string& file);
+Result<Trace> read_philly_exact(std::string_view text, const std::string& file, const TraceReadOptions& options = {});
 Result<Trace> read_helios(std::string_view text, const std::string& file, const TraceReadOptions& options = {});
 
 }  // namespace toposched::sim
