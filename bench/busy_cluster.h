@@ -8,31 +8,38 @@
 // 128: 6%, 256: 5%, 512: 3%, 1024: 1.5%, 2048: 0.8%, 4096: 0.7%; tp = min(size, 8), pp = 4
 // from 256 GPUs.
 //
-// Thread-safety: big_cluster() is a function-local static (initialised once, then
-// read-only); busy_state() builds a new state per call; draw_request() shares one
-// distribution object and is for one bench thread at a time.
+// Thread-safety: for one bench thread at a time: cluster_of_nodes() (and big_cluster()) keep
+// the clusters built in a function-local map, read-only once built; busy_state() builds a
+// new state per call; draw_request() shares one distribution object.
 #pragma once
 
 #include <time.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "placement/placement.h"
 #include "topology/presets.h"
 
 namespace toposched::bench {
 
-inline const Cluster& big_cluster() {
-  static const Cluster c = *build_preset("dgx-h100?nodes=12500");
-  return c;
+// `nodes` DGX H100 nodes, built once per size (the growth benches use 1,250 and 3,750 too).
+inline const Cluster& cluster_of_nodes(int nodes) {
+  static std::map<int, Cluster> built;
+  auto it = built.find(nodes);
+  if (it == built.end()) it = built.emplace(nodes, *build_preset(fmt::format("dgx-h100?nodes={}", nodes))).first;
+  return it->second;
 }
 
-inline AllocationState busy_state(std::uint64_t seed) {
-  const Cluster& c = big_cluster();
+inline const Cluster& big_cluster() { return cluster_of_nodes(12500); }
+
+inline AllocationState busy_state(std::uint64_t seed, const Cluster& c = big_cluster()) {
   AllocationState s(c);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0, 1);
