@@ -65,9 +65,13 @@ mutations: debug
 demo: build
 	@scripts/demo build/release/toposched
 
+# SCALE_JOBS: the job counts of bench/scale-runs.py (issue 34's simulations on 100,000
+# GPUs, every policy in its own process; the 1,000,000-job runs take 3-6 minutes each).
+SCALE_JOBS ?= 100000,1000000
 bench: build
 	@cmake --build --preset release -j $(JOBS)
 	@scripts/run-benchmarks build/release/bench
+	@bench/scale-runs.py build/release/toposched --jobs $(SCALE_JOBS)
 
 # The Kubernetes benchmarks (docs/performance.md, docs/kubernetes.md): the default
 # kube-scheduler, the extender and the plugin build on one queue of a DGX H100 SuperPOD and

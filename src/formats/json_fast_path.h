@@ -48,66 +48,58 @@ class ObjectKeys {
   std::vector<std::string_view> keys_;
 };
 
-// A value the reader does not use, walked for what the yaml-cpp path would refuse in it.
-inline void check_unused(simdjson::ondemand::value v, int depth) {
+// The exact reader a fast path stands in for: what it refuses is what the fast path must
+// decline on.
+enum class ExactReader {
+  kYamlCpp,   // load_yaml_document: any scalar is text; at most 500 nested collections
+  kNlohmann,  // parse_json_document: JSON numbers and literals only; at most kMaxJsonDepth
+};
+
+// Calls fn(key, value) for each field of `object` in order; a repeated key declines.
+template <class Fn>
+void for_each_field(simdjson::ondemand::value object, Fn fn) {
+  ObjectKeys keys;
+  for (auto field : object.get_object()) {
+    const std::string_view key = field.unescaped_key();
+    keys.add(key);
+    fn(key, field.value());
+  }
+}
+
+// A value the reader does not use, walked for what the exact reader would refuse in it: a
+// repeated key, a bad escape, too deep a nesting, and for nlohmann also a number or literal
+// simdjson cannot read (a leading zero, "1.", "1e400", "tru"), which On Demand otherwise
+// skips unread. Unescaped control characters, invalid UTF-8 and bad structure fail
+// simdjson's first pass already.
+inline void check_unused(simdjson::ondemand::value v, int depth, ExactReader exact = ExactReader::kYamlCpp) {
   namespace sj = simdjson::ondemand;
-  if (depth > kFastPathMaxDepth) throw FastPathDeclines{};
+  const bool json_scalars = exact == ExactReader::kNlohmann;
+  if (depth > (json_scalars ? kFastPathMaxJsonDepth : kFastPathMaxDepth)) throw FastPathDeclines{};
   switch (v.type()) {
-    case sj::json_type::object: {
-      ObjectKeys keys;
-      for (auto field : v.get_object()) {
-        keys.add(field.unescaped_key());
-        check_unused(field.value(), depth + 1);
-      }
+    case sj::json_type::object:
+      for_each_field(v, [&](std::string_view, sj::value field) { check_unused(field, depth + 1, exact); });
       break;
-    }
     case sj::json_type::array:
-      for (auto item : v.get_array()) check_unused(item.value(), depth + 1);
+      for (auto item : v.get_array()) check_unused(item.value(), depth + 1, exact);
       break;
     case sj::json_type::string:
       // Unescaped, so a bad escape declines here as yaml-cpp refuses it. Discarding the
       // result would discard its error too (found by the state_file fuzz target).
       if (v.get_string().error()) throw FastPathDeclines{};
       break;
-    default:
-      break;
-  }
-}
-
-// A value the reader does not use, walked for what nlohmann's parser (parse_json_document)
-// would refuse in it: besides check_unused's, a number or literal simdjson cannot read (a
-// leading zero, "1.", "1e400", "tru"), which On Demand otherwise skips unread. Unescaped
-// control characters, invalid UTF-8 and bad structure fail simdjson's first pass already.
-inline void check_json_value(simdjson::ondemand::value v, int depth) {
-  namespace sj = simdjson::ondemand;
-  if (depth > kFastPathMaxJsonDepth) throw FastPathDeclines{};
-  switch (v.type()) {
-    case sj::json_type::object: {
-      ObjectKeys keys;
-      for (auto field : v.get_object()) {
-        keys.add(field.unescaped_key());
-        check_json_value(field.value(), depth + 1);
-      }
-      break;
-    }
-    case sj::json_type::array:
-      for (auto item : v.get_array()) check_json_value(item.value(), depth + 1);
-      break;
-    case sj::json_type::string:
-      if (v.get_string().error()) throw FastPathDeclines{};
-      break;
     case sj::json_type::number:
       // get_double reads every valid JSON number, integers past 64 bits included, as nlohmann does.
-      if (v.get_double().error()) throw FastPathDeclines{};
+      if (json_scalars && v.get_double().error()) throw FastPathDeclines{};
       break;
     case sj::json_type::boolean:
-      if (v.get_bool().error()) throw FastPathDeclines{};
+      if (json_scalars && v.get_bool().error()) throw FastPathDeclines{};
       break;
-    case sj::json_type::null: {
-      auto null = v.is_null();
-      if (null.error() || !null.value_unsafe()) throw FastPathDeclines{};
+    case sj::json_type::null:
+      if (json_scalars) {
+        auto null = v.is_null();
+        if (null.error() || !null.value_unsafe()) throw FastPathDeclines{};
+      }
       break;
-    }
   }
 }
 

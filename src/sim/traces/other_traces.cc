@@ -179,15 +179,17 @@ Result<Trace> read_pai_v2020(const TextFile& tasks, const std::optional<TextFile
 namespace {
 
 namespace sj = simdjson::ondemand;
-using json_fast_path::check_json_value;
 using json_fast_path::FastPathDeclines;
-using json_fast_path::ObjectKeys;
+using json_fast_path::for_each_field;
+
+// A value the reader does not use, walked for what parse_json_document would refuse in it.
+void check_json_value(sj::value v, int depth) { json_fast_path::check_unused(v, depth, json_fast_path::ExactReader::kNlohmann); }
 
 // The fast path (formats/json_fast_path.h): the job log read with simdjson On Demand job by
 // job, without nlohmann's document tree (11.6 s for a 50 MB log: docs/performance.md). It
 // gives exactly read_philly_exact's jobs or declines: on every row that path reports as an
 // error (so --skip-bad-rows and every message stay that path's), on a repeated key, and on
-// whatever JSON it does not read as parse_json_document does (check_json_value).
+// whatever JSON it does not read as parse_json_document does (json_fast_path::check_unused).
 class PhillyFastPath {
  public:
   explicit PhillyFastPath(Trace& trace) : trace_(trace) {}
@@ -212,14 +214,10 @@ class PhillyFastPath {
 
   void read_job(sj::value job) {
     if (job.type() != sj::json_type::object) throw FastPathDeclines{};
-    ObjectKeys keys;
     std::optional<std::string_view> id;
     std::optional<double> submitted;
     std::optional<Span> span;
-    for (auto field : job.get_object()) {
-      const std::string_view key = field.unescaped_key();
-      keys.add(key);
-      sj::value v = field.value();
+    for_each_field(job, [&](std::string_view key, sj::value v) {
       if (key == "jobid") {
         id = string_of(v);
       } else if (key == "submitted_time") {
@@ -230,7 +228,7 @@ class PhillyFastPath {
       } else {
         check_json_value(v, 2);
       }
-    }
+    });
     if (!id || id->empty() || !submitted || !span) throw FastPathDeclines{};
     if (span->gpus == 0 || span->last_end <= span->first_start) {
       ++trace_.ignored_rows;
@@ -252,11 +250,7 @@ class PhillyFastPath {
       if (attempt.type() != sj::json_type::object) throw FastPathDeclines{};
       std::optional<double> start, end;
       int gpus = 0;
-      ObjectKeys keys;
-      for (auto field : attempt.get_object()) {
-        const std::string_view key = field.unescaped_key();
-        keys.add(key);
-        sj::value v = field.value();
+      for_each_field(attempt, [&](std::string_view key, sj::value v) {
         if (key == "start_time") {
           start = time_or_nothing(v);
         } else if (key == "end_time") {
@@ -266,7 +260,7 @@ class PhillyFastPath {
         } else {
           check_json_value(v, 4);
         }
-      }
+      });
       span.gpus = std::max(span.gpus, gpus);
       if (!start || !end) continue;  // an attempt that never started or never ended
       if (*end < *start) throw FastPathDeclines{};
@@ -299,11 +293,7 @@ class PhillyFastPath {
         check_json_value(machine, 6);
         continue;
       }
-      ObjectKeys keys;
-      for (auto field : machine.get_object()) {
-        const std::string_view key = field.unescaped_key();
-        keys.add(key);
-        sj::value v = field.value();
+      for_each_field(machine, [&](std::string_view key, sj::value v) {
         if (key == "gpus" && v.type() == sj::json_type::array) {
           for (auto gpu : v.get_array()) {
             check_json_value(gpu.value(), 8);
@@ -312,7 +302,7 @@ class PhillyFastPath {
         } else {
           check_json_value(v, 7);
         }
-      }
+      });
     }
     return gpus;
   }
