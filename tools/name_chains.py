@@ -43,6 +43,7 @@ ALLOWED = {
     ("router/kv_events.cc", "f.type"): "vLLM's KV event types on the wire (a msgpack union tag)",
     ("router/kv_events.cc", "k"): "the keys of vLLM's KV event batch on the wire",
     ("sim/traces/alibaba_v2023.cc", "qos"): "the trace's QoS column values, read by its reader",
+    ("sim/traces/other_traces.cc", "key"): "the keys of a Philly job, attempt and machine, read by the trace's JSON fast path",
     ("sim/generator.cc", "kind"): "per-class job shapes of the generator; the classes' table is cost/job_comm.cc",
     ("formats/cluster_format.cc", "h.kind"): "Kubernetes kinds the format detector looks for in a head",
     ("formats/nvidia_topo.cc", "word(i)"): "the column titles of nvidia-smi topo -m, read by its reader",
