@@ -83,6 +83,36 @@ struct StepCompute {
 // check total_us > 0). `gpu` is a row of gpu_datasheet_table().
 StepCompute step_compute(const WorkloadModel& model, const ParallelPlan& plan, const GpuDatasheet& gpu);
 
+// Memory one GPU of the first pipeline stage holds in training, in bytes (a lower bound: no
+// allocator slack, CUDA context or communication buffers):
+//   weights, gradients and optimizer state: Megatron-LM's bytes per parameter for mixed
+//     precision (docs/source/api-guide/dist_optimizer.md): 18 for bf16 weights with fp32
+//     gradients (fp16: 20, fp32: 16), of which the distributed optimizer shards the fp32
+//     master weights and Adam's moments (12; fp16 16, fp32 8) over dp;
+//   activations kept for the backward, per layer and token (Korthikanti et al., "Reducing
+//     Activation Recomputation in Large Transformer Models", 2022, §4, Table 2: 34 h bytes
+//     with tensor and sequence parallelism split by tp, the attention scores (5 heads s)
+//     only without fused attention or selective recomputation; 10 h of it replicated on
+//     every TP rank without sequence parallelism; 2 h, the layer's input, with full
+//     recomputation), generalised to GQA and gated or MoE MLPs; the first stage of a 1F1B
+//     pipeline holds min(pp, micro_batches) micro-batches of its layers in flight, x (1 +
+//     (pp - 1) / (pp x V)) when interleaved (Korthikanti et al. §4.2.3);
+//   without a pipeline the same GPU also keeps the fp32 logits for the cross-entropy's
+//     backward and their bf16 input (6 B per logit of its vocabulary shard).
+double training_memory_bytes(const WorkloadModel& model, const ParallelPlan& plan);
+
+// The micro-batch size a user would run when the job gives the batch per replica but no
+// micro-batch size (WorkloadModel::default_micro_batch; docs/cost-model.md, "Default
+// micro-batch size"): of the sizes b that divide the replica's batch B (with an interleaved
+// pipeline, B / b a multiple of pp, as Megatron-LM's interleaved schedule requires) and whose
+// training_memory_bytes fit the GPU's HBM, the one with the least compute plus pipeline
+// bubble, (1 + (pp - 1) / (V x B / b)) x step_compute: Narayanan et al., "Efficient
+// Large-Scale Language Model Training on GPU Clusters Using Megatron-LM" (SC21), §3.3, choose
+// the micro-batch size by this product. Without a pipeline it is the largest size that fits.
+// Returns `model` with micro_batch and micro_batches set (unchanged when
+// default_micro_batch is false or the model is not a shaped transformer).
+WorkloadModel with_default_micro_batch(const WorkloadModel& model, const ParallelPlan& plan, const GpuDatasheet& gpu);
+
 // Time (µs) of one step of `model` per GPU with tp x pp model parallelism on `gpu_model`
 // GPUs (step_compute's total with cp = ep = 1). `workload_class` is kept for callers that
 // pass a class name; the model's own family decides the rule.

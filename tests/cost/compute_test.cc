@@ -182,6 +182,49 @@ TEST(Compute, SplittingTheGemmsLosesEfficiency) {
   EXPECT_GT(per_token_tiny, per_token_big * 1.2);
 }
 
+TEST(Compute, TrainingMemoryFollowsKorthikanti) {
+  // GPT-3's layer with TP and SP: 34 s b h / t bytes of activations per layer (Korthikanti et
+  // al. 2022, Table 2); the first of 8 stages holds 8 micro-batches of its 12 layers; bf16
+  // weights with fp32 gradients: 6 B per parameter plus 12 / dp with the distributed optimizer.
+  WorkloadModel m = gpt3();
+  const ParallelPlan plan = plan_of(4, 8, 4);
+  const double params = 175e9 / 32, states = params * (6 + 12.0 / 4);
+  const double activations = 12 * 8 * 2048.0 * 34 * 12288 / 4;
+  EXPECT_NEAR(training_memory_bytes(m, plan) / (states + activations), 1.0, 1e-9);
+  m.recompute = Recompute::kFull;
+  EXPECT_NEAR(training_memory_bytes(m, plan) - states, 12 * 8 * 2048.0 * 2 * 12288 / 4, 1.0);
+}
+
+TEST(Compute, DefaultMicroBatchIsTheFastestThatFits) {
+  // GPT 32B of the Megatron-LM README's model table (TP 8, DP 48, 4 sequences per replica):
+  // without a pipeline the largest micro-batch that fits, one micro-batch of 4.
+  WorkloadModel m = *workload_class("llm-dense");
+  m.parameters = 32e9;
+  m.hidden = 7168;
+  m.layers = 48;
+  m.heads = m.kv_heads = m.ffn_hidden = 0;
+  m.gated_mlp = false;
+  m.vocabulary = 131072;
+  m.micro_batch = 1;
+  m.micro_batches = 4;
+  EXPECT_EQ(with_default_micro_batch(m, plan_of(8, 1, 48), h100()).micro_batch, 1);  // not asked for
+  m.default_micro_batch = true;
+  const WorkloadModel chosen = with_default_micro_batch(m, plan_of(8, 1, 48), h100());
+  EXPECT_EQ(chosen.micro_batch, 4);
+  EXPECT_EQ(chosen.micro_batches, 1);
+  EXPECT_FALSE(chosen.default_micro_batch);
+  // On one GPU (TP 1) 4 sequences of 32B do not fit in 80 GB: the smallest split is kept.
+  EXPECT_EQ(with_default_micro_batch(m, plan_of(1, 1, 48), h100()).micro_batch, 1);
+  // An interleaved pipeline needs micro-batches in multiples of pp: 16 sequences over PP 4
+  // allow micro-batches of 1, 2 or 4 sequences, never 8 or 16.
+  m.micro_batches = 16;
+  m.virtual_stages = 2;
+  const WorkloadModel piped = with_default_micro_batch(m, plan_of(8, 4, 48), h100());
+  EXPECT_EQ(piped.micro_batches % 4, 0);
+  EXPECT_EQ(piped.micro_batch * piped.micro_batches, 16);
+  EXPECT_LE(training_memory_bytes(piped, plan_of(8, 4, 48)), h100().memory_gb * 1e9);
+}
+
 TEST(Compute, EveryClassComputes) {
   for (std::string_view name : workload_class_names()) {
     WorkloadModel m = *workload_class(name);
