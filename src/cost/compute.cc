@@ -221,6 +221,27 @@ StepCompute parameter_count_training(const WorkloadModel& m, const ParallelPlan&
   return out;
 }
 
+// Elements of one 224 x 224 image's feature maps in ResNet-50 v1.5 by what follows them.
+struct ResnetMaps {
+  double bn_relu = 0, bn_only = 0, block_out = 0;
+};
+ResnetMaps resnet50_maps() {
+  ResnetMaps e;
+  e.bn_relu = 112.0 * 112 * 64;  // conv1
+  struct Stage {
+    int blocks, width, out, in_side, out_side;
+  };
+  for (Stage s : {Stage{3, 64, 256, 56, 56}, Stage{4, 128, 512, 56, 28}, Stage{6, 256, 1024, 28, 14},
+                  Stage{3, 512, 2048, 14, 7}})
+    for (int b = 0; b < s.blocks; ++b) {
+      const double in = b == 0 ? s.in_side : s.out_side, out = s.out_side;
+      e.bn_relu += in * in * s.width + out * out * s.width;        // 1x1 reduce, 3x3
+      e.bn_only += out * out * s.out * (b == 0 ? 2 : 1);            // 1x1 expand (+ projection)
+      e.block_out += out * out * s.out;
+    }
+  return e;
+}
+
 StepCompute per_sample_training(const WorkloadModel& m, const ParallelPlan& plan, const GpuDatasheet& g) {
   StepCompute out;
   const double samples = static_cast<double>(m.micro_batch) * m.micro_batches;
@@ -229,10 +250,13 @@ StepCompute per_sample_training(const WorkloadModel& m, const ParallelPlan& plan
                                                            : 0;
   const double passes = m.training ? 3 : 1;
   const double flops = passes * gflops * 1e9 * samples;
-  const double efficiency = m.family == ModelFamily::kVision ? kVisionEfficiency : g.gemm_efficiency;
+  const double efficiency = m.family == ModelFamily::kVision ? vision_conv_efficiency() : g.gemm_efficiency;
   out.gemm_us = flops / (efficiency * gemm_peak(g, m.precision)) * 1e6;
-  // Embedding rows read forward, their gradients written backward (and read by the update).
+  // Embedding rows read forward, their gradients written backward (and read by the update);
+  // the memory-bound work between convolutions (forward only: the 4 of a batch norm and
+  // ReLU's 10 element passes).
   out.memory_us = (m.training ? 3 : 1) * m.embedding_bytes_per_sample * samples / g.hbm_Bps * 1e6;
+  out.memory_us += (m.training ? 1 : 0.4) * m.activation_bytes_per_sample * samples / g.hbm_Bps * 1e6;
   out.total_us = out.gemm_us + out.memory_us;
   out.per_microbatch_us = out.total_us / m.micro_batches;
   out.model_flops = flops * plan.dp * plan.ep;
@@ -240,6 +264,27 @@ StepCompute per_sample_training(const WorkloadModel& m, const ParallelPlan& plan
 }
 
 }  // namespace
+
+// Both are constants of the published architecture and datasheet, computed once (thread-safe
+// static initialisation): the placement engine asks for the dp-vision class per prediction.
+double resnet50_elementwise_bytes_per_image() {
+  static const double bytes = [] {
+    const ResnetMaps e = resnet50_maps();
+    // The max pool: 112 x 112 x 64 in, 56 x 56 x 64 out, read and written forward and backward.
+    const double pool = 2 * (112.0 * 112 * 64 + 56.0 * 56 * 64);
+    return 2 * (10 * e.bn_relu + 5 * e.bn_only + 11 * e.block_out + pool);  // fp16
+  }();
+  return bytes;
+}
+
+double vision_conv_efficiency() {
+  static const double efficiency = [] {
+    const GpuDatasheet& v100 = *find_gpu_datasheet("V100");
+    const double step = 1 / kVisionCalibrationImagesPerS - resnet50_elementwise_bytes_per_image() / v100.hbm_Bps;
+    return 3 * kResnet50ForwardGflops * 1e9 / (v100.bf16_dense_flops * step);
+  }();
+  return efficiency;
+}
 
 namespace {
 

@@ -28,7 +28,8 @@
 // Precision: FP8 runs the GEMMs at the FP8 peak (where the GPU has one); attention, memory
 // work and the logits stay BF16 (Transformer Engine's recipe).
 // Vision (kVision): 3 x forward FLOPs per image (forward + backward) x images at
-// kVisionEfficiency of the peak. Recommendation (kRecommendation): the same for the MLPs
+// vision_conv_efficiency() of the peak, plus the memory-bound work between the convolutions
+// (activation_bytes_per_sample) at HBM speed. Recommendation (kRecommendation): the same for the MLPs
 // plus the embedding bytes per sample read and their gradients written, at HBM speed.
 // Inference: one decode step, memory-bound (the weights read once from HBM per step).
 #pragma once
@@ -56,11 +57,24 @@ inline constexpr double kAttentionEfficiency = 0.5;
 // tables (topology/hardware.cc) give 0.709 / 0.803 on H100, 0.734 / 0.838 on H200, 0.763 /
 // 0.776 on B200, 0.723 / 0.729 on GB200; 0.9 is their mean ratio.
 inline constexpr double kFp8GemmShare = 0.9;
-// Convolutional networks sustain a small share of the tensor peak (memory-bound batch norm
-// and activations between small convolutions): ResNet-50 v1.5 trains at 1,156 images/s
-// with mixed precision on one V100 32GB (NVIDIA DeepLearningExamples, PyTorch ConvNets
-// README, DGX-1 table), i.e. 1,156 x 3 x 4.1 GFLOP / 125 TFLOP/s = 0.114 of its peak.
-inline constexpr double kVisionEfficiency = 0.114;
+// ResNet-50 v1.5 trains at 1,156 images/s with mixed precision on one V100 32GB (NVIDIA
+// DeepLearningExamples, PyTorch ConvNets README, DGX-1 32GB table): the one measurement the
+// vision rule is calibrated on.
+inline constexpr double kVisionCalibrationImagesPerS = 1156;
+// HBM bytes per image of ResNet-50 v1.5's memory-bound kernels in training (fp16, AMP): the
+// batch norms, ReLUs, residual adds and the max pool between the convolutions, each reading
+// its inputs and writing its outputs once, forward and backward, as for the transformer's
+// memory-bound work. Every convolution's output (He et al. 2016, Table 1; v1.5 strides the
+// 3x3 convolution of a downsampling block) passes a batch norm (forward read, write;
+// backward read x and dy, write dx: 5 elements), then a ReLU (read, write; backward read dy
+// and y, write dx: 5) except the last of each block and the projection shortcut; each
+// block's output is the residual add (read 2, write 1) and a ReLU, and the gradient of a
+// block's input sums its two branches (read 2, write 1): 11 elements. About 278 MB.
+double resnet50_elementwise_bytes_per_image();
+// Share of the tensor peak the convolutions sustain: the V100 calibration's step less the
+// memory-bound work at the V100's HBM speed, 3 x 4.1 GFLOP per image over the rest at 125
+// TFLOP/s (topology/hardware.h's V100 row): about 0.177.
+double vision_conv_efficiency();
 // ResNet-50's forward pass: 4.1 GFLOPs per 224x224 image (He et al., 2016, table 1: 3.8e9
 // multiply-adds counted as the v1.5 variant's 4.1e9 FLOPs in NVIDIA's model card).
 inline constexpr double kResnet50ForwardGflops = 4.1;

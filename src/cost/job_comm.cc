@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "cost/compute.h"
+
 namespace toposched {
 
 namespace {
@@ -221,6 +223,7 @@ Result<WorkloadModel> workload_class(std::string_view name) {
     m.micro_batch = 256;
     m.precision = Precision::kFp16;
     m.forward_gflops_per_sample = 4.1;
+    m.activation_bytes_per_sample = resnet50_elementwise_bytes_per_image();
   } else if (name == "recommendation") {
     // DLRM-DCNv2 as in MLPerf Training's recommendation benchmark (Criteo 4 TB; Wang et
     // al., "DCN V2", 2021): dense part ~16M parameters (bottom MLP 13-512-256-128, three
@@ -280,8 +283,8 @@ Result<void> validate_workload(const WorkloadModel& m) {
   if (m.heads < 0 || m.kv_heads < 0 || m.ffn_hidden < 0 || m.vocabulary < 0)
     return bad("heads, kv_heads, ffn_hidden and vocabulary must not be negative");
   if (m.heads > 0 && m.kv_heads > m.heads) return bad("kv_heads must not exceed heads");
-  if (!(m.forward_gflops_per_sample >= 0) || !(m.embedding_bytes_per_sample >= 0))
-    return bad("per-sample FLOPs and embedding bytes must not be negative");
+  if (!(m.forward_gflops_per_sample >= 0) || !(m.embedding_bytes_per_sample >= 0) || !(m.activation_bytes_per_sample >= 0))
+    return bad("per-sample FLOPs, embedding and activation bytes must not be negative");
   if (!std::isfinite(m.compute_us_per_step) || m.compute_us_per_step < 0)
     return bad("compute time per step must not be negative");
   return {};

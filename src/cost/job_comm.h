@@ -106,6 +106,10 @@ struct WorkloadModel {
   double tp_overlap = 0;                 // share of TP/SP traffic hidden (0: Megatron's default)
   double forward_gflops_per_sample = 0;  // vision / recommendation: forward FLOPs per sample / 1e9
   double embedding_bytes_per_sample = 0; // recommendation: embedding rows read per sample
+  // vision: HBM bytes per sample of the memory-bound kernels between the convolutions (batch
+  // norm, ReLU, residual adds, pooling), forward and backward (dp-vision: ResNet-50 v1.5's,
+  // cost/compute.h resnet50_elementwise_bytes_per_image)
+  double activation_bytes_per_sample = 0;
   double compute_us_per_step = 0;        // 0 = unknown
 };
 

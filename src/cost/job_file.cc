@@ -68,7 +68,8 @@ Result<void> parse_model(const YamlInput& in, const YAML::Node& root, WorkloadMo
                    "sequence", "micro_batch", "micro_batches", "replica_batch", "virtual_stages", "precision", "recompute",
                    "sequence_parallel", "flash_attention", "distributed_optimizer", "bytes_per_element", "grad_bytes_per_element", "experts",
                    "top_k", "expert_parameter_fraction", "moe_layer_interval", "training", "overlap", "tp_overlap",
-                   "forward_gflops_per_sample", "embedding_bytes_per_sample", "compute_ms_per_step"});
+                   "forward_gflops_per_sample", "embedding_bytes_per_sample", "activation_bytes_per_sample",
+                   "compute_ms_per_step"});
       !k)
     return tl::unexpected(k.error());
   // A model of its own shape (hidden or layers given) does not inherit the class's
@@ -119,6 +120,7 @@ Result<void> parse_model(const YamlInput& in, const YAML::Node& root, WorkloadMo
                      {"tp_overlap", &w.tp_overlap, 0, 0.999, 1},
                      {"forward_gflops_per_sample", &w.forward_gflops_per_sample, 0, 1e9, 1},
                      {"embedding_bytes_per_sample", &w.embedding_bytes_per_sample, 0, 1e12, 1},
+                     {"activation_bytes_per_sample", &w.activation_bytes_per_sample, 0, 1e12, 1},
                      {"compute_ms_per_step", &compute_ms, 0, 1e9, 1}};
   for (const auto& f : nums)
     if (m[f.key]) {

@@ -230,10 +230,25 @@ TEST(Compute, EveryClassComputes) {
     WorkloadModel m = *workload_class(name);
     EXPECT_GT(step_compute(m, plan_of(1, 1), h100()).total_us, 0) << name;
   }
-  // ResNet-50 on an A100 80GB: 256 images at the vision efficiency rule.
+  // ResNet-50 on an A100 80GB: 256 images, convolutions at the vision share of the peak and
+  // the memory-bound work between them at HBM speed.
   WorkloadModel v = *workload_class("dp-vision");
-  const double us = step_compute(v, plan_of(1, 1), *find_gpu_datasheet("NVIDIA A100-SXM4-80GB")).total_us;
-  EXPECT_NEAR(us, 3 * 4.1e9 * 256 / (kVisionEfficiency * 312e12) * 1e6, 1);
+  const GpuDatasheet& a100 = *find_gpu_datasheet("NVIDIA A100-SXM4-80GB");
+  const double us = step_compute(v, plan_of(1, 1), a100).total_us;
+  EXPECT_NEAR(us, (3 * 4.1e9 / (vision_conv_efficiency() * 312e12) + v.activation_bytes_per_sample / a100.hbm_Bps) * 256 * 1e6, 1);
+}
+
+TEST(Compute, VisionRuleReproducesItsV100Calibration) {
+  // ResNet-50 v1.5's feature maps (He et al. 2016, Table 1): 4.09M elements behind a batch norm
+  // and ReLU, 7.02M behind a batch norm only, 5.52M block outputs, and the max pool.
+  const double elements = 10 * 4'089'344.0 + 5 * 7'024'640.0 + 11 * 5'519'360.0 + 2 * (802'816.0 + 200'704.0);
+  EXPECT_NEAR(resnet50_elementwise_bytes_per_image(), 2 * elements, 1);
+  EXPECT_EQ(workload_class("dp-vision")->activation_bytes_per_sample, resnet50_elementwise_bytes_per_image());
+  // 1,156 images/s on the V100 it is calibrated on, by construction.
+  const double us = step_compute(*workload_class("dp-vision"), plan_of(1, 1), *find_gpu_datasheet("V100")).total_us;
+  EXPECT_NEAR(256 / (us / 1e6), kVisionCalibrationImagesPerS, 0.5);
+  EXPECT_GT(vision_conv_efficiency(), 0.114);  // the share once the memory-bound work is apart
+  EXPECT_LT(vision_conv_efficiency(), 0.25);
 }
 
 TEST(Hardware, OneTableForCostRouterAndPower) {
