@@ -49,7 +49,6 @@ ALLOWED = {
     ("formats/nvidia_topo.cc", "word(i)"): "the column titles of nvidia-smi topo -m, read by its reader",
     ("topology/yaml_input.cc", "s"): "YAML's spellings of true and false, in the one YAML field reader",
     ("placement/job_schema.cc", "text"): "the spellings of true and false in a job field",
-    ("cost/job_comm.cc", "name"): "the workload classes; left as they are while the step-time model is reworked",
     ("placement/policies/slurm_block.cc", "r.slurm_version"): "Slurm versions whose block selection differs",
     ("cli/cmd_route.cc", "o.cache_blocks"): "the special values auto and unlimited of a numeric option",
     ("service/topograph_routes.cc", "name"): "Topograph's engine.name in its HTTP API; the message names the field",

@@ -42,9 +42,11 @@ int run_job(const CostOptionsCli& o, const Cluster& c) {
     return kExitError;
   }
   // Without the job file's compute_ms_per_step, the compute model on the first GPU's product.
-  if (job->model.compute_us_per_step <= 0 && !gpus->empty())
-    job->model.compute_us_per_step =
-        step_compute(job->model, job->plan, gpu_datasheet_of(c.node_type(c.gpu_node(gpus->front())))).total_us;
+  if (!gpus->empty()) {
+    const GpuDatasheet& gpu = gpu_datasheet_of(c.node_type(c.gpu_node(gpus->front())));
+    job->model = with_default_micro_batch(job->model, job->plan, gpu);  // the job gave its batch, not the split
+    if (job->model.compute_us_per_step <= 0) job->model.compute_us_per_step = step_compute(job->model, job->plan, gpu).total_us;
+  }
   auto est = estimate_job_comm(c, *gpus, job->plan, job->model, CostOptions{o.network_share});
   if (!est) {
     report(est.error());

@@ -221,6 +221,27 @@ StepCompute parameter_count_training(const WorkloadModel& m, const ParallelPlan&
   return out;
 }
 
+// Elements of one 224 x 224 image's feature maps in ResNet-50 v1.5 by what follows them.
+struct ResnetMaps {
+  double bn_relu = 0, bn_only = 0, block_out = 0;
+};
+ResnetMaps resnet50_maps() {
+  ResnetMaps e;
+  e.bn_relu = 112.0 * 112 * 64;  // conv1
+  struct Stage {
+    int blocks, width, out, in_side, out_side;
+  };
+  for (Stage s : {Stage{3, 64, 256, 56, 56}, Stage{4, 128, 512, 56, 28}, Stage{6, 256, 1024, 28, 14},
+                  Stage{3, 512, 2048, 14, 7}})
+    for (int b = 0; b < s.blocks; ++b) {
+      const double in = b == 0 ? s.in_side : s.out_side, out = s.out_side;
+      e.bn_relu += in * in * s.width + out * out * s.width;        // 1x1 reduce, 3x3
+      e.bn_only += out * out * s.out * (b == 0 ? 2 : 1);            // 1x1 expand (+ projection)
+      e.block_out += out * out * s.out;
+    }
+  return e;
+}
+
 StepCompute per_sample_training(const WorkloadModel& m, const ParallelPlan& plan, const GpuDatasheet& g) {
   StepCompute out;
   const double samples = static_cast<double>(m.micro_batch) * m.micro_batches;
@@ -229,10 +250,13 @@ StepCompute per_sample_training(const WorkloadModel& m, const ParallelPlan& plan
                                                            : 0;
   const double passes = m.training ? 3 : 1;
   const double flops = passes * gflops * 1e9 * samples;
-  const double efficiency = m.family == ModelFamily::kVision ? kVisionEfficiency : g.gemm_efficiency;
+  const double efficiency = m.family == ModelFamily::kVision ? vision_conv_efficiency() : g.gemm_efficiency;
   out.gemm_us = flops / (efficiency * gemm_peak(g, m.precision)) * 1e6;
-  // Embedding rows read forward, their gradients written backward (and read by the update).
+  // Embedding rows read forward, their gradients written backward (and read by the update);
+  // the memory-bound work between convolutions (forward only: the 4 of a batch norm and
+  // ReLU's 10 element passes).
   out.memory_us = (m.training ? 3 : 1) * m.embedding_bytes_per_sample * samples / g.hbm_Bps * 1e6;
+  out.memory_us += (m.training ? 1 : 0.4) * m.activation_bytes_per_sample * samples / g.hbm_Bps * 1e6;
   out.total_us = out.gemm_us + out.memory_us;
   out.per_microbatch_us = out.total_us / m.micro_batches;
   out.model_flops = flops * plan.dp * plan.ep;
@@ -240,6 +264,103 @@ StepCompute per_sample_training(const WorkloadModel& m, const ParallelPlan& plan
 }
 
 }  // namespace
+
+// Both are constants of the published architecture and datasheet, computed once (thread-safe
+// static initialisation): the placement engine asks for the dp-vision class per prediction.
+double resnet50_elementwise_bytes_per_image() {
+  static const double bytes = [] {
+    const ResnetMaps e = resnet50_maps();
+    // The max pool: 112 x 112 x 64 in, 56 x 56 x 64 out, read and written forward and backward.
+    const double pool = 2 * (112.0 * 112 * 64 + 56.0 * 56 * 64);
+    return 2 * (10 * e.bn_relu + 5 * e.bn_only + 11 * e.block_out + pool);  // fp16
+  }();
+  return bytes;
+}
+
+double vision_conv_efficiency() {
+  static const double efficiency = [] {
+    const GpuDatasheet& v100 = *find_gpu_datasheet("V100");
+    const double step = 1 / kVisionCalibrationImagesPerS - resnet50_elementwise_bytes_per_image() / v100.hbm_Bps;
+    return 3 * kResnet50ForwardGflops * 1e9 / (v100.bf16_dense_flops * step);
+  }();
+  return efficiency;
+}
+
+namespace {
+
+// Megatron-LM's bytes per parameter (docs/source/api-guide/dist_optimizer.md): weights and
+// gradients on every rank, and what the distributed optimizer shards over dp.
+struct StateBytes {
+  double replicated, sharded;
+};
+StateBytes state_bytes(Precision p) {
+  switch (p) {
+    case Precision::kFp16: return {4, 16};  // fp16 weights and gradients; fp32 master, gradient copy, moments
+    case Precision::kFp32: return {8, 8};   // fp32 weights and gradients; moments
+    default: return {6, 12};                // bf16 (and FP8, whose weights are bf16) weights, fp32 gradients
+  }
+}
+
+// Korthikanti et al. (2022) activation bytes per token of one layer on one GPU.
+double activation_bytes_per_token(const WorkloadModel& m, const Shape& s, double tp) {
+  if (m.recompute == Recompute::kFull) return 2 * s.h / (m.sequence_parallel ? tp : 1.0);
+  // Attention block: QKV input (2h), Q, K, V (2h + 4 kv), projection input (2h), dropout mask
+  // (h); MLP: input (2h), up outputs (2 ffn each), activation output (2 ffn), dropout mask
+  // (h); two layer-norm inputs (4h). GPT-3's shape gives Korthikanti's 34 h.
+  const double attention = 2 * s.h + 2 * s.h + 4 * s.kv_dim + 2 * s.h + s.h;
+  const double mlp = 2 * s.h + 2 * s.ffn * s.mlp_mats + s.h;
+  const double copies = m.experts > 0 ? std::max(1, m.top_k) : 1;
+  const double split = attention + mlp * copies + 4 * s.h;
+  // Without SP the norms' inputs, the dropout masks and the QKV and MLP inputs (10 h) stay whole.
+  double bytes = m.sequence_parallel ? split / tp : 10 * s.h + (split - 10 * s.h) / tp;
+  if (!m.flash_attention && m.recompute != Recompute::kSelective) bytes += 5 * s.heads * m.sequence / tp;
+  return bytes;
+}
+
+}  // namespace
+
+double training_memory_bytes(const WorkloadModel& m, const ParallelPlan& plan) {
+  const double f = std::clamp(m.expert_parameter_fraction, 0.0, 1.0);
+  const double params = m.parameters * ((1 - f) + f / std::max(plan.ep, 1)) / (static_cast<double>(plan.tp) * plan.pp);
+  const StateBytes sb = state_bytes(m.precision);
+  const double states = params * (m.distributed_optimizer ? sb.replicated + sb.sharded / std::max(plan.dp, 1)
+                                                          : sb.replicated + sb.sharded);
+  if (m.family != ModelFamily::kTransformer || m.hidden <= 0 || m.layers <= 0 || m.sequence <= 0) return states;
+  const Shape s = shape_of(m);
+  const double tokens = static_cast<double>(m.micro_batch) * m.sequence / std::max(plan.cp, 1);
+  const double layers = std::ceil(static_cast<double>(m.layers) / plan.pp);
+  double in_flight = std::min(plan.pp, std::max(m.micro_batches, 1));
+  const double v = std::max(m.virtual_stages, 1);
+  if (plan.pp > 1 && v > 1) in_flight *= 1 + (plan.pp - 1.0) / (plan.pp * v);
+  double activations = layers * in_flight * tokens * activation_bytes_per_token(m, s, plan.tp);
+  if (plan.pp == 1) activations += 6 * tokens * s.vocab / plan.tp;
+  return states + activations;
+}
+
+WorkloadModel with_default_micro_batch(const WorkloadModel& model, const ParallelPlan& plan, const GpuDatasheet& g) {
+  if (!model.default_micro_batch || model.family != ModelFamily::kTransformer || !model.training) return model;
+  const int batch = model.micro_batch * model.micro_batches;
+  const double capacity = g.memory_gb * 1e9;
+  const bool interleaved = plan.pp > 1 && model.virtual_stages > 1;
+  WorkloadModel best = model, m = model;
+  best.micro_batch = 1;
+  best.micro_batches = batch;
+  double best_cost = -1;
+  for (int b = 1; b <= batch; ++b) {
+    if (batch % b != 0 || (interleaved && (batch / b) % plan.pp != 0)) continue;
+    m.micro_batch = b;
+    m.micro_batches = batch / b;
+    if (training_memory_bytes(m, plan) > capacity) continue;
+    const double bubble = plan.pp > 1 ? (plan.pp - 1.0) / (std::max(m.virtual_stages, 1) * m.micro_batches) : 0;
+    const double cost = step_compute(m, plan, g).total_us * (1 + bubble);
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best = m;
+    }
+  }
+  best.default_micro_batch = false;
+  return best;
+}
 
 GpuCompute gpu_compute(std::string_view gpu_model) {
   const GpuDatasheet& g = gpu_datasheet_or_default(gpu_model);

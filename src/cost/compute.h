@@ -28,7 +28,8 @@
 // Precision: FP8 runs the GEMMs at the FP8 peak (where the GPU has one); attention, memory
 // work and the logits stay BF16 (Transformer Engine's recipe).
 // Vision (kVision): 3 x forward FLOPs per image (forward + backward) x images at
-// kVisionEfficiency of the peak. Recommendation (kRecommendation): the same for the MLPs
+// vision_conv_efficiency() of the peak, plus the memory-bound work between the convolutions
+// (activation_bytes_per_sample) at HBM speed. Recommendation (kRecommendation): the same for the MLPs
 // plus the embedding bytes per sample read and their gradients written, at HBM speed.
 // Inference: one decode step, memory-bound (the weights read once from HBM per step).
 #pragma once
@@ -56,11 +57,24 @@ inline constexpr double kAttentionEfficiency = 0.5;
 // tables (topology/hardware.cc) give 0.709 / 0.803 on H100, 0.734 / 0.838 on H200, 0.763 /
 // 0.776 on B200, 0.723 / 0.729 on GB200; 0.9 is their mean ratio.
 inline constexpr double kFp8GemmShare = 0.9;
-// Convolutional networks sustain a small share of the tensor peak (memory-bound batch norm
-// and activations between small convolutions): ResNet-50 v1.5 trains at 1,156 images/s
-// with mixed precision on one V100 32GB (NVIDIA DeepLearningExamples, PyTorch ConvNets
-// README, DGX-1 table), i.e. 1,156 x 3 x 4.1 GFLOP / 125 TFLOP/s = 0.114 of its peak.
-inline constexpr double kVisionEfficiency = 0.114;
+// ResNet-50 v1.5 trains at 1,156 images/s with mixed precision on one V100 32GB (NVIDIA
+// DeepLearningExamples, PyTorch ConvNets README, DGX-1 32GB table): the one measurement the
+// vision rule is calibrated on.
+inline constexpr double kVisionCalibrationImagesPerS = 1156;
+// HBM bytes per image of ResNet-50 v1.5's memory-bound kernels in training (fp16, AMP): the
+// batch norms, ReLUs, residual adds and the max pool between the convolutions, each reading
+// its inputs and writing its outputs once, forward and backward, as for the transformer's
+// memory-bound work. Every convolution's output (He et al. 2016, Table 1; v1.5 strides the
+// 3x3 convolution of a downsampling block) passes a batch norm (forward read, write;
+// backward read x and dy, write dx: 5 elements), then a ReLU (read, write; backward read dy
+// and y, write dx: 5) except the last of each block and the projection shortcut; each
+// block's output is the residual add (read 2, write 1) and a ReLU, and the gradient of a
+// block's input sums its two branches (read 2, write 1): 11 elements. About 278 MB.
+double resnet50_elementwise_bytes_per_image();
+// Share of the tensor peak the convolutions sustain: the V100 calibration's step less the
+// memory-bound work at the V100's HBM speed, 3 x 4.1 GFLOP per image over the rest at 125
+// TFLOP/s (topology/hardware.h's V100 row): about 0.177.
+double vision_conv_efficiency();
 // ResNet-50's forward pass: 4.1 GFLOPs per 224x224 image (He et al., 2016, table 1: 3.8e9
 // multiply-adds counted as the v1.5 variant's 4.1e9 FLOPs in NVIDIA's model card).
 inline constexpr double kResnet50ForwardGflops = 4.1;
@@ -82,6 +96,36 @@ struct StepCompute {
 // kInvalidArgument-free: a model without the shape the rule needs gives zeros (callers
 // check total_us > 0). `gpu` is a row of gpu_datasheet_table().
 StepCompute step_compute(const WorkloadModel& model, const ParallelPlan& plan, const GpuDatasheet& gpu);
+
+// Memory one GPU of the first pipeline stage holds in training, in bytes (a lower bound: no
+// allocator slack, CUDA context or communication buffers):
+//   weights, gradients and optimizer state: Megatron-LM's bytes per parameter for mixed
+//     precision (docs/source/api-guide/dist_optimizer.md): 18 for bf16 weights with fp32
+//     gradients (fp16: 20, fp32: 16), of which the distributed optimizer shards the fp32
+//     master weights and Adam's moments (12; fp16 16, fp32 8) over dp;
+//   activations kept for the backward, per layer and token (Korthikanti et al., "Reducing
+//     Activation Recomputation in Large Transformer Models", 2022, §4, Table 2: 34 h bytes
+//     with tensor and sequence parallelism split by tp, the attention scores (5 heads s)
+//     only without fused attention or selective recomputation; 10 h of it replicated on
+//     every TP rank without sequence parallelism; 2 h, the layer's input, with full
+//     recomputation), generalised to GQA and gated or MoE MLPs; the first stage of a 1F1B
+//     pipeline holds min(pp, micro_batches) micro-batches of its layers in flight, x (1 +
+//     (pp - 1) / (pp x V)) when interleaved (Korthikanti et al. §4.2.3);
+//   without a pipeline the same GPU also keeps the fp32 logits for the cross-entropy's
+//     backward and their bf16 input (6 B per logit of its vocabulary shard).
+double training_memory_bytes(const WorkloadModel& model, const ParallelPlan& plan);
+
+// The micro-batch size a user would run when the job gives the batch per replica but no
+// micro-batch size (WorkloadModel::default_micro_batch; docs/cost-model.md, "Default
+// micro-batch size"): of the sizes b that divide the replica's batch B (with an interleaved
+// pipeline, B / b a multiple of pp, as Megatron-LM's interleaved schedule requires) and whose
+// training_memory_bytes fit the GPU's HBM, the one with the least compute plus pipeline
+// bubble, (1 + (pp - 1) / (V x B / b)) x step_compute: Narayanan et al., "Efficient
+// Large-Scale Language Model Training on GPU Clusters Using Megatron-LM" (SC21), §3.3, choose
+// the micro-batch size by this product. Without a pipeline it is the largest size that fits.
+// Returns `model` with micro_batch and micro_batches set (unchanged when
+// default_micro_batch is false or the model is not a shaped transformer).
+WorkloadModel with_default_micro_batch(const WorkloadModel& model, const ParallelPlan& plan, const GpuDatasheet& gpu);
 
 // Time (µs) of one step of `model` per GPU with tp x pp model parallelism on `gpu_model`
 // GPUs (step_compute's total with cp = ep = 1). `workload_class` is kept for callers that

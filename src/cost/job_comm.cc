@@ -8,11 +8,13 @@
 
 #include <fmt/format.h>
 
+#include "cost/compute.h"
+#include "topology/registry.h"
+
 namespace toposched {
 
 namespace {
 
-constexpr std::array<std::string_view, 5> kClassNames = {"llm-dense", "llm-moe", "dp-vision", "recommendation", "inference"};
 
 int kind_index(std::string_view kind) {
   for (int i = 0; i < 5; ++i)
@@ -171,93 +173,134 @@ Result<void> validate_plan(const ParallelPlan& plan) {
   return {};
 }
 
-// long: one block per class, each field with its published source beside it
-Result<WorkloadModel> workload_class(std::string_view name) {
+namespace {
+
+// The workload classes, one function each (the fields with their published sources).
+WorkloadModel llm_dense_class() {
   WorkloadModel m;
-  m.name = std::string(name);
-  if (name == "llm-dense") {
-    // Llama 2 70B (Touvron et al., 2023, table 1 and the released config): 80 layers, hidden
-    // 8192, 64 heads with 8 KV heads (GQA), SwiGLU MLP of 28672, vocabulary 32000, 4k context.
-    m.parameters = 70e9;
-    m.hidden = 8192;
-    m.layers = 80;
-    m.heads = 64;
-    m.kv_heads = 8;
-    m.ffn_hidden = 28672;
-    m.gated_mlp = true;
-    m.vocabulary = 32000;
-    m.sequence = 4096;
-    m.micro_batch = 1;
-    m.micro_batches = 8;
-    m.grad_bytes_per_element = 4;  // Megatron reduces bf16 training's gradients in fp32
-  } else if (name == "llm-moe") {
-    // Mixtral 8x7B (Jiang et al., 2024): 46.7B parameters, 32 layers, hidden 4096, 32 heads
-    // with 8 KV heads, SwiGLU experts of 14336, 8 experts, top-2 routing, vocabulary 32000;
-    // about 45B of the parameters are in the experts.
-    m.parameters = 46.7e9;
-    m.hidden = 4096;
-    m.layers = 32;
-    m.heads = 32;
-    m.kv_heads = 8;
-    m.ffn_hidden = 14336;
-    m.gated_mlp = true;
-    m.vocabulary = 32000;
-    m.sequence = 4096;
-    m.micro_batch = 1;
-    m.micro_batches = 8;
-    m.experts = 8;
-    m.top_k = 2;
-    m.expert_parameter_fraction = 0.96;
-    m.grad_bytes_per_element = 4;
-  } else if (name == "dp-vision") {
-    // ResNet-50 (He et al., 2016) data-parallel: 25.6M parameters, fp32 gradients (AMP keeps
-    // fp32 weights), 256 images per GPU and step (NVIDIA DeepLearningExamples' batch); DDP
-    // overlaps its bucketed allreduce with the backward pass.
-    m.family = ModelFamily::kVision;
-    m.distributed_optimizer = false;
-    m.parameters = 25.6e6;
-    m.grad_bytes_per_element = 4;
-    m.bytes_per_element = 4;
-    m.micro_batch = 256;
-    m.precision = Precision::kFp16;
-    m.forward_gflops_per_sample = 4.1;
-  } else if (name == "recommendation") {
-    // DLRM-DCNv2 as in MLPerf Training's recommendation benchmark (Criteo 4 TB; Wang et
-    // al., "DCN V2", 2021): dense part ~16M parameters (bottom MLP 13-512-256-128, three
-    // low-rank cross layers on 27 x 128 inputs, top MLP 1024-1024-512-256-1), so 0.032
-    // GFLOPs forward per sample; 26 embedding lookups of 128 fp32 values (13 KB) per sample;
-    // 6,912 samples per GPU (MLPerf's global batch of 55,296 on 8 GPUs). The dense gradients
-    // are all-reduced across DP; the embedding all-to-all is not modelled (docs/cost-model.md).
-    m.family = ModelFamily::kRecommendation;
-    m.distributed_optimizer = false;
-    m.parameters = 16e6;
-    m.grad_bytes_per_element = 4;
-    m.bytes_per_element = 4;
-    m.micro_batch = 6912;
-    m.precision = Precision::kFp16;
-    m.forward_gflops_per_sample = 0.032;
-    m.embedding_bytes_per_sample = 26 * 128 * 4;
-  } else if (name == "inference") {
-    // Serving a 70B model: one decode step of 64 sequences, forward only, TP allreduces.
-    m.parameters = 70e9;
-    m.hidden = 8192;
-    m.layers = 80;
-    m.heads = 64;
-    m.kv_heads = 8;
-    m.sequence = 1;
-    m.micro_batch = 64;
-    m.micro_batches = 1;
-    m.training = false;
-  } else {
-    std::string known;
-    for (auto n : kClassNames) known += (known.empty() ? "" : ", ") + std::string(n);
-    return make_error(ErrorCode::kInvalidArgument,
-                      fmt::format("unknown workload class '{}'; known classes: {}", name, known));
-  }
+  m.name = "llm-dense";
+  // Llama 2 70B (Touvron et al., 2023, table 1 and the released config): 80 layers, hidden
+  // 8192, 64 heads with 8 KV heads (GQA), SwiGLU MLP of 28672, vocabulary 32000, 4k context.
+  m.parameters = 70e9;
+  m.hidden = 8192;
+  m.layers = 80;
+  m.heads = 64;
+  m.kv_heads = 8;
+  m.ffn_hidden = 28672;
+  m.gated_mlp = true;
+  m.vocabulary = 32000;
+  m.sequence = 4096;
+  m.micro_batch = 1;
+  m.micro_batches = 8;
+  m.grad_bytes_per_element = 4;  // Megatron reduces bf16 training's gradients in fp32
   return m;
 }
 
-std::span<const std::string_view> workload_class_names() { return kClassNames; }
+WorkloadModel llm_moe_class() {
+  WorkloadModel m;
+  m.name = "llm-moe";
+  // Mixtral 8x7B (Jiang et al., 2024): 46.7B parameters, 32 layers, hidden 4096, 32 heads
+  // with 8 KV heads, SwiGLU experts of 14336, 8 experts, top-2 routing, vocabulary 32000;
+  // about 45B of the parameters are in the experts.
+  m.parameters = 46.7e9;
+  m.hidden = 4096;
+  m.layers = 32;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  m.gated_mlp = true;
+  m.vocabulary = 32000;
+  m.sequence = 4096;
+  m.micro_batch = 1;
+  m.micro_batches = 8;
+  m.experts = 8;
+  m.top_k = 2;
+  m.expert_parameter_fraction = 0.96;
+  m.grad_bytes_per_element = 4;
+  return m;
+}
+
+WorkloadModel dp_vision_class() {
+  WorkloadModel m;
+  m.name = "dp-vision";
+  // ResNet-50 (He et al., 2016) data-parallel: 25.6M parameters, fp32 gradients (AMP keeps
+  // fp32 weights), 256 images per GPU and step (NVIDIA DeepLearningExamples' batch); DDP
+  // overlaps its bucketed allreduce with the backward pass.
+  m.family = ModelFamily::kVision;
+  m.distributed_optimizer = false;
+  m.parameters = 25.6e6;
+  m.grad_bytes_per_element = 4;
+  m.bytes_per_element = 4;
+  m.micro_batch = 256;
+  m.precision = Precision::kFp16;
+  m.forward_gflops_per_sample = 4.1;
+  m.activation_bytes_per_sample = resnet50_elementwise_bytes_per_image();
+  return m;
+}
+
+WorkloadModel recommendation_class() {
+  WorkloadModel m;
+  m.name = "recommendation";
+  // DLRM-DCNv2 as in MLPerf Training's recommendation benchmark (Criteo 4 TB; Wang et
+  // al., "DCN V2", 2021): dense part ~16M parameters (bottom MLP 13-512-256-128, three
+  // low-rank cross layers on 27 x 128 inputs, top MLP 1024-1024-512-256-1), so 0.032
+  // GFLOPs forward per sample; 26 embedding lookups of 128 fp32 values (13 KB) per sample;
+  // 6,912 samples per GPU (MLPerf's global batch of 55,296 on 8 GPUs). The dense gradients
+  // are all-reduced across DP; the embedding all-to-all is not modelled (docs/cost-model.md).
+  m.family = ModelFamily::kRecommendation;
+  m.distributed_optimizer = false;
+  m.parameters = 16e6;
+  m.grad_bytes_per_element = 4;
+  m.bytes_per_element = 4;
+  m.micro_batch = 6912;
+  m.precision = Precision::kFp16;
+  m.forward_gflops_per_sample = 0.032;
+  m.embedding_bytes_per_sample = 26 * 128 * 4;
+  return m;
+}
+
+WorkloadModel inference_class() {
+  WorkloadModel m;
+  m.name = "inference";
+  // Serving a 70B model: one decode step of 64 sequences, forward only, TP allreduces.
+  m.parameters = 70e9;
+  m.hidden = 8192;
+  m.layers = 80;
+  m.heads = 64;
+  m.kv_heads = 8;
+  m.sequence = 1;
+  m.micro_batch = 64;
+  m.micro_batches = 1;
+  m.training = false;
+  return m;
+}
+
+const Registry<WorkloadModel (*)()>& workload_classes() {
+  static const Registry<WorkloadModel (*)()> kClasses(
+      "workload class", {{"llm-dense", "Llama 2 70B training, TP/PP/DP", &llm_dense_class},
+                         {"llm-moe", "Mixtral 8x7B training, with expert parallelism", &llm_moe_class},
+                         {"dp-vision", "ResNet-50 v1.5, data parallel", &dp_vision_class},
+                         {"recommendation", "DLRM-DCNv2 as in MLPerf Training, data parallel", &recommendation_class},
+                         {"inference", "70B serving, one decode step of 64 sequences", &inference_class}});
+  return kClasses;
+}
+
+}  // namespace
+
+Result<WorkloadModel> workload_class(std::string_view name) {
+  TOPOSCHED_TRY(make, workload_classes().find(name));
+  return make();
+}
+
+// The names in the registry's order, as string_views into its rows (which live as long as it).
+std::span<const std::string_view> workload_class_names() {
+  static const std::vector<std::string_view> kNames = [] {
+    std::vector<std::string_view> out;
+    for (const auto& row : workload_classes().rows()) out.push_back(row.name);
+    return out;
+  }();
+  return kNames;
+}
 
 Result<void> validate_workload(const WorkloadModel& m) {
   auto bad = [](std::string what) { return make_error(ErrorCode::kInvalidArgument, std::move(what)); };
@@ -280,8 +323,8 @@ Result<void> validate_workload(const WorkloadModel& m) {
   if (m.heads < 0 || m.kv_heads < 0 || m.ffn_hidden < 0 || m.vocabulary < 0)
     return bad("heads, kv_heads, ffn_hidden and vocabulary must not be negative");
   if (m.heads > 0 && m.kv_heads > m.heads) return bad("kv_heads must not exceed heads");
-  if (!(m.forward_gflops_per_sample >= 0) || !(m.embedding_bytes_per_sample >= 0))
-    return bad("per-sample FLOPs and embedding bytes must not be negative");
+  if (!(m.forward_gflops_per_sample >= 0) || !(m.embedding_bytes_per_sample >= 0) || !(m.activation_bytes_per_sample >= 0))
+    return bad("per-sample FLOPs, embedding and activation bytes must not be negative");
   if (!std::isfinite(m.compute_us_per_step) || m.compute_us_per_step < 0)
     return bad("compute time per step must not be negative");
   return {};

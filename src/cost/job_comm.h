@@ -83,6 +83,10 @@ struct WorkloadModel {
   int sequence = 0;                      // tokens per sequence
   int micro_batch = 1;                   // sequences (images, samples) per micro-batch
   int micro_batches = 1;                 // micro-batches per step (gradient accumulation)
+  // The job file gave the sequences per replica and step (`replica_batch`) but no micro-batch
+  // size: micro_batch is 1 and micro_batches the whole batch until with_default_micro_batch
+  // (cost/compute.h) splits it as a user would (docs/cost-model.md, "Default micro-batch size").
+  bool default_micro_batch = false;
   int virtual_stages = 1;                // interleaved pipeline chunks per stage (1 = plain 1F1B)
   Precision precision = Precision::kBf16;
   Recompute recompute = Recompute::kNone;
@@ -102,6 +106,10 @@ struct WorkloadModel {
   double tp_overlap = 0;                 // share of TP/SP traffic hidden (0: Megatron's default)
   double forward_gflops_per_sample = 0;  // vision / recommendation: forward FLOPs per sample / 1e9
   double embedding_bytes_per_sample = 0; // recommendation: embedding rows read per sample
+  // vision: HBM bytes per sample of the memory-bound kernels between the convolutions (batch
+  // norm, ReLU, residual adds, pooling), forward and backward (dp-vision: ResNet-50 v1.5's,
+  // cost/compute.h resnet50_elementwise_bytes_per_image)
+  double activation_bytes_per_sample = 0;
   double compute_us_per_step = 0;        // 0 = unknown
 };
 

@@ -38,6 +38,26 @@ Result<void> parse_plan(const YamlInput& in, const YAML::Node& root, JobSpec& jo
   return {};
 }
 
+// `replica_batch`: sequences per step and data-parallel replica (the global batch over dp).
+// With `micro_batch` it fixes the number of micro-batches; without it the micro-batch size is
+// left to with_default_micro_batch (cost/compute.h), which needs the GPU and the plan.
+Result<void> parse_replica_batch(const YamlInput& in, const YAML::Node& m, WorkloadModel& w) {
+  auto batch = in.whole_number(m["replica_batch"], "replica_batch", 1, 1 << 24);
+  if (!batch) return tl::unexpected(batch.error());
+  if (m["micro_batches"])
+    return in.error_at(m["micro_batches"], "give either micro_batches or replica_batch (= micro_batch x micro_batches), not both");
+  if (!m["micro_batch"]) {
+    w.micro_batch = 1;
+    w.micro_batches = *batch;
+    w.default_micro_batch = true;
+    return {};
+  }
+  if (*batch % w.micro_batch != 0)
+    return in.error_at(m["replica_batch"], fmt::format("replica_batch {} is not a multiple of micro_batch {}", *batch, w.micro_batch));
+  w.micro_batches = *batch / w.micro_batch;
+  return {};
+}
+
 // The job file's `model` mapping over the workload class's model `w`.
 // long: one table per kind of field (integers, numbers, booleans), each read in one loop
 Result<void> parse_model(const YamlInput& in, const YAML::Node& root, WorkloadModel& w) {
@@ -45,10 +65,11 @@ Result<void> parse_model(const YamlInput& in, const YAML::Node& root, WorkloadMo
   if (auto k =
           in.expect_map(m, "'model'",
                   {"parameters", "hidden", "layers", "heads", "kv_heads", "ffn_hidden", "gated_mlp", "vocabulary",
-                   "sequence", "micro_batch", "micro_batches", "virtual_stages", "precision", "recompute",
+                   "sequence", "micro_batch", "micro_batches", "replica_batch", "virtual_stages", "precision", "recompute",
                    "sequence_parallel", "flash_attention", "distributed_optimizer", "bytes_per_element", "grad_bytes_per_element", "experts",
                    "top_k", "expert_parameter_fraction", "moe_layer_interval", "training", "overlap", "tp_overlap",
-                   "forward_gflops_per_sample", "embedding_bytes_per_sample", "compute_ms_per_step"});
+                   "forward_gflops_per_sample", "embedding_bytes_per_sample", "activation_bytes_per_sample",
+                   "compute_ms_per_step"});
       !k)
     return tl::unexpected(k.error());
   // A model of its own shape (hidden or layers given) does not inherit the class's
@@ -99,6 +120,7 @@ Result<void> parse_model(const YamlInput& in, const YAML::Node& root, WorkloadMo
                      {"tp_overlap", &w.tp_overlap, 0, 0.999, 1},
                      {"forward_gflops_per_sample", &w.forward_gflops_per_sample, 0, 1e9, 1},
                      {"embedding_bytes_per_sample", &w.embedding_bytes_per_sample, 0, 1e12, 1},
+                     {"activation_bytes_per_sample", &w.activation_bytes_per_sample, 0, 1e12, 1},
                      {"compute_ms_per_step", &compute_ms, 0, 1e9, 1}};
   for (const auto& f : nums)
     if (m[f.key]) {
@@ -131,6 +153,9 @@ Result<void> parse_model(const YamlInput& in, const YAML::Node& root, WorkloadMo
     auto r = in.choice(m["recompute"], "recompute", {"none", "selective", "full"});
     if (!r) return tl::unexpected(r.error());
     w.recompute = std::array{Recompute::kNone, Recompute::kSelective, Recompute::kFull}[*r];
+  }
+  if (m["replica_batch"]) {
+    if (auto b = parse_replica_batch(in, m, w); !b) return tl::unexpected(b.error());
   }
   if (auto v = validate_workload(w); !v) return in.error_at(m, v.error().message);
   return {};

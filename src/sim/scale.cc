@@ -169,6 +169,9 @@ Result<ScalePoint> step_on(const Cluster& cluster, std::span<const GpuId> gpus, 
   WorkloadModel model = spec.model;
   if (virtual_stages > 0) model.virtual_stages = virtual_stages;  // --virtual-stages overrides the job file
   const GpuDatasheet& gpu = gpu_datasheet_of(cluster.node_type(cluster.gpu_node(gpus.front())));
+  model = with_default_micro_batch(model, spec.plan, gpu);  // the job gave its batch, not the split
+  pt.micro_batch = model.micro_batch;
+  pt.micro_batches = model.micro_batches;
   if (model.compute_us_per_step <= 0) model.compute_us_per_step = step_compute(model, spec.plan, gpu).total_us;
   TOPOSCHED_TRY(est, estimate_job_comm(cluster, gpus, spec.plan, model));
   pt.placed = true;
@@ -296,6 +299,8 @@ Result<std::string> scale_json(const ScaleResult& r) {
         j["throughput_samples_per_s"] = round_decimals(p.samples_per_s, 4);
         j["compute_s"] = round_decimals(p.compute_s, 6);
         j["bubble_s"] = round_decimals(p.bubble_s, 6);
+        j["micro_batch"] = p.micro_batch;
+        j["micro_batches"] = p.micro_batches;
         j["straggler_s"] = round_decimals(p.straggler_s, 6);
         j["exposed_comm_s"] = round_decimals(p.exposed_comm_s, 6);
         Json kinds = Json::object();  // exposed communication per kind, s

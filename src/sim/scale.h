@@ -45,6 +45,8 @@ struct ScaleOptions {
 struct ScalePoint {
   int gpus = 0;
   int dp = 0;
+  int micro_batch = 0;          // sequences per micro-batch (the default rule's choice when the job left it open)
+  int micro_batches = 0;        // per step and replica
   bool placed = false;
   std::string why_not;          // when not placed: the policy's reason
   double compute_s = 0;         // per step, pipeline bubble and straggler lag included

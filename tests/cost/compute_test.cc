@@ -182,15 +182,73 @@ TEST(Compute, SplittingTheGemmsLosesEfficiency) {
   EXPECT_GT(per_token_tiny, per_token_big * 1.2);
 }
 
+TEST(Compute, TrainingMemoryFollowsKorthikanti) {
+  // GPT-3's layer with TP and SP: 34 s b h / t bytes of activations per layer (Korthikanti et
+  // al. 2022, Table 2); the first of 8 stages holds 8 micro-batches of its 12 layers; bf16
+  // weights with fp32 gradients: 6 B per parameter plus 12 / dp with the distributed optimizer.
+  WorkloadModel m = gpt3();
+  const ParallelPlan plan = plan_of(4, 8, 4);
+  const double params = 175e9 / 32, states = params * (6 + 12.0 / 4);
+  const double activations = 12 * 8 * 2048.0 * 34 * 12288 / 4;
+  EXPECT_NEAR(training_memory_bytes(m, plan) / (states + activations), 1.0, 1e-9);
+  m.recompute = Recompute::kFull;
+  EXPECT_NEAR(training_memory_bytes(m, plan) - states, 12 * 8 * 2048.0 * 2 * 12288 / 4, 1.0);
+}
+
+TEST(Compute, DefaultMicroBatchIsTheFastestThatFits) {
+  // GPT 32B of the Megatron-LM README's model table (TP 8, DP 48, 4 sequences per replica):
+  // without a pipeline the largest micro-batch that fits, one micro-batch of 4.
+  WorkloadModel m = *workload_class("llm-dense");
+  m.parameters = 32e9;
+  m.hidden = 7168;
+  m.layers = 48;
+  m.heads = m.kv_heads = m.ffn_hidden = 0;
+  m.gated_mlp = false;
+  m.vocabulary = 131072;
+  m.micro_batch = 1;
+  m.micro_batches = 4;
+  EXPECT_EQ(with_default_micro_batch(m, plan_of(8, 1, 48), h100()).micro_batch, 1);  // not asked for
+  m.default_micro_batch = true;
+  const WorkloadModel chosen = with_default_micro_batch(m, plan_of(8, 1, 48), h100());
+  EXPECT_EQ(chosen.micro_batch, 4);
+  EXPECT_EQ(chosen.micro_batches, 1);
+  EXPECT_FALSE(chosen.default_micro_batch);
+  // On one GPU (TP 1) 4 sequences of 32B do not fit in 80 GB: the smallest split is kept.
+  EXPECT_EQ(with_default_micro_batch(m, plan_of(1, 1, 48), h100()).micro_batch, 1);
+  // An interleaved pipeline needs micro-batches in multiples of pp: 16 sequences over PP 4
+  // allow micro-batches of 1, 2 or 4 sequences, never 8 or 16.
+  m.micro_batches = 16;
+  m.virtual_stages = 2;
+  const WorkloadModel piped = with_default_micro_batch(m, plan_of(8, 4, 48), h100());
+  EXPECT_EQ(piped.micro_batches % 4, 0);
+  EXPECT_EQ(piped.micro_batch * piped.micro_batches, 16);
+  EXPECT_LE(training_memory_bytes(piped, plan_of(8, 4, 48)), h100().memory_gb * 1e9);
+}
+
 TEST(Compute, EveryClassComputes) {
   for (std::string_view name : workload_class_names()) {
     WorkloadModel m = *workload_class(name);
     EXPECT_GT(step_compute(m, plan_of(1, 1), h100()).total_us, 0) << name;
   }
-  // ResNet-50 on an A100 80GB: 256 images at the vision efficiency rule.
+  // ResNet-50 on an A100 80GB: 256 images, convolutions at the vision share of the peak and
+  // the memory-bound work between them at HBM speed.
   WorkloadModel v = *workload_class("dp-vision");
-  const double us = step_compute(v, plan_of(1, 1), *find_gpu_datasheet("NVIDIA A100-SXM4-80GB")).total_us;
-  EXPECT_NEAR(us, 3 * 4.1e9 * 256 / (kVisionEfficiency * 312e12) * 1e6, 1);
+  const GpuDatasheet& a100 = *find_gpu_datasheet("NVIDIA A100-SXM4-80GB");
+  const double us = step_compute(v, plan_of(1, 1), a100).total_us;
+  EXPECT_NEAR(us, (3 * 4.1e9 / (vision_conv_efficiency() * 312e12) + v.activation_bytes_per_sample / a100.hbm_Bps) * 256 * 1e6, 1);
+}
+
+TEST(Compute, VisionRuleReproducesItsV100Calibration) {
+  // ResNet-50 v1.5's feature maps (He et al. 2016, Table 1): 4.09M elements behind a batch norm
+  // and ReLU, 7.02M behind a batch norm only, 5.52M block outputs, and the max pool.
+  const double elements = 10 * 4'089'344.0 + 5 * 7'024'640.0 + 11 * 5'519'360.0 + 2 * (802'816.0 + 200'704.0);
+  EXPECT_NEAR(resnet50_elementwise_bytes_per_image(), 2 * elements, 1);
+  EXPECT_EQ(workload_class("dp-vision")->activation_bytes_per_sample, resnet50_elementwise_bytes_per_image());
+  // 1,156 images/s on the V100 it is calibrated on, by construction.
+  const double us = step_compute(*workload_class("dp-vision"), plan_of(1, 1), *find_gpu_datasheet("V100")).total_us;
+  EXPECT_NEAR(256 / (us / 1e6), kVisionCalibrationImagesPerS, 0.5);
+  EXPECT_GT(vision_conv_efficiency(), 0.114);  // the share once the memory-bound work is apart
+  EXPECT_LT(vision_conv_efficiency(), 0.25);
 }
 
 TEST(Hardware, OneTableForCostRouterAndPower) {

@@ -2,6 +2,7 @@
 // truncated or corrupted copies of the fixtures.
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -41,6 +42,25 @@ TEST(JobFile, JsonWorksToo) {
   EXPECT_EQ(job->model.experts, 16);
   EXPECT_FALSE(job->model.training);
   EXPECT_EQ(job->name, "llm-moe");
+}
+
+TEST(JobFile, ReplicaBatchLeavesTheMicroBatchSizeToTheDefaultRule) {
+  auto open = parse_job_text("plan: {tp: 8, dp: 48}\nmodel:\n  replica_batch: 4\n", "job.yaml");
+  ASSERT_TRUE(open.has_value()) << open.error().to_string();
+  EXPECT_TRUE(open->model.default_micro_batch);
+  EXPECT_EQ(open->model.micro_batch * open->model.micro_batches, 4);
+  auto fixed = parse_job_text("plan: {tp: 8}\nmodel:\n  micro_batch: 2\n  replica_batch: 8\n", "job.yaml");
+  ASSERT_TRUE(fixed.has_value()) << fixed.error().to_string();
+  EXPECT_FALSE(fixed->model.default_micro_batch);
+  EXPECT_EQ(fixed->model.micro_batch, 2);
+  EXPECT_EQ(fixed->model.micro_batches, 4);
+  // Each error points at the key to change: replica_batch not a multiple; micro_batches as well.
+  for (auto [bad, line] : {std::pair{"plan: {tp: 8}\nmodel:\n  micro_batch: 3\n  replica_batch: 8\n", 4},
+                           std::pair{"plan: {tp: 8}\nmodel:\n  micro_batches: 2\n  replica_batch: 8\n", 3}}) {
+    auto job = parse_job_text(bad, "job.yaml");
+    ASSERT_FALSE(job.has_value()) << bad;
+    EXPECT_EQ(job.error().where.line, line) << job.error().to_string();
+  }
 }
 
 TEST(JobFile, ErrorsPointAtTheProblem) {

@@ -28,12 +28,14 @@ MODELS = os.path.join(DATA, "e2e_training", "models.json")
 
 # What the model reaches on these rows (docs/cost-model.md, "Fidelity against published
 # runs"), each bound today's figure with a little room, so a change that makes any of it worse
-# fails. The issue's targets are 10% median / 25% every row / 0.02: the median is met (7.4%),
+# fails. The issue's targets are 10% median / 25% every row / 0.02: the median is met (6.9%),
 # and so are the weak-scaling rows (DP and TP 1 -> 8, worst 0.010) and the FP8 rows (worst
-# 6.2%); three rows miss 25% (GPT 32B +39.9%, GPT 1.7B -27.9%, ResNet-50 on 8 GPUs -26.4%;
-# what was tried for each, and why none is assumed, is in docs/cost-model.md).
+# 6.2%); one row misses 25% (GPT 1.7B -30.5%; what was tried is in docs/cost-model.md). GPT
+# 32B (+39.9% with the CSV's assumed MBS 1) is +2.3% with the model's default micro-batch
+# rule, which the Megatron-LM rows now use; ResNet-50 on 8 GPUs (-26.4% when the vision rule
+# scaled its memory-bound work with FLOP/s) is -23.6%.
 STEP_MEDIAN_BOUND = 0.08
-STEP_WORST_BOUND = 0.40
+STEP_WORST_BOUND = 0.31
 # Weak scaling where only DP grows (the DGX Cloud recipes, Grok-1: +0.003, -0.002, +0.001,
 # +0.010) and the 2020 table's TP 1 -> 8 inside one node (+0.001): within the issue's 0.02.
 WEAK_SCALING_BOUND = 0.015
@@ -42,8 +44,8 @@ WEAK_SCALING_BOUND = 0.015
 IN_NODE_SCALING_BOUND = 0.14
 # The FP8 rows (the recipes' FP8 tables): the issue's 25%; they reach 1.3-6.2%.
 FP8_BOUND = 0.07
-# ResNet-50 on one GPU: the issue's 25%; it reaches -14.5%.
-RESNET_SINGLE_GPU_BOUND = 0.15
+# ResNet-50 on one GPU: the issue's 25%; it reaches -11.3%.
+RESNET_SINGLE_GPU_BOUND = 0.12
 
 
 def architecture(model_column):
@@ -56,15 +58,22 @@ def architecture(model_column):
 
 
 def settings(notes):
-    """MBS, VP and micro-batches per replica from a row's notes (defaults 1)."""
+    """MBS, VP and micro-batches per replica from a row's notes (defaults 1). A micro-batch
+    size the source does not publish ("MBS 1 assumed": the Megatron-LM README's model table
+    gives the batch and DP, not the split) is not passed: the job gives the sequences per
+    replica (`replica_batch`) and the model's default rule chooses the micro-batch size
+    (docs/cost-model.md, "Default micro-batch size")."""
     def grab(pattern, default):
         m = re.search(pattern, notes)
         return int(m.group(1)) if m else default
-    return {
+    out = {
         "micro_batch": grab(r"MBS (\d+)", 1),
         "virtual_stages": grab(r"(?:VP |V=)(\d+)", 1),
         "micro_batches": grab(r"(\d+) micro-batches per replica", 1),
     }
+    if re.search(r"MBS \d+ assumed", notes):
+        out["replica_batch"] = out.pop("micro_batch") * out.pop("micro_batches")
+    return out
 
 
 def first(value):
@@ -177,9 +186,9 @@ def predict_all():
 
 def table(rows):
     """The Markdown table docs/cost-model.md and docs/results.md show, and its summary line."""
-    lines = ["| model | tp/pp/dp (GPUs) | precision | metric | measured | predicted | error | compute | bubble | straggler |"
-             " exposed comm (tp/cp/ep/dp/pp) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | tp/pp/dp (GPUs) | precision | MBS x micro-batches | metric | measured | predicted | error | compute |"
+             " bubble | straggler | exposed comm (tp/cp/ep/dp/pp) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row, kind, measured, predicted, point in rows:
         err = predicted - measured if kind == "weak" else predicted / measured - 1
         shown = f"{err:+.3f}" if kind == "weak" else f"{100 * err:+.1f}%"
@@ -191,7 +200,8 @@ def table(rows):
             terms = f"| {own:.3f} | {point['bubble_s']:.3f} | {point['straggler_s']:.3f} | {exposed}"
         metric = {"step": "step (s)", "weak": "efficiency", "added": "added step (s)"}[kind]
         precision = "FP8" if row["notes"].startswith("FP8") else ""
-        lines.append(f"| {row['model']} | {row['tp']}/{row['pp']}/{row['dp']} ({row['gpus']}) | {precision} | {metric} | "
+        split = f"{point['micro_batch']} x {point['micro_batches']}" if kind == "step" and "micro_batch" in point else ""
+        lines.append(f"| {row['model']} | {row['tp']}/{row['pp']}/{row['dp']} ({row['gpus']}) | {precision} | {split} | {metric} | "
                      f"{measured:.4g} | {predicted:.4g} | {shown} {terms} |")
     errors = [(abs(p / m - 1), row["model"]) for row, kind, m, p, _ in rows if kind == "step"]
     worst = max(errors)
