@@ -81,7 +81,8 @@ Result<TransferTable> transfer_table(const Cluster& cluster, const std::vector<W
 struct RouteQuery {
   std::span<const std::uint64_t> sequence;  // chained sequence hashes of the prompt's blocks
   int input_tokens = 0;
-  // When the request arrives, in seconds on the caller's clock (route: simulated time). < 0:
+  // When the request arrives, in seconds on the caller's clock (route: simulated time; serve:
+  // seconds since the service started). < 0:
   // unknown; then kv-topo and kv-pull-blind do not estimate the wait for cache room
   // (Router::cache_wait_s), which needs the rate at which workers release blocks over time.
   double now_s = -1;
