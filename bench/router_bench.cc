@@ -38,7 +38,10 @@ std::vector<std::uint64_t> prompt_ids(std::uint64_t p) {
   return ids;
 }
 
-void BM_RouteDecision(benchmark::State& state) {
+// `saturated`: every worker's active requests hold more blocks than its cache (200 blocks)
+// and it has released blocks lately, with a clock (RouteQuery::now_s), so that kv-topo's
+// wait for cache room (Router::cache_wait_s) and eviction term are on for every worker.
+void route_decision(benchmark::State& state, bool saturated) {
   const PolicyEntry* policy = &policy_catalog()[static_cast<std::size_t>(state.range(0))];
   constexpr int kWorkers = 64;
   auto cluster = build_preset("dgx-h100?nodes=8");
@@ -49,7 +52,10 @@ void BM_RouteDecision(benchmark::State& state) {
     state.SkipWithError("setup failed");
     return;
   }
-  Router router(*policy, kWorkers, time, *table);
+  RouterConfig config;
+  if (saturated) config.cache_blocks = 200;
+  Router router(*policy, kWorkers, time, *table, config);
+  const double now = saturated ? 0.0 : -1.0;
   // 1M cached blocks: 41,667 prompts of 24 blocks, each on one worker (some on two).
   std::vector<std::uint64_t> seq;
   std::uint64_t prompts = 0;
@@ -58,11 +64,13 @@ void BM_RouteDecision(benchmark::State& state) {
     for (std::uint64_t h : seq) router.index().store(static_cast<int>(prompts % kWorkers), h);
     ++prompts;
   }
-  // 512 active requests, 8 per worker on average.
-  for (std::uint64_t r = 0; r < 512; ++r) {
+  // 512 active requests, 8 per worker on average (saturated: 64 more, routed and finished).
+  const std::uint64_t extra = saturated ? 64 : 0;
+  for (std::uint64_t r = 0; r < 512 + extra; ++r) {
     sequence_hashes(prompt_ids(r * 7), seq);
-    router.route(r, {seq, 24 * 512});
+    router.route(r, {seq, 24 * 512, now});
   }
+  for (std::uint64_t r = 0; r < extra; ++r) router.finished(r);
   std::vector<std::vector<std::uint64_t>> queries(20000);
   for (std::size_t q = 0; q < queries.size(); ++q) sequence_hashes(prompt_ids((q * 131) % (prompts + prompts / 4)), queries[q]);
   std::vector<double> us;
@@ -71,7 +79,7 @@ void BM_RouteDecision(benchmark::State& state) {
     us.clear();
     for (const auto& q : queries) {
       auto t0 = std::chrono::steady_clock::now();
-      RouteDecision d = policy->choose(router, {q, 24 * 512});
+      RouteDecision d = policy->choose(router, {q, 24 * 512, now});
       auto t1 = std::chrono::steady_clock::now();
       benchmark::DoNotOptimize(d);
       us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
@@ -82,7 +90,13 @@ void BM_RouteDecision(benchmark::State& state) {
   state.counters["cached_blocks"] = static_cast<double>(router.index().distinct_blocks());
   state.counters["p50_us"] = us[us.size() / 2];
   state.counters["p99_us"] = us[us.size() * 99 / 100];
+  int full = 0;  // workers a new 24-block prompt would wait at for cache room
+  for (int w = 0; w < kWorkers; ++w) full += router.cache_wait_s(w, static_cast<double>(router.load(w).active_blocks) + 24) > 0;
+  state.counters["full_workers"] = full;
 }
+
+void BM_RouteDecision(benchmark::State& state) { route_decision(state, false); }
+void BM_RouteDecisionSaturated(benchmark::State& state) { route_decision(state, true); }
 
 void BM_TraceReplay(benchmark::State& state) {
   const PolicyEntry* policy = &policy_catalog()[static_cast<std::size_t>(state.range(0))];
@@ -178,6 +192,7 @@ void Policies(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_RouteDecision)->Apply(Policies)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RouteDecisionSaturated)->Apply(Policies)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TraceReplay)->Apply(Policies)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EngineEventIngest)->Iterations(1)->Unit(benchmark::kMillisecond);
 

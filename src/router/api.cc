@@ -375,7 +375,9 @@ Result<RouteReply> RouterService::route_or_shed(const Json& body) {
                        {"retry_after_s", shed.retry_after_s}};
     return shed;
   }
-  RouteDecision d = router_.route(id.value_or(next_anonymous_++), RouteQuery{sequence, static_cast<int>(std::min<std::int64_t>(input_length, 1 << 30))});
+  const double now_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  RouteDecision d = router_.route(id.value_or(next_anonymous_++),
+                                  RouteQuery{sequence, static_cast<int>(std::min<std::int64_t>(input_length, 1 << 30)), now_s});
   if (!id) router_.finished(next_anonymous_ - 1);
   const WorkerPlacement& w = workers_[static_cast<std::size_t>(d.worker)];
   const Slot& slot = slots_[static_cast<std::size_t>(d.worker)];

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -136,6 +137,9 @@ class RouterService {
   std::vector<Slot> slots_ GUARDED_BY(router_mutex_);
   std::map<std::pair<std::uint64_t, std::uint32_t>, int> slot_of_ GUARDED_BY(router_mutex_);  // (worker_id, dp_rank) -> slot
   std::uint64_t next_anonymous_ GUARDED_BY(router_mutex_) = 1ull << 63;
+  // The router's clock (RouteQuery::now_s: seconds since the service started), from which
+  // kv-topo measures the rate workers release cache blocks (Router::cache_wait_s).
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace toposched::router

@@ -221,7 +221,7 @@ void Engine::on_arrival(std::size_t i) {
   const double t = arrival(i);
   sample(t);
   prefill_feed_.deliver_until(t);
-  RouteDecision d = router_.route(i, RouteQuery{hashes_[i], lr.input_tokens});
+  RouteDecision d = router_.route(i, RouteQuery{hashes_[i], lr.input_tokens, t});
   Req& r = reqs_[i];
   r.routed_overlap = d.local_overlap;
   r.ready_s = t;

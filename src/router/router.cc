@@ -1,6 +1,7 @@
 #include "router/router.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -136,14 +137,17 @@ RouteDecision choose_kv(Router& r, const RouteQuery& q) {
 // kv-topo: kv's cost (Dynamo's, with the anti-burst weight), where a worker may also pull
 // a longer cached prefix from another worker before it computes the rest. Pulling k blocks
 // removes k blocks from the worker's prefill term and adds the transfer's wait (what the
-// transfer takes beyond the worker's queued prefill seconds, which it overlaps) converted to
+// transfer takes beyond the worker's queue, which it overlaps: the later of its queued prefill
+// seconds and its wait for cache room, Router::cache_wait_s) converted to
 // prefill blocks at the seconds per block the pull saves, weighted by overlap_score_weight
 // alone: the wait delays only this request, while the prefill it replaces also stalls the
 // worker's decoding requests. So a worker's options are compared in the unit kv compares
 // workers in, with the same load term. A pull is taken only where it lowers that cost below
 // kv's choice (the best worker computing what it lacks) and also gives an earlier first-token
 // estimate than kv's choice: a pull made only to even out decode blocks would copy a prefix
-// and evict others' (measured on the llm-d shared-prefix trace, docs/router.md). With no
+// and evict others' (measured on the llm-d shared-prefix trace, docs/router.md). When kv's
+// choice is past its cache (its cache wait is positive), the cost alone decides: computing
+// the prompt there delays every request queued for room behind it. With no
 // such pull the choice is kv's, with the eviction term below. `blind` prices every transfer as the fastest pair
 // of the cluster. Eviction term (RouterConfig::cache_blocks): of a worker's cached prefix,
 // the blocks no active request holds count only in the share its LRU is expected to keep
@@ -194,10 +198,19 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
       d.local_overlap = own;
     }
   }
-  const double kv_ttft = r.load(d.worker).prefill_seconds + prefill(own_blocks[static_cast<std::size_t>(d.worker)]);
+  // Seconds before w would start this request's prefill: the later of its queued prefill and
+  // the wait for room in its cache (a saturated worker admits a request only as others
+  // finish; it computes the queued prefill meanwhile, so the two overlap).
+  auto queue = [&](int w) { return std::max(r.load(w).prefill_seconds, r.cache_wait_s(w, decode[static_cast<std::size_t>(w)])); };
+  const double kv_ttft = queue(d.worker) + prefill(own_blocks[static_cast<std::size_t>(d.worker)]);
   double best_ttft = kv_ttft;
+  // Past its cache (requests queue there for room), kv's choice would compute the prompt
+  // while others wait to be admitted behind it: a pull that lowers the cost is then taken
+  // even where this request's first token comes later (docs/router.md, "25 GbE at 3x").
+  const bool kv_full = r.cache_wait_s(d.worker, decode[static_cast<std::size_t>(d.worker)]) > 0;
+  const double ttft_cap = kv_full ? std::numeric_limits<double>::infinity() : kv_ttft;
   // Pulls: a worker w takes a longer prefix from s when that lowers both the cost and the
-  // first-token estimate below kv's choice's. Cheap bounds first (the decision is timed per
+  // first-token estimate below kv's choice's (the cost alone when kv's choice is full). Cheap bounds first (the decision is timed per
   // request): a pull's cost is at least its prefill and decode terms, its first token at least
   // the worker's queue and the transfer.
   TransferCost fastest;
@@ -211,7 +224,8 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
     const int own = overlap[i];
     if (own >= longest) continue;
     const Router::Load& l = r.load(w);
-    if (l.prefill_seconds >= kv_ttft) continue;
+    const double queued = queue(w);
+    if (queued >= ttft_cap) continue;
     // The pulled blocks extend the local prefix: kept with the share the local tail is kept.
     const int pinned = std::min(own, safe[i]);
     const double keep = own > pinned ? (own_blocks[i] - pinned) / (own - pinned) : 1.0;
@@ -226,12 +240,12 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
       if (pulled <= own_blocks[i] || bound(pulled) >= best) continue;
       const TransferCost& c = blind ? fastest : r.transfers().at(s, w);
       const double transfer = c.seconds(theirs - own);
-      if (transfer >= kv_ttft) continue;
+      if (transfer >= ttft_cap) continue;
       const double pulled_s = prefill(pulled);
-      const double ttft = std::max(l.prefill_seconds, transfer) + pulled_s;
+      const double ttft = std::max(queued, transfer) + pulled_s;
       const double saved_s = own_s - pulled_s;
-      if (ttft >= kv_ttft || saved_s <= 0) continue;
-      const double wait_blocks = std::max(0.0, transfer - l.prefill_seconds) / (saved_s / (pulled - own_blocks[i]));
+      if (ttft >= ttft_cap || saved_s <= 0) continue;
+      const double wait_blocks = std::max(0.0, transfer - queued) / (saved_s / (pulled - own_blocks[i]));
       const double logit = bound(pulled) + osw * wait_blocks;
       if (logit < best) {
         best = logit;
@@ -345,6 +359,21 @@ double Router::keep_share(int w, std::uint64_t last_block) const {
   return std::clamp(older / evicted, 0.0, 1.0);
 }
 
+double Router::cache_wait_s(int w, double blocks) const {
+  if (config_.cache_blocks <= 0 || clock_s_ < 0) return 0;
+  const double excess = blocks - static_cast<double>(config_.cache_blocks);
+  const double per_s = loads_[static_cast<std::size_t>(w)].released / kReleaseWindowS;
+  return excess > 0 && per_s > 0 ? excess / per_s : 0;
+}
+
+void Router::advance_clock(double now_s) {
+  if (clock_s_ >= 0 && now_s > clock_s_) {
+    const double decay = std::exp(-(now_s - clock_s_) / kReleaseWindowS);
+    for (Load& l : loads_) l.released *= decay;
+  }
+  clock_s_ = std::max(clock_s_, now_s);
+}
+
 void Router::touch(int w, std::span<const std::uint64_t> blocks) {
   if (config_.cache_blocks <= 0) return;
   Load& l = loads_[static_cast<std::size_t>(w)];
@@ -373,6 +402,7 @@ std::size_t Router::new_blocks(int w, std::span<const std::uint64_t> sequence) c
 }
 
 RouteDecision Router::route(std::uint64_t request_id, const RouteQuery& query) {
+  if (query.now_s >= 0) advance_clock(query.now_s);
   RouteDecision d = policy_->choose(*this, query);
   Load& l = loads_[static_cast<std::size_t>(d.worker)];
   Active a;
@@ -418,6 +448,7 @@ void Router::finished(std::uint64_t request_id) {
   if (it == active_.end()) return;
   prefill_done(request_id);
   Load& l = loads_[static_cast<std::size_t>(it->second.worker)];
+  const std::size_t before = l.active_blocks;
   touch(it->second.worker, it->second.blocks);
   for (std::uint64_t h : it->second.blocks) {
     auto ref = l.block_refs.find(h);
@@ -432,6 +463,7 @@ void Router::finished(std::uint64_t request_id) {
     }
   }
   l.active_blocks -= std::min(l.active_blocks, it->second.output_blocks);
+  l.released += static_cast<double>(before - l.active_blocks);
   --l.active_requests;
   active_.erase(it);
 }

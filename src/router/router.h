@@ -13,7 +13,9 @@
 //   round-robin, least-loaded, kv (Dynamo's DefaultWorkerSelector), kv-topo (toposched:
 //   kv's cost, where a worker may first pull a longer cached prefix from another worker over
 //   the actual path, the transfer's wait priced in prefill blocks; a pull is taken only when
-//   it lowers both that cost and the first-token estimate below kv's own choice),
+//   it lowers both that cost and the first-token estimate below kv's own choice, or the cost
+//   alone when kv's choice is past its cache; the queue a transfer overlaps includes the
+//   wait for cache room, from the rate each worker releases blocks: Router::cache_wait_s),
 //   kv-pull-blind (kv-topo's rule with every transfer priced as the cluster's fastest path:
 //   the topology-blind variant). See docs/router.md.
 // The kv family's prefill term carries an anti-burst weight: each request already active on
@@ -79,6 +81,11 @@ Result<TransferTable> transfer_table(const Cluster& cluster, const std::vector<W
 struct RouteQuery {
   std::span<const std::uint64_t> sequence;  // chained sequence hashes of the prompt's blocks
   int input_tokens = 0;
+  // When the request arrives, in seconds on the caller's clock (route: simulated time; serve:
+  // seconds since the service started). < 0:
+  // unknown; then kv-topo and kv-pull-blind do not estimate the wait for cache room
+  // (Router::cache_wait_s), which needs the rate at which workers release blocks over time.
+  double now_s = -1;
 };
 
 struct RouteDecision {
@@ -164,6 +171,17 @@ class Router {
   // it cover the evictions. A block the router never stamped (stored by an engine's own
   // traffic) falls back to 1 - eviction_risk. 1 without RouterConfig::cache_blocks.
   double keep_share(int w, std::uint64_t last_block) const;
+  // Seconds a request routed to worker w now waits for room in w's KV cache: with `blocks`
+  // the blocks w's active requests and this one hold (active blocks plus the request's new
+  // ones), the excess over RouterConfig::cache_blocks must first be released by requests
+  // finishing there, at the rate w has released blocks lately (blocks per second over the
+  // last kReleaseWindowS, from finished() and the queries' now_s). The worker computes its
+  // queued prefill meanwhile: kv-topo's queue estimate is the later of the two. 0 without
+  // cache_blocks, without a clock, at no excess or before w has released anything.
+  double cache_wait_s(int w, double blocks) const;
+  // Time constant of the release-rate average (cache_wait_s): about two turnovers of a
+  // saturated worker's cache in the bundled trace at 3x (docs/router.md, "25 GbE at 3x").
+  static constexpr double kReleaseWindowS = 30.0;
 
   // Per-worker load, as the policies read it.
   struct Load {
@@ -175,6 +193,7 @@ class Router {
     std::unordered_map<std::uint64_t, int> block_refs;  // sequence hash -> active requests using it
     std::uint64_t touches = 0;                           // blocks stamped on the worker so far
     std::unordered_map<std::uint64_t, std::uint64_t> stamp;  // sequence hash -> `touches` when last used there
+    double released = 0;  // blocks released by finished requests, decayed by exp(-age / kReleaseWindowS)
   };
   const Load& load(int w) const { return loads_[static_cast<std::size_t>(w)]; }
   // Blocks of `sequence` not among worker w's active blocks (Dynamo's new_blocks).
@@ -211,6 +230,8 @@ class Router {
   std::unordered_map<std::uint64_t, WorkerSet> active_holders_;  // block -> workers with it active
   std::unordered_map<std::uint64_t, Active> active_;
   std::uint64_t round_robin_ = 0;
+  double clock_s_ = -1;  // the latest RouteQuery::now_s seen (-1: none)
+  void advance_clock(double now_s);  // decays every worker's Load::released to now_s
   void touch(int w, std::span<const std::uint64_t> blocks);  // LRU stamps (keep_share)
 };
 

@@ -1,5 +1,7 @@
 // Routing policies on hand-made states: Dynamo's cost exactly, and kv-topo's compute-vs-pull
 // decision over the actual path.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "formats/cluster_source.h"
@@ -249,6 +251,84 @@ TEST(KvTopo, DoesNotPullOnlyToEvenOutDecodeBlocks) {
   // The pull's cost in kv's unit is lower; its first token is not earlier.
   EXPECT_LT(6.0 * 1 + 14 + 1, kv.cost);
   EXPECT_GT(f.transfers.at(0, 1).seconds(8), 0.0);
+}
+
+// Router::cache_wait_s: the blocks over the cache, released at the rate the worker has
+// released blocks over the last kReleaseWindowS (exponentially weighted); 0 without a clock.
+TEST(KvTopo, CacheWaitIsTheExcessOverTheMeasuredReleaseRate) {
+  Fixture f = make("preset:dgx-h100?nodes=1", 1);
+  RouterConfig config;
+  config.cache_blocks = 10;
+  Router router(**find_policy("round-robin"), 1, f.time, f.transfers, config);
+  router.route(1, {sequence_hashes(ids(100, 8)), 8 * 512, 0.0});
+  EXPECT_EQ(router.cache_wait_s(0, 16), 0.0);  // nothing released yet: no rate to go by
+  router.finished(1);
+  router.route(2, {sequence_hashes(ids(200, 12)), 12 * 512, 0.0});
+  EXPECT_EQ(router.load(0).active_blocks, 12u);
+  // 8 blocks released within the window: 8 / 30 s; 16 blocks are 6 over the cache.
+  EXPECT_NEAR(router.cache_wait_s(0, 16), 6.0 / (8.0 / Router::kReleaseWindowS), 1e-9);
+  EXPECT_EQ(router.cache_wait_s(0, 10), 0.0);
+  // One window later the rate has decayed by e.
+  router.route(3, {sequence_hashes(ids(300, 1)), 512, Router::kReleaseWindowS});
+  EXPECT_NEAR(router.cache_wait_s(0, 16), 6.0 / (8.0 / Router::kReleaseWindowS) * std::exp(1.0), 1e-9);
+
+  Router clockless(**find_policy("round-robin"), 1, f.time, f.transfers, config);
+  clockless.route(1, {sequence_hashes(ids(100, 8)), 8 * 512});
+  clockless.finished(1);
+  clockless.route(2, {sequence_hashes(ids(200, 12)), 12 * 512});
+  EXPECT_EQ(clockless.cache_wait_s(0, 16), 0.0);
+}
+
+// The state of DoesNotPullOnlyToEvenOutDecodeBlocks, with worker 1 holding a queued prompt
+// and worker 0, kv's choice, one block past a cache of 48 (it has released 8,004 blocks, so
+// its wait for room is short, below worker 1's queue). Pulling the 8 cached blocks to
+// worker 1 lowers kv's cost but gives a later first token; with kv's choice full, the cost
+// decides: computing the prompt there would hold up the requests waiting for room.
+TEST(KvTopo, PullsPastAFullCacheEvenIfItsFirstTokenIsLater) {
+  Fixture f = make("preset:dgx-h100?nodes=1", 2);
+  auto build = [&](bool clock) {
+    RouterConfig config;
+    config.load_weight = 1;
+    config.cache_blocks = 48;
+    const double now = clock ? 0.0 : -1.0;
+    Router router(**find_policy("round-robin"), 2, f.time, f.transfers, config);
+    router.route(1, {sequence_hashes(ids(5000, 40)), 40 * 512, now});  // worker 0
+    router.prefill_done(1);
+    for (std::uint64_t id = 2; id <= 10; ++id) {
+      router.route(id, {sequence_hashes(ids(6000 + 10 * id, 1)), 512, now});  // workers 1, 0, 1, 0, ...
+      router.prefill_done(id);
+      if (id % 2 == 1) router.finished(id);  // those on worker 0
+    }
+    router.route(11, {sequence_hashes(ids(10000, 8000)), 8000 * 512, now});  // worker 0
+    router.finished(11);
+    router.route(12, {sequence_hashes(ids(7000, 1)), 512, now});  // worker 1, queued
+    return router;
+  };
+  auto q = sequence_hashes(ids(1, 9));
+  RouteQuery query{q, 9 * 512};
+  for (bool clock : {false, true}) {
+    Router router = build(clock);
+    for (int b = 0; b < 8; ++b) router.index().store(0, q[static_cast<std::size_t>(b)]);
+    ASSERT_EQ(router.load(0).active_blocks, 40u);
+    RouteDecision kv = (*find_policy("kv"))->choose(router, query);
+    ASSERT_EQ(kv.worker, 0);
+    RouteDecision topo = (*find_policy("kv-topo"))->choose(router, query);
+    if (!clock) {
+      EXPECT_EQ(router.cache_wait_s(0, 49), 0.0);
+      EXPECT_EQ(topo.worker, 0);
+      EXPECT_EQ(topo.pull_from, -1);
+      continue;
+    }
+    const double wait0 = router.cache_wait_s(0, 49);
+    EXPECT_NEAR(wait0, 1.0 / (8004.0 / Router::kReleaseWindowS), 1e-9);
+    ASSERT_LT(wait0, router.load(1).prefill_seconds);
+    EXPECT_EQ(topo.worker, 1);
+    EXPECT_EQ(topo.pull_from, 0);
+    EXPECT_EQ(topo.pull_blocks, 8);
+    EXPECT_LT(topo.cost, kv.cost);
+    // Its first token is later than computing on worker 0 after the wait for room.
+    EXPECT_GT(topo.predicted_ttft_s, wait0 + f.time.prefill_s(512, 8 * 512));
+  }
 }
 
 TEST(RoundRobinAndLeastLoaded, CycleAndBalance) {
