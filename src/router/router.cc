@@ -134,6 +134,15 @@ RouteDecision choose_kv(Router& r, const RouteQuery& q) {
   return d;
 }
 
+// The fastest transfer between two workers of the cluster: what kv-pull-blind prices every
+// pull as.
+TransferCost fastest_transfer(Router& r) {
+  TransferCost fastest;
+  for (const TransferCost& c : r.transfers().cost)
+    if (c.blocks_per_s > fastest.blocks_per_s) fastest = c;
+  return fastest;
+}
+
 // kv-topo: kv's cost (Dynamo's, with the anti-burst weight), where a worker may also pull
 // a longer cached prefix from another worker before it computes the rest. Pulling k blocks
 // removes k blocks from the worker's prefill term and adds the transfer's wait (what the
@@ -213,12 +222,8 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
   // first-token estimate below kv's choice's (the cost alone when kv's choice is full). Cheap bounds first (the decision is timed per
   // request): a pull's cost is at least its prefill and decode terms, its first token at least
   // the worker's queue and the transfer.
-  TransferCost fastest;
-  if (blind)
-    for (const TransferCost& c : r.transfers().cost)
-      if (c.blocks_per_s > fastest.blocks_per_s) fastest = c;
-  int longest = 0;
-  for (int w = 0; w < n; ++w) longest = std::max(longest, overlap[static_cast<std::size_t>(w)]);
+  const TransferCost fastest = blind ? fastest_transfer(r) : TransferCost{};
+  const int longest = n > 0 ? *std::max_element(overlap.begin(), overlap.begin() + n) : 0;
   for (int w = 0; w < n; ++w) {
     const auto i = static_cast<std::size_t>(w);
     const int own = overlap[i];
