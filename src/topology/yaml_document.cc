@@ -45,9 +45,21 @@ Result<void> check_map_keys(const YAML::Node& map, const std::string& file,
 Result<void> check_unique_yaml_keys(const YAML::Node& root, const std::string& file) {
   std::vector<YAML::Node> pending{root};
   std::unordered_map<std::string_view, YAML::Mark> seen;
+  // Each collection once: an alias is its anchored node itself, so a document whose aliases
+  // nest (b: [*a, *a], c: [*b, *b], ...) walked as a tree costs exponential time (a 55-byte
+  // input took minutes: the placement_file fuzz target). Keyed by start offset; is() decides.
+  std::unordered_multimap<int, YAML::Node> visited;
+  auto first_visit = [&](const YAML::Node& node) {
+    const auto [from, to] = visited.equal_range(node.Mark().pos);
+    for (auto it = from; it != to; ++it)
+      if (it->second.is(node)) return false;
+    visited.emplace(node.Mark().pos, node);
+    return true;
+  };
   while (!pending.empty()) {
     YAML::Node node = pending.back();
     pending.pop_back();
+    if (!first_visit(node)) continue;
     if (node.IsMap()) {
       TOPOSCHED_CHECK(check_map_keys(node, file, seen));
       for (auto it = node.begin(); it != node.end(); ++it) {

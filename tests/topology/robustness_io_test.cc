@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -25,6 +26,27 @@ TEST(YamlDocument, RepeatedKeyDeepInsideSequencesAndFlowMappings) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().where.line, 3);
   EXPECT_NE(r.error().message.find("key 'c' repeated, first at line 3"), std::string::npos);
+}
+
+// Aliases are their anchored node: each level below refers twice to the one above, so a
+// walk of the document as a tree would visit the first map 2^40 times (a 55-byte input of
+// this shape hung the placement_file fuzz target). Each node is checked once.
+std::string nested_aliases(const std::string& first) {
+  std::string text = "a0: &a0 " + first + "\n";
+  for (int i = 1; i <= 40; ++i) text += fmt::format("a{}: &a{} [*a{}, *a{}]\n", i, i, i - 1, i - 1);
+  return text;
+}
+
+TEST(YamlDocument, NestedAliasesAreCheckedOnceEach) {
+  auto ok = load_yaml_document(nested_aliases("{k: 1, l: 2}"), "a.yaml");
+  ASSERT_TRUE(ok) << ok.error().to_string();
+  auto repeated = load_yaml_document(nested_aliases("{k: 1, k: 2}"), "a.yaml");
+  ASSERT_FALSE(repeated);
+  EXPECT_EQ(repeated.error().to_string(), "a.yaml:1:16: key 'k' repeated, first at line 1");
+  // A map and its first key, a flow map, start at the same byte: both are still checked.
+  auto in_key = load_yaml_document("{k: 1, k: 2}: x\n", "b.yaml");
+  ASSERT_FALSE(in_key);
+  EXPECT_NE(in_key.error().message.find("key 'k' repeated"), std::string::npos);
 }
 
 TEST(YamlDocument, RepeatedKeyInJson) {
