@@ -32,17 +32,7 @@ DiscoveryOptions options() {
 }
 
 Result<Cluster> general(std::string_view text) {
-  auto read = read_slurm_topology(text, "t.conf");
-  if (!read) return tl::unexpected(read.error());
-  std::vector<DiscoveredTopology> sources;
-  sources.push_back(std::move(*read));
-  auto merged = merge_discovered(std::move(sources), options());
-  if (!merged) {
-    Error e = merged.error();
-    if (e.where.file.empty()) e.where.file = "t.conf";
-    return tl::unexpected(e);
-  }
-  return std::move(merged->cluster);
+  return testing::merged_cluster(read_slurm_topology(text, "t.conf"), options(), "t.conf");
 }
 
 // Whether the fast path took `text` (support/fast_path_check.h).

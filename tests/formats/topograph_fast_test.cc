@@ -34,17 +34,7 @@ DiscoveryOptions options() {
 
 Result<Cluster> general(std::string_view text) {
   TOPOSCHED_TRY(root, load_yaml_document(text, "t.yaml"));
-  auto read = read_topograph_model(root, "t.yaml");
-  if (!read) return tl::unexpected(read.error());
-  std::vector<DiscoveredTopology> sources;
-  sources.push_back(std::move(*read));
-  auto merged = merge_discovered(std::move(sources), options());
-  if (!merged) {
-    Error e = merged.error();
-    if (e.where.file.empty()) e.where.file = "t.yaml";
-    return tl::unexpected(e);
-  }
-  return std::move(merged->cluster);
+  return testing::merged_cluster(read_topograph_model(root, "t.yaml"), options(), "t.yaml");
 }
 
 // Whether the fast path took `text` (support/fast_path_check.h).

@@ -8,11 +8,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "formats/cluster_format.h"
 #include "formats/cluster_source.h"
+#include "formats/discovery.h"
 #include "formats/native_spec.h"
 #include "support/cluster_equal.h"
 
@@ -33,6 +35,23 @@ inline std::string ordered_cluster_difference(const Cluster& a, const Cluster& b
     if (a.domain_nodes(DomainId(d)) != b.domain_nodes(DomainId(d)))
       return "nodes of domain " + a.domain(DomainId(d)).name;
   return "";
+}
+
+// A discovery reader's result merged into a cluster as load_cluster_text merges it: the
+// general path of a cluster format whose reader discovers (an error without a file names
+// `file`, as load_cluster_text's does).
+inline Result<Cluster> merged_cluster(Result<DiscoveredTopology> read, const DiscoveryOptions& options,
+                                      const std::string& file) {
+  if (!read) return tl::unexpected(read.error());
+  std::vector<DiscoveredTopology> sources;
+  sources.push_back(std::move(*read));
+  auto merged = merge_discovered(std::move(sources), options);
+  if (!merged) {
+    Error e = merged.error();
+    if (e.where.file.empty()) e.where.file = file;
+    return tl::unexpected(e);
+  }
+  return std::move(merged->cluster);
 }
 
 // Whether the fast path took `text` (`fast`: its answer; `want`: the general path's, the

@@ -150,7 +150,7 @@ void count_available(const AllocationState& s, const BlockTable& t, const std::v
   if (!t.bblock_switch.empty()) {
     for (std::size_t i = 0; i < out.size(); ++i) {
       const SwitchId sw = t.bblock_switch[i];
-      if (!sw.valid()) continue;  // Slurm's empty placeholder block (BlockName without nodes)
+      if (!sw.valid()) continue;  // an empty block (a BlockName without Nodes) has no switch
       std::int64_t sum = 0;
       for (int b : with_capacity) sum += s.switch_bucket_nodes(sw, b);
       out[i] = static_cast<int>(sum);
