@@ -63,6 +63,25 @@ TEST(JobFile, ReplicaBatchLeavesTheMicroBatchSizeToTheDefaultRule) {
   }
 }
 
+
+// DP reduces gradients as the compute model writes them: fp32 main gradients with bf16, FP8
+// and fp32, fp16 gradients with fp16 (Megatron-LM's defaults); a given size or a non-Megatron
+// class (AMP's fp32 weights) keeps its own.
+TEST(JobFile, GradientBytesFollowThePrecision) {
+  const auto grad_bytes = [](const char* text) {
+    auto job = parse_job_text(text, "job.yaml");
+    EXPECT_TRUE(job.has_value()) << job.error().to_string();
+    return job ? job->model.grad_bytes_per_element : -1;
+  };
+  EXPECT_EQ(grad_bytes("plan: {tp: 8}\nmodel: {precision: fp16}\n"), 2);
+  EXPECT_EQ(grad_bytes("plan: {tp: 8}\nmodel: {precision: bf16}\n"), 4);
+  EXPECT_EQ(grad_bytes("plan: {tp: 8}\nmodel: {precision: fp8}\n"), 4);
+  EXPECT_EQ(grad_bytes("plan: {tp: 8}\nmodel: {precision: fp32}\n"), 4);
+  EXPECT_EQ(grad_bytes("plan: {tp: 8}\nmodel: {}\n"), 4);  // the class's bf16
+  EXPECT_EQ(grad_bytes("plan: {tp: 8}\nmodel: {precision: fp16, grad_bytes_per_element: 4}\n"), 4);
+  EXPECT_EQ(grad_bytes("plan: {tp: 8}\nmodel: {grad_bytes_per_element: 2, precision: bf16}\n"), 2);
+  EXPECT_EQ(grad_bytes("plan: {dp: 8}\nworkload: dp-vision\nmodel: {precision: fp16}\n"), 4);
+}
 TEST(JobFile, ErrorsPointAtTheProblem) {
   struct Case {
     const char* text;
