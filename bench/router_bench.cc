@@ -3,6 +3,8 @@
 //    lookup included) with 64 workers on 8 DGX H100 nodes and 1,000,000 cached blocks in the
 //    KV index, 512 requests active. Reports p50 and p99 of single decisions timed one by
 //    one (counters p50_us, p99_us), over 20,000 queries that share prefixes with the cache.
+//  - BM_RouteDecisionHostTier: the same with a host tier holding another 1M blocks (each
+//    prompt also in the next worker's host memory) that kv-topo weighs.
 //  - BM_TraceReplay: the bundled 12,031-request Mooncake trace simulated under one policy,
 //    8 Llama-3-8B workers on 2 DGX H100 nodes (the trace is read once, outside the timing).
 //  - BM_EngineEventIngest: vLLM KV event batches (msgpack, tagged arrays, 16-token blocks)
@@ -41,7 +43,10 @@ std::vector<std::uint64_t> prompt_ids(std::uint64_t p) {
 // `saturated`: every worker's active requests hold more blocks than its cache (200 blocks)
 // and it has released blocks lately, with a clock (RouteQuery::now_s), so that kv-topo's
 // wait for cache room (Router::cache_wait_s) and eviction term are on for every worker.
-void route_decision(benchmark::State& state, bool saturated) {
+// `host_tier`: every prompt is also in the host memory of the next worker's node (a second
+// index of 1M blocks; Router::host_index), with each worker's PCIe load rate set, so that
+// kv-topo weighs host-tier prefixes on every decision.
+void route_decision(benchmark::State& state, bool saturated, bool host_tier = false) {
   const PolicyEntry* policy = &policy_catalog()[static_cast<std::size_t>(state.range(0))];
   constexpr int kWorkers = 64;
   auto cluster = build_preset("dgx-h100?nodes=8");
@@ -62,7 +67,13 @@ void route_decision(benchmark::State& state, bool saturated) {
   while (router.index().distinct_blocks() < 1'000'000) {
     sequence_hashes(prompt_ids(prompts), seq);
     for (std::uint64_t h : seq) router.index().store(static_cast<int>(prompts % kWorkers), h);
+    if (host_tier)
+      for (std::uint64_t h : seq) router.host_index().store(static_cast<int>((prompts + 1) % kWorkers), h);
     ++prompts;
+  }
+  if (host_tier) {
+    const double load_s = time.model().kv_bytes_per_token() * 512 / (cluster->node_type(NodeId(0)).pcie_GBps * 1e9);
+    router.set_host_load_s_per_block(std::vector<double>(kWorkers, load_s));
   }
   // 512 active requests, 8 per worker on average (saturated: 64 more, routed and finished).
   const std::uint64_t extra = saturated ? 64 : 0;
@@ -97,6 +108,7 @@ void route_decision(benchmark::State& state, bool saturated) {
 
 void BM_RouteDecision(benchmark::State& state) { route_decision(state, false); }
 void BM_RouteDecisionSaturated(benchmark::State& state) { route_decision(state, true); }
+void BM_RouteDecisionHostTier(benchmark::State& state) { route_decision(state, false, true); }
 
 void BM_TraceReplay(benchmark::State& state) {
   const PolicyEntry* policy = &policy_catalog()[static_cast<std::size_t>(state.range(0))];
@@ -193,6 +205,7 @@ void Policies(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_RouteDecision)->Apply(Policies)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RouteDecisionSaturated)->Apply(Policies)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RouteDecisionHostTier)->Apply(Policies)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TraceReplay)->Apply(Policies)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EngineEventIngest)->Iterations(1)->Unit(benchmark::kMillisecond);
 

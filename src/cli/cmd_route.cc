@@ -1,6 +1,7 @@
 // `toposched route`: replay an LLM request trace (Mooncake JSONL) on model replicas placed
 // on a cluster under several routing policies; print the comparison, write report.json and
 // report.html. All logic lives in src/router/.
+#include <cmath>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -44,6 +45,8 @@ int run_route_command(RouteCliOptions& o) {
     }
   }
   o.route.sim.event_lag_s = o.event_lag_ms / 1e3;
+  if (!(o.route.sim.host_cache_gb >= 0) || !std::isfinite(o.route.sim.host_cache_gb))
+    return usage_error(fmt::format("--host-cache-gb: expected a size in GB >= 0, found {}", o.route.sim.host_cache_gb));
   if (o.warmup_requests < 0) return usage_error(fmt::format("--warmup-requests: expected a count >= 0, found {}", o.warmup_requests));
   o.route.sim.warmup_requests = static_cast<std::size_t>(o.warmup_requests);
   auto run = router::run_route(o.route);
@@ -90,6 +93,9 @@ void register_route(CLI::App& app, int& exit_code) {
                 "Disaggregated prefill/decode: the first half of the workers prefill, the rest decode; the KV moves after prefill");
   cmd->add_option("--kv-cache-blocks", o->cache_blocks,
                   "KV cache per worker in 512-token blocks: auto (default: 90% of GPU memory less weights), unlimited, or N");
+  cmd->add_option("--host-cache-gb", o->route.sim.host_cache_gb,
+                  "Host memory per node (GB) holding the KV blocks its workers evict from GPU memory, loaded back\n"
+                  "over PCIe instead of recomputed (CPU offloading: LMCache, Dynamo's KVBM; default 0 = none)");
   cmd->add_option("--max-batched-tokens", o->route.sim.max_batched_tokens, "Token budget of one batching iteration (default 8192)");
   cmd->add_flag("--find-load", o->route.find_load,
                 "Also sweep the rate: round-robin at 1x, 1.25x, ... until its TTFT p99 is 5x the unloaded p99; print\n"

@@ -173,11 +173,23 @@ Result<std::unique_ptr<RouterService>> RouterService::create(const Cluster& clus
   config.cache_blocks = o.cache_blocks != 0 ? std::max(0LL, o.cache_blocks)
                                             : static_cast<long long>(time.kv_capacity_tokens() / o.block_tokens);
   Router router(*policy, o.workers, time, std::move(table), config);
+  // Host-pinned events name what each engine holds in host memory (vLLM's CPU medium, Dynamo's
+  // KVBM host tier): kv-topo counts it at its load over the worker's PCIe links, each TP rank
+  // its shard over its own.
+  std::vector<double> load_s_per_block;
+  for (const WorkerPlacement& w : workers) {
+    const double pcie_Bps = cluster.node_type(w.node).pcie_GBps * 1e9;
+    const double gpus = static_cast<double>(std::max<std::size_t>(1, w.gpus.size()));
+    load_s_per_block.push_back(pcie_Bps > 0 ? model.kv_bytes_per_token() * o.block_tokens / gpus / pcie_Bps : 0);
+  }
+  router.set_host_load_s_per_block(std::move(load_s_per_block));
   return std::unique_ptr<RouterService>(new RouterService(cluster, std::move(workers), std::move(router), o.block_tokens, o.max_in_flight));
 }
 
 KvIndex& RouterService::tier_index(StorageTier tier) {
-  return tier == StorageTier::kDevice ? router_.index() : lower_[static_cast<std::size_t>(tier) - 1];
+  if (tier == StorageTier::kDevice) return router_.index();
+  if (tier == StorageTier::kHostPinned) return router_.host_index();
+  return lower_[static_cast<std::size_t>(tier) - 1];
 }
 
 Result<int> RouterService::slot_for(std::uint64_t worker_id, std::uint32_t dp_rank) {
@@ -386,7 +398,7 @@ Result<RouteReply> RouterService::route_or_shed(const Json& body) {
   Json tiers = Json::object();
   static thread_local std::vector<int> overlap;
   for (int t = 1; t < kStorageTiers; ++t) {
-    const KvIndex& index = lower_[static_cast<std::size_t>(t) - 1];
+    const KvIndex& index = tier_index(static_cast<StorageTier>(t));
     if (index.distinct_blocks() == 0) continue;
     index.longest_prefixes(sequence, overlap);
     tiers[std::string(storage_tier_name(static_cast<StorageTier>(t)))] = overlap[static_cast<std::size_t>(d.worker)];
@@ -400,6 +412,7 @@ Result<RouteReply> RouterService::route_or_shed(const Json& body) {
               {"tier_overlap_blocks", std::move(tiers)},
               {"pull_from", d.pull_from >= 0 ? Json(d.pull_from) : Json(nullptr)},
               {"pull_blocks", d.pull_blocks},
+              {"host_blocks", d.host_blocks},
               {"cost", d.cost},
               {"predicted_ttft_s", d.predicted_ttft_s},
               {"policy", std::string(router_.policy_name())}};

@@ -132,8 +132,8 @@ class RouterService {
   int block_tokens_;
   std::size_t max_in_flight_;
   Mutex router_mutex_;
-  Router router_ GUARDED_BY(router_mutex_);  // its index is the device tier
-  std::array<KvIndex, kStorageTiers - 1> lower_ GUARDED_BY(router_mutex_);  // host_pinned, disk, external
+  Router router_ GUARDED_BY(router_mutex_);  // its index is the device tier, its host index host_pinned
+  std::array<KvIndex, kStorageTiers - 1> lower_ GUARDED_BY(router_mutex_);  // disk, external (by tier - 1; [0] unused)
   std::vector<Slot> slots_ GUARDED_BY(router_mutex_);
   std::map<std::pair<std::uint64_t, std::uint32_t>, int> slot_of_ GUARDED_BY(router_mutex_);  // (worker_id, dp_rank) -> slot
   std::uint64_t next_anonymous_ GUARDED_BY(router_mutex_) = 1ull << 63;

@@ -5,6 +5,8 @@
 #include <deque>
 #include <limits>
 #include <list>
+#include <map>
+#include <memory>
 #include <queue>
 #include <unordered_map>
 
@@ -58,11 +60,47 @@ class IndexFeed {
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
 };
 
+// One node's host-memory tier: the blocks its workers evicted from GPU memory, LRU, shared
+// by the node's workers (each may load what another evicted). The copy out of GPU memory is
+// not timed: offloading connectors copy asynchronously, beside the iterations. Its contents
+// reach the router's host index as events of every worker of the node.
+class HostTier {
+ public:
+  HostTier(long long capacity, std::vector<int> workers, IndexFeed* index)
+      : capacity_(capacity), workers_(std::move(workers)), index_(index) {}
+  bool contains(std::uint64_t h) const { return where_.contains(h); }
+  // h becomes the most recently used block (stored first if new); the least recently used
+  // ones leave beyond the capacity.
+  void touch(std::uint64_t h) {
+    if (auto it = where_.find(h); it != where_.end()) {
+      lru_.splice(lru_.end(), lru_, it->second);
+      return;
+    }
+    where_[h] = lru_.insert(lru_.end(), h);
+    for (int w : workers_) index_->store(w, h);
+    while (static_cast<long long>(lru_.size()) > capacity_) {
+      const std::uint64_t old = lru_.front();
+      lru_.pop_front();
+      where_.erase(old);
+      for (int w : workers_) index_->remove(w, old);
+    }
+  }
+
+ private:
+  long long capacity_;
+  std::vector<int> workers_;
+  IndexFeed* index_;
+  std::list<std::uint64_t> lru_;
+  std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> where_;
+};
+
 // One worker's KV cache: blocks by sequence hash; the blocks no admitted request uses are
-// kept in LRU order and evicted first-in-list. Every store and eviction goes to the feed.
+// kept in LRU order and evicted first-in-list (into the node's host tier, when it has one).
+// Every store and eviction goes to the feed.
 class BlockCache {
  public:
-  BlockCache(int worker, long long capacity, IndexFeed* index) : worker_(worker), capacity_(capacity), index_(index) {}
+  BlockCache(int worker, long long capacity, IndexFeed* index, HostTier* host = nullptr)
+      : worker_(worker), capacity_(capacity), index_(index), host_(host) {}
 
   long long used() const { return static_cast<long long>(entries_.size()) + private_; }
   bool contains(std::uint64_t h) const { return entries_.contains(h); }
@@ -79,6 +117,7 @@ class BlockCache {
       lru_.pop_front();
       entries_.erase(h);
       index_->remove(worker_, h);
+      if (host_) host_->touch(h);
     }
     return capacity_ - used() >= need;
   }
@@ -107,6 +146,7 @@ class BlockCache {
   int worker_;
   long long capacity_;
   IndexFeed* index_;
+  HostTier* host_;
   std::unordered_map<std::uint64_t, Entry> entries_;
   std::list<std::uint64_t> lru_;
   long long private_ = 0;
@@ -124,6 +164,7 @@ struct Req {
   double position = 0;       // position of the next prompt token to compute
   int generated = 0;
   long long private_blocks = 0;
+  double load_s = 0;         // loading its host-tier blocks, paid by the iteration its prefill starts in
 };
 
 struct WorkerRt {
@@ -146,11 +187,12 @@ class Engine {
                 RouterConfig{config.block_tokens, 1.0, config.load_weight, config.predictor_scale, std::max(0LL, capacity)}),
         decode_index_(static_cast<int>(workers.size())),
         prefill_feed_(&router_.index(), config.event_lag_s),
-        decode_feed_(&decode_index_, 0) {
-    (void)cluster;
+        decode_feed_(&decode_index_, 0),
+        host_feed_(&router_.host_index(), config.event_lag_s) {
     block_bytes_ = time.model().kv_bytes_per_token() * config.block_tokens;
+    build_host_tiers(cluster);
     for (int w = 0; w < static_cast<int>(workers.size()); ++w)
-      rt_.push_back(WorkerRt{BlockCache(w, capacity, w < prefill_count_ ? &prefill_feed_ : &decode_feed_), 0, false, {}, {}, 0});
+      rt_.push_back(WorkerRt{BlockCache(w, capacity, w < prefill_count_ ? &prefill_feed_ : &decode_feed_, host_of(w)), 0, false, {}, {}, 0});
     reqs_.resize(trace.requests.size());
     result_.requests.resize(trace.requests.size());
     result_.policy = std::string(policy.name);
@@ -179,6 +221,9 @@ class Engine {
   void finish(int w, int i, double t);
   void hand_off(int w, int i, double t);
   void count_transfer(int from, int to, double blocks);
+  void build_host_tiers(const Cluster& cluster);
+  HostTier* host_of(int w) { return host_tier_of_.empty() ? nullptr : host_tier_of_[static_cast<std::size_t>(w)]; }
+  int host_extension(int w, std::span<const std::uint64_t> seq, int from);
 
   const std::vector<WorkerPlacement>& workers_;
   const TimeModel& time_;
@@ -192,6 +237,10 @@ class Engine {
   KvIndex decode_index_;  // --pd: the decode workers' caches (no router reads it)
   IndexFeed prefill_feed_;  // the router's index, event_lag_s late
   IndexFeed decode_feed_;
+  IndexFeed host_feed_;  // the host tiers' contents, to the router's host index, event_lag_s late
+  std::vector<std::unique_ptr<HostTier>> hosts_;  // per node with a prefill worker
+  std::vector<HostTier*> host_tier_of_;           // per worker; empty without a host tier
+  std::vector<double> load_s_per_block_;          // per worker: one block over its GPUs' PCIe links
   double block_bytes_ = 0;
   std::vector<WorkerRt> rt_;
   std::vector<Req> reqs_;
@@ -216,11 +265,51 @@ void Engine::count_transfer(int from, int to, double blocks) {
   result_.kv_bytes_by_level[all_.level_at(from, to)] += bytes;
 }
 
+// One host tier per node of the prefill workers, SimConfig::host_cache_gb of blocks; a worker
+// loads a block over its GPUs' host links at once, each TP rank its shard over its own.
+void Engine::build_host_tiers(const Cluster& cluster) {
+  const long long blocks = static_cast<long long>(config_.host_cache_gb * 1e9 / block_bytes_);
+  if (blocks <= 0) return;
+  result_.host_cache_blocks_per_node = blocks;
+  std::map<std::uint32_t, std::vector<int>> by_node;
+  for (int w = 0; w < prefill_count_; ++w) by_node[workers_[static_cast<std::size_t>(w)].node.index()].push_back(w);
+  host_tier_of_.assign(workers_.size(), nullptr);
+  load_s_per_block_.assign(workers_.size(), 0);
+  for (auto& [node, members] : by_node) {
+    hosts_.push_back(std::make_unique<HostTier>(blocks, members, &host_feed_));
+    const double pcie_Bps = cluster.node_type(NodeId(node)).pcie_GBps * 1e9;
+    for (int w : members) {
+      host_tier_of_[static_cast<std::size_t>(w)] = hosts_.back().get();
+      const double gpus = static_cast<double>(std::max<std::size_t>(1, workers_[static_cast<std::size_t>(w)].gpus.size()));
+      load_s_per_block_[static_cast<std::size_t>(w)] = pcie_Bps > 0 ? block_bytes_ / gpus / pcie_Bps : 0;
+    }
+  }
+  router_.set_host_load_s_per_block(load_s_per_block_);
+}
+
+// Blocks of `seq` from `from` on that worker w finds in GPU memory or its node's host tier,
+// the host-only ones touched (they are loaded, and become most recent there); returns how many
+// are host-only.
+int Engine::host_extension(int w, std::span<const std::uint64_t> seq, int from) {
+  HostTier* host = host_of(w);
+  if (!host) return 0;
+  const BlockCache& cache = rt_[static_cast<std::size_t>(w)].cache;
+  int loaded = 0;
+  for (std::size_t k = static_cast<std::size_t>(std::max(from, 0)); k < seq.size(); ++k) {
+    if (cache.contains(seq[k])) continue;
+    if (!host->contains(seq[k])) break;
+    host->touch(seq[k]);
+    ++loaded;
+  }
+  return loaded;
+}
+
 void Engine::on_arrival(std::size_t i) {
   const LlmRequest& lr = trace_.requests[i];
   const double t = arrival(i);
   sample(t);
   prefill_feed_.deliver_until(t);
+  host_feed_.deliver_until(t);
   RouteDecision d = router_.route(i, RouteQuery{hashes_[i], lr.input_tokens, t});
   Req& r = reqs_[i];
   r.routed_overlap = d.local_overlap;
@@ -254,7 +343,12 @@ bool Engine::admit_one(int w, int i) {
   long long total_blocks = (static_cast<long long>(lr.input_tokens) + lr.output_tokens + bs - 1) / bs;
   r.private_blocks = total_blocks - static_cast<long long>(seq.size());
   prefill_feed_.set_now(W.now);
+  host_feed_.set_now(W.now);
   int local = W.cache.prefix(seq);
+  // The prefix not recomputed: what the worker holds (or pulled), then what its node's host
+  // tier adds (loaded, not computed). Counted before storing the prompt's blocks.
+  const int held = std::min<int>(local >= r.routed_overlap ? std::max(local, r.pull_end) : local, static_cast<int>(seq.size()));
+  const int loaded = r.decode_side ? 0 : host_extension(w, seq, held);
   // Hold what is cached (so that making room cannot evict it), then make room for the rest.
   long long fresh = r.private_blocks;
   for (std::uint64_t h : seq) {
@@ -276,14 +370,15 @@ bool Engine::admit_one(int w, int i) {
     r.stage = Stage::kDecode;
     return true;
   }
-  int hit = local >= r.routed_overlap ? std::max(local, r.pull_end) : local;
-  hit = std::min<int>(hit, static_cast<int>(seq.size()));
+  const int hit = std::min<int>(held + loaded, static_cast<int>(seq.size()));
   double cached = std::min<double>(static_cast<double>(hit) * bs, lr.input_tokens);
   RequestOutcome& o = result_.requests[static_cast<std::size_t>(i)];
   o.admitted_s = W.now;
   o.hit_blocks = hit;
   o.hit_tokens = cached;
-  o.pulled_blocks = std::max(0, hit - local);
+  o.pulled_blocks = std::max(0, held - local);
+  o.host_blocks = loaded;
+  r.load_s = loaded > 0 ? loaded * load_s_per_block_[static_cast<std::size_t>(w)] : 0;
   r.remaining = std::max(1.0, lr.input_tokens - cached);
   r.position = std::min(cached, lr.input_tokens - 1.0);
   r.stage = Stage::kPrefill;
@@ -368,7 +463,7 @@ void Engine::iterate(int w) {
       decode_ctx += trace_.requests[static_cast<std::size_t>(i)].input_tokens + reqs_[static_cast<std::size_t>(i)].generated;
     }
   budget = std::max(0.0, budget - decode_seqs);
-  double pre_tokens = 0, pre_positions = 0, pre_context = 0;
+  double pre_tokens = 0, pre_positions = 0, pre_context = 0, load_s = 0;
   static thread_local std::vector<std::pair<int, double>> chunks;
   chunks.clear();
   for (int i : W.running) {
@@ -376,12 +471,14 @@ void Engine::iterate(int w) {
     if (r.stage != Stage::kPrefill || budget <= 0) continue;
     double c = std::min(r.remaining, budget);
     budget -= c;
+    load_s += r.load_s;  // its host-tier blocks, loaded before its first chunk runs
+    r.load_s = 0;
     pre_tokens += c;
     pre_positions += c * (2 * r.position + c - 1) / 2;
     pre_context += r.position;
     chunks.push_back({i, c});
   }
-  double dt = time_.iteration_s(pre_tokens, pre_positions, pre_context, decode_seqs, decode_ctx, static_cast<double>(chunks.size()));
+  double dt = load_s + time_.iteration_s(pre_tokens, pre_positions, pre_context, decode_seqs, decode_ctx, static_cast<double>(chunks.size()));
   double end = W.now + dt;
   W.busy_s += dt;
   const int bs = config_.block_tokens;

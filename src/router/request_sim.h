@@ -38,6 +38,12 @@ struct SimConfig {
   double load_weight = kDefaultLoadWeight;  // the router's anti-burst weight (RouterConfig)
   double predictor_scale = 1.0;             // the router's prefill predictor x this (robustness runs)
   double event_lag_s = 0;                   // KV events reach the router's index this late
+  // Host memory per node (GB) that holds KV blocks the node's workers evict from GPU memory
+  // (CPU offloading: LMCache, Dynamo's KVBM host tier, vLLM's offloading connector); 0 = no
+  // host tier. A prompt block missing from its worker's cache but in its node's host tier is
+  // loaded over the GPUs' PCIe links in the iteration that starts the prompt's prefill,
+  // instead of being recomputed (docs/router.md, "Host-memory tier").
+  double host_cache_gb = 0;
   // The first this many requests (in arrival order) are simulated but left out of the TTFT
   // and TPOT figures (a benchmark's warm-up stage; docs/router.md, "Warm-up"). Hit rates,
   // busy time and energy still count every request.
@@ -57,6 +63,7 @@ struct RequestOutcome {
   int blocks = 0;
   int hit_blocks = 0;      // not recomputed: cached locally or pulled
   int pulled_blocks = 0;
+  int host_blocks = 0;     // of hit_blocks: loaded from the node's host tier (SimConfig::host_cache_gb)
   double input_tokens = 0;
   double output_tokens = 0;
   double hit_tokens = 0;
@@ -79,6 +86,7 @@ struct PolicyResult {
   double busy_fraction = 0;             // busy worker-seconds / (workers x (last finish - first arrival))
   double energy_kwh = 0;                // busy GPU time at board power
   long long cache_blocks_per_worker = 0;  // -1 unlimited
+  long long host_cache_blocks_per_node = 0;  // 0: no host tier
 };
 
 // `hashes[i]` are the sequence hashes of trace.requests[i]. Errors: kInvalidArgument for a

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -36,8 +37,10 @@ double ttft_p99(const PolicyResult& r) {
   return nearest_rank(std::move(t), 0.99);
 }
 
+// `host_nodes`: the nodes whose host tier (SimConfig::host_cache_gb) the workers use; the
+// oracle's one LRU is the cluster's whole cache, GPU and host memory.
 LoadBaseline baseline(const TimeModel& time, const RequestTrace& trace, const std::vector<std::vector<std::uint64_t>>& hashes,
-                      const RouteOptions& o) {
+                      const RouteOptions& o, int host_nodes) {
   LoadBaseline b;
   std::vector<double> ttft;
   double sum = 0;
@@ -48,7 +51,8 @@ LoadBaseline baseline(const TimeModel& time, const RequestTrace& trace, const st
   b.unloaded_ttft_mean_s = ttft.empty() ? 0 : sum / static_cast<double>(ttft.size());
   b.unloaded_ttft_p99_s = nearest_rank(std::move(ttft), 0.99);
   long long per_worker = o.sim.cache_blocks != 0 ? o.sim.cache_blocks : static_cast<long long>(time.kv_capacity_tokens() / o.sim.block_tokens);
-  b.oracle_cache_blocks = per_worker < 0 ? -1 : per_worker * o.workers;
+  const long long per_node = static_cast<long long>(o.sim.host_cache_gb * 1e9 / (time.model().kv_bytes_per_token() * o.sim.block_tokens));
+  b.oracle_cache_blocks = per_worker < 0 ? -1 : per_worker * o.workers + std::max(0LL, per_node) * host_nodes;
   b.oracle_token_hit_rate = oracle_token_hit_rate(trace, hashes, b.oracle_cache_blocks, o.sim.block_tokens);
   return b;
 }
@@ -131,11 +135,14 @@ Result<RouteRun> run_route(const Cluster& cluster, const std::string& cluster_la
   run.info.sim = o.sim;
   for (const WorkerPlacement& w : workers) run.info.worker_nodes.push_back(cluster.node_name(w.node));
   run.stats = trace_stats(trace, o.sim.block_tokens);
-  run.baseline = baseline(time, trace, hashes, o);
+  std::set<std::uint32_t> host_nodes;  // the prefill workers' (the decode side of --pd has no host tier)
+  for (std::size_t w = 0; w < (o.sim.disaggregated ? workers.size() / 2 : workers.size()); ++w) host_nodes.insert(workers[w].node.index());
+  run.baseline = baseline(time, trace, hashes, o, static_cast<int>(host_nodes.size()));
   for (const std::string& name : o.policies) {
     TOPOSCHED_TRY(policy, find_policy(name));
     TOPOSCHED_TRY(result, simulate_policy(cluster, workers, time, trace, hashes, *policy, o.sim));
     run.info.cache_blocks_per_worker = result.cache_blocks_per_worker;
+    run.info.host_cache_blocks_per_node = result.host_cache_blocks_per_node;
     run.results.push_back(std::move(result));
   }
   if (o.find_load) TOPOSCHED_CHECK(find_load_points(cluster, workers, time, trace, hashes, o, run));

@@ -67,6 +67,7 @@ struct RouteRunInfo {
   std::size_t skipped_rows = 0;
   SimConfig sim;
   long long cache_blocks_per_worker = 0;
+  long long host_cache_blocks_per_node = 0;  // 0: no host tier
   std::vector<std::string> worker_nodes;  // node name of each worker
 };
 

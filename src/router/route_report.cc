@@ -36,7 +36,7 @@ struct Summary {
   std::vector<double> ttft, tpot;  // sorted
   double ttft_mean = 0, ttft_p50 = 0, ttft_p90 = 0, ttft_p99 = 0, tpot_mean = 0, tpot_p50 = 0, tpot_p99 = 0;
   double throughput = 0, input_throughput = 0, makespan = 0;
-  double block_hit = 0, token_hit = 0, local_token_hit = 0;
+  double block_hit = 0, token_hit = 0, local_token_hit = 0, host_token_hit = 0;
   double pulled_blocks = 0;
   // TTFT in three consecutive parts, means over the measured requests: waiting for a pulled
   // prefix to arrive, then for the worker to admit the request (room in its cache and batch),
@@ -48,7 +48,7 @@ struct Summary {
 Summary summarise(const PolicyResult& r) {
   Summary s;
   s.policy = r.policy;
-  double blocks = 0, hits = 0, input = 0, hit_tokens = 0, output = 0, first = 0, last = 0, pulled_tokens = 0;
+  double blocks = 0, hits = 0, input = 0, hit_tokens = 0, output = 0, first = 0, last = 0, pulled_tokens = 0, host_tokens = 0;
   bool any = false;
   for (std::size_t i = 0; i < r.requests.size(); ++i) {
     const RequestOutcome& o = r.requests[i];
@@ -68,7 +68,9 @@ Summary summarise(const PolicyResult& r) {
     hit_tokens += o.hit_tokens;
     output += o.output_tokens;
     s.pulled_blocks += o.pulled_blocks;
-    pulled_tokens += std::min(o.hit_tokens, static_cast<double>(o.pulled_blocks) * kMooncakeBlockTokens);
+    const double pulled = std::min(o.hit_tokens, static_cast<double>(o.pulled_blocks) * kMooncakeBlockTokens);
+    pulled_tokens += pulled;
+    host_tokens += std::min(o.hit_tokens - pulled, static_cast<double>(o.host_blocks) * kMooncakeBlockTokens);
     first = any ? std::min(first, o.arrival_s) : o.arrival_s;
     last = any ? std::max(last, o.finish_s) : o.finish_s;
     any = true;
@@ -94,7 +96,8 @@ Summary summarise(const PolicyResult& r) {
   s.input_throughput = s.makespan > 0 ? input / s.makespan : 0;
   s.block_hit = blocks > 0 ? hits / blocks : 0;
   s.token_hit = input > 0 ? hit_tokens / input : 0;
-  s.local_token_hit = input > 0 ? (hit_tokens - pulled_tokens) / input : 0;
+  s.local_token_hit = input > 0 ? (hit_tokens - pulled_tokens - host_tokens) / input : 0;
+  s.host_token_hit = input > 0 ? host_tokens / input : 0;
   return s;
 }
 
@@ -118,6 +121,7 @@ Json policy_json(const Summary& s, const PolicyResult& r) {
   p["block_hit_rate"] = round_decimals(s.block_hit, 6);
   p["token_hit_rate"] = round_decimals(s.token_hit, 6);
   p["local_token_hit_rate"] = round_decimals(s.local_token_hit, 6);
+  p["host_token_hit_rate"] = round_decimals(s.host_token_hit, 6);
   p["pulled_blocks"] = static_cast<long long>(s.pulled_blocks);
   p["kv_bytes_moved"] = round_decimals(r.kv_bytes_moved, 0);
   Json levels = Json::object();
@@ -149,6 +153,8 @@ Json run_json(const RouteRunInfo& i) {
   r["event_lag_s"] = round_decimals(i.sim.event_lag_s, 6);
   r["warmup_requests"] = i.sim.warmup_requests;
   r["cache_blocks_per_worker"] = i.cache_blocks_per_worker;  // -1: unlimited
+  r["host_cache_gb"] = round_decimals(i.sim.host_cache_gb, 6);
+  r["host_cache_blocks_per_node"] = i.host_cache_blocks_per_node;
   r["trace"] = i.trace;
   r["skipped_rows"] = i.skipped_rows;
   return r;
@@ -162,8 +168,10 @@ struct Row {
   std::function<std::string(const Summary&, const PolicyResult&)> cell;
 };
 
-std::vector<Row> rows() {
-  return {
+// The table's rows; the host tier's share of the hits only where the run has a host tier.
+std::vector<Row> rows(const std::vector<PolicyResult>& results) {
+  const bool host_tier = std::any_of(results.begin(), results.end(), [](const PolicyResult& r) { return r.host_cache_blocks_per_node > 0; });
+  std::vector<Row> all = {
       {"requests", [](const Summary& s, const PolicyResult&) { return std::to_string(s.requests); }},
       {"TTFT mean", [](const Summary& s, const PolicyResult&) { return seconds(s.ttft_mean); }},
       {"TTFT p50", [](const Summary& s, const PolicyResult&) { return seconds(s.ttft_p50); }},
@@ -173,15 +181,19 @@ std::vector<Row> rows() {
       {"output tokens/s", [](const Summary& s, const PolicyResult&) { return fmt::format("{:.0f}", s.throughput); }},
       {"block hit rate", [](const Summary& s, const PolicyResult&) { return fmt::format("{:.2f} %", 100 * s.block_hit); }},
       {"token hit rate", [](const Summary& s, const PolicyResult&) { return fmt::format("{:.2f} %", 100 * s.token_hit); }},
+      {"of which host tier", [](const Summary& s, const PolicyResult&) { return fmt::format("{:.2f} %", 100 * s.host_token_hit); }},
       {"busy", [](const Summary&, const PolicyResult& r) { return fmt::format("{:.1f} %", 100 * r.busy_fraction); }},
       {"KV moved", [](const Summary&, const PolicyResult& r) { return gigabytes(r.kv_bytes_moved); }},
       {"energy", [](const Summary&, const PolicyResult& r) { return fmt::format("{:.2f} kWh", r.energy_kwh); }},
   };
+  if (!host_tier) std::erase_if(all, [](const Row& r) { return r.label == "of which host tier"; });
+  return all;
 }
 
 std::string run_line(const RouteRun& run) {
   const RouteRunInfo& i = run.info;
   std::string cache = i.cache_blocks_per_worker < 0 ? "unlimited" : fmt::format("{} blocks", i.cache_blocks_per_worker);
+  if (i.host_cache_blocks_per_node > 0) cache += fmt::format(" (host tier {} blocks per node)", i.host_cache_blocks_per_node);
   return fmt::format("{} ({} nodes, {} GPUs): {} workers of {} (TP{} on {}){}, KV cache {} per worker; trace {} ({} requests, {}x its rate)",
                      i.cluster, i.cluster_nodes, i.cluster_gpus, i.workers, i.model, i.tp, i.gpu,
                      i.sim.disaggregated ? ", prefill/decode split" : "", cache, i.trace, run.stats.requests, i.sim.speed);
@@ -233,7 +245,7 @@ namespace {
 std::string policy_table(const std::vector<PolicyResult>& results) {
   std::vector<Summary> sums;
   for (const PolicyResult& r : results) sums.push_back(summarise(r));
-  std::vector<Row> rs = rows();
+  std::vector<Row> rs = rows(results);
   std::size_t label_w = 0;
   for (const Row& r : rs) label_w = std::max(label_w, r.label.size());
   std::vector<std::size_t> col_w;
@@ -351,7 +363,7 @@ std::string summary_table(const std::vector<Summary>& sums, const std::vector<Po
   std::string table = "<table><thead><tr><th></th>";
   for (const Summary& s : sums) table += "<th>" + html::escape(s.policy) + "</th>";
   table += "</tr></thead><tbody>";
-  for (const Row& r : rows()) {
+  for (const Row& r : rows(results)) {
     table += "<tr><th>" + html::escape(r.label) + "</th>";
     for (std::size_t p = 0; p < sums.size(); ++p) table += "<td>" + html::escape(r.cell(sums[p], results[p])) + "</td>";
     table += "</tr>";

@@ -182,10 +182,12 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
   };
   // Per worker: the cached prefix counted in expectation (eviction term), the weight of its
   // prefill term, its decode blocks; and kv's cost computing there.
-  static thread_local std::vector<double> own_blocks, weight, decode;
+  static thread_local std::vector<double> own_blocks, weight, decode, load_s;
   own_blocks.assign(static_cast<std::size_t>(n), 0);
   weight.assign(static_cast<std::size_t>(n), 0);
   decode.assign(static_cast<std::size_t>(n), 0);
+  load_s.assign(static_cast<std::size_t>(n), 0);
+  const auto& host = r.host_extensions(q.sequence, overlap);
   RouteDecision d;
   double best = std::numeric_limits<double>::infinity();
   std::size_t best_tree = 0;
@@ -198,6 +200,7 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
     own_blocks[i] = pinned + keep * (own - pinned);
     weight[i] = osw + r.burst_weight(w);
     decode[i] = static_cast<double>(l.active_blocks + fresh[i]);
+    load_s[i] = host[i] * r.host_load_s_per_block(w);
     const double logit = weight[i] * (l.prefill_tokens + uncached(own_blocks[i])) / bs + decode[i];
     const std::size_t tree = r.index().blocks(w);
     if (d.worker < 0 || logit < best || (logit == best && tree < best_tree)) {
@@ -211,13 +214,39 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
   // the wait for room in its cache (a saturated worker admits a request only as others
   // finish; it computes the queued prefill meanwhile, so the two overlap).
   auto queue = [&](int w) { return std::max(r.load(w).prefill_seconds, r.cache_wait_s(w, decode[static_cast<std::size_t>(w)])); };
-  const double kv_ttft = queue(d.worker) + prefill(own_blocks[static_cast<std::size_t>(d.worker)]);
+  // kv's choice loads what its node's host tier adds to its prefix (the engine does, whatever
+  // the router chose): on its first-token path.
+  const auto kv_i = static_cast<std::size_t>(d.worker);
+  d.host_blocks = host[kv_i];
+  const double kv_ttft = queue(d.worker) + load_s[kv_i] + prefill(own_blocks[kv_i] + host[kv_i]);
   double best_ttft = kv_ttft;
   // Past its cache (requests queue there for room), kv's choice would compute the prompt
   // while others wait to be admitted behind it: a pull that lowers the cost is then taken
   // even where this request's first token comes later (docs/router.md, "25 GbE at 3x").
   const bool kv_full = r.cache_wait_s(d.worker, decode[static_cast<std::size_t>(d.worker)]) > 0;
   const double ttft_cap = kv_full ? std::numeric_limits<double>::infinity() : kv_ttft;
+  // Host tiers: another worker whose node's host memory holds more of the prompt is taken
+  // by the rule of a pull (its load, over PCIe, in prefill blocks at the seconds per block it
+  // saves; a lower cost and first-token estimate than kv's choice's), not by counting host
+  // blocks as cached: that would spread a prefix over the node's workers, each loading
+  // and storing a copy.
+  for (int w = 0; w < n; ++w) {
+    const auto i = static_cast<std::size_t>(w);
+    if (host[i] <= 0 || i == kv_i) continue;
+    const double with_host = own_blocks[i] + host[i];
+    const double saved_s = prefill(own_blocks[i]) - prefill(with_host);
+    if (saved_s <= 0) continue;
+    const double logit = weight[i] * (r.load(w).prefill_tokens + uncached(with_host)) / bs + decode[i] +
+                         osw * load_s[i] / (saved_s / host[i]);
+    const double ttft = queue(w) + load_s[i] + prefill(with_host);
+    if (logit < best && ttft < ttft_cap) {
+      best = logit;
+      best_ttft = ttft;
+      d.worker = w;
+      d.local_overlap = overlap[i];
+      d.host_blocks = host[i];
+    }
+  }
   // Pulls: a worker w takes a longer prefix from s when that lowers both the cost and the
   // first-token estimate below kv's choice's (the cost alone when kv's choice is full). Cheap bounds first (the decision is timed per
   // request): a pull's cost is at least its prefill and decode terms, its first token at least
@@ -259,6 +288,7 @@ RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
         d.local_overlap = own;
         d.pull_from = s;
         d.pull_blocks = theirs - own;
+        d.host_blocks = 0;
       }
     }
   }
@@ -305,7 +335,22 @@ Result<const PolicyEntry*> find_policy(std::string_view name) {
 
 Router::Router(const PolicyEntry& policy, int workers, TimeModel time, TransferTable transfers, RouterConfig config)
     : policy_(&policy), workers_(workers), time_(std::move(time)), transfers_(std::move(transfers)), config_(config), index_(workers),
-      loads_(static_cast<std::size_t>(workers)) {}
+      host_index_(workers), loads_(static_cast<std::size_t>(workers)) {}
+
+const std::vector<int>& Router::host_extensions(std::span<const std::uint64_t> sequence, const std::vector<int>& overlap) {
+  host_extension_.assign(static_cast<std::size_t>(workers_), 0);
+  if (host_load_s_per_block_.empty()) return host_extension_;
+  // A host tier holds what its node evicted, so a worker's cached blocks and its host tier's
+  // together make its prefix: the host tier's own leading run, where it reaches past the
+  // worker's, is what it adds (a router's estimate: blocks the worker holds beyond a gap in
+  // the host tier are not counted).
+  host_index_.longest_prefixes(sequence, host_prefix_);
+  for (int w = 0; w < workers_; ++w) {
+    const auto i = static_cast<std::size_t>(w);
+    if (host_load_s_per_block(w) > 0) host_extension_[i] = std::max(0, host_prefix_[i] - overlap[i]);
+  }
+  return host_extension_;
+}
 
 const std::vector<int>& Router::prefixes(const RouteQuery& q) {
   index_.longest_prefixes(q.sequence, overlap_);
@@ -412,7 +457,7 @@ RouteDecision Router::route(std::uint64_t request_id, const RouteQuery& query) {
   Load& l = loads_[static_cast<std::size_t>(d.worker)];
   Active a;
   a.worker = d.worker;
-  double cached = cached_tokens(d.local_overlap + d.pull_blocks, config_.block_tokens, query.input_tokens);
+  double cached = cached_tokens(d.local_overlap + d.pull_blocks + d.host_blocks, config_.block_tokens, query.input_tokens);
   a.prefill_tokens = std::max(0.0, query.input_tokens - cached);
   a.prefill_seconds = predicted_prefill_s(std::max(1.0, a.prefill_tokens), std::min(cached, query.input_tokens - 1.0));
   a.blocks.assign(query.sequence.begin(), query.sequence.end());

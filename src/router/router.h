@@ -93,6 +93,7 @@ struct RouteDecision {
   int local_overlap = 0;   // blocks the chosen worker already holds
   int pull_from = -1;      // worker to pull the prefix from first, or -1
   int pull_blocks = 0;     // blocks pulled: local_overlap .. local_overlap + pull_blocks
+  int host_blocks = 0;     // kv-topo family: blocks after the local prefix the worker loads from its node's host tier
   double cost = 0;         // the policy's score of the chosen worker (lower is better)
   double predicted_ttft_s = 0;  // kv-topo family: its estimate; else 0
 };
@@ -145,6 +146,18 @@ class Router {
 
   KvIndex& index() { return index_; }
   const KvIndex& index() const { return index_; }
+  // The blocks each worker's node holds in host memory (a host tier: LMCache, Dynamo's KVBM;
+  // the simulator's SimConfig::host_cache_gb), and the seconds one block takes to load onto
+  // worker w over PCIe. kv-topo and kv-pull-blind count a host-tier extension of a worker's
+  // cached prefix as cached, its load on the first-token path; kv (Dynamo's cost) does not.
+  KvIndex& host_index() { return host_index_; }
+  void set_host_load_s_per_block(std::vector<double> seconds) { host_load_s_per_block_ = std::move(seconds); }
+  double host_load_s_per_block(int w) const {
+    return static_cast<std::size_t>(w) < host_load_s_per_block_.size() ? host_load_s_per_block_[static_cast<std::size_t>(w)] : 0;
+  }
+  // Per worker, how many blocks of the last query past `overlap[w]` its host tier holds (0 for
+  // all without a host tier).
+  const std::vector<int>& host_extensions(std::span<const std::uint64_t> sequence, const std::vector<int>& overlap);
   int workers() const { return workers_; }
   const TimeModel& time_model() const { return time_; }
   const TransferTable& transfers() const { return transfers_; }
@@ -223,6 +236,9 @@ class Router {
   TransferTable transfers_;
   RouterConfig config_;
   KvIndex index_;
+  KvIndex host_index_;
+  std::vector<double> host_load_s_per_block_;
+  std::vector<int> host_prefix_, host_extension_;
   std::vector<Load> loads_;
   std::vector<int> overlap_;
   std::vector<std::size_t> new_blocks_;

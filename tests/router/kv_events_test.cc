@@ -196,6 +196,37 @@ TEST(EngineEvents, RouterEventJsonMatchesTokenRoutes) {
   EXPECT_NE(tier.error().message.find("storage_tier"), std::string::npos);
 }
 
+// Host-pinned events (an engine's CPU-offloaded blocks) steer kv-topo: the worker whose host
+// memory holds the prompt's prefix loads it over PCIe rather than another computing it; kv,
+// Dynamo's cost, sees the device tier only.
+TEST(EngineEvents, HostPinnedBlocksSteerKvTopo) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=2");
+  ASSERT_TRUE(cluster);
+  // Three blocks of 256 tokens and a partial one: long enough that computing them costs more
+  // than reading the weights once (a few tokens' prefill is all weight reads, and loading saves nothing).
+  auto t = tokens(500, 3 * 256 + 10);
+  Json blocks = Json::array();
+  for (std::uint32_t k = 0; k < 3; ++k)
+    blocks.push_back({{"block_hash", 11 + k}, {"tokens_hash", tokens_block_hash(tokens(500 + 256 * k, 256))}});
+  Json host = {{"worker_id", 1}, {"storage_tier", "host_pinned"},
+               {"event", {{"data", {{"stored", {{"parent_hash", nullptr}, {"blocks", blocks}}}}}}}};
+  for (const char* policy : {"kv-topo", "kv"}) {
+    RouteServiceOptions o;
+    o.workers = 2;
+    o.policy = policy;
+    o.block_tokens = 256;
+    auto service = RouterService::create(*cluster, o);
+    ASSERT_TRUE(service) << service.error().to_string();
+    ASSERT_TRUE((*service)->kv_events(host));
+    auto r = (*service)->route(Json{{"token_ids", t}});
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ((*r)["tier_overlap_blocks"]["host_pinned"], std::string(policy) == "kv" ? 0 : 3) << policy << " " << r->dump();
+    EXPECT_EQ((*r)["worker"], std::string(policy) == "kv" ? 0 : 1) << policy;
+    EXPECT_EQ((*r)["host_blocks"], std::string(policy) == "kv" ? 0 : 3) << policy;
+    EXPECT_EQ((*r)["overlap_blocks"], 0) << policy;
+  }
+}
+
 TEST(EngineEvents, WorkerSlotsFillThenRefuse) {
   auto cluster = load_cluster("preset:dgx-h100?nodes=1");
   ASSERT_TRUE(cluster);

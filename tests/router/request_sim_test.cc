@@ -70,6 +70,37 @@ TEST(RequestSim, BoundedCacheEvictsAndReportsEvictionsToTheIndex) {
   EXPECT_EQ(run->info.cache_blocks_per_worker, 9);
 }
 
+// The same 9-block cache with a host tier (SimConfig::host_cache_gb): the block request 1
+// evicted goes to host memory, and request 3 loads it over PCIe instead of recomputing it,
+// in the iteration its prefill starts in.
+TEST(RequestSim, AHostTierReturnsEvictedBlocksOverPcie) {
+  auto cluster = load_cluster("preset:dgx-h100?nodes=1");
+  ASSERT_TRUE(cluster);
+  RouteOptions o = one_kv_worker();
+  o.sim.cache_blocks = 9;
+  auto without = run_route(*cluster, "one", small_trace(), o);
+  ASSERT_TRUE(without) << without.error().to_string();
+  o.sim.host_cache_gb = 1;
+  auto with = run_route(*cluster, "one", small_trace(), o);
+  ASSERT_TRUE(with) << with.error().to_string();
+  const RequestOutcome& before = without->results[0].requests[2];
+  const RequestOutcome& after = with->results[0].requests[2];
+  EXPECT_EQ(before.hit_blocks, 7);
+  EXPECT_EQ(before.host_blocks, 0);
+  EXPECT_EQ(after.hit_blocks, 8);
+  EXPECT_EQ(after.host_blocks, 1);
+  EXPECT_DOUBLE_EQ(after.hit_tokens, 8 * 512);
+  const double block_bytes = 131072.0 * 512;  // Llama-3-8B: 32 layers x 8 KV heads x 128 x 2 x 2 B per token
+  EXPECT_EQ(with->info.host_cache_blocks_per_node, static_cast<long long>(1e9 / block_bytes));
+  // 512 tokens fewer to compute, one block's load more: earlier, by less than the 512 tokens' prefill.
+  TimeModel time(*find_model("llama3-8b"), *find_gpu_spec("H100-SXM5"), 1);
+  const double load_s = block_bytes / (cluster->node_type(NodeId(0)).pcie_GBps * 1e9);
+  EXPECT_LT(after.ttft_s, before.ttft_s);
+  EXPECT_GT(after.ttft_s, before.ttft_s - time.prefill_s(512, 7 * 512) + load_s * 0.99);
+  // Requests that find nothing in host memory are as before.
+  EXPECT_DOUBLE_EQ(with->results[0].requests[0].ttft_s, without->results[0].requests[0].ttft_s);
+}
+
 // TTFT = waiting for a pulled prefix + waiting for admission + prefill (report.json's
 // ttft_parts). In the 9-block cache above request 2 pulls nothing and waits for request 1 to
 // finish before it is admitted; request 1 is admitted on arrival.

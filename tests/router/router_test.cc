@@ -385,6 +385,39 @@ TEST(KvTopo, PullsOverNvlinkNotOverSlowEthernet) {
   EXPECT_EQ(kv.pull_from, -1);
 }
 
+// Host tiers (Router::host_index): kv-topo takes a worker whose host memory holds the
+// prompt's prefix, at its PCIe load, where that beats computing it on kv's choice; it does
+// not leave a worker that holds the prefix in GPU memory for another's host copy; kv does not
+// see host tiers.
+TEST(KvTopo, LoadsAHostTierPrefixWhereThatBeatsComputing) {
+  Fixture f = make("preset:dgx-h100?nodes=2", 2);  // one worker per node
+  const double load_s = f.time.model().kv_bytes_per_token() * 512 / (f.cluster.node_type(f.workers[1].node).pcie_GBps * 1e9);
+  Router router(**find_policy("round-robin"), 2, f.time, f.transfers);
+  router.route(1, {sequence_hashes(ids(6000, 1)), 512});  // worker 0: one active request
+  router.route(2, {sequence_hashes(ids(6100, 1)), 512});  // worker 1: one
+  router.route(3, {sequence_hashes(ids(6200, 1)), 512});  // worker 0: two, so kv prefers 1
+  auto q = sequence_hashes(ids(1, 9));
+  for (int b = 0; b < 8; ++b) router.host_index().store(0, q[static_cast<std::size_t>(b)]);
+  RouteQuery query{q, 9 * 512};
+  // Without a load rate there is no host tier: kv-topo is kv.
+  RouteDecision kv = (*find_policy("kv"))->choose(router, query);
+  EXPECT_EQ(kv.worker, 1);
+  EXPECT_EQ((*find_policy("kv-topo"))->choose(router, query).worker, 1);
+  router.set_host_load_s_per_block({load_s, load_s});
+  RouteDecision topo = (*find_policy("kv-topo"))->choose(router, query);
+  EXPECT_EQ(topo.worker, 0);
+  EXPECT_EQ(topo.host_blocks, 8);
+  EXPECT_EQ(topo.pull_from, -1);
+  EXPECT_LT(8 * load_s, f.time.prefill_s(8 * 512, 0) / 10);  // PCIe is far faster than computing
+  EXPECT_NEAR(topo.predicted_ttft_s, router.load(0).prefill_seconds + 8 * load_s + f.time.prefill_s(512, 8 * 512), 1e-12);
+  EXPECT_EQ((*find_policy("kv"))->choose(router, query).worker, 1);
+  // Worker 1 holding the prefix in GPU memory stays the choice over worker 0's host copy.
+  for (int b = 0; b < 8; ++b) router.index().store(1, q[static_cast<std::size_t>(b)]);
+  RouteDecision held = (*find_policy("kv-topo"))->choose(router, query);
+  EXPECT_EQ(held.worker, 1);
+  EXPECT_EQ(held.host_blocks, 0);
+}
+
 TEST(TimeModel, RooflineFromDataSheets) {
   TimeModel t(*find_model("llama3-8b"), *find_gpu_spec("NVIDIA H100 80GB HBM3"), 1);
   const double overhead = Efficiency{}.step_overhead_s;
