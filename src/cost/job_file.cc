@@ -58,6 +58,29 @@ Result<void> parse_replica_batch(const YamlInput& in, const YAML::Node& m, Workl
   return {};
 }
 
+// The model's `precision` and `recompute` choices, and the gradient size DP reduces that
+// follows the precision unless the file gives it.
+Result<void> parse_precision_and_recompute(const YamlInput& in, const YAML::Node& m, WorkloadModel& w) {
+  if (m["precision"]) {
+    auto p = in.choice(m["precision"], "precision", {"bf16", "fp16", "fp8", "fp32"});
+    if (!p) return tl::unexpected(p.error());
+    w.precision = std::array{Precision::kBf16, Precision::kFp16, Precision::kFp8, Precision::kFp32}[*p];
+    // DP reduces the gradients in the precision Megatron-LM keeps them in, as the compute
+    // model writes them (compute.cc, gemm_bytes): fp32 main gradients with bf16 (arguments.py
+    // forces accumulate_allreduce_grads_in_fp32), FP8 (bf16 parameters) and fp32; the model's
+    // own fp16 gradients with fp16, where that flag defaults off. Classes that keep fp32
+    // weights under AMP (dp-vision, recommendation) are not Megatron's and keep their own.
+    if (!m["grad_bytes_per_element"] && w.family == ModelFamily::kTransformer)
+      w.grad_bytes_per_element = w.precision == Precision::kFp16 ? 2 : 4;
+  }
+  if (m["recompute"]) {
+    auto r = in.choice(m["recompute"], "recompute", {"none", "selective", "full"});
+    if (!r) return tl::unexpected(r.error());
+    w.recompute = std::array{Recompute::kNone, Recompute::kSelective, Recompute::kFull}[*r];
+  }
+  return {};
+}
+
 // The job file's `model` mapping over the workload class's model `w`.
 // long: one table per kind of field (integers, numbers, booleans), each read in one loop
 Result<void> parse_model(const YamlInput& in, const YAML::Node& root, WorkloadModel& w) {
@@ -144,23 +167,7 @@ Result<void> parse_model(const YamlInput& in, const YAML::Node& root, WorkloadMo
       if (!b) return tl::unexpected(b.error());
       *f.field = *b;
     }
-  if (m["precision"]) {
-    auto p = in.choice(m["precision"], "precision", {"bf16", "fp16", "fp8", "fp32"});
-    if (!p) return tl::unexpected(p.error());
-    w.precision = std::array{Precision::kBf16, Precision::kFp16, Precision::kFp8, Precision::kFp32}[*p];
-    // DP reduces the gradients in the precision Megatron-LM keeps them in, as the compute
-    // model writes them (compute.cc, gemm_bytes): fp32 main gradients with bf16 (arguments.py
-    // forces accumulate_allreduce_grads_in_fp32), FP8 (bf16 parameters) and fp32; the model's
-    // own fp16 gradients with fp16, where that flag defaults off. Classes that keep fp32
-    // weights under AMP (dp-vision, recommendation) are not Megatron's and keep their own.
-    if (!m["grad_bytes_per_element"] && w.family == ModelFamily::kTransformer)
-      w.grad_bytes_per_element = w.precision == Precision::kFp16 ? 2 : 4;
-  }
-  if (m["recompute"]) {
-    auto r = in.choice(m["recompute"], "recompute", {"none", "selective", "full"});
-    if (!r) return tl::unexpected(r.error());
-    w.recompute = std::array{Recompute::kNone, Recompute::kSelective, Recompute::kFull}[*r];
-  }
+  if (auto c = parse_precision_and_recompute(in, m, w); !c) return tl::unexpected(c.error());
   if (m["replica_batch"]) {
     if (auto b = parse_replica_batch(in, m, w); !b) return tl::unexpected(b.error());
   }

@@ -165,137 +165,174 @@ TransferCost fastest_transfer(Router& r) {
 // no use, as in the simulator). Ties as kv's: the smaller cached tree, then the lower index.
 // predicted_ttft_s is the chosen option's first-token estimate in seconds: the queue, the
 // transfer (overlapped with the queue), then the prefill of the rest.
-// long: kv's pass and the pull search share ten per-request locals (bounds, weights, kv's choice)
-RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) {
-  const auto& overlap = r.prefixes(q);
-  const bool evict = r.config().cache_blocks > 0;
-  const auto& safe = evict ? r.active_prefixes(q.sequence, overlap) : overlap;
-  const auto& fresh = r.new_blocks_all(q.sequence);
-  const int bs = r.config().block_tokens;
-  const double osw = r.config().overlap_score_weight;
-  const int n = r.workers();
+// One kv-topo decision (the rule above): the request's per-worker terms, kv's choice and
+// the best option so far, shared by its three passes (kv's cost, host tiers, pulls).
+class TopoChoice {
+ public:
+  TopoChoice(Router& r, const RouteQuery& q, bool blind)
+      : r_(r), q_(q), blind_(blind), overlap_(r.prefixes(q)),
+        safe_(r.config().cache_blocks > 0 ? r.active_prefixes(q.sequence, overlap_) : overlap_),
+        fresh_(r.new_blocks_all(q.sequence)), bs_(r.config().block_tokens), osw_(r.config().overlap_score_weight),
+        n_(r.workers()), host_(r.host_extensions(q.sequence, overlap_)) {}
+
+  RouteDecision decide() {
+    kv_pass();
+    host_pass();
+    pull_pass();
+    d_.cost = best_;
+    d_.predicted_ttft_s = best_ttft_;
+    return d_;
+  }
+
+ private:
   // Tokens left to compute with `blocks` (possibly fractional: expected) cached; and their time.
-  auto uncached = [&](double blocks) { return std::max(0.0, q.input_tokens - blocks * bs); };
-  auto prefill = [&](double blocks) {
-    double cached = std::min<double>(blocks * bs, q.input_tokens);
-    return r.predicted_prefill_s(std::max(1.0, q.input_tokens - cached), std::min(cached, q.input_tokens - 1.0));
-  };
-  // Per worker: the cached prefix counted in expectation (eviction term), the weight of its
-  // prefill term, its decode blocks; and kv's cost computing there.
-  static thread_local std::vector<double> own_blocks, weight, decode, load_s;
-  own_blocks.assign(static_cast<std::size_t>(n), 0);
-  weight.assign(static_cast<std::size_t>(n), 0);
-  decode.assign(static_cast<std::size_t>(n), 0);
-  load_s.assign(static_cast<std::size_t>(n), 0);
-  const auto& host = r.host_extensions(q.sequence, overlap);
-  RouteDecision d;
-  double best = std::numeric_limits<double>::infinity();
-  std::size_t best_tree = 0;
-  for (int w = 0; w < n; ++w) {
-    const auto i = static_cast<std::size_t>(w);
-    const Router::Load& l = r.load(w);
-    const int own = overlap[i];
-    const int pinned = std::min(own, safe[i]);
-    const double keep = own > pinned ? r.keep_share(w, q.sequence[static_cast<std::size_t>(own - 1)]) : 1.0;
-    own_blocks[i] = pinned + keep * (own - pinned);
-    weight[i] = osw + r.burst_weight(w);
-    decode[i] = static_cast<double>(l.active_blocks + fresh[i]);
-    load_s[i] = host[i] * r.host_load_s_per_block(w);
-    const double logit = weight[i] * (l.prefill_tokens + uncached(own_blocks[i])) / bs + decode[i];
-    const std::size_t tree = r.index().blocks(w);
-    if (d.worker < 0 || logit < best || (logit == best && tree < best_tree)) {
-      best = logit;
-      best_tree = tree;
-      d.worker = w;
-      d.local_overlap = own;
-    }
+  double uncached(double blocks) const { return std::max(0.0, q_.input_tokens - blocks * bs_); }
+  double prefill(double blocks) const {
+    double cached = std::min<double>(blocks * bs_, q_.input_tokens);
+    return r_.predicted_prefill_s(std::max(1.0, q_.input_tokens - cached), std::min(cached, q_.input_tokens - 1.0));
   }
   // Seconds before w would start this request's prefill: the later of its queued prefill and
   // the wait for room in its cache (a saturated worker admits a request only as others
   // finish; it computes the queued prefill meanwhile, so the two overlap).
-  auto queue = [&](int w) { return std::max(r.load(w).prefill_seconds, r.cache_wait_s(w, decode[static_cast<std::size_t>(w)])); };
-  // kv's choice loads what its node's host tier adds to its prefix (the engine does, whatever
-  // the router chose): on its first-token path.
-  const auto kv_i = static_cast<std::size_t>(d.worker);
-  d.host_blocks = host[kv_i];
-  const double kv_ttft = queue(d.worker) + load_s[kv_i] + prefill(own_blocks[kv_i] + host[kv_i]);
-  double best_ttft = kv_ttft;
-  // Past its cache (requests queue there for room), kv's choice would compute the prompt
-  // while others wait to be admitted behind it: a pull that lowers the cost is then taken
-  // even where this request's first token comes later (docs/router.md, "25 GbE at 3x").
-  const bool kv_full = r.cache_wait_s(d.worker, decode[static_cast<std::size_t>(d.worker)]) > 0;
-  const double ttft_cap = kv_full ? std::numeric_limits<double>::infinity() : kv_ttft;
+  double queue(int w) const {
+    return std::max(r_.load(w).prefill_seconds, r_.cache_wait_s(w, decode_[static_cast<std::size_t>(w)]));
+  }
+
+  // Per worker: the cached prefix counted in expectation (eviction term), the weight of its
+  // prefill term, its decode blocks, its host tier's load; and kv's choice, computing there.
+  void kv_pass() {
+    const auto n = static_cast<std::size_t>(n_);
+    own_blocks_.assign(n, 0);
+    weight_.assign(n, 0);
+    decode_.assign(n, 0);
+    load_s_.assign(n, 0);
+    std::size_t best_tree = 0;
+    for (int w = 0; w < n_; ++w) {
+      const auto i = static_cast<std::size_t>(w);
+      const Router::Load& l = r_.load(w);
+      const int own = overlap_[i];
+      const int pinned = std::min(own, safe_[i]);
+      const double keep = own > pinned ? r_.keep_share(w, q_.sequence[static_cast<std::size_t>(own - 1)]) : 1.0;
+      own_blocks_[i] = pinned + keep * (own - pinned);
+      weight_[i] = osw_ + r_.burst_weight(w);
+      decode_[i] = static_cast<double>(l.active_blocks + fresh_[i]);
+      load_s_[i] = host_[i] * r_.host_load_s_per_block(w);
+      const double logit = weight_[i] * (l.prefill_tokens + uncached(own_blocks_[i])) / bs_ + decode_[i];
+      const std::size_t tree = r_.index().blocks(w);
+      if (d_.worker < 0 || logit < best_ || (logit == best_ && tree < best_tree)) {
+        best_ = logit;
+        best_tree = tree;
+        d_.worker = w;
+        d_.local_overlap = own;
+      }
+    }
+    // kv's choice loads what its node's host tier adds to its prefix (the engine does, whatever
+    // the router chose): on its first-token path.
+    kv_ = static_cast<std::size_t>(d_.worker);
+    d_.host_blocks = host_[kv_];
+    best_ttft_ = queue(d_.worker) + load_s_[kv_] + prefill(own_blocks_[kv_] + host_[kv_]);
+    // Past its cache (requests queue there for room), kv's choice would compute the prompt
+    // while others wait to be admitted behind it: a pull that lowers the cost is then taken
+    // even where this request's first token comes later (docs/router.md, "25 GbE at 3x").
+    const bool kv_full = r_.cache_wait_s(d_.worker, decode_[kv_]) > 0;
+    ttft_cap_ = kv_full ? std::numeric_limits<double>::infinity() : best_ttft_;
+  }
+
   // Host tiers: another worker whose node's host memory holds more of the prompt is taken
   // by the rule of a pull (its load, over PCIe, in prefill blocks at the seconds per block it
   // saves; a lower cost and first-token estimate than kv's choice's), not by counting host
   // blocks as cached: that would spread a prefix over the node's workers, each loading
   // and storing a copy.
-  for (int w = 0; w < n; ++w) {
-    const auto i = static_cast<std::size_t>(w);
-    if (host[i] <= 0 || i == kv_i) continue;
-    const double with_host = own_blocks[i] + host[i];
-    const double saved_s = prefill(own_blocks[i]) - prefill(with_host);
-    if (saved_s <= 0) continue;
-    const double logit = weight[i] * (r.load(w).prefill_tokens + uncached(with_host)) / bs + decode[i] +
-                         osw * load_s[i] / (saved_s / host[i]);
-    const double ttft = queue(w) + load_s[i] + prefill(with_host);
-    if (logit < best && ttft < ttft_cap) {
-      best = logit;
-      best_ttft = ttft;
-      d.worker = w;
-      d.local_overlap = overlap[i];
-      d.host_blocks = host[i];
-    }
-  }
-  // Pulls: a worker w takes a longer prefix from s when that lowers both the cost and the
-  // first-token estimate below kv's choice's (the cost alone when kv's choice is full). Cheap bounds first (the decision is timed per
-  // request): a pull's cost is at least its prefill and decode terms, its first token at least
-  // the worker's queue and the transfer.
-  const TransferCost fastest = blind ? fastest_transfer(r) : TransferCost{};
-  const int longest = n > 0 ? *std::max_element(overlap.begin(), overlap.begin() + n) : 0;
-  for (int w = 0; w < n; ++w) {
-    const auto i = static_cast<std::size_t>(w);
-    const int own = overlap[i];
-    if (own >= longest) continue;
-    const Router::Load& l = r.load(w);
-    const double queued = queue(w);
-    if (queued >= ttft_cap) continue;
-    // The pulled blocks extend the local prefix: kept with the share the local tail is kept.
-    const int pinned = std::min(own, safe[i]);
-    const double keep = own > pinned ? (own_blocks[i] - pinned) / (own - pinned) : 1.0;
-    auto pulled_of = [&](int theirs) { return pinned + keep * (theirs - pinned); };
-    auto bound = [&](double pulled) { return weight[i] * (l.prefill_tokens + uncached(pulled)) / bs + decode[i]; };
-    if (bound(pulled_of(longest)) >= best) continue;
-    const double own_s = prefill(own_blocks[i]);
-    for (int s = 0; s < n; ++s) {
-      const int theirs = overlap[static_cast<std::size_t>(s)];
-      if (theirs <= own) continue;
-      const double pulled = pulled_of(theirs);
-      if (pulled <= own_blocks[i] || bound(pulled) >= best) continue;
-      const TransferCost& c = blind ? fastest : r.transfers().at(s, w);
-      const double transfer = c.seconds(theirs - own);
-      if (transfer >= ttft_cap) continue;
-      const double pulled_s = prefill(pulled);
-      const double ttft = std::max(queued, transfer) + pulled_s;
-      const double saved_s = own_s - pulled_s;
-      if (ttft >= ttft_cap || saved_s <= 0) continue;
-      const double wait_blocks = std::max(0.0, transfer - queued) / (saved_s / (pulled - own_blocks[i]));
-      const double logit = bound(pulled) + osw * wait_blocks;
-      if (logit < best) {
-        best = logit;
-        best_ttft = ttft;
-        d.worker = w;
-        d.local_overlap = own;
-        d.pull_from = s;
-        d.pull_blocks = theirs - own;
-        d.host_blocks = 0;
+  void host_pass() {
+    for (int w = 0; w < n_; ++w) {
+      const auto i = static_cast<std::size_t>(w);
+      if (host_[i] <= 0 || i == kv_) continue;
+      const double with_host = own_blocks_[i] + host_[i];
+      const double saved_s = prefill(own_blocks_[i]) - prefill(with_host);
+      if (saved_s <= 0) continue;
+      const double logit = weight_[i] * (r_.load(w).prefill_tokens + uncached(with_host)) / bs_ + decode_[i] +
+                           osw_ * load_s_[i] / (saved_s / host_[i]);
+      const double ttft = queue(w) + load_s_[i] + prefill(with_host);
+      if (logit < best_ && ttft < ttft_cap_) {
+        best_ = logit;
+        best_ttft_ = ttft;
+        d_.worker = w;
+        d_.local_overlap = overlap_[i];
+        d_.host_blocks = host_[i];
       }
     }
   }
-  d.cost = best;
-  d.predicted_ttft_s = best_ttft;
-  return d;
-}
+
+  // Pulls: a worker w takes a longer prefix from s when that lowers both the cost and the
+  // first-token estimate below kv's choice's (the cost alone when kv's choice is full). Cheap
+  // bounds first (the decision is timed per request): a pull's cost is at least its prefill
+  // and decode terms, its first token at least the worker's queue and the transfer.
+  void pull_pass() {
+    const TransferCost fastest = blind_ ? fastest_transfer(r_) : TransferCost{};
+    const int longest = n_ > 0 ? *std::max_element(overlap_.begin(), overlap_.begin() + n_) : 0;
+    for (int w = 0; w < n_; ++w) {
+      const auto i = static_cast<std::size_t>(w);
+      const int own = overlap_[i];
+      if (own >= longest) continue;
+      const Router::Load& l = r_.load(w);
+      const double queued = queue(w);
+      if (queued >= ttft_cap_) continue;
+      // The pulled blocks extend the local prefix: kept with the share the local tail is kept.
+      const int pinned = std::min(own, safe_[i]);
+      const double keep = own > pinned ? (own_blocks_[i] - pinned) / (own - pinned) : 1.0;
+      auto pulled_of = [&](int theirs) { return pinned + keep * (theirs - pinned); };
+      auto bound = [&](double pulled) { return weight_[i] * (l.prefill_tokens + uncached(pulled)) / bs_ + decode_[i]; };
+      if (bound(pulled_of(longest)) >= best_) continue;
+      const double own_s = prefill(own_blocks_[i]);
+      for (int s = 0; s < n_; ++s) {
+        const int theirs = overlap_[static_cast<std::size_t>(s)];
+        if (theirs <= own) continue;
+        const double pulled = pulled_of(theirs);
+        if (pulled <= own_blocks_[i] || bound(pulled) >= best_) continue;
+        const TransferCost& c = blind_ ? fastest : r_.transfers().at(s, w);
+        const double transfer = c.seconds(theirs - own);
+        if (transfer >= ttft_cap_) continue;
+        const double pulled_s = prefill(pulled);
+        const double ttft = std::max(queued, transfer) + pulled_s;
+        const double saved_s = own_s - pulled_s;
+        if (ttft >= ttft_cap_ || saved_s <= 0) continue;
+        const double wait_blocks = std::max(0.0, transfer - queued) / (saved_s / (pulled - own_blocks_[i]));
+        const double logit = bound(pulled) + osw_ * wait_blocks;
+        if (logit < best_) {
+          best_ = logit;
+          best_ttft_ = ttft;
+          d_.worker = w;
+          d_.local_overlap = own;
+          d_.pull_from = s;
+          d_.pull_blocks = theirs - own;
+          d_.host_blocks = 0;
+        }
+      }
+    }
+  }
+
+  Router& r_;
+  const RouteQuery& q_;
+  const bool blind_;
+  const std::vector<int>& overlap_;
+  const std::vector<int>& safe_;
+  const std::vector<std::size_t>& fresh_;
+  const int bs_;
+  const double osw_;
+  const int n_;
+  const std::vector<int>& host_;
+  // Reused across decisions (one per thread): no allocation per request.
+  static thread_local std::vector<double> own_blocks_, weight_, decode_, load_s_;
+  RouteDecision d_;
+  std::size_t kv_ = 0;  // kv's choice
+  double best_ = std::numeric_limits<double>::infinity();
+  double best_ttft_ = 0;
+  double ttft_cap_ = std::numeric_limits<double>::infinity();
+};
+
+thread_local std::vector<double> TopoChoice::own_blocks_, TopoChoice::weight_, TopoChoice::decode_, TopoChoice::load_s_;
+
+RouteDecision choose_topo(Router& r, const RouteQuery& q, bool blind) { return TopoChoice(r, q, blind).decide(); }
 
 RouteDecision choose_kv_topo(Router& r, const RouteQuery& q) { return choose_topo(r, q, false); }
 RouteDecision choose_kv_pull_blind(Router& r, const RouteQuery& q) { return choose_topo(r, q, true); }
