@@ -7,6 +7,7 @@
 
 #include "formats/cluster_source.h"
 #include "router/route.h"
+#include "topology/hardware.h"
 
 namespace toposched::router {
 namespace {
@@ -54,51 +55,54 @@ TEST(RequestSim, OneWorkerUnlimitedCacheHitsWhatTheTraceAllows) {
   for (const RequestOutcome& o2 : r.requests) EXPECT_GE(o2.finish_s, o2.arrival_s + o2.ttft_s);
 }
 
-TEST(RequestSim, BoundedCacheEvictsAndReportsEvictionsToTheIndex) {
+// The small trace on one kv worker of a DGX H100 whose cache holds `cache_blocks` blocks,
+// with `host_cache_gb` of host tier on its node.
+RouteRun small_bounded_run(long long cache_blocks, double host_cache_gb = 0) {
   auto cluster = load_cluster("preset:dgx-h100?nodes=1");
-  ASSERT_TRUE(cluster);
+  EXPECT_TRUE(cluster);
   RouteOptions o = one_kv_worker();
+  o.sim.cache_blocks = cache_blocks;
+  o.sim.host_cache_gb = host_cache_gb;
+  auto run = run_route(*cluster, "one", small_trace(), o);
+  EXPECT_TRUE(run) << run.error().to_string();
+  return run ? std::move(*run) : RouteRun{};
+}
+
+TEST(RequestSim, BoundedCacheEvictsAndReportsEvictionsToTheIndex) {
   // Request 1 takes all 9 blocks (8 prompt, 1 output); request 2 waits for it to finish,
   // then needs 2 blocks with 1 free: the least recently used block, request 1's tail, goes.
   // Request 3 (request 1's prompt plus one block) then finds 7 of its blocks.
-  o.sim.cache_blocks = 9;
-  auto run = run_route(*cluster, "one", small_trace(), o);
-  ASSERT_TRUE(run) << run.error().to_string();
-  const PolicyResult& r = run->results[0];
+  RouteRun run = small_bounded_run(9);
+  ASSERT_EQ(run.results.size(), 1u);
+  const PolicyResult& r = run.results[0];
   EXPECT_GE(r.requests[1].ttft_s + r.requests[1].arrival_s, r.requests[0].finish_s);
   EXPECT_EQ(r.requests[2].hit_blocks, 7);
-  EXPECT_EQ(run->info.cache_blocks_per_worker, 9);
+  EXPECT_EQ(run.info.cache_blocks_per_worker, 9);
 }
 
 // The same 9-block cache with a host tier (SimConfig::host_cache_gb): the block request 1
 // evicted goes to host memory, and request 3 loads it over PCIe instead of recomputing it,
 // in the iteration its prefill starts in.
 TEST(RequestSim, AHostTierReturnsEvictedBlocksOverPcie) {
-  auto cluster = load_cluster("preset:dgx-h100?nodes=1");
-  ASSERT_TRUE(cluster);
-  RouteOptions o = one_kv_worker();
-  o.sim.cache_blocks = 9;
-  auto without = run_route(*cluster, "one", small_trace(), o);
-  ASSERT_TRUE(without) << without.error().to_string();
-  o.sim.host_cache_gb = 1;
-  auto with = run_route(*cluster, "one", small_trace(), o);
-  ASSERT_TRUE(with) << with.error().to_string();
-  const RequestOutcome& before = without->results[0].requests[2];
-  const RequestOutcome& after = with->results[0].requests[2];
+  RouteRun without = small_bounded_run(9), with = small_bounded_run(9, 1);
+  ASSERT_EQ(without.results.size(), 1u);
+  ASSERT_EQ(with.results.size(), 1u);
+  const RequestOutcome& before = without.results[0].requests[2];
+  const RequestOutcome& after = with.results[0].requests[2];
   EXPECT_EQ(before.hit_blocks, 7);
   EXPECT_EQ(before.host_blocks, 0);
   EXPECT_EQ(after.hit_blocks, 8);
   EXPECT_EQ(after.host_blocks, 1);
   EXPECT_DOUBLE_EQ(after.hit_tokens, 8 * 512);
   const double block_bytes = 131072.0 * 512;  // Llama-3-8B: 32 layers x 8 KV heads x 128 x 2 x 2 B per token
-  EXPECT_EQ(with->info.host_cache_blocks_per_node, static_cast<long long>(1e9 / block_bytes));
+  EXPECT_EQ(with.info.host_cache_blocks_per_node, static_cast<long long>(1e9 / block_bytes));
   // 512 tokens fewer to compute, one block's load more: earlier, by less than the 512 tokens' prefill.
   TimeModel time(*find_model("llama3-8b"), *find_gpu_spec("H100-SXM5"), 1);
-  const double load_s = block_bytes / (cluster->node_type(NodeId(0)).pcie_GBps * 1e9);
+  const double load_s = block_bytes / (pcie_GBps(5, 16) * 1e9);  // an H100 SXM's host link
   EXPECT_LT(after.ttft_s, before.ttft_s);
   EXPECT_GT(after.ttft_s, before.ttft_s - time.prefill_s(512, 7 * 512) + load_s * 0.99);
   // Requests that find nothing in host memory are as before.
-  EXPECT_DOUBLE_EQ(with->results[0].requests[0].ttft_s, without->results[0].requests[0].ttft_s);
+  EXPECT_DOUBLE_EQ(with.results[0].requests[0].ttft_s, without.results[0].requests[0].ttft_s);
 }
 
 // TTFT = waiting for a pulled prefix + waiting for admission + prefill (report.json's
