@@ -9,7 +9,9 @@ msgpack EventBatch) and a ROUTER replay socket answering an 8-byte start sequenc
 encodings (tagged arrays; maps with "type") and the hash types (32-byte bytes, uint64,
 negative int64); each misses one batch: two recover it through the replay socket, the one
 without a replay endpoint is cleared. The tokens hashes of the JSON events are computed
-here with python3-xxhash, independently of toposched (XXH3-64, seed 1337, u32 LE tokens)."""
+here with python3-xxhash, independently of toposched (XXH3-64, seed 1337, u32 LE tokens).
+A second test publishes an engine's CPU-offloaded blocks (medium "CPU") and checks that they
+steer kv-topo, not kv (docs/router.md, "Host-memory tier")."""
 import json
 import os
 import sys
@@ -281,6 +283,54 @@ class EngineEventsTest(unittest.TestCase):
         finally:
             for p in pubs:
                 p.close()
+            ctx.term()
+
+    def test_cpu_medium_events_steer_kv_topo(self):
+        """vLLM with CPU offloading publishes BlockStored with medium "CPU": serve indexes those
+        blocks as the engine's host tier, and kv-topo routes a prompt to the worker holding its
+        prefix in host memory (a PCIe load, not a prefill), while kv (Dynamo's cost) does not
+        see it. Blocks of 64 tokens: long enough that computing them costs more than loading."""
+        block = 64
+        prompt = list(range(10_000, 10_000 + 12 * block + 5))
+        hashes = [xxhash.xxh3_64_intdigest(bytes([k]) * 8) for k in range(12)]  # the engine's own names
+        cpu_stored = {"type": "BlockStored", "block_hashes": hashes, "parent_block_hash": None,
+                      "token_ids": prompt[:12 * block], "block_size": block, "lora_id": None, "medium": "CPU",
+                      "lora_name": None}
+        ctx = zmq.Context()
+        pub = Publisher(ctx, replay=False)
+        try:
+            with temp_dir() as d:
+                answers = {}
+                for policy in ("kv-topo", "kv"):
+                    extra = ["--router-workers", "2", "--router-block-tokens", str(block), "--router-policy", policy,
+                             "--router-kv-events", pub.spec(1)]
+                    with Server(CLUSTER, f"sqlite:{d}/{policy}.db", d, extra=extra) as server:
+                        def last_seq():
+                            st, body = server.request("GET", "/v1/kv-subscribers")
+                            self.assertEqual(st, 200, body)
+                            return json.loads(body)["subscribers"][0]["last_seq"]
+                        seq0 = len(pub.buffer)
+
+                        def joined():  # PUB/SUB drops what is sent before the subscription is up
+                            pub.pub.send_multipart([b"", seq0.to_bytes(8, "big"), batch([], True)])
+                            return last_seq() >= seq0
+                        wait_for(joined, "the subscriber to join")
+                        pub.publish(seq0 + 1, batch([cpu_stored], True))
+                        wait_for(lambda: last_seq() == seq0 + 1, "the CPU batch to arrive")
+                        st, body = server.request("GET", "/v1/kv-index")
+                        self.assertEqual(st, 200, body)
+                        held = json.loads(body)["workers"][1]["blocks"]
+                        self.assertEqual(len(held.get("host_pinned", [])), 12, held)
+                        self.assertEqual(held.get("device", []), [], held)
+                        st, body = server.request("POST", "/v1/route", {"token_ids": prompt})
+                        self.assertEqual(st, 200, body)
+                        answers[policy] = json.loads(body)
+            topo, kv = answers["kv-topo"], answers["kv"]
+            self.assertEqual((topo["worker"], topo["host_blocks"], topo["overlap_blocks"]), (1, 12, 0), topo)
+            self.assertEqual((kv["worker"], kv["host_blocks"]), (0, 0), kv)
+            self.assertEqual(kv["tier_overlap_blocks"].get("host_pinned"), 0, kv)  # worker 0's host tier: empty
+        finally:
+            pub.close()
             ctx.term()
 
 
