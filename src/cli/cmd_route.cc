@@ -1,7 +1,6 @@
 // `toposched route`: replay an LLM request trace (Mooncake JSONL) on model replicas placed
 // on a cluster under several routing policies; print the comparison, write report.json and
 // report.html. All logic lives in src/router/.
-#include <cmath>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -45,8 +44,7 @@ int run_route_command(RouteCliOptions& o) {
     }
   }
   o.route.sim.event_lag_s = o.event_lag_ms / 1e3;
-  if (!(o.route.sim.host_cache_gb >= 0) || !std::isfinite(o.route.sim.host_cache_gb))
-    return usage_error(fmt::format("--host-cache-gb: expected a size in GB >= 0, found {}", o.route.sim.host_cache_gb));
+  if (auto ok = router::check_host_cache_gb(o.route.sim.host_cache_gb); !ok) return usage_error(ok.error().message);
   if (o.warmup_requests < 0) return usage_error(fmt::format("--warmup-requests: expected a count >= 0, found {}", o.warmup_requests));
   o.route.sim.warmup_requests = static_cast<std::size_t>(o.warmup_requests);
   auto run = router::run_route(o.route);

@@ -600,6 +600,12 @@ PolicyResult Engine::run() {
 
 }  // namespace
 
+Result<void> check_host_cache_gb(double gb) {
+  if (!(gb >= 0 && gb <= kMaxHostCacheGb))
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--host-cache-gb: expected a size in GB from 0 to {:g}, found {}", kMaxHostCacheGb, gb));
+  return {};
+}
+
 Result<PolicyResult> simulate_policy(const Cluster& cluster, const std::vector<WorkerPlacement>& workers, const TimeModel& time,
                                      const RequestTrace& trace, const std::vector<std::vector<std::uint64_t>>& hashes,
                                      const PolicyEntry& policy, const SimConfig& config) {
@@ -613,6 +619,7 @@ Result<PolicyResult> simulate_policy(const Cluster& cluster, const std::vector<W
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--predictor-scale: expected > 0, found {}", config.predictor_scale));
   if (!(config.event_lag_s >= 0) || !std::isfinite(config.event_lag_s))
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--event-lag-ms: expected >= 0, found {}", config.event_lag_s * 1e3));
+  TOPOSCHED_CHECK(check_host_cache_gb(config.host_cache_gb));
   if (hashes.size() != trace.requests.size()) return make_error(ErrorCode::kInvalidArgument, "one hash sequence per request expected");
   long long capacity = config.cache_blocks;
   if (capacity == 0) capacity = static_cast<long long>(time.kv_capacity_tokens() / config.block_tokens);

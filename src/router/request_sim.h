@@ -89,6 +89,11 @@ struct PolicyResult {
   long long host_cache_blocks_per_node = 0;  // 0: no host tier
 };
 
+// SimConfig::host_cache_gb within 0 .. kMaxHostCacheGb (a petabyte per node: far past any
+// machine, small enough that its block count fits a long long); kInvalidArgument otherwise.
+inline constexpr double kMaxHostCacheGb = 1e6;
+Result<void> check_host_cache_gb(double gb);
+
 // `hashes[i]` are the sequence hashes of trace.requests[i]. Errors: kInvalidArgument for a
 // bad configuration (no workers, --pd with one worker, a cache smaller than one block).
 Result<PolicyResult> simulate_policy(const Cluster& cluster, const std::vector<WorkerPlacement>& workers, const TimeModel& time,

@@ -105,6 +105,7 @@ Result<void> find_load_points(const Cluster& cluster, const std::vector<WorkerPl
 
 Result<RouteRun> run_route(const Cluster& cluster, const std::string& cluster_label, const RequestTrace& trace, const RouteOptions& o) {
   TOPOSCHED_CHECK(check_policies(o.policies));
+  TOPOSCHED_CHECK(check_host_cache_gb(o.sim.host_cache_gb));
   if (o.sim.warmup_requests > 0 && o.sim.warmup_requests >= trace.requests.size())
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--warmup-requests: expected fewer than the trace's {} requests, found {}",
                                                                trace.requests.size(), o.sim.warmup_requests));

@@ -1,5 +1,8 @@
 // The request simulator: exact cache accounting (acceptance 1), batching and caches on small
 // traces, determinism of report.json, and the report's contract keys.
+#include <cmath>
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -264,6 +267,11 @@ TEST(RouteRun, BadOptionsAreRejected) {
   o.sim.event_lag_s = -0.1;
   EXPECT_EQ(run_route(*cluster, "c", small_trace(), o).error().code, ErrorCode::kInvalidArgument);
   o.sim.event_lag_s = 0;
+  for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity(), 1e300}) {
+    o.sim.host_cache_gb = bad;
+    EXPECT_EQ(run_route(*cluster, "c", small_trace(), o).error().code, ErrorCode::kInvalidArgument) << bad;
+  }
+  o.sim.host_cache_gb = 0;
   o.model = "llama3-405b";
   o.workers = 1;
   EXPECT_FALSE(run_route(*cluster, "c", small_trace(), o));  // 810 GB of weights on one GPU
