@@ -19,12 +19,36 @@ struct RouteCliOptions {
   router::RouteOptions route;
   std::string policies = "round-robin,kv,kv-topo";
   std::string cache_blocks = "auto";
+  std::string host_cache = "0";
   std::string report_dir;
   bool quiet = false;
   double event_lag_ms = 0;
   long long warmup_requests = 0;
   OutputFormat format = OutputFormat::kText;
 };
+
+// --host-cache-gb: "N" GB per node, or "P%" of the node's system memory (the cluster spec's).
+Result<void> parse_host_cache(const std::string& text, router::RouteOptions& route) {
+  const bool share = !text.empty() && text.back() == '%';
+  const std::string number = share ? text.substr(0, text.size() - 1) : text;
+  double v = 0;
+  std::size_t used = 0;
+  try {
+    v = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (number.empty() || used != number.size())
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--host-cache-gb: expected GB or a share like 20%, found '{}'", text));
+  if (share) {
+    if (!(v > 0 && v <= 100))
+      return make_error(ErrorCode::kInvalidArgument, fmt::format("--host-cache-gb: expected a share above 0 % and at most 100 %, found '{}'", text));
+    route.host_cache_share = v / 100;
+    return {};
+  }
+  route.sim.host_cache_gb = v;
+  return router::check_host_cache_gb(v);
+}
 
 int run_route_command(RouteCliOptions& o) {
   if (int code = kExitOk; !output_dir_usable_or_report(o.report_dir, code)) return code;
@@ -44,7 +68,7 @@ int run_route_command(RouteCliOptions& o) {
     }
   }
   o.route.sim.event_lag_s = o.event_lag_ms / 1e3;
-  if (auto ok = router::check_host_cache_gb(o.route.sim.host_cache_gb); !ok) return usage_error(ok.error().message);
+  if (auto ok = parse_host_cache(o.host_cache, o.route); !ok) return usage_error(ok.error().message);
   if (o.warmup_requests < 0) return usage_error(fmt::format("--warmup-requests: expected a count >= 0, found {}", o.warmup_requests));
   o.route.sim.warmup_requests = static_cast<std::size_t>(o.warmup_requests);
   auto run = router::run_route(o.route);
@@ -91,9 +115,10 @@ void register_route(CLI::App& app, int& exit_code) {
                 "Disaggregated prefill/decode: the first half of the workers prefill, the rest decode; the KV moves after prefill");
   cmd->add_option("--kv-cache-blocks", o->cache_blocks,
                   "KV cache per worker in 512-token blocks: auto (default: 90% of GPU memory less weights), unlimited, or N");
-  cmd->add_option("--host-cache-gb", o->route.sim.host_cache_gb,
-                  "Host memory per node (GB) holding the KV blocks its workers evict from GPU memory, loaded back\n"
-                  "over PCIe instead of recomputed (CPU offloading: LMCache, Dynamo's KVBM; default 0 = none)");
+  cmd->add_option("--host-cache-gb", o->host_cache,
+                  "Host memory per node holding the KV blocks its workers evict from GPU memory, loaded back over\n"
+                  "PCIe instead of recomputed (CPU offloading: LMCache, Dynamo's KVBM): GB, or P% of the node's\n"
+                  "host_memory_gb from the cluster spec (default 0 = none)");
   cmd->add_option("--max-batched-tokens", o->route.sim.max_batched_tokens, "Token budget of one batching iteration (default 8192)");
   cmd->add_flag("--find-load", o->route.find_load,
                 "Also sweep the rate: round-robin at 1x, 1.25x, ... until its TTFT p99 is 5x the unloaded p99; print\n"

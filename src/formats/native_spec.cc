@@ -309,7 +309,7 @@ class SpecReader {
   }
 
   Result<void> read_node_type(const YAML::Node& n) {
-    TOPOSCHED_CHECK(in_.expect_map(n, "a node type", {"name", "gpu", "nvlink", "links", "pcie", "numa", "cpu_affinity", "nics"}));
+    TOPOSCHED_CHECK(in_.expect_map(n, "a node type", {"name", "gpu", "nvlink", "links", "pcie", "host_memory_gb", "numa", "cpu_affinity", "nics"}));
     NodeType t;
     TOPOSCHED_TRY(name, in_.req_string(n, "name"));
     t.name = name;
@@ -323,6 +323,10 @@ class SpecReader {
     TOPOSCHED_TRY(mesh_links, read_nvlink(n, t, product));
     TOPOSCHED_CHECK(read_gpu_links(n, mesh_links, t));
     TOPOSCHED_CHECK(read_pcie(n, t, product));
+    TOPOSCHED_TRY(host_memory, in_.opt_number(n, "host_memory_gb"));
+    if (host_memory && !(*host_memory > 0 && *host_memory <= 1e6))
+      return in_.error_at(n["host_memory_gb"], fmt::format("expected the node's system memory in GB, above 0 and at most 1e6, found {}", *host_memory));
+    t.host_memory_gb = host_memory.value_or(0);
     TOPOSCHED_CHECK(read_gpu_affinity(n, t));
     if (const YAML::Node nics = n["nics"]) {
       TOPOSCHED_CHECK(in_.expect_sequence(nics, "'nics'"));
@@ -596,6 +600,7 @@ Json node_type_json(const NodeType& t) {
   jt["gpu"] = gpu_json(t);
   gpu_links_json(t, jt);
   jt["pcie"] = {{"GBps", t.pcie_GBps}};
+  if (t.host_memory_gb > 0) jt["host_memory_gb"] = t.host_memory_gb;
   if (!t.gpu_numa.empty()) jt["numa"] = t.gpu_numa;
   if (!t.gpu_cpu_affinity.empty()) jt["cpu_affinity"] = t.gpu_cpu_affinity;
   if (!t.nics.empty()) {

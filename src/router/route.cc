@@ -101,9 +101,23 @@ Result<void> find_load_points(const Cluster& cluster, const std::vector<WorkerPl
   return {};
 }
 
+// --host-cache-gb P%: the share of the workers' node's system memory, in GB.
+Result<double> host_cache_gb_of(const Cluster& cluster, const std::vector<WorkerPlacement>& workers, const RouteOptions& o) {
+  if (!(o.host_cache_share > 0)) return o.sim.host_cache_gb;
+  if (!(o.host_cache_share <= 1))
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--host-cache-gb: expected a share of the node's memory from 0 to 100 %, found {:g} %",
+                                                               100 * o.host_cache_share));
+  const NodeType& type = cluster.node_type(workers.front().node);
+  if (!(type.host_memory_gb > 0))
+    return make_error(ErrorCode::kInvalidArgument, fmt::format("--host-cache-gb {:g}%: node type '{}' has no host_memory_gb in the cluster spec; "
+                                                               "give the host tier's size in GB instead", 100 * o.host_cache_share, type.name));
+  return o.host_cache_share * type.host_memory_gb;
+}
+
 }  // namespace
 
-Result<RouteRun> run_route(const Cluster& cluster, const std::string& cluster_label, const RequestTrace& trace, const RouteOptions& o) {
+Result<RouteRun> run_route(const Cluster& cluster, const std::string& cluster_label, const RequestTrace& trace, const RouteOptions& given) {
+  RouteOptions o = given;
   TOPOSCHED_CHECK(check_policies(o.policies));
   TOPOSCHED_CHECK(check_host_cache_gb(o.sim.host_cache_gb));
   if (o.sim.warmup_requests > 0 && o.sim.warmup_requests >= trace.requests.size())
@@ -112,6 +126,8 @@ Result<RouteRun> run_route(const Cluster& cluster, const std::string& cluster_la
   auto model = find_model(o.model);
   if (!model) return make_error(ErrorCode::kInvalidArgument, model.error().message);
   TOPOSCHED_TRY(workers, place_workers(cluster, o.workers, o.tp));
+  TOPOSCHED_TRY(host_gb, host_cache_gb_of(cluster, workers, o));
+  o.sim.host_cache_gb = host_gb;
   const NodeType& type = cluster.node_type(workers.front().node);
   for (const WorkerPlacement& w : workers)
     if (cluster.node_type(w.node).gpu_model != type.gpu_model)

@@ -31,6 +31,9 @@ struct RouteOptions {
   std::vector<std::string> policies = {"round-robin", "kv", "kv-topo"};
   bool skip_bad_rows = false;
   bool find_load = false;  // --find-load: also sweep the rate for the light, knee and overload points
+  // --host-cache-gb P%: the host tier as this share (0..1] of the workers' node's system memory
+  // (NodeType::host_memory_gb, from the cluster spec); > 0 replaces sim.host_cache_gb.
+  double host_cache_share = 0;
   SimConfig sim;
 };
 

@@ -193,8 +193,9 @@ std::vector<Row> rows(const std::vector<PolicyResult>& results) {
 std::string run_line(const RouteRun& run) {
   const RouteRunInfo& i = run.info;
   std::string cache = i.cache_blocks_per_worker < 0 ? "unlimited" : fmt::format("{} blocks", i.cache_blocks_per_worker);
-  if (i.host_cache_blocks_per_node > 0) cache += fmt::format(" (host tier {} blocks per node)", i.host_cache_blocks_per_node);
-  return fmt::format("{} ({} nodes, {} GPUs): {} workers of {} (TP{} on {}){}, KV cache {} per worker; trace {} ({} requests, {}x its rate)",
+  if (i.host_cache_blocks_per_node > 0) cache += fmt::format(" per worker, host tier {} blocks per node", i.host_cache_blocks_per_node);
+  else cache += " per worker";
+  return fmt::format("{} ({} nodes, {} GPUs): {} workers of {} (TP{} on {}){}, KV cache {}; trace {} ({} requests, {}x its rate)",
                      i.cluster, i.cluster_nodes, i.cluster_gpus, i.workers, i.model, i.tp, i.gpu,
                      i.sim.disaggregated ? ", prefill/decode split" : "", cache, i.trace, run.stats.requests, i.sim.speed);
 }

@@ -82,6 +82,7 @@ struct NodeType {
   double nvlink_GBps_per_link = 0;   // per direction
   bool nvswitch = false;             // all GPUs meet in NVSwitches (NVLS-capable)
   double pcie_GBps = 0;              // each GPU's host link, per direction
+  double host_memory_gb = 0;         // the node's system memory (GB); 0 = not known
   std::vector<int> gpu_numa;         // per GPU; empty or -1 = unknown
   std::vector<std::string> gpu_cpu_affinity;  // per GPU, e.g. "0-55,112-167"; may be empty
   std::vector<Nic> nics;

@@ -167,22 +167,26 @@ Tier ib_tier(std::string name, double oversubscription = 1.0) {
 // DGX SuperPOD-style cluster: scalable units on rail-optimised leaves (merged into one
 // leaf group per SU, as Topograph reports them), spine groups, core.
 Result<Cluster> superpod(std::string_view preset, std::string_view gpu, ParamReader& p,
-                         long sus_per_spine) {
+                         long sus_per_spine, double host_memory_gb) {
   long nodes = p.get("nodes", 1, 200000);
   long su = p.get("su_size", 1, 4096);
   long nics = p.get("nics", 1, 8);
   long gbit = p.get("nic_gbit", 1, 3200);
   if (auto s = p.status(); !s) return tl::unexpected(s.error());
   ClusterBuilder b(fmt::format("{}-{}n", preset, nodes));
-  NodeTypeId t = b.add_node_type(hgx_node_type(std::string(preset), gpu, static_cast<int>(nics), static_cast<int>(gbit)));
+  NodeType type = hgx_node_type(std::string(preset), gpu, static_cast<int>(nics), static_cast<int>(gbit));
+  type.host_memory_gb = host_memory_gb;
+  NodeTypeId t = b.add_node_type(std::move(type));
   auto ids = add_nodes(b, t, fmt::format("{}-", preset), nodes);
   add_tree(b, ids, {{ib_tier("leaf"), "leaf-su", su}, {ib_tier("spine"), "spine-", sus_per_spine}, {ib_tier("core"), "core", 0}});
   return std::move(b).build();
 }
 
-Result<Cluster> build_dgx_a100(ParamReader& p) { return superpod("dgx-a100", "A100-SXM4", p, 8); }
-Result<Cluster> build_dgx_h100(ParamReader& p) { return superpod("dgx-h100", "H100 SXM5", p, 4); }
-Result<Cluster> build_hgx_h200(ParamReader& p) { return superpod("hgx-h200", "H200", p, 4); }
+// System memory per node from NVIDIA's datasheets: DGX A100 640GB and DGX H100 2 TB; an HGX
+// H200 server as the DGX H200, 2 TB.
+Result<Cluster> build_dgx_a100(ParamReader& p) { return superpod("dgx-a100", "A100-SXM4", p, 8, 2048); }
+Result<Cluster> build_dgx_h100(ParamReader& p) { return superpod("dgx-h100", "H100 SXM5", p, 4, 2048); }
+Result<Cluster> build_hgx_h200(ParamReader& p) { return superpod("hgx-h200", "H200", p, 4, 2048); }
 
 Result<Cluster> build_gb200(ParamReader& p) {
   long racks = p.get("racks", 1, 10000);
@@ -201,6 +205,7 @@ Result<Cluster> build_gb200(ParamReader& p) {
   t.nvswitch = true;
   t.pcie_GBps = pcie_GBps(product->pcie_gen, 16);
   t.gpu_numa = {0, 0, 1, 1};  // two Grace CPUs per tray, two GPUs each
+  t.host_memory_gb = 960;     // two Grace CPUs of 480 GB LPDDR5X (NVIDIA GB200 NVL72 datasheet: 17 TB a rack)
   for (int k = 0; k < 4; ++k) {
     Nic nic{fmt::format("mlx5_{}", k), static_cast<double>(gbit), {}, k / 2, true};
     for (int g = 0; g < 4; ++g) nic.gpu_affinity.push_back(g == k ? LinkClass::kPix : g / 2 == k / 2 ? LinkClass::kNode : LinkClass::kSys);

@@ -196,5 +196,36 @@ TEST(NativeSpec, GpuPowerErrorsSayWhereAndWhat) {
   EXPECT_NE(t.error().message.find("peak_w"), std::string::npos) << t.error().message;
 }
 
+// host_memory_gb: the node's system memory (the router's host tier is a share of it); optional,
+// written only when known, checked where given.
+TEST(NativeSpec, HostMemoryReadsRoundTripsAndIsChecked) {
+  std::string spec = kPowerSpec;
+  spec.replace(spec.find("    nvlink: {links: 18}"), 0, "    host_memory_gb: 2048\n");
+  auto c = read_native_spec(spec, "host.yaml");
+  ASSERT_TRUE(c) << c.error().to_string();
+  EXPECT_DOUBLE_EQ(c->node_type_at(NodeTypeId(0)).host_memory_gb, 2048);
+  const std::string text = write_native_yaml(*c);
+  EXPECT_NE(text.find("host_memory_gb"), std::string::npos);
+  auto back = read_native_spec(text, "roundtrip");
+  ASSERT_TRUE(back) << back.error().to_string();
+  EXPECT_EQ(testing::cluster_difference(*c, *back), "");
+  // Unknown (not given) stays 0 and is not written.
+  auto plain = read_native_spec(kPowerSpec, "power.yaml");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->node_type_at(NodeTypeId(0)).host_memory_gb, 0);
+  EXPECT_EQ(write_native_yaml(*plain).find("host_memory_gb"), std::string::npos);
+  for (const char* bad : {"-1", "0", "abc"}) {
+    std::string wrong = spec;
+    wrong.replace(wrong.find("2048"), 4, bad);
+    auto e = read_native_spec(wrong, "host.yaml");
+    ASSERT_FALSE(e) << bad;
+    EXPECT_NE(e.error().to_string().find("host.yaml:5:21:"), std::string::npos) << e.error().to_string();
+  }
+  // The DGX presets carry their datasheets' 2 TB.
+  auto dgx = load_cluster("preset:dgx-h100?nodes=1");
+  ASSERT_TRUE(dgx);
+  EXPECT_DOUBLE_EQ(dgx->node_type_at(NodeTypeId(0)).host_memory_gb, 2048);
+}
+
 }  // namespace
 }  // namespace toposched

@@ -280,6 +280,27 @@ TEST(RouteRun, BadOptionsAreRejected) {
   EXPECT_TRUE(run_route(*cluster, "c", small_trace(), o));
 }
 
+// --host-cache-gb P%: the share of the workers' node type's host_memory_gb (the DGX H100
+// preset's 2,048 GB); refused where the spec does not give it, or above 100 %.
+TEST(RouteRun, AHostTierShareIsOfTheNodesHostMemory) {
+  auto dgx = load_cluster("preset:dgx-h100?nodes=1");
+  ASSERT_TRUE(dgx);
+  RouteOptions o = one_kv_worker();
+  o.host_cache_share = 0.2;
+  auto run = run_route(*dgx, "dgx", small_trace(), o);
+  ASSERT_TRUE(run) << run.error().to_string();
+  EXPECT_DOUBLE_EQ(run->info.sim.host_cache_gb, 0.2 * 2048);
+  EXPECT_EQ(run->info.host_cache_blocks_per_node, static_cast<long long>(0.2 * 2048e9 / (131072.0 * 512)));
+  o.host_cache_share = 1.5;
+  EXPECT_EQ(run_route(*dgx, "dgx", small_trace(), o).error().code, ErrorCode::kInvalidArgument);
+  auto l40s = load_cluster("preset:pcie-l40s?nodes=1");
+  ASSERT_TRUE(l40s);
+  o.host_cache_share = 0.2;
+  auto unknown = run_route(*l40s, "l40s", small_trace(), o);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("host_memory_gb"), std::string::npos) << unknown.error().message;
+}
+
 // Warm-up: the first requests run (they fill the caches, count in the hit rates) but their
 // TTFT and TPOT are left out of the figures, and of the unloaded baseline.
 TEST(RouteRun, WarmupRequestsAreSimulatedButNotInTheLatencies) {
