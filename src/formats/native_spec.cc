@@ -732,6 +732,14 @@ Result<std::string> write_native_json(const Cluster& cluster) {
   return text + "\n";
 }
 
+Result<std::string> write_native_json_identity(const Cluster& cluster) {
+  Json spec = to_json(cluster);
+  // What does not decide where jobs run, added after stores began to bind to this text.
+  for (Json& type : spec["node_types"]) type.erase("host_memory_gb");
+  TOPOSCHED_TRY(text, dump_json(spec, 2));
+  return text + "\n";
+}
+
 std::string write_native_yaml(const Cluster& cluster) {
   return "# toposched cluster spec (docs/cluster-spec.md)\n" + json_to_yaml(to_json(cluster), YamlStyle::kCompact);
 }

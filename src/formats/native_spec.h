@@ -29,6 +29,11 @@ std::optional<Cluster> read_native_spec_fast(std::string_view text, const std::s
 std::string write_native_yaml(const Cluster& cluster);
 // Fails (kValidation) when a name is not valid UTF-8 (formats/json_output.h).
 Result<std::string> write_native_json(const Cluster& cluster);
+// The spec a service store's cluster digest is taken of (service/store.h, cluster_digest):
+// write_native_json less the node types' host_memory_gb, which decides no placement and came
+// after stores were first bound to the digest, so adding it to a spec (or to a preset, as
+// 2026-12-07 did) leaves existing stores with their cluster.
+Result<std::string> write_native_json_identity(const Cluster& cluster);
 
 // True when the text looks like a native spec (a mapping with `node_types` or `nodes`).
 bool looks_like_native_spec(std::string_view text);

@@ -29,7 +29,7 @@ Result<void> Store::check_bound() const {
 std::string cluster_digest(const Cluster& cluster) {
   // A name that is not UTF-8 has no JSON form (formats/json_output.h); the YAML text
   // identifies the cluster just as well then.
-  auto json = write_native_json(cluster);
+  auto json = write_native_json_identity(cluster);
   std::string spec = json ? std::move(*json) : write_native_yaml(cluster);
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

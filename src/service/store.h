@@ -121,8 +121,9 @@ class Store {
   const Cluster* cluster_ = nullptr;  // set by a successful bind_cluster
 };
 
-// "sha256:<hex>" of the cluster's native JSON spec: the same for the same cluster however
-// it was given (preset, YAML, JSON).
+// "sha256:<hex>" of the cluster's native JSON spec (less what decides no placement:
+// write_native_json_identity): the same for the same cluster however it was given (preset,
+// YAML, JSON).
 std::string cluster_digest(const Cluster& cluster);
 
 // The row a kPlace mutation writes (GPUs as "node:index" in rank order; a created_unix_ms

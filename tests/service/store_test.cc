@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include "formats/native_spec.h"
 #include "service/sqlite_store.h"
 #include "service/store.h"
 #include "service/store_backends.h"
+#include "topology/presets.h"
 
 namespace toposched::service {
 namespace {
@@ -103,6 +105,31 @@ TEST(SqliteStore, RefusesTheStoreOfAnotherCluster) {
   EXPECT_EQ(r.error().code, ErrorCode::kValidation);
   EXPECT_NE(r.error().message.find("belongs to cluster 'alpha'"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("'beta'"), std::string::npos);
+}
+
+// The digest a store binds to leaves out host_memory_gb (it decides no placement, and the
+// presets gained it after stores existed): the same cluster with or without it keeps its
+// store; any other change of the spec does not.
+TEST(ClusterDigest, IgnoresHostMemoryOnly) {
+  auto with = build_preset("dgx-h100?nodes=2");
+  ASSERT_TRUE(with);
+  ASSERT_GT(with->node_type_at(NodeTypeId(0)).host_memory_gb, 0);
+  std::string spec = write_native_yaml(*with);
+  const std::size_t key = spec.find("host_memory_gb");
+  ASSERT_NE(key, std::string::npos);
+  const std::size_t line = spec.rfind('\n', key) + 1;
+  std::string without_text = spec;
+  without_text.erase(line, without_text.find('\n', key) - line + 1);
+  auto without = read_native_spec(without_text, "without.yaml");
+  ASSERT_TRUE(without) << without.error().to_string() << "\n" << without_text;
+  EXPECT_EQ(without->node_type_at(NodeTypeId(0)).host_memory_gb, 0);
+  EXPECT_NE(*write_native_json(*with), *write_native_json(*without));
+  EXPECT_EQ(cluster_digest(*with), cluster_digest(*without));
+  std::string other_text = without_text;
+  other_text.replace(other_text.find("memory_gb: 80"), 13, "memory_gb: 94");
+  auto other = read_native_spec(other_text, "other.yaml");
+  ASSERT_TRUE(other) << other.error().to_string();
+  EXPECT_NE(cluster_digest(*other), cluster_digest(*without));
 }
 
 TEST(SqliteStore, UsesWalAndFullSync) {
