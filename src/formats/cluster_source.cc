@@ -29,20 +29,9 @@ DiscoveryOptions options_for(const std::string& file) {
   return o;
 }
 
-// A Slurm topology.conf or a Topograph model names nodes and switches only: nodes get the
-// generic node type of discovery (docs/formats.md); merge warnings are not reported here.
+// A Slurm topology.conf or a Topograph model names nodes and switches only (docs/formats.md).
 Result<Cluster> from_discovered(Result<DiscoveredTopology> t, const std::string& file) {
-  if (!t) return tl::unexpected(t.error());
-  const DiscoveryOptions o = options_for(file);
-  std::vector<DiscoveredTopology> sources;  // not {std::move(*t)}: an initializer list is copied
-  sources.push_back(std::move(*t));
-  auto r = merge_discovered(std::move(sources), o);
-  if (!r) {
-    Error e = r.error();
-    if (e.where.file.empty()) e.where.file = file;
-    return tl::unexpected(e);
-  }
-  return std::move(r->cluster);
+  return cluster_from_discovered(std::move(t), options_for(file), file);
 }
 
 // The first kClusterFormatHeadBytes of a regular file; nullopt for anything else (pipes and
@@ -69,6 +58,20 @@ tl::unexpected<Error> unknown_format(std::string_view text, const std::string& f
                     SourceLocation{file, 1, 1});
 }
 }  // namespace
+
+Result<Cluster> cluster_from_discovered(Result<DiscoveredTopology> read, const DiscoveryOptions& options,
+                                        const std::string& file) {
+  if (!read) return tl::unexpected(read.error());
+  std::vector<DiscoveredTopology> sources;  // not {std::move(*read)}: an initializer list is copied
+  sources.push_back(std::move(*read));
+  auto merged = merge_discovered(std::move(sources), options);
+  if (!merged) {
+    Error e = merged.error();
+    if (e.where.file.empty()) e.where.file = file;
+    return tl::unexpected(e);
+  }
+  return std::move(merged->cluster);
+}
 
 Result<Cluster> load_cluster_text(std::string_view text, const std::string& file) {
   switch (detect_cluster_format(text)) {

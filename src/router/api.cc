@@ -177,11 +177,8 @@ Result<std::unique_ptr<RouterService>> RouterService::create(const Cluster& clus
   // KVBM host tier): kv-topo counts it at its load over the worker's PCIe links, each TP rank
   // its shard over its own.
   std::vector<double> load_s_per_block;
-  for (const WorkerPlacement& w : workers) {
-    const double pcie_Bps = cluster.node_type(w.node).pcie_GBps * 1e9;
-    const double gpus = static_cast<double>(std::max<std::size_t>(1, w.gpus.size()));
-    load_s_per_block.push_back(pcie_Bps > 0 ? model.kv_bytes_per_token() * o.block_tokens / gpus / pcie_Bps : 0);
-  }
+  for (const WorkerPlacement& w : workers)
+    load_s_per_block.push_back(host_load_s_per_block(cluster, w, model.kv_bytes_per_token() * o.block_tokens));
   router.set_host_load_s_per_block(std::move(load_s_per_block));
   return std::unique_ptr<RouterService>(new RouterService(cluster, std::move(workers), std::move(router), o.block_tokens, o.max_in_flight));
 }

@@ -268,7 +268,7 @@ void Engine::count_transfer(int from, int to, double blocks) {
 // One host tier per node of the prefill workers, SimConfig::host_cache_gb of blocks; a worker
 // loads a block over its GPUs' host links at once, each TP rank its shard over its own.
 void Engine::build_host_tiers(const Cluster& cluster) {
-  const long long blocks = static_cast<long long>(config_.host_cache_gb * 1e9 / block_bytes_);
+  const long long blocks = host_cache_blocks_per_node(time_, config_);
   if (blocks <= 0) return;
   result_.host_cache_blocks_per_node = blocks;
   std::map<std::uint32_t, std::vector<int>> by_node;
@@ -277,11 +277,9 @@ void Engine::build_host_tiers(const Cluster& cluster) {
   load_s_per_block_.assign(workers_.size(), 0);
   for (auto& [node, members] : by_node) {
     hosts_.push_back(std::make_unique<HostTier>(blocks, members, &host_feed_));
-    const double pcie_Bps = cluster.node_type(NodeId(node)).pcie_GBps * 1e9;
     for (int w : members) {
       host_tier_of_[static_cast<std::size_t>(w)] = hosts_.back().get();
-      const double gpus = static_cast<double>(std::max<std::size_t>(1, workers_[static_cast<std::size_t>(w)].gpus.size()));
-      load_s_per_block_[static_cast<std::size_t>(w)] = pcie_Bps > 0 ? block_bytes_ / gpus / pcie_Bps : 0;
+      load_s_per_block_[static_cast<std::size_t>(w)] = host_load_s_per_block(cluster, workers_[static_cast<std::size_t>(w)], block_bytes_);
     }
   }
   router_.set_host_load_s_per_block(load_s_per_block_);
@@ -599,6 +597,10 @@ PolicyResult Engine::run() {
 }
 
 }  // namespace
+
+long long host_cache_blocks_per_node(const TimeModel& time, const SimConfig& config) {
+  return static_cast<long long>(config.host_cache_gb * 1e9 / (time.model().kv_bytes_per_token() * config.block_tokens));
+}
 
 Result<void> check_host_cache_gb(double gb) {
   if (!(gb >= 0 && gb <= kMaxHostCacheGb))

@@ -93,6 +93,8 @@ struct PolicyResult {
 // machine, small enough that its block count fits a long long); kInvalidArgument otherwise.
 inline constexpr double kMaxHostCacheGb = 1e6;
 Result<void> check_host_cache_gb(double gb);
+// Blocks of SimConfig::host_cache_gb (checked) of the time model's KV per node.
+long long host_cache_blocks_per_node(const TimeModel& time, const SimConfig& config);
 
 // `hashes[i]` are the sequence hashes of trace.requests[i]. Errors: kInvalidArgument for a
 // bad configuration (no workers, --pd with one worker, a cache smaller than one block).

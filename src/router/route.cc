@@ -51,7 +51,7 @@ LoadBaseline baseline(const TimeModel& time, const RequestTrace& trace, const st
   b.unloaded_ttft_mean_s = ttft.empty() ? 0 : sum / static_cast<double>(ttft.size());
   b.unloaded_ttft_p99_s = nearest_rank(std::move(ttft), 0.99);
   long long per_worker = o.sim.cache_blocks != 0 ? o.sim.cache_blocks : static_cast<long long>(time.kv_capacity_tokens() / o.sim.block_tokens);
-  const long long per_node = static_cast<long long>(o.sim.host_cache_gb * 1e9 / (time.model().kv_bytes_per_token() * o.sim.block_tokens));
+  const long long per_node = host_cache_blocks_per_node(time, o.sim);
   b.oracle_cache_blocks = per_worker < 0 ? -1 : per_worker * o.workers + std::max(0LL, per_node) * host_nodes;
   b.oracle_token_hit_rate = oracle_token_hit_rate(trace, hashes, b.oracle_cache_blocks, o.sim.block_tokens);
   return b;

@@ -339,6 +339,12 @@ RouteDecision choose_kv_pull_blind(Router& r, const RouteQuery& q) { return choo
 
 }  // namespace
 
+double host_load_s_per_block(const Cluster& cluster, const WorkerPlacement& w, double block_bytes) {
+  const double pcie_Bps = cluster.node_type(w.node).pcie_GBps * 1e9;
+  const double gpus = static_cast<double>(std::max<std::size_t>(1, w.gpus.size()));
+  return pcie_Bps > 0 ? block_bytes / gpus / pcie_Bps : 0;
+}
+
 const std::vector<PolicyEntry>& policy_catalog() {
   static const std::vector<PolicyEntry> entries = {
       {"round-robin", "each request to the next worker in turn", choose_round_robin},

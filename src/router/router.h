@@ -73,6 +73,11 @@ struct TransferTable {
   const std::string& level_at(int from, int to) const { return level[static_cast<std::size_t>(from * workers + to)]; }
 };
 
+// Seconds to load one KV block of `block_bytes` from its node's host memory onto worker w:
+// each TP rank its shard over its own GPU's host link (the node type's pcie_GBps); 0 when the
+// node type gives no PCIe bandwidth.
+double host_load_s_per_block(const Cluster& cluster, const WorkerPlacement& w, double block_bytes);
+
 // TP rank r of the source sends its KV shard to rank r of the destination, all ranks at
 // once; each pair is timed with estimate_collective(kSendRecv) at 1 and 16 blocks and the
 // two points give latency and rate.

@@ -32,7 +32,7 @@ DiscoveryOptions options() {
 }
 
 Result<Cluster> general(std::string_view text) {
-  return testing::merged_cluster(read_slurm_topology(text, "t.conf"), options(), "t.conf");
+  return cluster_from_discovered(read_slurm_topology(text, "t.conf"), options(), "t.conf");
 }
 
 // Whether the fast path took `text` (support/fast_path_check.h).

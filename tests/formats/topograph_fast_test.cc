@@ -34,7 +34,7 @@ DiscoveryOptions options() {
 
 Result<Cluster> general(std::string_view text) {
   TOPOSCHED_TRY(root, load_yaml_document(text, "t.yaml"));
-  return testing::merged_cluster(read_topograph_model(root, "t.yaml"), options(), "t.yaml");
+  return cluster_from_discovered(read_topograph_model(root, "t.yaml"), options(), "t.yaml");
 }
 
 // Whether the fast path took `text` (support/fast_path_check.h).

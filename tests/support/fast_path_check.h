@@ -37,23 +37,6 @@ inline std::string ordered_cluster_difference(const Cluster& a, const Cluster& b
   return "";
 }
 
-// A discovery reader's result merged into a cluster as load_cluster_text merges it: the
-// general path of a cluster format whose reader discovers (an error without a file names
-// `file`, as load_cluster_text's does).
-inline Result<Cluster> merged_cluster(Result<DiscoveredTopology> read, const DiscoveryOptions& options,
-                                      const std::string& file) {
-  if (!read) return tl::unexpected(read.error());
-  std::vector<DiscoveredTopology> sources;
-  sources.push_back(std::move(*read));
-  auto merged = merge_discovered(std::move(sources), options);
-  if (!merged) {
-    Error e = merged.error();
-    if (e.where.file.empty()) e.where.file = file;
-    return tl::unexpected(e);
-  }
-  return std::move(merged->cluster);
-}
-
 // Whether the fast path took `text` (`fast`: its answer; `want`: the general path's, the
 // file named `file`); fails the test where they differ, or where load_cluster_text answers
 // otherwise than the general path (for text detected as `format`: other text is refused
