@@ -27,6 +27,7 @@ Not thread-safe: drive one EtcdCluster from one thread.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import shutil
@@ -193,6 +194,20 @@ class EtcdCluster:
 
     def log_tail(self, i: int, lines: int = 20) -> str:
         return log_tail(os.path.join(self.dir, f"{self.names[i]}.log"), lines, header=True)
+
+    def read_prefix(self, prefix: str, member: int = 0, timeout_s: float = 5.0) -> List[tuple]:
+        """(key, value) of every key under `prefix`, in key order, read from member `member`
+        through etcd's v3 JSON gateway (linearizable; at most 10,000 keys)."""
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        body = json.dumps({"key": base64.b64encode(prefix.encode()).decode(),
+                           "range_end": base64.b64encode(end.encode()).decode(),
+                           "limit": 10000}).encode()
+        req = urllib.request.Request(f"http://{self.endpoint(member)}/v3/kv/range", data=body,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            reply = json.loads(r.read().decode())
+        return [(base64.b64decode(kv["key"]).decode(), base64.b64decode(kv.get("value", "")).decode())
+                for kv in reply.get("kvs", [])]
 
 
 def main(argv: Optional[List[str]] = None) -> int:

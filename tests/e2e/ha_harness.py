@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from etcd_harness import EtcdCluster  # noqa: E402
@@ -160,6 +160,17 @@ class Replicas:
         return {j["job"]: job_gpus(j) for j in jobs}
 
 
+class Ack(NamedTuple):
+    """One acknowledged mutation: the replica that answered, when the request was sent and
+    when its answer was received (time.monotonic, client side), the job and the event kind
+    the store logs for it ("place" or "release")."""
+    replica: int
+    sent: float
+    received: float
+    job: str
+    kind: str
+
+
 class Load:
     """Client threads placing and releasing jobs through the replicas, following a
     `not_leader` 503 to the leader it names. Records, per job id: acknowledged placements
@@ -177,7 +188,7 @@ class Load:
         self.placed: Dict[str, List[str]] = {}     # acknowledged and not (acknowledged) released
         self.released: set = set()
         self.unknown: set = set()                   # may or may not be in the store
-        self.acks: List[Tuple[int, float, float]] = []  # (replica, sent, received) per ack
+        self.acks: List[Ack] = []  # one per acknowledged placement or release
         self.last_ack: Dict[str, float] = {}  # job -> when its last placement or release was acknowledged
         self.errors: List[Tuple[int, int, dict]] = []  # (replica, status, body) of refusals
         self._stop = threading.Event()
@@ -283,7 +294,7 @@ class Load:
                 self.placed.pop(job, None)
                 self.unknown.discard(job)
                 self.released.add(job)
-                self.acks.append((r, sent, received))
+                self.acks.append(Ack(r, sent, received, job, "release"))
                 self.last_ack[job] = received
                 return
             self.errors.append((r, status, reply))
@@ -315,7 +326,7 @@ class Load:
         with self.lock:
             if status == 201:
                 self.placed[job] = job_gpus(reply)
-                self.acks.append((r, sent, received))
+                self.acks.append(Ack(r, sent, received, job, "place"))
                 self.last_ack[job] = received
                 mine.append(job)
             elif status == 422:

@@ -74,7 +74,7 @@ class Failover(unittest.TestCase):
                     # Failover ends when the new leader acknowledges a mutation.
                     while time.monotonic() < killed_at + ACK_WITHIN_S:
                         with load.lock:
-                            first = min((rcv for r, sent, rcv in load.acks if r == new and sent > killed_at),
+                            first = min((a.received for a in load.acks if a.replica == new and a.sent > killed_at),
                                         default=None)
                         if first is not None:
                             break
