@@ -5,6 +5,7 @@
 #include "cli/common.h"
 #include "formats/discover.h"
 #include "formats/native_spec.h"
+#include "slurm/slurm_nodes.h"
 #include "topology/file_io.h"
 
 namespace toposched::cli {
@@ -14,21 +15,35 @@ struct DiscoverOptions {
   DiscoverRequest request;
   std::string hca;
   std::string compute_nics;
+  std::vector<std::string> slurm_nodes;  // scontrol -o show node / sinfo --json files
   std::string output = "-";
   OutputFormat format = OutputFormat::kText;
 };
+
+// The Slurm node lists, read through the slurm layer into the request.
+Result<void> read_slurm_node_lists(DiscoverOptions& o) {
+  for (const auto& file : o.slurm_nodes) {
+    TOPOSCHED_TRY(text, read_text_file(file));
+    TOPOSCHED_TRY(nodes, slurm::read_slurm_nodes(text, file));
+    o.request.read_sources.push_back(std::move(nodes));
+  }
+  return {};
+}
 
 int run_discover(DiscoverOptions& o) {
   DiscoverRequest& r = o.request;
   if (!o.hca.empty()) r.hca_regex = o.hca;
   if (!o.compute_nics.empty()) r.topo.compute_nic_regex = o.compute_nics;
   if (r.topo_m.empty() && r.fabric.empty() && r.gpu_info.empty() && r.ibnetdiscover.empty() && r.slurm_topology.empty() &&
-      r.topograph_models.empty() && r.k8s_nodes.empty() && r.aws_topology.empty() && r.resource_slices.empty())
+      r.topograph_models.empty() && r.k8s_nodes.empty() && r.aws_topology.empty() && r.resource_slices.empty() &&
+      o.slurm_nodes.empty())
     return usage_error(
         "discover needs at least one input (--topo-m, --fabric, --gpu-info, --ibnetdiscover, --slurm-topology, "
-        "--topograph-model, --k8s-nodes, --resource-slices or --aws-topology); see 'toposched discover --help'");
+        "--slurm-nodes, --topograph-model, --k8s-nodes, --resource-slices or --aws-topology); see 'toposched "
+        "discover --help'");
   int code = kExitOk;
   if (!output_usable_or_report(o.output, code)) return code;
+  if (auto read = read_slurm_node_lists(o); !read) return report(read.error());
   auto result = discover(r);
   if (!result) return report(result.error());
   for (const auto& w : result->warnings) std::cerr << "toposched: warning: " << w << "\n";
@@ -75,6 +90,11 @@ void register_discover(CLI::App& app, int& exit_code) {
                   "compute: false (default: all NICs)")
       ->type_name("REGEX");
   cmd->add_option("--slurm-topology", r.slurm_topology, "Slurm topology.conf (tree or block)")->type_name("FILE");
+  cmd->add_option("--slurm-nodes", opts->slurm_nodes,
+                  "`scontrol -o show node` or `sinfo --json` output: each node's GPU count and product (its gpu "
+                  "gres, e.g. Gres=gpu:h100:8) and memory (RealMemory, as host_memory_gb); nodes without GPUs are "
+                  "skipped. With --slurm-topology for the switches")
+      ->type_name("FILE");
   cmd->add_option("--topograph-model", r.topograph_models, "NVIDIA Topograph cluster model YAML")->type_name("FILE");
   cmd->add_option("--k8s-nodes", r.k8s_nodes, "`kubectl get nodes -o json` output; topology from node labels")
       ->type_name("FILE");
@@ -112,7 +132,8 @@ void register_discover(CLI::App& app, int& exit_code) {
       "Output: a native cluster spec, YAML (--format text) or JSON (--format json); see docs/cluster-spec.md.\n"
       "GPUs and NICs come from topo -m; accelerator domains (ClusterUUID.CliqueId) from --fabric or labels;\n"
       "switch tiers from ibnetdiscover, topology.conf, the Topograph model, labels or AWS network nodes;\n"
-      "GPU counts, products and PCIe roots of nodes without topo -m from labels or ResourceSlices.\n"
+      "GPU counts, products and PCIe roots of nodes without topo -m from labels, ResourceSlices or Slurm's\n"
+      "node list; host memory from Kubernetes' memory capacity or Slurm's RealMemory.\n"
       "Nodes the switch tree misses go under a switch named 'no-topology' and are reported. Warnings go to\n"
       "stderr. Inputs are documented in docs/formats.md.\n\n"
       "Example:\n"

@@ -212,6 +212,7 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
   TOPOSCHED_CHECK(add_nvlink_fabric_source(r, topo_gpus, sources));
   TOPOSCHED_CHECK(add_cluster_sources(r, sources));
   TOPOSCHED_CHECK(add_resource_slices(r, topo_gpus, sources));
+  for (const DiscoveredTopology& t : r.read_sources) sources.push_back(t);
   DiscoveryOptions merge = r.merge;
   merge.default_nic_gbit = r.topo.nic_gbit;
   if (!r.topo.gpu_model.empty()) merge.default_gpu_model = r.topo.gpu_model;

@@ -27,6 +27,9 @@ struct DiscoverRequest {
   std::vector<std::string> k8s_nodes;     // kubectl get nodes -o json
   std::vector<std::string> resource_slices;  // kubectl get resourceslices -o json|yaml
   std::vector<std::string> aws_topology;  // describe-instance-topology JSON
+  // Sources read by a layer above this one (Slurm's node lists: slurm/slurm_nodes.h), merged
+  // after the files above.
+  std::vector<DiscoveredTopology> read_sources;
   std::optional<std::string> hca_regex;   // ibnetdiscover: the compute HCAs' device names
   std::vector<std::string> label_map;     // KEY=ROLE for Kubernetes labels
   // GPU model (empty: from gpu_info, else inferred per node from its topo -m, with a

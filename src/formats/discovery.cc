@@ -215,6 +215,7 @@ void merge_node(const std::string& source, const DiscoveredNode& n, MergedNode& 
     }
   }
   if (m.node.nic_gbit == 0) m.node.nic_gbit = n.nic_gbit;
+  if (m.node.host_memory_gb == 0) m.node.host_memory_gb = n.host_memory_gb;
   if (m.node.gpu_count == 0) m.node.gpu_count = n.gpu_count;
   if (!m.node.pcie) m.node.pcie = n.pcie;
   if (m.node.gpu_model.empty()) m.node.gpu_model = n.gpu_model, m.node.gpu_model_at = n.gpu_model_at;
@@ -299,13 +300,14 @@ Result<void> refuse_warnings_if_strict(const Merged& m, const DiscoveryOptions& 
 }
 
 // A node's hardware: its `topo -m` type (NIC speed from the fabric where asked), else a
-// generic type for its GPU model.
+// generic type for its GPU model; either with the host memory a source gave.
 Result<NodeType> node_hardware(const MergedNode& m, const DiscoveryOptions& options) {
   if (m.node.hardware) {
     NodeType hw = *m.node.hardware;
     if (options.nic_gbit_from_fabric && m.node.nic_gbit > 0)
       for (Nic& nic : hw.nics)
         if (nic.compute) nic.gbit = m.node.nic_gbit;
+    hw.host_memory_gb = m.node.host_memory_gb;
     return hw;
   }
   const std::string model = m.node.gpu_model.empty() ? options.default_gpu_model : m.node.gpu_model;
@@ -317,6 +319,7 @@ Result<NodeType> node_hardware(const MergedNode& m, const DiscoveryOptions& opti
       options.nic_gbit_from_fabric && m.node.nic_gbit > 0 ? m.node.nic_gbit : options.default_nic_gbit;
   auto generic = generic_node_type(model, count, nic_gbit);
   if (generic && m.node.pcie) apply_pcie_layout(*m.node.pcie, *generic);
+  if (generic) generic->host_memory_gb = m.node.host_memory_gb;
   if (generic) return generic;
   Error e = generic.error();
   e.message = fmt::format("node '{}': {}", m.node.name, e.message);
@@ -341,20 +344,21 @@ Result<std::vector<NodeTypeId>> add_node_types(const Merged& m, const DiscoveryO
   std::vector<NodeTypeId> node_type(m.nodes.size());
   std::unordered_map<std::string, int> type_names;
   // A node without `topo -m` hardware or a PCIe layout gets the generic type of its hints
-  // (GPU model, GPU count, NIC speed) alone, so the type found for the last such node is
+  // (GPU model, GPU count, NIC speed, host memory) alone, so the type found for the last such node is
   // the type of the next one with the same hints: no type is built and compared per node
   // (a topology.conf or NodeList of millions of nodes, docs/performance.md "Large inputs").
   struct Hints {
     const std::string* model = nullptr;
     int count = 0;
     double nic_gbit = 0;
+    double host_memory_gb = 0;
   } last;
   NodeTypeId last_type;
   for (std::size_t i = 0; i < m.nodes.size(); ++i) {
     const DiscoveredNode& node = m.nodes[i].node;
     const bool generic = !node.hardware && !node.pcie;
     if (generic && last.model && *last.model == node.gpu_model && last.count == node.gpu_count &&
-        last.nic_gbit == node.nic_gbit) {
+        last.nic_gbit == node.nic_gbit && last.host_memory_gb == node.host_memory_gb) {
       node_type[i] = last_type;
       continue;
     }
@@ -370,7 +374,7 @@ Result<std::vector<NodeTypeId>> add_node_types(const Merged& m, const DiscoveryO
       builder.add_node_type(hw);
     }
     node_type[i] = NodeTypeId(static_cast<std::uint32_t>(k));
-    if (generic) last = {&node.gpu_model, node.gpu_count, node.nic_gbit}, last_type = node_type[i];
+    if (generic) last = {&node.gpu_model, node.gpu_count, node.nic_gbit, node.host_memory_gb}, last_type = node_type[i];
   }
   return node_type;
 }

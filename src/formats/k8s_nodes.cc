@@ -1,6 +1,7 @@
 #include "formats/k8s_nodes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <charconv>
 #include <map>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <simdjson.h>
 
 #include "formats/json_fast_path.h"
+#include "formats/k8s_quantity.h"
 #include "topology/hostlist.h"
 #include "topology/text.h"
 #include "topology/yaml_input.h"
@@ -103,7 +105,8 @@ Result<std::vector<YAML::Node>> node_items(YamlInput& in, const YAML::Node& root
 // and the positions for messages:
 //   Result<std::string_view> value(std::size_t i)  the i-th label's value, or the error
 //   Result<void> check_labels()  whether the labels are a mapping (checked after the name)
-//   SourceLocation name_at()  SourceLocation label_at(std::size_t i)
+//   Result<std::optional<std::string_view>> memory()  status.capacity.memory, nullopt if absent
+//   SourceLocation name_at()  SourceLocation label_at(std::size_t i)  SourceLocation memory_at()
 class NodeListReader {
  public:
   NodeListReader(const std::string& file, const LabelKeys& keys) : keys_(keys) { out_.source = file; }
@@ -119,6 +122,7 @@ class NodeListReader {
     node.name = std::move(name);
     std::vector<std::string> tier_value(kMaxTiers);
     TOPOSCHED_CHECK(read_labels(present, src, node, tier_value));
+    TOPOSCHED_CHECK(read_memory(src, node));
     if (node.domain.empty()) node.sub_domain.clear();
     link_switches(node, tier_value);
     if (node.switch_name.empty() && node.domain.empty() && node.gpu_count == 0 && node.gpu_model.empty()) {
@@ -173,6 +177,22 @@ class NodeListReader {
     return {};
   }
 
+  // status.capacity.memory (the kubelet's MemTotal), when the Node has it, in whole GB.
+  template <class NodeSource>
+  static Result<void> read_memory(const NodeSource& src, DiscoveredNode& node) {
+    TOPOSCHED_TRY(text, src.memory());
+    if (!text) return {};
+    const auto bytes = parse_k8s_quantity(*text);
+    if (!bytes || *bytes < 0)
+      return make_error(ErrorCode::kParse,
+                        fmt::format("status.capacity.memory: expected a quantity of bytes (e.g. 2113442596Ki or "
+                                    "2Ti), found '{}'",
+                                    text->substr(0, 40)),
+                        src.memory_at());
+    node.host_memory_gb = std::floor(*bytes / 1e9);
+    return {};
+  }
+
   // Switches of this node, closest first; each one's parent is the next present tier.
   void link_switches(DiscoveredNode& node, const std::vector<std::string>& tier_value) {
     std::string below;
@@ -219,8 +239,8 @@ class NodeListReader {
 // A Node of the yaml-cpp tree as read_node sees it: its metadata's name and labels.
 class YamlNodeSource {
  public:
-  YamlNodeSource(const YamlInput& in, const LabelKeys& keys, const YAML::Node& meta)
-      : in_(in), keys_(keys), name_(meta["name"]), labels_(meta["labels"]) {}
+  YamlNodeSource(const YamlInput& in, const LabelKeys& keys, const YAML::Node& meta, const YAML::Node& status)
+      : in_(in), keys_(keys), name_(meta["name"]), labels_(meta["labels"]), memory_(memory_of(status)) {}
 
   // The label keys present, ascending; their nodes are kept for value() and label_at().
   std::vector<std::size_t> find_labels() {
@@ -242,13 +262,30 @@ class YamlNodeSource {
     if (!node.IsScalar()) return tl::unexpected(in_.string(node, keys_[key].first).error());
     return std::string_view(node.Scalar());
   }
+  Result<std::optional<std::string_view>> memory() const {
+    if (!memory_ || memory_.IsNull()) return std::optional<std::string_view>();
+    if (!memory_.IsScalar())
+      return in_.error_at(memory_, fmt::format("status.capacity.memory: expected a quantity of bytes, found {}",
+                                               YamlInput::describe(memory_)));
+    return std::optional<std::string_view>(memory_.Scalar());
+  }
   SourceLocation name_at() const { return in_.where(name_); }
   SourceLocation label_at(std::size_t i) const { return in_.where(values_[i].second); }
+  SourceLocation memory_at() const { return in_.where(memory_); }
 
  private:
+  // status.capacity.memory, or an undefined node. A status or capacity that is not a mapping
+  // carries nothing read here. (Built by copy: yaml-cpp's assignment from an undefined node throws.)
+  static YAML::Node memory_of(const YAML::Node& status) {
+    if (!status || !status.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node capacity = status["capacity"];
+    if (!capacity || !capacity.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    return capacity["memory"];
+  }
+
   const YamlInput& in_;
   const LabelKeys& keys_;
-  YAML::Node name_, labels_;
+  YAML::Node name_, labels_, memory_;
   std::vector<std::pair<std::size_t, YAML::Node>> values_;
 };
 
@@ -259,7 +296,7 @@ Result<void> read_yaml_item(const YamlInput& in, const LabelKeys& keys, const YA
     return in.error_at(item, fmt::format("expected a Node with 'metadata', found {}", YamlInput::describe(item)));
   const YAML::Node meta = item["metadata"];
   TOPOSCHED_TRY(name, in.req_string(meta, "name"));
-  YamlNodeSource src(in, keys, meta);
+  YamlNodeSource src(in, keys, meta, item["status"]);
   return reader.read_node(std::move(name), src.find_labels(), src);
 }
 
@@ -320,15 +357,21 @@ std::string_view string_value(sj::value v) {
 // A Node of the JSON text as read_node sees it; positions from byte offsets.
 class JsonNodeSource {
  public:
-  JsonNodeSource(std::vector<std::pair<std::string_view, std::size_t>>& values, OffsetLocator& locator)
-      : values_(values), locator_(locator) {}
+  JsonNodeSource(std::vector<std::pair<std::string_view, std::size_t>>& values,
+                 const std::optional<std::pair<std::string_view, std::size_t>>& memory, OffsetLocator& locator)
+      : values_(values), memory_(memory), locator_(locator) {}
   Result<void> check_labels() const { return {}; }
   Result<std::string_view> value(std::size_t i) const { return values_[i].first; }
+  Result<std::optional<std::string_view>> memory() const {
+    return memory_ ? std::optional<std::string_view>(memory_->first) : std::nullopt;
+  }
   SourceLocation name_at() const { return {}; }  // errors decline before positions matter
   SourceLocation label_at(std::size_t i) const { return locator_.at(values_[i].second); }
+  SourceLocation memory_at() const { return memory_ ? locator_.at(memory_->second) : SourceLocation{}; }
 
  private:
   std::vector<std::pair<std::string_view, std::size_t>>& values_;  // (value, offset) per present key
+  const std::optional<std::pair<std::string_view, std::size_t>>& memory_;  // (value, offset)
   OffsetLocator& locator_;
 };
 
@@ -366,11 +409,14 @@ class JsonNodeListReader {
     bool have_name = false;
     std::string name;
     labels_.clear();
+    memory_.reset();
     for (auto field : item.get_object()) {
       std::string_view key = field.unescaped_key();
       keys.add(key);
       if (key == "metadata") {
         have_name = read_metadata(field.value(), name);
+      } else if (key == "status") {
+        read_status(field.value());
       } else {
         check_unused(field.value(), 2);
       }
@@ -381,7 +427,7 @@ class JsonNodeListReader {
     present_.clear();
     values_.clear();
     for (const auto& [k, value, offset] : labels_) present_.push_back(k), values_.emplace_back(value, offset);
-    JsonNodeSource src(values_, locator_);
+    JsonNodeSource src(values_, memory_, locator_);
     if (!reader_.read_node(std::move(name), present_, src)) throw FastPathDeclines{};
   }
 
@@ -403,6 +449,37 @@ class JsonNodeListReader {
       }
     }
     return have_name;
+  }
+
+  // status.capacity.memory into memory_; a status or capacity that is not an object carries
+  // nothing read here (as on the yaml-cpp path), a memory that is not a string declines.
+  void read_status(sj::value status) {
+    if (status.type() != sj::json_type::object) return check_unused(status, 2);
+    ObjectKeys keys;
+    for (auto field : status.get_object()) {
+      std::string_view key = field.unescaped_key();
+      keys.add(key);
+      if (key == "capacity")
+        read_capacity(field.value());
+      else
+        check_unused(field.value(), 3);  // the depth read_item gives its fields, plus one
+    }
+  }
+
+  void read_capacity(sj::value capacity) {
+    if (capacity.type() != sj::json_type::object) return check_unused(capacity, 3);
+    ObjectKeys keys;
+    for (auto field : capacity.get_object()) {
+      std::string_view key = field.unescaped_key();
+      keys.add(key);
+      if (key != "memory") {
+        check_unused(field.value(), 4);
+        continue;
+      }
+      sj::value v = field.value();
+      const std::size_t offset = static_cast<std::size_t>(v.raw_json_token().data() - base_);
+      memory_.emplace(string_value(v), offset);
+    }
   }
 
   void read_labels(sj::value labels) {
@@ -432,6 +509,7 @@ class JsonNodeListReader {
   std::vector<std::tuple<std::size_t, std::string_view, std::size_t>> labels_;
   std::vector<std::size_t> present_;
   std::vector<std::pair<std::string_view, std::size_t>> values_;
+  std::optional<std::pair<std::string_view, std::size_t>> memory_;  // status.capacity.memory: (value, offset)
 };
 
 // The fast path's result, or nullopt when it declines.

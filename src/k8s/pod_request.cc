@@ -1,6 +1,7 @@
 #include "k8s/pod_request.h"
 
 #include "formats/json_input.h"
+#include "formats/k8s_quantity.h"
 #include "formats/volcano.h"
 #include "placement/job_schema.h"
 
@@ -30,38 +31,9 @@ std::optional<long long> parse_int(std::string_view s) {
 
 // resource.Quantity text -> its value when it is a whole number ("8", "8000m", "1k").
 std::optional<long long> whole_quantity(std::string_view q) {
-  std::size_t i = 0;
-  while (i < q.size() && (std::isdigit(static_cast<unsigned char>(q[i])) || q[i] == '.' || q[i] == '+')) ++i;
-  std::string number(q.substr(0, i));
-  std::string_view suffix = q.substr(i);
-  if (number.empty() || number == "+" || number == ".") return std::nullopt;
-  double value = 0;
-  try {
-    std::size_t used = 0;
-    value = std::stod(number, &used);
-    if (used != number.size()) return std::nullopt;
-  } catch (...) {
-    return std::nullopt;
-  }
-  static constexpr std::pair<std::string_view, double> kSuffixes[] = {
-      {"", 1},       {"m", 1e-3},       {"k", 1e3},          {"M", 1e6},          {"G", 1e9},
-      {"T", 1e12},   {"Ki", 1024.0},    {"Mi", 1048576.0},   {"Gi", 1073741824.0}, {"u", 1e-6},
-      {"n", 1e-9}};
-  double scale = 0;
-  for (const auto& [s, f] : kSuffixes)
-    if (suffix == s) scale = f;
-  if (scale == 0) {
-    if (!suffix.empty() && (suffix[0] == 'e' || suffix[0] == 'E')) {
-      auto e = parse_int(suffix.substr(1));
-      if (!e || *e > 18 || *e < -18) return std::nullopt;
-      scale = std::pow(10.0, static_cast<double>(*e));
-    } else {
-      return std::nullopt;
-    }
-  }
-  const double v = value * scale;
-  if (v < 0 || v > 1e9 || std::fabs(v - std::round(v)) > 1e-9) return std::nullopt;
-  return static_cast<long long>(std::llround(v));
+  const auto v = parse_k8s_quantity(q);
+  if (!v || *v < 0 || *v > 1e9 || std::fabs(*v - std::round(*v)) > 1e-9) return std::nullopt;
+  return static_cast<long long>(std::llround(*v));
 }
 
 Result<long long> container_gpus(const Container& c, const Pod& pod) {

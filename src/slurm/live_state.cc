@@ -109,6 +109,25 @@ tl::unexpected<Error> json_shape_error(const std::string& source, std::string_vi
   return make_error(ErrorCode::kParse, std::string(what), {source, 0, 0});
 }
 
+// "real_memory": a number (Slurm 21.08-23.02), or {"set": true, "infinite": false,
+// "number": N} (the "no value" struct of later data parsers); absent or unset is 0.
+Result<long long> json_real_memory(const Json& n, const std::string& name, const std::string& source) {
+  auto it = n.find("real_memory");
+  if (it == n.end() || it->is_null()) return 0;
+  const Json* v = &*it;
+  if (v->is_object()) {
+    auto set = v->find("set");
+    if (set != v->end() && set->is_boolean() && !set->get<bool>()) return 0;
+    auto number = v->find("number");
+    if (number == v->end()) return 0;
+    v = &*number;
+  }
+  if (!v->is_number_integer() || v->get<long long>() < 0)
+    return json_shape_error(source, fmt::format("node {}: expected \"real_memory\" to be a non-negative integer "
+                                                "(megabytes), found {}", name, v->dump()));
+  return v->get<long long>();
+}
+
 Result<SlurmNode> node_from_json(const Json& n, std::size_t i, const std::string& source) {
   if (!n.is_object()) return json_shape_error(source, fmt::format("nodes[{}]: expected an object", i));
   SlurmNode node;
@@ -134,6 +153,9 @@ Result<SlurmNode> node_from_json(const Json& n, std::size_t i, const std::string
   auto gpus = parse_gres_gpu_count(json_string(n, "gres"));
   if (!gpus) return json_shape_error(source, fmt::format("node {}: gres: {}", node.name, gpus.error().message));
   node.gpus = *gpus;
+  node.gpu_type = parse_gres_gpu_type(json_string(n, "gres"));
+  TOPOSCHED_TRY(memory, json_real_memory(n, node.name, source));
+  node.real_memory_mb = memory;
   return node;
 }
 
@@ -334,6 +356,16 @@ Result<std::vector<int>> parse_gres_gpu_indices(std::string_view gres) {
   return out;
 }
 
+std::string parse_gres_gpu_type(std::string_view gres) {
+  if (gres.empty() || gres == "(null)") return {};
+  for (const std::string& item : split_gres(gres)) {
+    auto fields = split(std::string_view(item).substr(0, item.find('(')), ':');
+    // gpu:TYPE:COUNT names a type; gpu:COUNT and gpu do not.
+    if (fields.size() >= 3 && fields[0] == "gpu") return fields[1];
+  }
+  return {};
+}
+
 Result<int> parse_gres_gpu_count(std::string_view gres) {
   int total = 0;
   if (gres.empty() || gres == "(null)") return 0;
@@ -388,6 +420,12 @@ Result<std::vector<SlurmNode>> parse_scontrol_nodes(std::string_view text, const
     auto gpus = parse_gres_gpu_count(token_value(tokens, "Gres"));
     if (!gpus) return tl::unexpected(at_source(gpus.error(), source, line));
     node.gpus = *gpus;
+    node.gpu_type = parse_gres_gpu_type(token_value(tokens, "Gres"));
+    if (const std::string memory = token_value(tokens, "RealMemory"); !memory.empty()) {
+      auto mb = parse_int(memory, "RealMemory (megabytes)");
+      if (!mb) return tl::unexpected(at_source(mb.error(), source, line));
+      node.real_memory_mb = *mb;
+    }
     out.push_back(std::move(node));
   }
   return out;

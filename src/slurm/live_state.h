@@ -38,6 +38,10 @@ struct SlurmNode {
   std::vector<std::string> flags;   // upper case: DRAIN, NOT_RESPONDING, CLOUD, POWERED_DOWN, ...
   std::vector<std::string> partitions;
   int gpus = 0;                     // GPUs Slurm configured on the node (sum over gpu gres types)
+  std::string gpu_type;             // the first gpu gres's type ("h100" of gpu:h100:4); empty: untyped
+  // RealMemory: the node's memory in Slurm's megabytes (MiB: slurmd reports the page count
+  // times the page size over 2^20); 0 = not reported.
+  long long real_memory_mb = 0;
   // False when Slurm would not start a job there now (down, drained, failing, maintenance,
   // not responding, future, unknown).
   bool usable() const;
@@ -76,6 +80,8 @@ Result<std::vector<SlurmJob>> parse_scontrol_jobs(std::string_view text,
 Result<std::vector<int>> parse_gres_gpu_indices(std::string_view gres);
 // GPU count of a configured gres string such as "gpu:h100:8(S:0-1),nic:2" (0 without gpu).
 Result<int> parse_gres_gpu_count(std::string_view gres);
+// The type of the first typed gpu gres ("h100" of "gpu:h100:4(S:0-1)"); empty when none is typed.
+std::string parse_gres_gpu_type(std::string_view gres);
 
 struct LiveMappingOptions {
   std::string partition;  // empty = every partition

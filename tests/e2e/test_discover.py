@@ -12,6 +12,9 @@ import unittest
 
 TOPOSCHED = os.environ["TOPOSCHED"]
 DATA = os.path.join(os.environ["TOPOSCHED_SOURCE_DIR"], "tests", "data", "discovery")
+SOURCE_DIR_DATA_SLURM = os.path.join(os.environ["TOPOSCHED_SOURCE_DIR"], "tests", "data", "slurm")
+ROUTE_TRACE = os.path.join(os.environ["TOPOSCHED_SOURCE_DIR"], "tests", "data", "traces", "mooncake",
+                           "conversation_trace.jsonl")
 SU_NODES = ["gpu-a01", "gpu-a02", "gpu-a03", "gpu-a04", "gpu-b01", "gpu-b02", "gpu-b03", "gpu-b04"]
 
 
@@ -252,6 +255,54 @@ class DiscoverClusterWideSources(unittest.TestCase):
         self.assertEqual(len(spec["accelerator_domains"]), 2)
         spec = self.spec_of("--slurm-topology", os.path.join(DATA, "slurm-tree.conf"))
         self.assertEqual(len(spec["fabric"]["switches"]), 7)
+
+    def test_slurm_node_list_and_kubernetes_memory_size_the_host_tier(self):
+        """Slurm's node list (scontrol -o show node, in the captured 22.05 format of
+        tests/data/slurm) beside topology.conf gives each node its GPUs and RealMemory; the
+        spec's host_memory_gb is what `route --host-cache-gb P%` takes a share of. A Kubernetes
+        NodeList's status.capacity.memory does the same."""
+        with open(os.path.join(SOURCE_DIR_DATA_SLURM, "scontrol_show_node.txt")) as f:
+            captured = f.readline()  # gpu01's record: Gres=gpu:h100:4 ... RealMemory=1024 ...
+        with tempfile.TemporaryDirectory() as d:
+            nodes = os.path.join(d, "nodes.txt")
+            with open(nodes, "w") as f:
+                for i in range(1, 17):
+                    f.write(captured.replace("NodeName=gpu01", f"NodeName=dgx{i:02d}")
+                            .replace("Gres=gpu:h100:4", "Gres=gpu:h100:8(S:0-1)")
+                            .replace("RealMemory=1024", "RealMemory=2063937"))
+                f.write(captured.replace("NodeName=gpu01", "NodeName=login1").replace("Gres=gpu:h100:4", "Gres=(null)"))
+            spec_path = os.path.join(d, "spec.json")
+            proc = run("discover", "--slurm-topology", os.path.join(DATA, "slurm-tree.conf"), "--slurm-nodes", nodes,
+                       "--format", "json", "-o", spec_path)
+            self.assertIn("login1", proc.stderr)  # skipped: no gpu gres
+            with open(spec_path) as f:
+                spec = json.load(f)
+            self.assertEqual([t["host_memory_gb"] for t in spec["node_types"]], [2164])
+            self.assertEqual(spec["node_types"][0]["gpu"]["count"], 8)
+            trace = os.path.join(d, "trace.jsonl")
+            with open(ROUTE_TRACE) as src, open(trace, "w") as dst:
+                dst.writelines(next(src) for _ in range(60))
+            report = json.loads(run("route", "--cluster", spec_path, "--trace", trace, "--workers", "4",
+                                    "--policies", "kv", "--host-cache-gb", "10%", "--format", "json").stdout)
+            self.assertAlmostEqual(report["run"]["host_cache_gb"], 216.4)
+            # Bad RealMemory: exit 1 with the file and line.
+            bad = os.path.join(d, "bad.txt")
+            with open(bad, "w") as f:
+                f.write(captured + captured.replace("gpu01", "gpu02").replace("RealMemory=1024", "RealMemory=1T"))
+            proc = run("discover", "--slurm-nodes", bad, check=False)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("bad.txt:2", proc.stderr)
+            self.assertIn("RealMemory", proc.stderr)
+            # Kubernetes: status.capacity.memory as the kubelet reports it.
+            k8s = os.path.join(d, "nodes.json")
+            with open(os.path.join(DATA, "k8s-nodes.json")) as f:
+                node_list = json.load(f)
+            for item in node_list["items"]:
+                item.setdefault("status", {}).setdefault("capacity", {})["memory"] = "2113442596Ki"
+            with open(k8s, "w") as f:
+                json.dump(node_list, f)
+            spec = self.spec_of("--k8s-nodes", k8s)
+            self.assertEqual({t["host_memory_gb"] for t in spec["node_types"]}, {2164})
 
     def test_topograph_model_as_cluster_spec(self):
         show = json.loads(run("show", "--cluster", os.path.join(DATA, "topograph-model.yaml"),

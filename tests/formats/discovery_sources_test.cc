@@ -231,6 +231,30 @@ TEST(K8sNodes, ErrorsNamePositions) {
   EXPECT_NE(count.error().message.find("many"), std::string::npos);
 }
 
+TEST(K8sNodes, MemoryCapacityBecomesTheNodeTypesHostMemory) {
+  // Two nodes alike, one with less memory: two node types; their host memory in whole GB.
+  auto item = [](const std::string& name, const std::string& memory) {
+    return "{\"metadata\": {\"name\": \"" + name +
+           "\", \"labels\": {\"nvidia.com/gpu.count\": \"8\", \"nvidia.com/gpu.product\": "
+           "\"NVIDIA-H100-80GB-HBM3\", \"network.topology.nvidia.com/leaf\": \"l1\"}}, "
+           "\"status\": {\"capacity\": {\"memory\": \"" + memory + "\"}}}";
+  };
+  const std::string text = "{\"kind\": \"NodeList\", \"items\": [" + item("h1", "2113442596Ki") + ", " + item("h2", "2113442596Ki") + ", " +
+                           item("h3", "1056721298Ki") + "]}";
+  auto c = load_cluster_text(text, "nodes.json");
+  ASSERT_TRUE(c) << c.error().to_string();
+  const auto type_of = [&](const char* n) -> const NodeType& { return c->node_type(*c->find_node(n)); };
+  EXPECT_EQ(type_of("h1").host_memory_gb, 2164);
+  EXPECT_EQ(&type_of("h1"), &type_of("h2"));
+  EXPECT_EQ(type_of("h3").host_memory_gb, 1082);
+  EXPECT_NE(type_of("h1").name, type_of("h3").name);
+  // Without the field the type's host memory stays unknown.
+  auto fixture = load_cluster_text(data("k8s-nodes.json"), "nodes.json");
+  ASSERT_TRUE(fixture) << fixture.error().to_string();
+  for (std::size_t n = 0; n < fixture->node_count(); ++n)
+    EXPECT_EQ(fixture->node_type(NodeId(static_cast<std::uint32_t>(n))).host_memory_gb, 0) << n;
+}
+
 // ---------------------------------------------------------------- AWS
 
 TEST(AwsTopology, NetworkNodesBecomeTiers) {

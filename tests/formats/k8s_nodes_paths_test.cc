@@ -30,9 +30,9 @@ std::vector<std::string> lines_of(const DiscoveredTopology& t) {
   for (const auto& tier : t.tiers) out.push_back("tier " + tier);
   for (const auto& s : t.switches) out.push_back(fmt::format("switch {} {} {}", s.name, s.tier, s.parent));
   for (const auto& n : t.nodes)
-    out.push_back(fmt::format("node {} sw={} dom={} sub={} hw={} gpus={} model={} at={} nic={}", n.name,
+    out.push_back(fmt::format("node {} sw={} dom={} sub={} hw={} gpus={} model={} at={} nic={} mem={}", n.name,
                               n.switch_name, n.domain, n.sub_domain, n.hardware != nullptr, n.gpu_count,
-                              n.gpu_model, where(n.gpu_model_at), n.nic_gbit));
+                              n.gpu_model, where(n.gpu_model_at), n.nic_gbit, n.host_memory_gb));
   for (const auto& w : t.warnings) out.push_back("warning " + w);
   return out;
 }
@@ -95,6 +95,54 @@ TEST(K8sNodesPaths, ProductPositionsWarningsAndCompactJsonAgree) {
   expect_fast_and_equal(node_list(
       "{\"apiVersion\": \"v1\", \"status\": {\"images\": [{\"names\": [\"a\", \"b\"], \"sizeBytes\": 12}], \"x\": null,"
       " \"y\": [true, false, -1.5e3]}, " + node("c1", "\"nvidia.com/gpu.count\": \"2\"").substr(1)));
+}
+
+// A Node with labels and a status, as `kubectl get nodes -o json` writes it.
+std::string node_with_status(const std::string& name, const std::string& labels, const std::string& status) {
+  return fmt::format("{{\"metadata\": {{\"name\": \"{}\", \"labels\": {{{}}}}}, \"status\": {}}}", name, labels,
+                     status);
+}
+
+TEST(K8sNodesPaths, MemoryCapacityIsReadAlikeByBothPaths) {
+  const std::string gpus = "\"nvidia.com/gpu.count\": \"8\"";
+  // kubelet writes MemTotal in Ki; other quantity forms read the same way on both paths.
+  const std::string text = node_list(
+      node_with_status("m1", gpus, "{\"capacity\": {\"cpu\": \"224\", \"memory\": \"2113442596Ki\", "
+                                   "\"nvidia.com/gpu\": \"8\"}, \"allocatable\": {\"memory\": \"1Ki\"}}") +
+      ",\n" + node_with_status("m2", gpus, "{\"capacity\": {\"memory\": \"2Ti\"}}") +
+      ",\n" + node_with_status("m3", gpus, "{\"conditions\": [], \"capacity\": {\"memory\": \"1.5e12\"}}") +
+      ",\n" + node_with_status("m4", gpus, "{\"capacity\": {\"pods\": \"110\"}}") +
+      ",\n" + node_with_status("m5", gpus, "[]") + ",\n" + node_with_status("m6", gpus, "{\"capacity\": 7}"));
+  expect_fast_and_equal(text);
+  auto t = read_k8s_nodes(text, "nodes.json");
+  ASSERT_TRUE(t) << t.error().to_string();
+  ASSERT_EQ(t->nodes.size(), 6u);
+  EXPECT_EQ(t->nodes[0].host_memory_gb, 2164);  // 2,164,165,218,304 bytes: whole GB, rounded down
+  EXPECT_EQ(t->nodes[1].host_memory_gb, 2199);
+  EXPECT_EQ(t->nodes[2].host_memory_gb, 1500);
+  for (std::size_t i = 3; i < 6; ++i) EXPECT_EQ(t->nodes[i].host_memory_gb, 0) << i;  // none given: unknown
+  // A number is text to yaml-cpp (the fast path leaves it to that path); null is no value.
+  expect_declined_and_same(node_list(node_with_status("n1", gpus, "{\"capacity\": {\"memory\": 4000000000}}")));
+  auto number = read_k8s_nodes(node_list(node_with_status("n1", gpus, "{\"capacity\": {\"memory\": 4000000000}}")),
+                               "nodes.json");
+  ASSERT_TRUE(number);
+  EXPECT_EQ(number->nodes[0].host_memory_gb, 4);
+  auto null = read_k8s_nodes(node_list(node_with_status("n1", gpus, "{\"capacity\": {\"memory\": null}}")), "n.json");
+  ASSERT_TRUE(null);
+  EXPECT_EQ(null->nodes[0].host_memory_gb, 0);
+}
+
+TEST(K8sNodesPaths, BadMemoryIsRefusedAtItsPosition) {
+  const std::string gpus = "\"nvidia.com/gpu.count\": \"8\"";
+  for (const std::string memory : {"\"2TB\"", "\"-1Gi\"", "\"\"", "\" 2Gi\"", "[1]", "{\"a\": 1}"}) {
+    const std::string text =
+        node_list("\n" + node_with_status("n1", gpus, "{\"capacity\":\n {\"memory\": " + memory + "}}"));
+    expect_declined_and_same(text);
+    auto r = read_k8s_nodes(text, "nodes.json");
+    ASSERT_FALSE(r) << memory;
+    EXPECT_EQ(where(r.error().where), "nodes.json:3:13") << memory << ": " << r.error().to_string();
+    EXPECT_NE(r.error().message.find("status.capacity.memory"), std::string::npos) << r.error().message;
+  }
 }
 
 TEST(K8sNodesPaths, ErrorsComeFromTheYamlPathWithTheirPosition) {

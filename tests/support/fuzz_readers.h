@@ -39,6 +39,7 @@
 #include "sim/traces/alibaba_v2023.h"
 #include "sim/traces/native_csv.h"
 #include "sim/traces/other_traces.h"
+#include "slurm/slurm_nodes.h"
 #include "support/cluster_equal.h"
 #include "support/trace_signature.h"
 #include "topology/hostlist.h"
@@ -114,9 +115,9 @@ inline std::string discovered_signature(const DiscoveredTopology& t) {
   for (const auto& tier : t.tiers) out += "tier " + tier + "\n";
   for (const auto& s : t.switches) out += fmt::format("switch {} {} {}\n", s.name, s.tier, s.parent);
   for (const auto& n : t.nodes)
-    out += fmt::format("node {} {} {} {} {} {} {} {}:{} {}\n", n.name, n.switch_name, n.domain, n.sub_domain,
+    out += fmt::format("node {} {} {} {} {} {} {} {}:{} {} {}\n", n.name, n.switch_name, n.domain, n.sub_domain,
                        n.hardware != nullptr, n.gpu_count, n.gpu_model, n.gpu_model_at.line, n.gpu_model_at.column,
-                       n.nic_gbit);
+                       n.nic_gbit, n.host_memory_gb);
   for (const auto& w : t.warnings) out += "warning " + w + "\n";
   return out;
 }
@@ -129,6 +130,8 @@ inline void read_k8s(std::string_view b) {
   }
   discovered_to_cluster(read_k8s_nodes(b, "fuzz", {}));
 }
+// Slurm's node list (scontrol -o show node, sinfo --json) as a discovery source.
+inline void read_slurm_node_list(std::string_view b) { discovered_to_cluster(slurm::read_slurm_nodes(b, "fuzz")); }
 inline void read_aws(std::string_view b) { discovered_to_cluster(read_aws_topology(b, "fuzz")); }
 inline void read_ibnet(std::string_view b) {
   if (auto f = read_ibnetdiscover(b, "fuzz")) discovered_to_cluster(f->topology);
@@ -196,6 +199,7 @@ inline const std::vector<FuzzReader>& fuzz_readers() {
       {"slurm_topology", read_slurm_conf},
       {"topograph_model", read_topograph},
       {"k8s_nodes", read_k8s},
+      {"slurm_nodes", read_slurm_node_list},
       {"aws_topology", read_aws},
       {"ibnetdiscover", read_ibnet},
       {"nvidia_topo", read_topo_m},
