@@ -57,6 +57,8 @@ TARGETS = [
     ("tests/data/discovery/aws-instance-topology.json", ["discover", "--aws-topology", "{in}", "-o", "{out}"]),
     ("tests/data/discovery/dra/resource-slices.json", ["discover", "--resource-slices", "{in}", "-o", "{out}"]),
     ("tests/data/discovery/slurm-tree.conf", ["discover", "--slurm-topology", "{in}", "--format", "json", "-o", "{out}"]),
+    ("tests/data/slurm/scontrol_show_node.txt", ["discover", "--slurm-nodes", "{in}", "-o", "{out}"]),
+    ("tests/data/slurm/sinfo.json", ["discover", "--slurm-nodes", "{in}", "--format", "json", "-o", "{out}"]),
     ("tests/data/fuzz-seeds/state_file/two-jobs.json", ["place", "--cluster", PRESET, "--gpus", "2", "--state", "{in}", "--save-state", "{out}"]),
     ("tests/data/fuzz-seeds/state_file/two-jobs.json", ["frag", "--cluster", PRESET, "--state", "{in}", "--format", "json"]),
     ("tests/data/cost_job.yaml", ["cost", "--cluster", PRESET, "--job", "{in}", "--placement", "tests/data/cost_placement.yaml", "--format", "json"]),
