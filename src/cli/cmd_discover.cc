@@ -58,6 +58,52 @@ int run_discover(DiscoverOptions& o) {
         result->cluster.domain_count(), result->warnings.size());
   return kExitOk;
 }
+
+// The inputs: per-node files, whole-cluster sources and how labels map to roles.
+void add_input_options(CLI::App& cmd, DiscoverOptions& o) {
+  DiscoverRequest& r = o.request;
+  cmd.add_option("--topo-m", r.topo_m,
+                  "`nvidia-smi topo -m` output of one node: a FILE named after the node (dgx01.topo -> dgx01), or a "
+                  "DIR of such files. Repeatable")
+      ->type_name("FILE|DIR");
+  cmd.add_option("--fabric", r.fabric,
+                  "NVLink fabric membership of one node (nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId "
+                  "--format=csv,noheader, or nvidia-smi -q): a FILE named after the node, or a DIR. Repeatable")
+      ->type_name("FILE|DIR");
+  cmd.add_option("--gpu-info", r.gpu_info,
+                  "GPU names of one node (nvidia-smi --query-gpu=name,pci.bus_id --format=csv): a FILE named after "
+                  "the node, or a DIR. Names the GPU model of that node's topo -m. Repeatable")
+      ->type_name("FILE|DIR");
+  cmd.add_option("--ibnetdiscover", r.ibnetdiscover, "`ibnetdiscover` output of the InfiniBand fabric")
+      ->type_name("FILE");
+  cmd.add_option("--hca", o.hca,
+                  "ibnetdiscover: keep only HCAs whose device name fully matches REGEX (e.g. 'mlx5_[0-7]'), so "
+                  "storage HCAs do not turn a storage leaf into a compute leaf")
+      ->type_name("REGEX");
+  cmd.add_option("--compute-nics", o.compute_nics,
+                  "topo -m: NICs whose name fully matches REGEX carry GPU traffic; the others are marked "
+                  "compute: false (default: all NICs)")
+      ->type_name("REGEX");
+  cmd.add_option("--slurm-topology", r.slurm_topology, "Slurm topology.conf (tree or block)")->type_name("FILE");
+  cmd.add_option("--slurm-nodes", o.slurm_nodes,
+                  "`scontrol -o show node` or `sinfo --json` output: each node's GPU count and product (its gpu "
+                  "gres, e.g. Gres=gpu:h100:8) and memory (RealMemory, as host_memory_gb); nodes without GPUs are "
+                  "skipped. With --slurm-topology for the switches")
+      ->type_name("FILE");
+  cmd.add_option("--topograph-model", r.topograph_models, "NVIDIA Topograph cluster model YAML")->type_name("FILE");
+  cmd.add_option("--k8s-nodes", r.k8s_nodes, "`kubectl get nodes -o json` output; topology from node labels")
+      ->type_name("FILE");
+  cmd.add_option("--resource-slices", r.resource_slices,
+                  "`kubectl get resourceslices -o json` (or -o yaml) output: each node's GPUs from its DRA "
+                  "ResourceSlices (count, productName, PCI order and pcieRoot)")
+      ->type_name("FILE");
+  cmd.add_option("--label-map", r.label_map,
+                  "Extra Kubernetes label KEY=ROLE, ROLE one of tier-N, leaf, spine, core, domain, sub-domain, "
+                  "gpu-count, gpu-product (e.g. example.com/rack=tier-0). Repeatable")
+      ->type_name("KEY=ROLE");
+  cmd.add_option("--aws-topology", r.aws_topology, "`aws ec2 describe-instance-topology` JSON output")
+      ->type_name("FILE");
+}
 }  // namespace
 
 void register_discover(CLI::App& app, int& exit_code) {
@@ -67,47 +113,7 @@ void register_discover(CLI::App& app, int& exit_code) {
       "discover",
       "Build a cluster spec from what the hardware and tools already report (nvidia-smi, ibnetdiscover, Slurm, "
       "Kubernetes, AWS)");
-  cmd->add_option("--topo-m", r.topo_m,
-                  "`nvidia-smi topo -m` output of one node: a FILE named after the node (dgx01.topo -> dgx01), or a "
-                  "DIR of such files. Repeatable")
-      ->type_name("FILE|DIR");
-  cmd->add_option("--fabric", r.fabric,
-                  "NVLink fabric membership of one node (nvidia-smi --query-gpu=fabric.clusterUuid,fabric.cliqueId "
-                  "--format=csv,noheader, or nvidia-smi -q): a FILE named after the node, or a DIR. Repeatable")
-      ->type_name("FILE|DIR");
-  cmd->add_option("--gpu-info", r.gpu_info,
-                  "GPU names of one node (nvidia-smi --query-gpu=name,pci.bus_id --format=csv): a FILE named after "
-                  "the node, or a DIR. Names the GPU model of that node's topo -m. Repeatable")
-      ->type_name("FILE|DIR");
-  cmd->add_option("--ibnetdiscover", r.ibnetdiscover, "`ibnetdiscover` output of the InfiniBand fabric")
-      ->type_name("FILE");
-  cmd->add_option("--hca", opts->hca,
-                  "ibnetdiscover: keep only HCAs whose device name fully matches REGEX (e.g. 'mlx5_[0-7]'), so "
-                  "storage HCAs do not turn a storage leaf into a compute leaf")
-      ->type_name("REGEX");
-  cmd->add_option("--compute-nics", opts->compute_nics,
-                  "topo -m: NICs whose name fully matches REGEX carry GPU traffic; the others are marked "
-                  "compute: false (default: all NICs)")
-      ->type_name("REGEX");
-  cmd->add_option("--slurm-topology", r.slurm_topology, "Slurm topology.conf (tree or block)")->type_name("FILE");
-  cmd->add_option("--slurm-nodes", opts->slurm_nodes,
-                  "`scontrol -o show node` or `sinfo --json` output: each node's GPU count and product (its gpu "
-                  "gres, e.g. Gres=gpu:h100:8) and memory (RealMemory, as host_memory_gb); nodes without GPUs are "
-                  "skipped. With --slurm-topology for the switches")
-      ->type_name("FILE");
-  cmd->add_option("--topograph-model", r.topograph_models, "NVIDIA Topograph cluster model YAML")->type_name("FILE");
-  cmd->add_option("--k8s-nodes", r.k8s_nodes, "`kubectl get nodes -o json` output; topology from node labels")
-      ->type_name("FILE");
-  cmd->add_option("--resource-slices", r.resource_slices,
-                  "`kubectl get resourceslices -o json` (or -o yaml) output: each node's GPUs from its DRA "
-                  "ResourceSlices (count, productName, PCI order and pcieRoot)")
-      ->type_name("FILE");
-  cmd->add_option("--label-map", r.label_map,
-                  "Extra Kubernetes label KEY=ROLE, ROLE one of tier-N, leaf, spine, core, domain, sub-domain, "
-                  "gpu-count, gpu-product (e.g. example.com/rack=tier-0). Repeatable")
-      ->type_name("KEY=ROLE");
-  cmd->add_option("--aws-topology", r.aws_topology, "`aws ec2 describe-instance-topology` JSON output")
-      ->type_name("FILE");
+  add_input_options(*cmd, *opts);
   cmd->add_option("--gpu-model", r.topo.gpu_model,
                   "GPU product, since topo -m does not name it: sets memory, PCIe generation and NVLink speed; also "
                   "the GPU of nodes without topo -m or hints. Default: from --gpu-info, else inferred from the NVLinks "

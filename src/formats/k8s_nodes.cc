@@ -1,6 +1,7 @@
 #include "formats/k8s_nodes.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <charconv>
 #include <map>
@@ -64,6 +65,13 @@ std::vector<std::pair<std::string, int>> builtin_labels() {
 
 using LabelKeys = std::vector<std::pair<std::string, int>>;
 
+// The keys of status.capacity read: the node's memory (the kubelet's MemTotal) and the NVIDIA
+// device plugin's GPU count.
+enum CapacityKey : std::size_t { kCapacityMemory, kCapacityGpus, kCapacityKeys };
+constexpr std::string_view kCapacityNames[kCapacityKeys] = {"memory", "nvidia.com/gpu"};
+constexpr std::string_view kCapacityFields[kCapacityKeys] = {"status.capacity.memory",
+                                                             "status.capacity[\"nvidia.com/gpu\"]"};  // in messages
+
 // The label keys to read, with their roles: the --label-map entries first (they win), then
 // the built-in ones.
 Result<LabelKeys> label_keys(const std::vector<std::string>& label_map) {
@@ -105,8 +113,8 @@ Result<std::vector<YAML::Node>> node_items(YamlInput& in, const YAML::Node& root
 // and the positions for messages:
 //   Result<std::string_view> value(std::size_t i)  the i-th label's value, or the error
 //   Result<void> check_labels()  whether the labels are a mapping (checked after the name)
-//   Result<std::optional<std::string_view>> memory()  status.capacity.memory, nullopt if absent
-//   SourceLocation name_at()  SourceLocation label_at(std::size_t i)  SourceLocation memory_at()
+//   Result<std::optional<std::string_view>> capacity(CapacityKey k)  status.capacity's value, nullopt if absent
+//   SourceLocation name_at()  SourceLocation label_at(std::size_t i)  SourceLocation capacity_at(CapacityKey k)
 class NodeListReader {
  public:
   NodeListReader(const std::string& file, const LabelKeys& keys) : keys_(keys) { out_.source = file; }
@@ -123,6 +131,7 @@ class NodeListReader {
     std::vector<std::string> tier_value(kMaxTiers);
     TOPOSCHED_CHECK(read_labels(present, src, node, tier_value));
     TOPOSCHED_CHECK(read_memory(src, node));
+    TOPOSCHED_CHECK(read_capacity_gpus(src, node));
     if (node.domain.empty()) node.sub_domain.clear();
     link_switches(node, tier_value);
     if (node.switch_name.empty() && node.domain.empty() && node.gpu_count == 0 && node.gpu_model.empty()) {
@@ -180,7 +189,7 @@ class NodeListReader {
   // status.capacity.memory (the kubelet's MemTotal), when the Node has it, in whole GB.
   template <class NodeSource>
   static Result<void> read_memory(const NodeSource& src, DiscoveredNode& node) {
-    TOPOSCHED_TRY(text, src.memory());
+    TOPOSCHED_TRY(text, src.capacity(kCapacityMemory));
     if (!text) return {};
     const auto bytes = parse_k8s_quantity(*text);
     if (!bytes || *bytes < 0)
@@ -188,8 +197,34 @@ class NodeListReader {
                         fmt::format("status.capacity.memory: expected a quantity of bytes (e.g. 2113442596Ki or "
                                     "2Ti), found '{}'",
                                     text->substr(0, 40)),
-                        src.memory_at());
+                        src.capacity_at(kCapacityMemory));
     node.host_memory_gb = std::floor(*bytes / 1e9);
+    return {};
+  }
+
+  // status.capacity["nvidia.com/gpu"] (the device plugin's count) as the GPU count of a node
+  // without GPU Feature Discovery's nvidia.com/gpu.count label, which wins: with time-slicing
+  // the capacity counts replicas. A count past what one node holds (64) is such a count and is
+  // left out with a warning; 0 is a node without GPUs.
+  template <class NodeSource>
+  Result<void> read_capacity_gpus(const NodeSource& src, DiscoveredNode& node) {
+    TOPOSCHED_TRY(text, src.capacity(kCapacityGpus));
+    if (!text) return {};
+    const auto count = parse_k8s_quantity(*text);
+    if (!count || *count < 0 || *count != std::floor(*count))
+      return make_error(ErrorCode::kParse,
+                        fmt::format("status.capacity[\"nvidia.com/gpu\"]: expected a whole number of GPUs, found '{}'",
+                                    text->substr(0, 40)),
+                        src.capacity_at(kCapacityGpus));
+    if (node.gpu_count > 0 || *count == 0) return {};
+    if (*count > 64) {
+      out_.warnings.push_back(fmt::format("node '{}': capacity nvidia.com/gpu is {:g}, more than a node holds "
+                                          "(time-slicing replicas?); its GPU count is left to labels or "
+                                          "--gpus-per-node",
+                                          node.name, *count));
+      return {};
+    }
+    node.gpu_count = static_cast<int>(*count);
     return {};
   }
 
@@ -240,7 +275,11 @@ class NodeListReader {
 class YamlNodeSource {
  public:
   YamlNodeSource(const YamlInput& in, const LabelKeys& keys, const YAML::Node& meta, const YAML::Node& status)
-      : in_(in), keys_(keys), name_(meta["name"]), labels_(meta["labels"]), memory_(memory_of(status)) {}
+      : in_(in),
+        keys_(keys),
+        name_(meta["name"]),
+        labels_(meta["labels"]),
+        capacity_{capacity_of(status, kCapacityMemory), capacity_of(status, kCapacityGpus)} {}
 
   // The label keys present, ascending; their nodes are kept for value() and label_at().
   std::vector<std::size_t> find_labels() {
@@ -262,30 +301,32 @@ class YamlNodeSource {
     if (!node.IsScalar()) return tl::unexpected(in_.string(node, keys_[key].first).error());
     return std::string_view(node.Scalar());
   }
-  Result<std::optional<std::string_view>> memory() const {
-    if (!memory_ || memory_.IsNull()) return std::optional<std::string_view>();
-    if (!memory_.IsScalar())
-      return in_.error_at(memory_, fmt::format("status.capacity.memory: expected a quantity of bytes, found {}",
-                                               YamlInput::describe(memory_)));
-    return std::optional<std::string_view>(memory_.Scalar());
+  Result<std::optional<std::string_view>> capacity(CapacityKey k) const {
+    const YAML::Node& v = capacity_[k];
+    if (!v || v.IsNull()) return std::optional<std::string_view>();
+    if (!v.IsScalar())
+      return in_.error_at(v, fmt::format("{}: expected a quantity, found {}", kCapacityFields[k],
+                                         YamlInput::describe(v)));
+    return std::optional<std::string_view>(v.Scalar());
   }
   SourceLocation name_at() const { return in_.where(name_); }
   SourceLocation label_at(std::size_t i) const { return in_.where(values_[i].second); }
-  SourceLocation memory_at() const { return in_.where(memory_); }
+  SourceLocation capacity_at(CapacityKey k) const { return in_.where(capacity_[k]); }
 
  private:
-  // status.capacity.memory, or an undefined node. A status or capacity that is not a mapping
+  // status.capacity[key], or an undefined node. A status or capacity that is not a mapping
   // carries nothing read here. (Built by copy: yaml-cpp's assignment from an undefined node throws.)
-  static YAML::Node memory_of(const YAML::Node& status) {
+  static YAML::Node capacity_of(const YAML::Node& status, CapacityKey k) {
     if (!status || !status.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
     const YAML::Node capacity = status["capacity"];
     if (!capacity || !capacity.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-    return capacity["memory"];
+    return capacity[std::string(kCapacityNames[k])];
   }
 
   const YamlInput& in_;
   const LabelKeys& keys_;
-  YAML::Node name_, labels_, memory_;
+  YAML::Node name_, labels_;
+  std::array<YAML::Node, kCapacityKeys> capacity_;
   std::vector<std::pair<std::size_t, YAML::Node>> values_;
 };
 
@@ -357,21 +398,24 @@ std::string_view string_value(sj::value v) {
 // A Node of the JSON text as read_node sees it; positions from byte offsets.
 class JsonNodeSource {
  public:
-  JsonNodeSource(std::vector<std::pair<std::string_view, std::size_t>>& values,
-                 const std::optional<std::pair<std::string_view, std::size_t>>& memory, OffsetLocator& locator)
-      : values_(values), memory_(memory), locator_(locator) {}
+  using Capacity = std::array<std::optional<std::pair<std::string_view, std::size_t>>, kCapacityKeys>;
+  JsonNodeSource(std::vector<std::pair<std::string_view, std::size_t>>& values, const Capacity& capacity,
+                 OffsetLocator& locator)
+      : values_(values), capacity_(capacity), locator_(locator) {}
   Result<void> check_labels() const { return {}; }
   Result<std::string_view> value(std::size_t i) const { return values_[i].first; }
-  Result<std::optional<std::string_view>> memory() const {
-    return memory_ ? std::optional<std::string_view>(memory_->first) : std::nullopt;
+  Result<std::optional<std::string_view>> capacity(CapacityKey k) const {
+    return capacity_[k] ? std::optional<std::string_view>(capacity_[k]->first) : std::nullopt;
   }
   SourceLocation name_at() const { return {}; }  // errors decline before positions matter
   SourceLocation label_at(std::size_t i) const { return locator_.at(values_[i].second); }
-  SourceLocation memory_at() const { return memory_ ? locator_.at(memory_->second) : SourceLocation{}; }
+  SourceLocation capacity_at(CapacityKey k) const {
+    return capacity_[k] ? locator_.at(capacity_[k]->second) : SourceLocation{};
+  }
 
  private:
   std::vector<std::pair<std::string_view, std::size_t>>& values_;  // (value, offset) per present key
-  const std::optional<std::pair<std::string_view, std::size_t>>& memory_;  // (value, offset)
+  const Capacity& capacity_;  // (value, offset) per key read
   OffsetLocator& locator_;
 };
 
@@ -409,7 +453,7 @@ class JsonNodeListReader {
     bool have_name = false;
     std::string name;
     labels_.clear();
-    memory_.reset();
+    capacity_ = {};
     for (auto field : item.get_object()) {
       std::string_view key = field.unescaped_key();
       keys.add(key);
@@ -427,7 +471,7 @@ class JsonNodeListReader {
     present_.clear();
     values_.clear();
     for (const auto& [k, value, offset] : labels_) present_.push_back(k), values_.emplace_back(value, offset);
-    JsonNodeSource src(values_, memory_, locator_);
+    JsonNodeSource src(values_, capacity_, locator_);
     if (!reader_.read_node(std::move(name), present_, src)) throw FastPathDeclines{};
   }
 
@@ -451,8 +495,8 @@ class JsonNodeListReader {
     return have_name;
   }
 
-  // status.capacity.memory into memory_; a status or capacity that is not an object carries
-  // nothing read here (as on the yaml-cpp path), a memory that is not a string declines.
+  // status.capacity's keys read into capacity_; a status or capacity that is not an object
+  // carries nothing read here (as on the yaml-cpp path), a value that is not a string declines.
   void read_status(sj::value status) {
     if (status.type() != sj::json_type::object) return check_unused(status, 2);
     ObjectKeys keys;
@@ -472,13 +516,14 @@ class JsonNodeListReader {
     for (auto field : capacity.get_object()) {
       std::string_view key = field.unescaped_key();
       keys.add(key);
-      if (key != "memory") {
+      const auto* name = std::find(std::begin(kCapacityNames), std::end(kCapacityNames), key);
+      if (name == std::end(kCapacityNames)) {
         check_unused(field.value(), 4);
         continue;
       }
       sj::value v = field.value();
       const std::size_t offset = static_cast<std::size_t>(v.raw_json_token().data() - base_);
-      memory_.emplace(string_value(v), offset);
+      capacity_[static_cast<std::size_t>(name - std::begin(kCapacityNames))].emplace(string_value(v), offset);
     }
   }
 
@@ -509,7 +554,7 @@ class JsonNodeListReader {
   std::vector<std::tuple<std::size_t, std::string_view, std::size_t>> labels_;
   std::vector<std::size_t> present_;
   std::vector<std::pair<std::string_view, std::size_t>> values_;
-  std::optional<std::pair<std::string_view, std::size_t>> memory_;  // status.capacity.memory: (value, offset)
+  JsonNodeSource::Capacity capacity_;  // status.capacity's keys read: (value, offset)
 };
 
 // The fast path's result, or nullopt when it declines.

@@ -132,6 +132,36 @@ TEST(K8sNodesPaths, MemoryCapacityIsReadAlikeByBothPaths) {
   EXPECT_EQ(null->nodes[0].host_memory_gb, 0);
 }
 
+TEST(K8sNodesPaths, DevicePluginCapacityCountsGpusWhereNoLabelDoes) {
+  const std::string leaf = "\"network.topology.nvidia.com/leaf\": \"l1\"";
+  const std::string text = node_list(
+      node_with_status("p1", leaf, "{\"capacity\": {\"nvidia.com/gpu\": \"4\"}}") + ",\n" +
+      node_with_status("p2", "", "{\"capacity\": {\"memory\": \"1Ti\", \"nvidia.com/gpu\": \"8\"}}") + ",\n" +
+      // GPU Feature Discovery's label wins: with time-slicing the capacity counts replicas.
+      node_with_status("p3", "\"nvidia.com/gpu.count\": \"8\"", "{\"capacity\": {\"nvidia.com/gpu\": \"32\"}}") +
+      ",\n" + node_with_status("p4", leaf, "{\"capacity\": {\"nvidia.com/gpu\": \"80\"}}") + ",\n" +
+      node_with_status("cpu1", "", "{\"capacity\": {\"nvidia.com/gpu\": \"0\", \"memory\": \"512Gi\"}}"));
+  expect_fast_and_equal(text);
+  auto t = read_k8s_nodes(text, "nodes.json");
+  ASSERT_TRUE(t) << t.error().to_string();
+  ASSERT_EQ(t->nodes.size(), 4u);  // cpu1: no GPU, no topology label: skipped
+  EXPECT_EQ(t->nodes[0].gpu_count, 4);
+  EXPECT_EQ(t->nodes[1].gpu_count, 8);  // a GPU node by its capacity alone, kept
+  EXPECT_EQ(t->nodes[2].gpu_count, 8);
+  EXPECT_EQ(t->nodes[3].gpu_count, 0);  // 80: replicas, not GPUs; warned
+  ASSERT_EQ(t->warnings.size(), 2u);
+  EXPECT_NE(t->warnings[0].find("'p4'"), std::string::npos) << t->warnings[0];
+  EXPECT_NE(t->warnings[1].find("cpu1"), std::string::npos) << t->warnings[1];
+  for (const std::string bad : {"\"2.5\"", "\"-1\"", "\"four\""}) {
+    const std::string b = node_list("\n" + node_with_status("n1", leaf, "{\"capacity\":\n {\"nvidia.com/gpu\": " + bad + "}}"));
+    expect_declined_and_same(b);
+    auto r = read_k8s_nodes(b, "nodes.json");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(where(r.error().where), "nodes.json:3:21") << r.error().to_string();
+    EXPECT_NE(r.error().message.find("nvidia.com/gpu"), std::string::npos) << r.error().message;
+  }
+}
+
 TEST(K8sNodesPaths, BadMemoryIsRefusedAtItsPosition) {
   const std::string gpus = "\"nvidia.com/gpu.count\": \"8\"";
   for (const std::string memory : {"\"2TB\"", "\"-1Gi\"", "\"\"", "\" 2Gi\"", "[1]", "{\"a\": 1}"}) {
