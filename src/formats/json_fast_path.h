@@ -24,13 +24,25 @@ constexpr int kFastPathMaxJsonDepth = 100;  // parse_json_document refuses 128 (
 // Whether the fast path may try `text` at all: one JSON object (or, with `opening` '[',
 // one array), no \u escape (yaml-cpp encodes surrogate halves alone; nlohmann and simdjson
 // may differ on odd ones), no lone CR (a line break to yaml-cpp's positions), no byte order
-// mark (the first byte must be the opening one).
+// mark (the first byte must be the opening one), no line break between a key and its colon
+// (valid JSON; a YAML flow mapping's implicit key must end on its line, so yaml-cpp refuses
+// it: found by the k8s_nodes fuzz target).
 inline bool fast_path_may_read(std::string_view text, char opening = '{') {
   const std::size_t first = text.find_first_not_of(" \t\n\r");
   if (first == std::string_view::npos || text[first] != opening) return false;
   if (text.find("\\u") != std::string_view::npos) return false;
   for (std::size_t cr = text.find('\r'); cr != std::string_view::npos; cr = text.find('\r', cr + 1))
     if (cr + 1 == text.size() || text[cr + 1] != '\n') return false;
+  // Each string's end: a line break before the next non-blank byte, and that byte a colon.
+  for (std::size_t open = text.find('"'); open != std::string_view::npos;) {
+    std::size_t close = text.find_first_of("\"\\", open + 1);
+    while (close != std::string_view::npos && text[close] == '\\') close = text.find_first_of("\"\\", close + 2);
+    if (close == std::string_view::npos) return true;  // an open string: simdjson refuses the text
+    const std::size_t next = text.find_first_not_of(" \t\r\n", close + 1);
+    if (next == std::string_view::npos) return true;
+    if (text[next] == ':' && text.substr(close + 1, next - close - 1).find('\n') != std::string_view::npos) return false;
+    open = text[next] == '"' ? next : text.find('"', next);
+  }
   return true;
 }
 

@@ -12,15 +12,12 @@
 #include "formats/nvidia_topo.h"
 #include "support/ibnet_generator.h"
 #include "topology/file_io.h"
+#include "support/test_data.h"
 
 namespace toposched {
 namespace {
 
-std::string data(const std::string& name) {
-  auto text = read_text_file(std::string(TOPOSCHED_TEST_DATA) + "/discovery/" + name);
-  EXPECT_TRUE(text) << name;
-  return text ? *text : std::string();
-}
+std::string data(const std::string& name) { return testing::test_data_text("discovery/" + name); }
 
 // switch name -> its nodes
 std::map<std::string, std::set<std::string>> leaf_members(const DiscoveredTopology& t) {

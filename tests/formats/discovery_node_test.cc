@@ -6,15 +6,12 @@
 #include "formats/nvidia_topo.h"
 #include "topology/file_io.h"
 #include "topology/hardware.h"
+#include "support/test_data.h"
 
 namespace toposched {
 namespace {
 
-std::string data(const std::string& name) {
-  auto text = read_text_file(std::string(TOPOSCHED_TEST_DATA) + "/discovery/" + name);
-  EXPECT_TRUE(text) << name;
-  return text ? *text : std::string();
-}
+std::string data(const std::string& name) { return testing::test_data_text("discovery/" + name); }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))

@@ -12,20 +12,15 @@
 #include "formats/slurm_topology.h"
 #include "formats/topograph_model.h"
 #include "topology/file_io.h"
+#include "support/test_data.h"
 
 namespace toposched {
 namespace {
 
-std::string data(const std::string& name) {
-  auto text = read_text_file(std::string(TOPOSCHED_TEST_DATA) + "/discovery/" + name);
-  EXPECT_TRUE(text) << name;
-  return text ? *text : std::string();
-}
+std::string data(const std::string& name) { return testing::test_data_text("discovery/" + name); }
 
 const DiscoveredNode* node(const DiscoveredTopology& t, const std::string& name) {
-  for (const auto& n : t.nodes)
-    if (n.name == name) return &n;
-  return nullptr;
+  return testing::find_discovered_node(t, name);
 }
 
 const DiscoveredSwitch* sw(const DiscoveredTopology& t, const std::string& name) {

@@ -12,15 +12,12 @@
 
 #include "formats/k8s_nodes.h"
 #include "topology/file_io.h"
+#include "support/test_data.h"
 
 namespace toposched {
 namespace {
 
-std::string data(const std::string& name) {
-  auto text = read_text_file(std::string(TOPOSCHED_TEST_DATA) + "/discovery/" + name);
-  EXPECT_TRUE(text) << name;
-  return text ? *text : std::string();
-}
+std::string data(const std::string& name) { return testing::test_data_text("discovery/" + name); }
 
 std::string where(const SourceLocation& l) { return fmt::format("{}:{}:{}", l.file, l.line, l.column); }
 
@@ -210,6 +207,11 @@ TEST(K8sNodesPaths, InputsTheFastPathLeavesToYamlCpp) {
   expect_declined_and_same(node("n1", "\"nvidia.com/gpu.count\": \"8\""));
   expect_declined_and_same(node_list(node("n\\u00e9", "\"nvidia.com/gpu.count\": \"8\"")));
   expect_declined_and_same(node_list(node("n1", "\"nvidia.com/gpu.count\": \"8\"")) + "\r \n");
+  // A line break between a key and its colon: JSON, but not a YAML flow mapping's implicit key.
+  expect_declined_and_same(node_list("{\"metadata\": {\"name\": \"n1\", \"labels\"\n  : {}}}"));
+  EXPECT_FALSE(read_k8s_nodes(node_list("{\"metadata\": {\"name\"\n: \"n1\"}}"), "nodes.json"));
+  // A line break after the colon, or inside a value, is read by the fast path.
+  expect_fast_and_equal(node_list("{\"metadata\": {\"name\":\n \"n1\", \"labels\": {\"nvidia.com/gpu.count\":\n\"8\"}}}"));
 }
 
 TEST(K8sNodesPaths, LargeGeneratedListAgrees) {

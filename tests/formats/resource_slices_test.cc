@@ -9,22 +9,17 @@
 #include "formats/discover.h"
 #include "formats/resource_slices.h"
 #include "topology/file_io.h"
+#include "support/test_data.h"
 
 namespace toposched {
 namespace {
 
 const std::string kDir = std::string(TOPOSCHED_TEST_DATA) + "/discovery/dra/";
 
-std::string data(const std::string& name) {
-  auto text = read_text_file(kDir + name);
-  EXPECT_TRUE(text) << name;
-  return text ? *text : std::string();
-}
+std::string data(const std::string& name) { return testing::test_data_text("discovery/dra/" + name); }
 
 const DiscoveredNode* node(const DiscoveredTopology& t, const std::string& name) {
-  for (const auto& n : t.nodes)
-    if (n.name == name) return &n;
-  return nullptr;
+  return testing::find_discovered_node(t, name);
 }
 
 TEST(ResourceSlices, NvidiaDriverAttributesGiveGpusInPciOrder) {

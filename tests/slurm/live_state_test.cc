@@ -9,15 +9,12 @@
 #include "placement/engine.h"
 #include "slurm/live_state.h"
 #include "topology/file_io.h"
+#include "support/test_data.h"
 
 namespace toposched::slurm {
 namespace {
 
-std::string data(const std::string& name) {
-  auto text = read_text_file(std::string(TOPOSCHED_TEST_DATA) + "/slurm/" + name);
-  EXPECT_TRUE(text) << name;
-  return text ? *text : std::string();
-}
+std::string data(const std::string& name) { return testing::test_data_text("slurm/" + name); }
 
 Cluster test_cluster() {
   auto c = load_cluster(std::string(TOPOSCHED_TEST_DATA) + "/slurm/cluster.yaml");

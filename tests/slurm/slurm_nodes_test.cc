@@ -9,26 +9,20 @@
 
 #include "formats/discover.h"
 #include "slurm/slurm_nodes.h"
-#include "topology/file_io.h"
+#include "support/test_data.h"
 
 namespace toposched::slurm {
 namespace {
 
-std::string data(const std::string& dir, const std::string& name) {
-  auto text = read_text_file(std::string(TOPOSCHED_TEST_DATA) + "/" + dir + "/" + name);
-  EXPECT_TRUE(text) << name;
-  return text ? *text : std::string();
-}
+using toposched::testing::test_data_text;
 
 const DiscoveredNode* find(const DiscoveredTopology& t, const std::string& name) {
-  for (const auto& n : t.nodes)
-    if (n.name == name) return &n;
-  return nullptr;
+  return toposched::testing::find_discovered_node(t, name);
 }
 
 TEST(SlurmNodes, CapturedScontrolAndSinfoSayTheSame) {
   for (const char* file : {"scontrol_show_node.txt", "sinfo.json"}) {
-    auto t = read_slurm_nodes(data("slurm", file), file);
+    auto t = read_slurm_nodes(test_data_text(std::string("slurm/") + file), file);
     ASSERT_TRUE(t) << t.error().to_string();
     ASSERT_EQ(t->nodes.size(), 4u) << file;  // gpu01..gpu04, Gres=gpu:h100:4, RealMemory=1024
     for (const auto& n : t->nodes) {
