@@ -21,29 +21,47 @@ constexpr int kFastPathMaxDepth = 400;  // yaml-cpp refuses more than 500 nested
 
 constexpr int kFastPathMaxJsonDepth = 100;  // parse_json_document refuses 128 (kMaxJsonDepth)
 
+// Whether a string of `text` ends with a line break before its colon ("key"\n: value). Each
+// closing quote is found with memchr and is one unless an odd run of backslashes precedes it.
+inline bool line_break_before_a_colon(std::string_view text) {
+  std::size_t open = text.find('"');
+  while (open != std::string_view::npos) {
+    std::size_t close = text.find('"', open + 1);
+    for (;;) {
+      if (close == std::string_view::npos) return false;  // an open string: simdjson refuses the text
+      std::size_t backslashes = 0;
+      while (text[close - 1 - backslashes] == '\\') ++backslashes;
+      if (backslashes % 2 == 0) break;
+      close = text.find('"', close + 1);
+    }
+    const std::size_t next = text.find_first_not_of(" \t\r\n", close + 1);
+    if (next == std::string_view::npos) return false;
+    if (text[next] == ':' && text.substr(close + 1, next - close - 1).find('\n') != std::string_view::npos) return true;
+    open = text[next] == '"' ? next : text.find('"', next);
+  }
+  return false;
+}
+
+// The exact reader a fast path stands in for: what it refuses is what the fast path must
+// decline on.
+enum class ExactReader {
+  kYamlCpp,   // load_yaml_document: any scalar is text; at most 500 nested collections
+  kNlohmann,  // parse_json_document: JSON numbers and literals only; at most kMaxJsonDepth
+};
+
 // Whether the fast path may try `text` at all: one JSON object (or, with `opening` '[',
 // one array), no \u escape (yaml-cpp encodes surrogate halves alone; nlohmann and simdjson
 // may differ on odd ones), no lone CR (a line break to yaml-cpp's positions), no byte order
-// mark (the first byte must be the opening one), no line break between a key and its colon
-// (valid JSON; a YAML flow mapping's implicit key must end on its line, so yaml-cpp refuses
-// it: found by the k8s_nodes fuzz target).
-inline bool fast_path_may_read(std::string_view text, char opening = '{') {
+// mark (the first byte must be the opening one), and for yaml-cpp no line break between a
+// key and its colon (valid JSON; a YAML flow mapping's implicit key must end on its line, so
+// yaml-cpp refuses it: found by the k8s_nodes fuzz target).
+inline bool fast_path_may_read(std::string_view text, char opening = '{', ExactReader exact = ExactReader::kYamlCpp) {
   const std::size_t first = text.find_first_not_of(" \t\n\r");
   if (first == std::string_view::npos || text[first] != opening) return false;
   if (text.find("\\u") != std::string_view::npos) return false;
   for (std::size_t cr = text.find('\r'); cr != std::string_view::npos; cr = text.find('\r', cr + 1))
     if (cr + 1 == text.size() || text[cr + 1] != '\n') return false;
-  // Each string's end: a line break before the next non-blank byte, and that byte a colon.
-  for (std::size_t open = text.find('"'); open != std::string_view::npos;) {
-    std::size_t close = text.find_first_of("\"\\", open + 1);
-    while (close != std::string_view::npos && text[close] == '\\') close = text.find_first_of("\"\\", close + 2);
-    if (close == std::string_view::npos) return true;  // an open string: simdjson refuses the text
-    const std::size_t next = text.find_first_not_of(" \t\r\n", close + 1);
-    if (next == std::string_view::npos) return true;
-    if (text[next] == ':' && text.substr(close + 1, next - close - 1).find('\n') != std::string_view::npos) return false;
-    open = text[next] == '"' ? next : text.find('"', next);
-  }
-  return true;
+  return exact != ExactReader::kYamlCpp || !line_break_before_a_colon(text);
 }
 
 // The keys of one object so far; a repeated one declines (load_yaml_document refuses it).
@@ -58,13 +76,6 @@ class ObjectKeys {
 
  private:
   std::vector<std::string_view> keys_;
-};
-
-// The exact reader a fast path stands in for: what it refuses is what the fast path must
-// decline on.
-enum class ExactReader {
-  kYamlCpp,   // load_yaml_document: any scalar is text; at most 500 nested collections
-  kNlohmann,  // parse_json_document: JSON numbers and literals only; at most kMaxJsonDepth
 };
 
 // Calls fn(key, value) for each field of `object` in order; a repeated key declines.

@@ -388,6 +388,7 @@ namespace sj = simdjson::ondemand;
 using json_fast_path::check_unused;
 using json_fast_path::FastPathDeclines;
 using json_fast_path::fast_path_may_read;
+using json_fast_path::for_each_field;
 using json_fast_path::ObjectKeys;
 
 std::string_view string_value(sj::value v) {
@@ -499,32 +500,22 @@ class JsonNodeListReader {
   // carries nothing read here (as on the yaml-cpp path), a value that is not a string declines.
   void read_status(sj::value status) {
     if (status.type() != sj::json_type::object) return check_unused(status, 2);
-    ObjectKeys keys;
-    for (auto field : status.get_object()) {
-      std::string_view key = field.unescaped_key();
-      keys.add(key);
+    for_each_field(status, [&](std::string_view key, sj::value v) {
       if (key == "capacity")
-        read_capacity(field.value());
+        read_capacity(v);
       else
-        check_unused(field.value(), 3);  // the depth read_item gives its fields, plus one
-    }
+        check_unused(v, 3);  // the depth read_item gives its fields, plus one
+    });
   }
 
   void read_capacity(sj::value capacity) {
     if (capacity.type() != sj::json_type::object) return check_unused(capacity, 3);
-    ObjectKeys keys;
-    for (auto field : capacity.get_object()) {
-      std::string_view key = field.unescaped_key();
-      keys.add(key);
+    for_each_field(capacity, [&](std::string_view key, sj::value v) {
       const auto* name = std::find(std::begin(kCapacityNames), std::end(kCapacityNames), key);
-      if (name == std::end(kCapacityNames)) {
-        check_unused(field.value(), 4);
-        continue;
-      }
-      sj::value v = field.value();
+      if (name == std::end(kCapacityNames)) return check_unused(v, 4);
       const std::size_t offset = static_cast<std::size_t>(v.raw_json_token().data() - base_);
       capacity_[static_cast<std::size_t>(name - std::begin(kCapacityNames))].emplace(string_value(v), offset);
-    }
+    });
   }
 
   void read_labels(sj::value labels) {

@@ -313,7 +313,7 @@ class PhillyFastPath {
 }  // namespace
 
 std::optional<Result<Trace>> read_philly_fast(std::string_view text, const std::string& file) {
-  if (!json_fast_path::fast_path_may_read(text, '[')) return std::nullopt;
+  if (!json_fast_path::fast_path_may_read(text, '[', json_fast_path::ExactReader::kNlohmann)) return std::nullopt;
   Trace trace;
   trace.source = file;
   trace.format = "philly";
