@@ -231,7 +231,7 @@ const Json* top_level_array(const Json& doc, const char* key) {
   return it != doc.end() && it->is_array() ? &*it : nullptr;
 }
 
-// ---- scontrol -o: one record per line, Key=Value tokens separated by spaces ------------
+// ---- scontrol: one record per line (-o) or per indented block, Key=Value tokens ----------
 
 struct Token {
   std::string key;
@@ -288,6 +288,35 @@ Result<std::vector<std::string_view>> complete_lines(std::string_view text, cons
     start = end + 1;
   }
   return lines;
+}
+
+// One record of scontrol's output and the line it starts on. `scontrol -o` prints a record
+// per line; without -o a record's first line starts at column 0 and its further lines are
+// indented (three spaces), with a blank line between records: those lines are joined.
+struct ScontrolRecord {
+  std::string text;
+  int line = 0;
+};
+
+std::vector<ScontrolRecord> scontrol_records(const std::vector<std::string_view>& lines) {
+  std::vector<ScontrolRecord> out;
+  bool open = false;  // whether the last record may take continuation lines
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string_view l = lines[i];
+    const std::size_t first = l.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos) {
+      open = false;
+      continue;
+    }
+    if (first > 0 && open) {
+      out.back().text += ' ';
+      out.back().text += l.substr(first);
+      continue;
+    }
+    out.push_back({std::string(l.substr(first)), static_cast<int>(i + 1)});
+    open = true;
+  }
+  return out;
 }
 
 Result<std::vector<SlurmJobNode>> scontrol_job_nodes(const std::vector<Token>& tokens, const std::string& id) {
@@ -406,11 +435,10 @@ Result<std::vector<SlurmJob>> parse_squeue_json(std::string_view text, const std
 Result<std::vector<SlurmNode>> parse_scontrol_nodes(std::string_view text, const std::string& source) {
   TOPOSCHED_TRY(lines, complete_lines(text, source));
   std::vector<SlurmNode> out;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find_first_not_of(' ') == std::string_view::npos) continue;
-    if (lines[i].rfind("No nodes", 0) == 0) continue;
-    auto tokens = tokens_of(lines[i]);
-    const int line = static_cast<int>(i + 1);
+  for (const ScontrolRecord& record : scontrol_records(lines)) {
+    if (record.text.rfind("No nodes", 0) == 0) continue;
+    auto tokens = tokens_of(record.text);
+    const int line = record.line;
     SlurmNode node;
     node.name = token_value(tokens, "NodeName");
     if (node.name.empty() || !has_token(tokens, "State"))
@@ -434,11 +462,10 @@ Result<std::vector<SlurmNode>> parse_scontrol_nodes(std::string_view text, const
 Result<std::vector<SlurmJob>> parse_scontrol_jobs(std::string_view text, const std::string& source) {
   TOPOSCHED_TRY(lines, complete_lines(text, source));
   std::vector<SlurmJob> out;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find_first_not_of(' ') == std::string_view::npos) continue;
-    if (lines[i].rfind("No jobs", 0) == 0) continue;
-    auto tokens = tokens_of(lines[i]);
-    const int line = static_cast<int>(i + 1);
+  for (const ScontrolRecord& record : scontrol_records(lines)) {
+    if (record.text.rfind("No jobs", 0) == 0) continue;
+    auto tokens = tokens_of(record.text);
+    const int line = record.line;
     SlurmJob job;
     job.id = token_value(tokens, "JobId");
     if (job.id.empty() || !has_token(tokens, "JobState"))

@@ -2,7 +2,8 @@
 // count) and the jobs holding GPUs, with the GPU indices each job holds on each node.
 //
 // Read from the outputs of Slurm's own clients, by pure parsers tested on captured output:
-//   - nodes: `sinfo --json` (Slurm >= 21.08), or `scontrol -o show node` (any version);
+//   - nodes: `sinfo --json` (Slurm >= 21.08), or `scontrol -o show node` (any version; the
+//            multi-line `scontrol show node` too: indented lines continue a record);
 //   - jobs:  `squeue --json` (`gres_detail` per allocated node: "gpu:2(IDX:0-1)"), or
 //            `scontrol -o -d show job` ("Nodes=n[02-03] ... GRES=gpu:3(IDX:0-2)").
 // Slurm 22.05 ignores squeue's filters in JSON mode, so the parsers take every job and keep
