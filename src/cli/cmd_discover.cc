@@ -86,7 +86,7 @@ void add_input_options(CLI::App& cmd, DiscoverOptions& o) {
       ->type_name("REGEX");
   cmd.add_option("--slurm-topology", r.slurm_topology, "Slurm topology.conf (tree or block)")->type_name("FILE");
   cmd.add_option("--slurm-nodes", o.slurm_nodes,
-                  "`scontrol -o show node` or `sinfo --json` output: each node's GPU count and product (its gpu "
+                  "`scontrol [-o] show node` or `sinfo --json` output: each node's GPU count and product (its gpu "
                   "gres, e.g. Gres=gpu:h100:8) and memory (RealMemory, as host_memory_gb); nodes without GPUs are "
                   "skipped. With --slurm-topology for the switches")
       ->type_name("FILE");
