@@ -40,9 +40,12 @@ int run_show(const ShowOptions& o) {
   fmt::print("nodes        {}  {}\n", c->node_count(), s["hostlist"].get<std::string>());
   fmt::print("gpus         {}\n", c->gpu_count());
   for (const auto& t : s["node_types"]) {
-    fmt::print("node type    {}: {} nodes x {} {} ({} GB){}, {} NICs\n", t["name"].get<std::string>(), t["nodes"].get<std::size_t>(),
-               t["gpus_per_node"].get<int>(), t["gpu_model"].get<std::string>(), t["gpu_memory_gb"].get<double>(),
-               t["nvswitch"].get<bool>() ? ", NVSwitch" : "", t["nics"].get<std::size_t>());
+    const std::string host_memory =
+        t.contains("host_memory_gb") ? fmt::format(", {} GB host memory", t["host_memory_gb"].get<double>()) : "";
+    fmt::print("node type    {}: {} nodes x {} {} ({} GB){}, {} NICs{}\n", t["name"].get<std::string>(),
+               t["nodes"].get<std::size_t>(), t["gpus_per_node"].get<int>(), t["gpu_model"].get<std::string>(),
+               t["gpu_memory_gb"].get<double>(), t["nvswitch"].get<bool>() ? ", NVSwitch" : "",
+               t["nics"].get<std::size_t>(), host_memory);
   }
   if (c->tiers().empty()) fmt::print("fabric       none (no switch data)\n");
   for (const auto& f : s["fabric"])

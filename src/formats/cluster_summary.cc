@@ -35,9 +35,11 @@ nlohmann::ordered_json cluster_summary_json(const Cluster& c) {
   for (std::uint32_t n = 0; n < c.node_count(); ++n) ++per_type[c.node_type_id(NodeId(n)).index()];
   for (std::uint32_t t = 0; t < c.node_type_count(); ++t) {
     const NodeType& nt = c.node_type_at(NodeTypeId(t));
-    types.push_back({{"name", nt.name}, {"nodes", per_type[t]}, {"gpu_model", nt.gpu_model},
-                     {"gpus_per_node", nt.gpu_count}, {"gpu_memory_gb", nt.gpu_memory_gb},
-                     {"nvswitch", nt.nvswitch}, {"nics", nt.nics.size()}});
+    Json type = {{"name", nt.name}, {"nodes", per_type[t]}, {"gpu_model", nt.gpu_model},
+                 {"gpus_per_node", nt.gpu_count}, {"gpu_memory_gb", nt.gpu_memory_gb},
+                 {"nvswitch", nt.nvswitch}, {"nics", nt.nics.size()}};
+    if (nt.host_memory_gb > 0) type["host_memory_gb"] = nt.host_memory_gb;  // as the spec: only when known
+    types.push_back(std::move(type));
   }
   out["node_types"] = types;
   Json switches = Json::array();

@@ -279,6 +279,9 @@ class DiscoverClusterWideSources(unittest.TestCase):
                 spec = json.load(f)
             self.assertEqual([t["host_memory_gb"] for t in spec["node_types"]], [2164])
             self.assertEqual(spec["node_types"][0]["gpu"]["count"], 8)
+            self.assertIn("8 NICs, 2164 GB host memory", run("show", "--cluster", spec_path).stdout)
+            summary = json.loads(run("show", "--cluster", spec_path, "--format", "json").stdout)
+            self.assertEqual(summary["node_types"][0]["host_memory_gb"], 2164)
             trace = os.path.join(d, "trace.jsonl")
             with open(ROUTE_TRACE) as src, open(trace, "w") as dst:
                 dst.writelines(next(src) for _ in range(60))
@@ -303,6 +306,9 @@ class DiscoverClusterWideSources(unittest.TestCase):
                 json.dump(node_list, f)
             spec = self.spec_of("--k8s-nodes", k8s)
             self.assertEqual({t["host_memory_gb"] for t in spec["node_types"]}, {2164})
+            # Without it a type says nothing of host memory, in the spec and in `show`.
+            summary = json.loads(run("show", "--cluster", os.path.join(DATA, "k8s-nodes.json"), "--format", "json").stdout)
+            self.assertTrue(all("host_memory_gb" not in t for t in summary["node_types"]))
 
     def test_topograph_model_as_cluster_spec(self):
         show = json.loads(run("show", "--cluster", os.path.join(DATA, "topograph-model.yaml"),
