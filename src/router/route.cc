@@ -107,7 +107,16 @@ Result<double> host_cache_gb_of(const Cluster& cluster, const std::vector<Worker
   if (!(o.host_cache_share <= 1))
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--host-cache-gb: expected a share of the node's memory from 0 to 100 %, found {:g} %",
                                                                100 * o.host_cache_share));
+  // Every node gets a tier of one size: the workers' nodes must agree on their memory.
   const NodeType& type = cluster.node_type(workers.front().node);
+  for (const WorkerPlacement& w : workers) {
+    const NodeType& other = cluster.node_type(w.node);
+    if (other.host_memory_gb != type.host_memory_gb)
+      return make_error(ErrorCode::kInvalidArgument,
+                        fmt::format("--host-cache-gb {:g}%: the workers' nodes differ in host memory (node type '{}': {:g} GB, '{}': {:g} GB); "
+                                    "give the host tier's size in GB instead",
+                                    100 * o.host_cache_share, type.name, type.host_memory_gb, other.name, other.host_memory_gb));
+  }
   if (!(type.host_memory_gb > 0))
     return make_error(ErrorCode::kInvalidArgument, fmt::format("--host-cache-gb {:g}%: node type '{}' has no host_memory_gb in the cluster spec; "
                                                                "give the host tier's size in GB instead", 100 * o.host_cache_share, type.name));

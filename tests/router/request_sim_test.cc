@@ -299,6 +299,24 @@ TEST(RouteRun, AHostTierShareIsOfTheNodesHostMemory) {
   auto unknown = run_route(*l40s, "l40s", small_trace(), o);
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().message.find("host_memory_gb"), std::string::npos) << unknown.error().message;
+  // Workers on nodes of different memory (as discovery finds them): a share names no one size.
+  const std::string nodes = R"({"kind": "NodeList", "items": [)"
+                            R"({"metadata": {"name": "a", "labels": {"nvidia.com/gpu.count": "8"}}, "status": {"capacity": {"memory": "2Ti"}}},)"
+                            R"({"metadata": {"name": "b", "labels": {"nvidia.com/gpu.count": "8"}}, "status": {"capacity": {"memory": "1Ti"}}}]})";
+  auto mixed = load_cluster_text(nodes, "nodes.json");
+  ASSERT_TRUE(mixed) << mixed.error().to_string();
+  o.workers = 2;  // workers are spread over the nodes: one on each
+  auto differ = run_route(*mixed, "mixed", small_trace(), o);
+  ASSERT_FALSE(differ);
+  EXPECT_NE(differ.error().message.find("differ in host memory"), std::string::npos) << differ.error().message;
+  o.workers = 1;  // one node: its share
+  auto one = run_route(*mixed, "mixed", small_trace(), o);
+  ASSERT_TRUE(one) << one.error().to_string();
+  EXPECT_DOUBLE_EQ(one->info.sim.host_cache_gb, 0.2 * 2199);
+  o.host_cache_share = 0;
+  o.workers = 2;
+  o.sim.host_cache_gb = 100;  // a size in GB is one size for every node
+  EXPECT_TRUE(run_route(*mixed, "mixed", small_trace(), o));
 }
 
 // Warm-up: the first requests run (they fill the caches, count in the hit rates) but their
