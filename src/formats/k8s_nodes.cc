@@ -107,7 +107,7 @@ Result<std::vector<YAML::Node>> node_items(YamlInput& in, const YAML::Node& root
 }
 
 // Reads Node objects one at a time into a DiscoveredTopology: the node's name, its labels by
-// role, then the switches its tier labels name, linked closest first. One reader per call.
+// role, its memory and GPU capacity, then the switches its tier labels name, linked closest first. One reader per call.
 // The parser is the caller's: a Node arrives as its name and the indices (into the label
 // keys, ascending) of the label keys it has, with a NodeSource that gives each label's value
 // and the positions for messages:
@@ -271,7 +271,8 @@ class NodeListReader {
   std::vector<std::string> skipped_;
 };
 
-// A Node of the yaml-cpp tree as read_node sees it: its metadata's name and labels.
+// A Node of the yaml-cpp tree as read_node sees it: its metadata's name and labels, and the
+// status.capacity keys read.
 class YamlNodeSource {
  public:
   YamlNodeSource(const YamlInput& in, const LabelKeys& keys, const YAML::Node& meta, const YAML::Node& status)

@@ -7,9 +7,11 @@
 //   nvidia.com/gpu.count, nvidia.com/gpu.product   GPU hints (GPU Feature Discovery)
 // `label_map` entries "KEY=ROLE" add site-specific keys, tried before the built-in ones;
 // ROLE is tier-N, leaf, spine, core, domain, sub-domain, gpu-count or gpu-product.
+// From the Node's status.capacity: `memory` as the node's host memory (whole GB) and
+// `nvidia.com/gpu` (the device plugin's count) as the GPU count where no gpu.count label gives it.
 // A switch whose nodes disagree on its parent is kept under the first, with a warning.
-// Nodes with neither GPU nor topology labels (CPU and control-plane nodes) are skipped and
-// counted in a warning.
+// Nodes with neither GPUs (labels or capacity) nor topology labels (CPU and control-plane
+// nodes) are skipped and counted in a warning.
 // Errors name file:line:col. Pure function; thread-safe.
 //
 // Two parsers, one result: a JSON NodeList is read with simdjson On Demand, Node by Node
