@@ -50,7 +50,8 @@ struct DiscoveredNode {
   SourceLocation gpu_model_at;       // where the hint was read, for errors; may be empty
   double nic_gbit = 0;               // hint: line rate of its compute NICs (from the fabric); 0 = unknown
   // Hint: the node's system memory in whole GB (10^9 bytes, rounded down), from Kubernetes'
-  // status.capacity.memory; becomes its node type's host_memory_gb. 0 = unknown.
+  // status.capacity.memory or Slurm's RealMemory; becomes its node type's host_memory_gb.
+  // 0 = unknown.
   double host_memory_gb = 0;
   // Hint from ResourceSlices: the GPUs' PCIe roots and NUMA nodes (a generic node type takes
   // its PCIe distances from it); null = unknown.
