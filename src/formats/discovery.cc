@@ -130,10 +130,20 @@ struct MergedSwitch {
   const std::string* source = &kNoSource;
 };
 
+// Whether two nodes' hardware is one node type: everything but the name and the host
+// memory, which decides no placement (a GB more or less of MemTotal between identical servers
+// must not split their type, nor their Kueue ResourceFlavor).
 bool same_hardware(NodeType a, NodeType b) {
   a.name.clear();
   b.name.clear();
+  a.host_memory_gb = b.host_memory_gb = 0;
   return a == b;
+}
+
+// A type's host memory is the smallest its nodes report (unknown ones left out): a share of
+// it (`route --host-cache-gb P%`) fits on every node of the type.
+void fold_host_memory(NodeType& type, double node_gb) {
+  if (node_gb > 0 && (type.host_memory_gb == 0 || node_gb < type.host_memory_gb)) type.host_memory_gb = node_gb;
 }
 
 std::string names_of(const std::vector<std::string>& names) {
@@ -337,29 +347,30 @@ std::string type_base_name(const NodeType& hw, bool generic) {
   return base;
 }
 
-// Node types: identical hardware shares one type. Returns each node's type.
+// Node types: identical hardware shares one type (host memory aside: the type takes its
+// nodes' smallest). The types go to the builder once every node is seen. Returns each node's type.
 Result<std::vector<NodeTypeId>> add_node_types(const Merged& m, const DiscoveryOptions& options,
                                                ClusterBuilder& builder) {
   std::vector<NodeType> types;
   std::vector<NodeTypeId> node_type(m.nodes.size());
   std::unordered_map<std::string, int> type_names;
   // A node without `topo -m` hardware or a PCIe layout gets the generic type of its hints
-  // (GPU model, GPU count, NIC speed, host memory) alone, so the type found for the last such node is
+  // (GPU model, GPU count, NIC speed) alone, so the type found for the last such node is
   // the type of the next one with the same hints: no type is built and compared per node
   // (a topology.conf or NodeList of millions of nodes, docs/performance.md "Large inputs").
   struct Hints {
     const std::string* model = nullptr;
     int count = 0;
     double nic_gbit = 0;
-    double host_memory_gb = 0;
   } last;
   NodeTypeId last_type;
   for (std::size_t i = 0; i < m.nodes.size(); ++i) {
     const DiscoveredNode& node = m.nodes[i].node;
     const bool generic = !node.hardware && !node.pcie;
     if (generic && last.model && *last.model == node.gpu_model && last.count == node.gpu_count &&
-        last.nic_gbit == node.nic_gbit && last.host_memory_gb == node.host_memory_gb) {
+        last.nic_gbit == node.nic_gbit) {
       node_type[i] = last_type;
+      fold_host_memory(types[last_type.index()], node.host_memory_gb);
       continue;
     }
     TOPOSCHED_TRY(hw, node_hardware(m.nodes[i], options));
@@ -371,11 +382,13 @@ Result<std::vector<NodeTypeId>> add_node_types(const Merged& m, const DiscoveryO
       int& seen = type_names[base];
       hw.name = ++seen == 1 ? base : fmt::format("{}-{}", base, seen);
       types.push_back(hw);
-      builder.add_node_type(hw);
+    } else {
+      fold_host_memory(types[k], hw.host_memory_gb);
     }
     node_type[i] = NodeTypeId(static_cast<std::uint32_t>(k));
-    if (generic) last = {&node.gpu_model, node.gpu_count, node.nic_gbit, node.host_memory_gb}, last_type = node_type[i];
+    if (generic) last = {&node.gpu_model, node.gpu_count, node.nic_gbit}, last_type = node_type[i];
   }
+  for (const NodeType& t : types) builder.add_node_type(t);
   return node_type;
 }
 

@@ -178,6 +178,41 @@ class ApiServerJudgesExports(unittest.TestCase):
                 for node in want:
                     self.kube.api.delete(f"/api/v1/nodes/{node}")
 
+    def test_discover_reads_nodes_as_the_api_server_serves_them(self):
+        """`kubectl get nodes -o json` from the real API server (server-filled defaults,
+        conditions, the status subresource as a kubelet patches it): discover takes the GPU count from
+        status.capacity's nvidia.com/gpu where no GPU Feature Discovery label gives it, the
+        host memory from status.capacity.memory (one type for the three alike GPU nodes, with
+        the smallest memory), and skips a node without GPUs."""
+        leaf = {"network.topology.nvidia.com/leaf": "leaf-1"}
+        self.kube.add_nodes([("disc-a", leaf), ("disc-b", leaf)], gpus=4, memory="2113442596Ki")
+        self.kube.add_nodes([("disc-c", leaf)], gpus=4, memory="1056721298Ki")
+        self.kube.add_nodes([("disc-cpu", {})], gpus=0, memory="512Gi")
+        try:
+            listed = self.kube.kubectl("get", "nodes", "-o", "json").stdout
+            path = os.path.join(self.tmp.name, "nodes.json")
+            with open(path, "w") as f:
+                f.write(listed)
+            # The API server's own shape, not a hand-written one: it fills defaults such as
+            # status.nodeInfo and daemonEndpoints, and kubectl lists the Nodes as a List.
+            self.assertIn('"nodeInfo"', listed)
+            self.assertIn('"resourceVersion"', listed)
+            r = crdv.toposched("discover", "--k8s-nodes", path, "--format", "json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("disc-cpu", r.stderr)  # skipped, named in a warning
+            spec = json.loads(r.stdout)
+            types = {t["name"]: t for t in spec["node_types"]}
+            by_node = {}
+            for group in spec["nodes"]:
+                for name in group["names"].split(","):  # letters, not numbers: no [a-b] ranges
+                    by_node[name] = types[group["type"]]
+            self.assertEqual({n: (t["gpu"]["count"], t["host_memory_gb"]) for n, t in by_node.items()
+                              if n.startswith("disc-")},
+                             {"disc-a": (4, 1082), "disc-b": (4, 1082), "disc-c": (4, 1082)})
+        finally:
+            for node in ("disc-a", "disc-b", "disc-c", "disc-cpu"):
+                self.kube.api.delete(f"/api/v1/nodes/{node}")
+
     def test_node_names_refused_by_both(self):
         spec = os.path.join(self.tmp.name, "bad-names.yaml")
         with open(spec, "w") as f:

@@ -226,8 +226,9 @@ TEST(K8sNodes, ErrorsNamePositions) {
   EXPECT_NE(count.error().message.find("many"), std::string::npos);
 }
 
-TEST(K8sNodes, MemoryCapacityBecomesTheNodeTypesHostMemory) {
-  // Two nodes alike, one with less memory: two node types; their host memory in whole GB.
+TEST(K8sNodes, MemoryCapacityGivesTheTypeItsSmallestNodesMemory) {
+  // Three nodes alike, one with half the memory: one node type (host memory decides no
+  // placement and must not split a Kueue flavor), with the smallest memory, in whole GB.
   auto item = [](const std::string& name, const std::string& memory) {
     return "{\"metadata\": {\"name\": \"" + name +
            "\", \"labels\": {\"nvidia.com/gpu.count\": \"8\", \"nvidia.com/gpu.product\": "
@@ -239,10 +240,15 @@ TEST(K8sNodes, MemoryCapacityBecomesTheNodeTypesHostMemory) {
   auto c = load_cluster_text(text, "nodes.json");
   ASSERT_TRUE(c) << c.error().to_string();
   const auto type_of = [&](const char* n) -> const NodeType& { return c->node_type(*c->find_node(n)); };
-  EXPECT_EQ(type_of("h1").host_memory_gb, 2164);
-  EXPECT_EQ(&type_of("h1"), &type_of("h2"));
-  EXPECT_EQ(type_of("h3").host_memory_gb, 1082);
-  EXPECT_NE(type_of("h1").name, type_of("h3").name);
+  EXPECT_EQ(c->node_type_count(), 1u);
+  EXPECT_EQ(&type_of("h1"), &type_of("h3"));
+  EXPECT_EQ(type_of("h1").host_memory_gb, 1082);
+  // Alike in memory: theirs.
+  auto same = load_cluster_text("{\"kind\": \"NodeList\", \"items\": [" + item("h1", "2113442596Ki") + ", " +
+                                    item("h2", "2113442596Ki") + "]}",
+                                "nodes.json");
+  ASSERT_TRUE(same) << same.error().to_string();
+  EXPECT_EQ(same->node_type(*same->find_node("h2")).host_memory_gb, 2164);
   // Without the field the type's host memory stays unknown.
   auto fixture = load_cluster_text(data("k8s-nodes.json"), "nodes.json");
   ASSERT_TRUE(fixture) << fixture.error().to_string();

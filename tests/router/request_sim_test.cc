@@ -299,11 +299,17 @@ TEST(RouteRun, AHostTierShareIsOfTheNodesHostMemory) {
   auto unknown = run_route(*l40s, "l40s", small_trace(), o);
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().message.find("host_memory_gb"), std::string::npos) << unknown.error().message;
-  // Workers on nodes of different memory (as discovery finds them): a share names no one size.
-  const std::string nodes = R"({"kind": "NodeList", "items": [)"
-                            R"({"metadata": {"name": "a", "labels": {"nvidia.com/gpu.count": "8"}}, "status": {"capacity": {"memory": "2Ti"}}},)"
-                            R"({"metadata": {"name": "b", "labels": {"nvidia.com/gpu.count": "8"}}, "status": {"capacity": {"memory": "1Ti"}}}]})";
-  auto mixed = load_cluster_text(nodes, "nodes.json");
+  // Workers on node types of different memory (a spec may name two): a share names no one size.
+  const std::string spec = R"(version: 1
+name: mixed
+node_types:
+  - {name: big, gpu: {model: H100-SXM5, memory_gb: 80, count: 8}, nvlink: {links: 18, GBps_per_link: 25, nvswitch: true}, host_memory_gb: 2199}
+  - {name: small, gpu: {model: H100-SXM5, memory_gb: 80, count: 8}, nvlink: {links: 18, GBps_per_link: 25, nvswitch: true}, host_memory_gb: 1099}
+nodes:
+  - {names: a, type: big}
+  - {names: b, type: small}
+)";
+  auto mixed = load_cluster_text(spec, "mixed.yaml");
   ASSERT_TRUE(mixed) << mixed.error().to_string();
   o.workers = 2;  // workers are spread over the nodes: one on each
   auto differ = run_route(*mixed, "mixed", small_trace(), o);
