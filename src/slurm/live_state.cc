@@ -296,6 +296,17 @@ Result<std::vector<std::string_view>> complete_lines(std::string_view text, cons
 struct ScontrolRecord {
   std::string text;
   int line = 0;
+  std::vector<std::pair<std::size_t, int>> continued;  // (offset in text, line) of each joined line
+
+  // The line of the token `key=`, for errors: the record's first line unless a joined line holds it.
+  int line_of(std::string_view key) const {
+    const std::string token = std::string(key) + "=";
+    const std::size_t at = text.rfind(token, 0) == 0 ? 0 : text.find(" " + token);
+    int l = line;
+    for (const auto& [offset, joined] : continued)
+      if (at != std::string::npos && at >= offset) l = joined;
+    return l;
+  }
 };
 
 std::vector<ScontrolRecord> scontrol_records(const std::vector<std::string_view>& lines) {
@@ -310,10 +321,11 @@ std::vector<ScontrolRecord> scontrol_records(const std::vector<std::string_view>
     }
     if (first > 0 && open) {
       out.back().text += ' ';
+      out.back().continued.emplace_back(out.back().text.size(), static_cast<int>(i + 1));
       out.back().text += l.substr(first);
       continue;
     }
-    out.push_back({std::string(l.substr(first)), static_cast<int>(i + 1)});
+    out.push_back({std::string(l.substr(first)), static_cast<int>(i + 1), {}});
     open = true;
   }
   return out;
@@ -446,12 +458,12 @@ Result<std::vector<SlurmNode>> parse_scontrol_nodes(std::string_view text, const
     split_node_state(token_value(tokens, "State"), node);
     node.partitions = split(token_value(tokens, "Partitions"), ',');
     auto gpus = parse_gres_gpu_count(token_value(tokens, "Gres"));
-    if (!gpus) return tl::unexpected(at_source(gpus.error(), source, line));
+    if (!gpus) return tl::unexpected(at_source(gpus.error(), source, record.line_of("Gres")));
     node.gpus = *gpus;
     node.gpu_type = parse_gres_gpu_type(token_value(tokens, "Gres"));
     if (const std::string memory = token_value(tokens, "RealMemory"); !memory.empty()) {
       auto mb = parse_int(memory, "RealMemory (megabytes)");
-      if (!mb) return tl::unexpected(at_source(mb.error(), source, line));
+      if (!mb) return tl::unexpected(at_source(mb.error(), source, record.line_of("RealMemory")));
       node.real_memory_mb = *mb;
     }
     out.push_back(std::move(node));

@@ -81,6 +81,20 @@ TEST(SlurmNodes, LaterSinfoFormsAndBadValues) {
   EXPECT_EQ(bad_line.error().where.line, 2);
   EXPECT_NE(bad_line.error().message.find("RealMemory"), std::string::npos) << bad_line.error().to_string();
   EXPECT_FALSE(read_slurm_nodes("NodeName=a State=IDLE Gres=gpu:8", "cut.txt"));  // truncated: no newline
+  // The multi-line form (scontrol without -o): the line of the bad token.
+  auto multi = read_slurm_nodes(
+      "NodeName=a Arch=x86_64\n   Gres=gpu:h100:8\n   RealMemory=1024 State=IDLE\n\n"
+      "NodeName=b Arch=x86_64\n   Gres=gpu:h100:8\n   AllocMem=0 RealMemory=lots\n   State=IDLE\n",
+      "nodes.txt");
+  ASSERT_FALSE(multi);
+  EXPECT_EQ(multi.error().where.line, 7) << multi.error().to_string();
+  auto fine = read_slurm_nodes("NodeName=a Arch=x86_64\n   Gres=gpu:h100:8\n   RealMemory=1024 State=IDLE\n\n"
+                               "NodeName=b State=IDLE\n   Gres=gpu:4\n",
+                               "nodes.txt");
+  ASSERT_TRUE(fine) << fine.error().to_string();
+  ASSERT_EQ(fine->nodes.size(), 2u);
+  EXPECT_EQ(fine->nodes[0].host_memory_gb, 1);
+  EXPECT_EQ(fine->nodes[1].gpu_count, 4);
 }
 
 TEST(SlurmNodes, WithTopologyConfTheNodesGetGpusAndHostMemory) {
