@@ -186,19 +186,27 @@ class NodeListReader {
     return {};
   }
 
+  // status.capacity[k] as a number: nullopt when absent; an error at its position when it is
+  // not a quantity >= 0 (and, with `whole`, a whole number), `expected` saying what it should be.
+  template <class NodeSource>
+  static Result<std::optional<double>> capacity_value(const NodeSource& src, CapacityKey k, bool whole,
+                                                      std::string_view expected) {
+    TOPOSCHED_TRY(text, src.capacity(k));
+    if (!text) return std::optional<double>();
+    const auto value = parse_k8s_quantity(*text);
+    if (!value || *value < 0 || (whole && *value != std::floor(*value)))
+      return make_error(ErrorCode::kParse,
+                        fmt::format("{}: expected {}, found '{}'", kCapacityFields[k], expected, text->substr(0, 40)),
+                        src.capacity_at(k));
+    return value;
+  }
+
   // status.capacity.memory (the kubelet's MemTotal), when the Node has it, in whole GB.
   template <class NodeSource>
   static Result<void> read_memory(const NodeSource& src, DiscoveredNode& node) {
-    TOPOSCHED_TRY(text, src.capacity(kCapacityMemory));
-    if (!text) return {};
-    const auto bytes = parse_k8s_quantity(*text);
-    if (!bytes || *bytes < 0)
-      return make_error(ErrorCode::kParse,
-                        fmt::format("status.capacity.memory: expected a quantity of bytes (e.g. 2113442596Ki or "
-                                    "2Ti), found '{}'",
-                                    text->substr(0, 40)),
-                        src.capacity_at(kCapacityMemory));
-    node.host_memory_gb = std::floor(*bytes / 1e9);
+    TOPOSCHED_TRY(bytes, capacity_value(src, kCapacityMemory, false,
+                                        "a quantity of bytes (e.g. 2113442596Ki or 2Ti)"));
+    if (bytes) node.host_memory_gb = std::floor(*bytes / 1e9);
     return {};
   }
 
@@ -208,15 +216,8 @@ class NodeListReader {
   // left out with a warning; 0 is a node without GPUs.
   template <class NodeSource>
   Result<void> read_capacity_gpus(const NodeSource& src, DiscoveredNode& node) {
-    TOPOSCHED_TRY(text, src.capacity(kCapacityGpus));
-    if (!text) return {};
-    const auto count = parse_k8s_quantity(*text);
-    if (!count || *count < 0 || *count != std::floor(*count))
-      return make_error(ErrorCode::kParse,
-                        fmt::format("status.capacity[\"nvidia.com/gpu\"]: expected a whole number of GPUs, found '{}'",
-                                    text->substr(0, 40)),
-                        src.capacity_at(kCapacityGpus));
-    if (node.gpu_count > 0 || *count == 0) return {};
+    TOPOSCHED_TRY(count, capacity_value(src, kCapacityGpus, true, "a whole number of GPUs"));
+    if (!count || node.gpu_count > 0 || *count == 0) return {};
     if (*count > 64) {
       out_.warnings.push_back(fmt::format("node '{}': capacity nvidia.com/gpu is {:g}, more than a node holds "
                                           "(time-slicing replicas?); its GPU count is left to labels or "

@@ -7,23 +7,16 @@
 #include "slurm/live_state.h"
 #include "topology/hardware.h"
 #include "topology/hostlist.h"
+#include "topology/text.h"
 
 namespace toposched::slurm {
-namespace {
-
-bool looks_like_json(std::string_view text) {
-  const std::size_t first = text.find_first_not_of(" \t\r\n");
-  return first != std::string_view::npos && text[first] == '{';
-}
-
-}  // namespace
 
 double real_memory_gb(long long real_memory_mb) {
   return std::floor(static_cast<double>(real_memory_mb) * 1048576.0 / 1e9);
 }
 
 Result<DiscoveredTopology> read_slurm_nodes(std::string_view text, const std::string& file) {
-  TOPOSCHED_TRY(nodes, looks_like_json(text) ? parse_sinfo_json(text, file) : parse_scontrol_nodes(text, file));
+  TOPOSCHED_TRY(nodes, trim(text).starts_with('{') ? parse_sinfo_json(text, file) : parse_scontrol_nodes(text, file));
   DiscoveredTopology out;
   out.source = file;
   std::vector<std::string> no_gpus, unknown_type;
