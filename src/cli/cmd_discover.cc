@@ -35,11 +35,13 @@ int run_discover(DiscoverOptions& o) {
   if (!o.hca.empty()) r.hca_regex = o.hca;
   if (!o.compute_nics.empty()) r.topo.compute_nic_regex = o.compute_nics;
   if (r.topo_m.empty() && r.fabric.empty() && r.gpu_info.empty() && r.ibnetdiscover.empty() && r.slurm_topology.empty() &&
-      r.topograph_models.empty() && r.k8s_nodes.empty() && r.aws_topology.empty() && r.resource_slices.empty() &&
+      r.topograph_models.empty() && r.k8s_nodes.empty() && r.aws_topology.empty() && r.gcp_instances.empty() &&
+      r.resource_slices.empty() &&
       o.slurm_nodes.empty())
     return usage_error(
         "discover needs at least one input (--topo-m, --fabric, --gpu-info, --ibnetdiscover, --slurm-topology, "
-        "--slurm-nodes, --topograph-model, --k8s-nodes, --resource-slices or --aws-topology); see 'toposched "
+        "--slurm-nodes, --topograph-model, --k8s-nodes, --resource-slices, --aws-topology or --gcp-instances); see "
+        "'toposched "
         "discover --help'");
   int code = kExitOk;
   if (!output_usable_or_report(o.output, code)) return code;
@@ -103,6 +105,11 @@ void add_input_options(CLI::App& cmd, DiscoverOptions& o) {
       ->type_name("KEY=ROLE");
   cmd.add_option("--aws-topology", r.aws_topology, "`aws ec2 describe-instance-topology` JSON output")
       ->type_name("FILE");
+  cmd.add_option("--gcp-instances", r.gcp_instances,
+                  "`gcloud compute instances list --format=json` output (or the Compute API's instances.list / "
+                  "aggregatedList): switches from each VM's physicalHostTopology (sub-block, block, cluster), GPUs "
+                  "from guestAccelerators or the machine type, A4X sub-blocks as NVLink domains")
+      ->type_name("FILE");
 }
 }  // namespace
 
@@ -112,7 +119,7 @@ void register_discover(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "discover",
       "Build a cluster spec from what the hardware and tools already report (nvidia-smi, ibnetdiscover, Slurm, "
-      "Kubernetes, AWS)");
+      "Kubernetes, AWS, Google Cloud)");
   add_input_options(*cmd, *opts);
   cmd->add_option("--gpu-model", r.topo.gpu_model,
                   "GPU product, since topo -m does not name it: sets memory, PCIe generation and NVLink speed; also "
@@ -136,10 +143,12 @@ void register_discover(CLI::App& app, int& exit_code) {
   add_format_option(*cmd, opts->format);
   cmd->footer(
       "Output: a native cluster spec, YAML (--format text) or JSON (--format json); see docs/cluster-spec.md.\n"
-      "GPUs and NICs come from topo -m; accelerator domains (ClusterUUID.CliqueId) from --fabric or labels;\n"
-      "switch tiers from ibnetdiscover, topology.conf, the Topograph model, labels or AWS network nodes;\n"
-      "GPU counts, products and PCIe roots of nodes without topo -m from labels, ResourceSlices or Slurm's\n"
-      "node list; host memory from Kubernetes' memory capacity or Slurm's RealMemory.\n"
+      "GPUs and NICs come from topo -m; accelerator domains (ClusterUUID.CliqueId) from --fabric, labels,\n"
+      "an AWS GB200 capacity block or a Google A4X sub-block;\n"
+      "switch tiers from ibnetdiscover, topology.conf, the Topograph model, labels, AWS network nodes or\n"
+      "Google's VM topology; GPU counts, products and PCIe roots of nodes without topo -m from labels,\n"
+      "ResourceSlices, Slurm's node list or the cloud machine type; host memory from Kubernetes' memory\n"
+      "capacity or Slurm's RealMemory.\n"
       "Nodes the switch tree misses go under a switch named 'no-topology' and are reported. Warnings go to\n"
       "stderr. Inputs are documented in docs/formats.md.\n\n"
       "Example:\n"

@@ -1,11 +1,10 @@
 #include "formats/aws_topology.h"
 
-#include <algorithm>
-#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "formats/network_paths.h"
 #include "topology/yaml_input.h"
 
 namespace toposched {
@@ -42,7 +41,6 @@ bool looks_like_aws_topology(std::string_view text) {
   }
 }
 
-// long: the DescribeInstanceTopology schema read field by field, then its NetworkNodes paths into tiers
 Result<DiscoveredTopology> read_aws_topology(std::string_view text, const std::string& file) {
   YamlInput in(file);
   try {
@@ -55,14 +53,8 @@ Result<DiscoveredTopology> read_aws_topology(std::string_view text, const std::s
     if (!ok) return tl::unexpected(ok.error());
     DiscoveredTopology out;
     out.source = file;
-    std::map<std::pair<int, std::string>, std::size_t> sw_index;
-    std::unordered_map<std::string, int> name_tier;
+    NetworkPaths paths("instance");
     std::unordered_map<std::string, bool> seen;
-    std::size_t depth = 0;
-    struct Pending {
-      std::vector<std::string> path;  // farthest first
-    };
-    std::vector<Pending> paths;
     for (const auto& inst : instances) {
       if (!inst.IsMap())
         return in.error_at(inst, fmt::format("expected an instance (a mapping), found {}", YamlInput::describe(inst)));
@@ -83,50 +75,16 @@ Result<DiscoveredTopology> read_aws_topology(std::string_view text, const std::s
       auto cb = in.opt_string(inst, "CapacityBlockId");
       if (!cb) return tl::unexpected(cb.error());
       if (*cb && hint && hint->nvlink_domain) node.domain = **cb;
-      Pending p;
       if (const YAML::Node nn = inst["NetworkNodes"]) {
         auto words = in.words(nn, "NetworkNodes");
         if (!words) return tl::unexpected(words.error());
         if (words->size() > 16)
           return in.error_at(nn, fmt::format("expected at most 16 network nodes, found {}", words->size()));
-        p.path = *words;
+        paths.add(out.nodes.size(), std::move(*words));
       }
-      depth = std::max(depth, p.path.size());
-      paths.push_back(std::move(p));
       out.nodes.push_back(std::move(node));
     }
-    // Tier of NetworkNodes[i] in a path of length L is L-1-i.
-    for (std::size_t n = 0; n < paths.size(); ++n) {
-      const auto& path = paths[n].path;
-      const int len = static_cast<int>(path.size());
-      std::string child;
-      for (int i = len - 1; i >= 0; --i) {
-        const int tier = len - 1 - i;
-        const std::string& v = path[static_cast<std::size_t>(i)];
-        auto [it, inserted] = sw_index.try_emplace({tier, v}, out.switches.size());
-        if (inserted) {
-          std::string name = v;
-          auto [nt, fresh] = name_tier.try_emplace(v, tier);
-          if (!fresh && nt->second != tier) name = fmt::format("{}@tier-{}", v, tier);
-          out.switches.push_back({name, tier, ""});
-        }
-        const std::string& name = out.switches[it->second].name;
-        if (tier == 0) {
-          out.nodes[n].switch_name = name;
-        } else {
-          DiscoveredSwitch& c = out.switches[sw_index[{tier - 1, child}]];
-          if (c.parent.empty())
-            c.parent = name;
-          else if (c.parent != name)
-            out.warnings.push_back(
-                fmt::format("instance '{}' puts network node '{}' under '{}', but another instance "
-                            "put it under '{}'; keeping '{}'",
-                            out.nodes[n].name, c.name, name, c.parent, c.parent));
-        }
-        child = v;
-      }
-    }
-    for (std::size_t t = 0; t < depth; ++t) out.tiers.push_back(tier_name_for_level(static_cast<int>(t)));
+    paths.finish(out);
     return out;
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg),

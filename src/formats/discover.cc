@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "formats/aws_topology.h"
+#include "formats/gcp_instances.h"
 #include "formats/ibnetdiscover.h"
 #include "formats/k8s_nodes.h"
 #include "formats/nvidia_fabric.h"
@@ -158,7 +159,7 @@ Result<void> add_nvlink_fabric_source(const DiscoverRequest& r, const std::unord
 }
 
 // Whole-cluster sources, one file each: ibnetdiscover, topology.conf, Topograph models,
-// Kubernetes node lists, AWS instance topology.
+// Kubernetes node lists, AWS instance topology, Google Compute Engine instances.
 Result<void> add_cluster_sources(const DiscoverRequest& r, std::vector<DiscoveredTopology>& sources) {
   auto each = [&](const std::vector<std::string>& files, auto&& read) -> Result<void> {
     for (const auto& f : files) {
@@ -182,6 +183,8 @@ Result<void> add_cluster_sources(const DiscoverRequest& r, std::vector<Discovere
       each(r.k8s_nodes, [&](const std::string& t, const std::string& f) { return read_k8s_nodes(t, f, r.label_map); }));
   TOPOSCHED_CHECK(
       each(r.aws_topology, [](const std::string& t, const std::string& f) { return read_aws_topology(t, f); }));
+  TOPOSCHED_CHECK(
+      each(r.gcp_instances, [](const std::string& t, const std::string& f) { return read_gcp_instances(t, f); }));
   return {};
 }
 

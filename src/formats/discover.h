@@ -27,6 +27,7 @@ struct DiscoverRequest {
   std::vector<std::string> k8s_nodes;     // kubectl get nodes -o json
   std::vector<std::string> resource_slices;  // kubectl get resourceslices -o json|yaml
   std::vector<std::string> aws_topology;  // describe-instance-topology JSON
+  std::vector<std::string> gcp_instances;  // gcloud compute instances list --format=json
   // Sources read by a layer above this one (Slurm's node lists: slurm/slurm_nodes.h), merged
   // after the files above.
   std::vector<DiscoveredTopology> read_sources;

@@ -250,6 +250,45 @@ class DiscoverClusterWideSources(unittest.TestCase):
         self.assertEqual([t["name"] for t in spec["fabric"]["tiers"]], ["leaf", "spine", "core"])
         self.assertEqual(spec["accelerator_domains"][0]["name"], "cr-0123456789example")
 
+    def test_google_cloud_instances(self):
+        """gcloud's instance list: sub-blocks, blocks and clusters become leaf, spine and core;
+        the A4X sub-block is an NVLink domain; the stopped VM and the CPU VM are reported, not
+        placed; the spec exports to Slurm with the sub-blocks as leaf switches."""
+        path = os.path.join(DATA, "gcp-instances.json")
+        proc = run("discover", "--gcp-instances", path, "--format", "json")
+        self.assertIn("not RUNNING left out (a stopped VM has no physical host): a3u-005", proc.stderr)
+        self.assertIn("without GPUs", proc.stderr)
+        self.assertIn("slurm-controller", proc.stderr)
+        spec = json.loads(proc.stdout)
+        self.assertEqual([t["name"] for t in spec["fabric"]["tiers"]], ["leaf", "spine", "core"])
+        types = {t["name"]: t for t in spec["node_types"]}
+        self.assertEqual(types["H200x8-generic"]["gpu"]["count"], 8)
+        self.assertEqual({n["gbit"] for n in types["H200x8-generic"]["nics"]}, {400})
+        self.assertEqual(types["GB200x4-generic"]["gpu"]["count"], 4)
+        domains = spec["accelerator_domains"]
+        self.assertEqual([(d["name"], d["nodes"]) for d in domains],
+                         [("5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b", "a4x-[001-002]")])
+        slower = self.spec_of("--gcp-instances", path, "--nic-gbit", "200")
+        self.assertEqual({n["gbit"] for t in slower["node_types"] for n in t["nics"]}, {200})
+        with tempfile.TemporaryDirectory() as d:
+            spec_path = os.path.join(d, "spec.yaml")
+            run("discover", "--gcp-instances", path, "-o", spec_path)
+            conf = run("export", "-c", spec_path, "--to", "slurm-tree").stdout
+            self.assertIn("SwitchName=0f1e2d3c4b5a69788796a5b4c3d2e1f0 Nodes=a3u-[001-002]", conf)
+            self.assertIn("SwitchName=1a2b3c4d5e6f70819203a4b5c6d7e8f9 Nodes=a3u-[003-004]", conf)
+            with open(path) as f:
+                text = f.read()
+            bad = os.path.join(d, "bad.json")
+            with open(bad, "w") as f:
+                f.write(text.replace('"acceleratorCount": 8', '"acceleratorCount": "eight"', 1))
+            line = next(i for i, l in enumerate(text.splitlines(), 1) if '"acceleratorCount": 8' in l)
+            col = text.splitlines()[line - 1].index("8") + 1
+            proc = run("discover", "--gcp-instances", bad, check=False)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn(f"bad.json:{line}:{col}", proc.stderr)
+            self.assertIn("acceleratorCount", proc.stderr)
+            self.assertEqual(proc.stdout, "")
+
     def test_topograph_model_and_slurm_conf_as_inputs(self):
         spec = self.spec_of("--topograph-model", os.path.join(DATA, "topograph-model.yaml"))
         self.assertEqual(len(spec["accelerator_domains"]), 2)

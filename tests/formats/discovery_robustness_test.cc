@@ -12,6 +12,7 @@
 #include "formats/aws_topology.h"
 #include "formats/cluster_source.h"
 #include "formats/discovery.h"
+#include "formats/gcp_instances.h"
 #include "formats/ibnetdiscover.h"
 #include "formats/k8s_nodes.h"
 #include "formats/nvidia_fabric.h"
@@ -80,6 +81,7 @@ const std::vector<std::pair<std::string, Reader>>& readers() {
       {"topograph", [](std::string_view t) { check_merge(read_topograph_model(t, kName)); }},
       {"k8s", [](std::string_view t) { check_merge(read_k8s_nodes(t, kName, {"example.com/rack=tier-0"})); }},
       {"aws", [](std::string_view t) { check_merge(read_aws_topology(t, kName)); }},
+      {"gcp", [](std::string_view t) { check_merge(read_gcp_instances(t, kName)); }},
       {"load_cluster_text", [](std::string_view t) { check(load_cluster_text(t, kName)); }},
   };
   return all;

@@ -1,6 +1,7 @@
 // Cluster-wide discovery sources: Slurm topology.conf, Topograph model YAML, Kubernetes node
-// labels and AWS DescribeInstanceTopology, and the detection of topology.conf / Topograph
-// models in load_cluster_text.
+// labels, AWS DescribeInstanceTopology and Google Compute Engine instances (with the chains of
+// network nodes both clouds give, NetworkPaths), and the detection of topology.conf /
+// Topograph models in load_cluster_text.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 
 #include "formats/aws_topology.h"
 #include "formats/cluster_source.h"
+#include "formats/gcp_instances.h"
+#include "formats/network_paths.h"
 #include "formats/k8s_nodes.h"
 #include "formats/slurm_topology.h"
 #include "formats/topograph_model.h"
@@ -274,6 +277,163 @@ TEST(AwsTopology, NetworkNodesBecomeTiers) {
   const DiscoveredNode* gb = node(*t, "i-3333333333example");
   EXPECT_EQ(gb->domain, "cr-0123456789example");
   EXPECT_EQ(gb->gpu_count, 4);
+}
+
+// ---------------------------------------------------------------- NetworkPaths
+
+TEST(NetworkPaths, ChainsOfDifferentLengthsAClashAndAConflict) {
+  DiscoveredTopology t;
+  for (const char* n : {"a", "b", "c", "d"}) {
+    DiscoveredNode node;
+    node.name = n;
+    t.nodes.push_back(std::move(node));
+  }
+  NetworkPaths paths("VM");
+  paths.add(0, {"core", "spine1", "leaf1"});
+  paths.add(1, {"core", "spine2", "leaf1"});  // leaf1 already hangs under spine1
+  paths.add(2, {"spine1"});                   // one id as a leaf here and a spine above
+  paths.add(3, {});                           // no chain: no switch
+  paths.finish(t);
+  EXPECT_EQ(t.tiers, (std::vector<std::string>{"leaf", "spine", "core"}));
+  EXPECT_EQ(t.nodes[0].switch_name, "leaf1");
+  EXPECT_EQ(t.nodes[1].switch_name, "leaf1");
+  EXPECT_EQ(t.nodes[2].switch_name, "spine1@tier-0");
+  EXPECT_EQ(t.nodes[3].switch_name, "");
+  EXPECT_EQ(sw(t, "leaf1")->parent, "spine1");
+  EXPECT_EQ(sw(t, "spine1")->tier, 1);
+  EXPECT_EQ(sw(t, "spine1@tier-0")->parent, "");
+  ASSERT_EQ(t.warnings.size(), 1u);
+  EXPECT_EQ(t.warnings[0],
+            "VM 'b' puts network node 'leaf1' under 'spine2', but another VM put it under 'spine1'; keeping 'spine1'");
+}
+
+// ---------------------------------------------------------------- Google Compute Engine
+
+constexpr const char* kBlockA3 = "a2b6f3c1d0e9f8a7b6c5d4e3f2a1b0c9";
+constexpr const char* kSubblockA3 = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+constexpr const char* kSubblockA4x = "5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b";
+
+TEST(GcpInstances, SubBlocksBlocksAndClustersBecomeTiers) {
+  auto t = read_gcp_instances(data("gcp-instances.json"), "gcp.json");
+  ASSERT_TRUE(t) << t.error().to_string();
+  EXPECT_EQ(t->tiers, (std::vector<std::string>{"leaf", "spine", "core"}));
+  ASSERT_EQ(t->nodes.size(), 6u);  // a3u-005 (TERMINATED) and the CPU VM are left out
+  const DiscoveredNode* a3 = node(*t, "a3u-001");
+  ASSERT_TRUE(a3);
+  EXPECT_EQ(a3->switch_name, kSubblockA3);
+  EXPECT_EQ(a3->gpu_model, "H200");  // guestAccelerators' nvidia-h200-141gb
+  EXPECT_EQ(a3->gpu_count, 8);
+  EXPECT_EQ(a3->nic_gbit, 400);
+  EXPECT_EQ(a3->domain, "");  // an A3 Ultra sub-block is a rack, not an NVLink domain
+  EXPECT_EQ(sw(*t, kSubblockA3)->parent, kBlockA3);
+  EXPECT_EQ(sw(*t, kBlockA3)->parent, "us-central1-b-cluster-2");
+  EXPECT_EQ(sw(*t, "us-central1-b-cluster-2")->tier, 2);
+  EXPECT_EQ(node(*t, "a3u-003")->switch_name, "1a2b3c4d5e6f70819203a4b5c6d7e8f9");
+  const DiscoveredNode* gb = node(*t, "a4x-002");
+  ASSERT_TRUE(gb);
+  EXPECT_EQ(gb->gpu_model, "GB200");  // from the machine type: no guestAccelerators
+  EXPECT_EQ(gb->gpu_count, 4);
+  EXPECT_EQ(gb->domain, kSubblockA4x);
+  EXPECT_EQ(gb->switch_name, kSubblockA4x);
+  EXPECT_FALSE(node(*t, "a3u-005"));
+  EXPECT_FALSE(node(*t, "slurm-controller"));
+  EXPECT_EQ(t->warnings, (std::vector<std::string>{
+                             "1 VM(s) not RUNNING left out (a stopped VM has no physical host): a3u-005",
+                             "1 VM(s) without GPUs (no guestAccelerators, no GPU machine type) left out: "
+                             "slurm-controller"}));
+}
+
+// The API's shapes (instances.list, aggregatedList, one instance) give what gcloud's list does.
+TEST(GcpInstances, ApiShapesReadAlike) {
+  const std::string list = data("gcp-instances.json");
+  auto expected = read_gcp_instances(list, "gcp.json");
+  ASSERT_TRUE(expected);
+  auto names = [](const DiscoveredTopology& t) {
+    std::vector<std::string> out;
+    for (const auto& n : t.nodes) out.push_back(n.name + "@" + n.switch_name + "/" + n.domain);
+    return out;
+  };
+  auto items = read_gcp_instances("{\"kind\": \"compute#instanceList\", \"items\": " + list + "}", "list.json");
+  ASSERT_TRUE(items) << items.error().to_string();
+  EXPECT_EQ(names(*items), names(*expected));
+  auto aggregated = read_gcp_instances(
+      "{\"items\": {\"zones/us-central1-a\": {\"warning\": {\"code\": \"NO_RESULTS_ON_PAGE\"}}, "
+      "\"zones/us-central1-b\": {\"instances\": " + list + "}}}",
+      "aggregated.json");
+  ASSERT_TRUE(aggregated) << aggregated.error().to_string();
+  EXPECT_EQ(names(*aggregated), names(*expected));
+  auto one = read_gcp_instances(
+      R"({"name": "a4x-009", "machineType": "zones/us-central1-b/machineTypes/a4x-highgpu-4g", "status": "RUNNING",
+          "resourceStatus": {"physicalHostTopology": {"cluster": "c", "block": "b", "subblock": "s", "host": "h"}}})",
+      "describe.json");
+  ASSERT_TRUE(one) << one.error().to_string();
+  ASSERT_EQ(one->nodes.size(), 1u);
+  EXPECT_EQ(one->nodes[0].domain, "s");
+}
+
+TEST(GcpInstances, MachineTypesAcceleratorsAndPhysicalHost) {
+  auto t = read_gcp_instances(R"([
+    {"name": "h1", "machineType": "a3-highgpu-4g", "resourceStatus": {"physicalHost": "/cl/bl/host1"}},
+    {"name": "h2", "machineType": "a2-highgpu-1g"},
+    {"name": "h3", "machineType": "a2-ultragpu-8g"},
+    {"name": "h4", "machineType": "g2-standard-24",
+     "guestAccelerators": [{"acceleratorType": "projects/p/zones/z/acceleratorTypes/nvidia-l4", "acceleratorCount": 2}]},
+    {"name": "h5", "machineType": "n1-standard-8",
+     "guestAccelerators": [{"acceleratorType": "nvidia-tesla-t4", "acceleratorCount": 1},
+                           {"acceleratorType": "nvidia-tesla-t4", "acceleratorCount": 1}]},
+    {"name": "h6", "machineType": "a2-highgpu-8g", "guestAccelerators": [{"acceleratorType": "nvidia-tesla-a100",
+     "acceleratorCount": 8}]},
+    {"name": "h7", "machineType": "a4x-maxgpu-4g-metal", "resourceStatus": {"physicalHostTopology": {"cluster": "c"}}}
+  ])",
+                              "types.json");
+  ASSERT_TRUE(t) << t.error().to_string();
+  ASSERT_EQ(t->nodes.size(), 7u);
+  EXPECT_EQ(node(*t, "h1")->gpu_model, "H100");
+  EXPECT_EQ(node(*t, "h1")->gpu_count, 4);
+  EXPECT_EQ(node(*t, "h1")->nic_gbit, 0);  // A3 High shares its NICs: --nic-gbit decides
+  EXPECT_EQ(node(*t, "h1")->switch_name, "bl");  // "/cluster/block/host": the host is the VM's own
+  EXPECT_EQ(sw(*t, "bl")->parent, "cl");
+  EXPECT_EQ(node(*t, "h2")->gpu_model, "A100 40GB");
+  EXPECT_EQ(node(*t, "h3")->gpu_model, "A100");
+  EXPECT_EQ(node(*t, "h3")->gpu_count, 8);
+  EXPECT_EQ(node(*t, "h4")->gpu_model, "");  // L4: not a product toposched knows
+  EXPECT_EQ(node(*t, "h4")->gpu_count, 2);
+  EXPECT_EQ(node(*t, "h5")->gpu_model, "T4");
+  EXPECT_EQ(node(*t, "h5")->gpu_count, 2);
+  EXPECT_EQ(node(*t, "h6")->gpu_model, "A100 40GB");
+  EXPECT_EQ(node(*t, "h7")->gpu_model, "GB300");
+  EXPECT_EQ(node(*t, "h7")->nic_gbit, 800);
+  EXPECT_EQ(node(*t, "h7")->domain, "");  // no sub-block given: no NVLink domain to name
+  EXPECT_EQ(node(*t, "h7")->switch_name, "c");
+  EXPECT_EQ(t->warnings, (std::vector<std::string>{"1 VM(s) whose accelerator type names no GPU product toposched "
+                                                   "knows take --gpu-model: h4"}));
+}
+
+TEST(GcpInstances, ErrorsNameTheirPlace) {
+  auto where = [](const char* text) {
+    auto r = read_gcp_instances(text, "g.json");
+    EXPECT_FALSE(r) << text;
+    return r ? std::string() : r.error().to_string();
+  };
+  EXPECT_NE(where("[{\"machineType\": \"a3-megagpu-8g\"}]").find("g.json:1:2"), std::string::npos);
+  EXPECT_NE(where("[{\"name\": \"a\"},\n {\"name\": \"a\"}]").find("g.json:2:11: instance 'a' appears twice"),
+            std::string::npos);
+  EXPECT_NE(where("[{\"name\": \"a\", \"guestAccelerators\": [{\"acceleratorType\": \"nvidia-h100-80gb\", "
+                  "\"acceleratorCount\": 0}]}]")
+                .find("acceleratorCount"),
+            std::string::npos);
+  EXPECT_NE(where("[{\"name\": \"a\", \"guestAccelerators\": [{\"acceleratorType\": \"nvidia-h100-80gb\", "
+                  "\"acceleratorCount\": 4}, {\"acceleratorType\": \"nvidia-tesla-t4\", \"acceleratorCount\": 1}]}]")
+                .find("expected one GPU product per VM, found 'T4' beside 'H100'"),
+            std::string::npos);
+  EXPECT_NE(where("{\"Instances\": []}").find("expected `gcloud compute instances list --format=json` output"),
+            std::string::npos);
+  EXPECT_NE(where("{\"items\": 3}").find("expected 'items' to be a list of instances or a map of zones"),
+            std::string::npos);
+  EXPECT_NE(where("[{\"name\": \"a\", \"machineType\": \"a3-megagpu-8g\", \"resourceStatus\": []}]")
+                .find("expected 'resourceStatus' to be a mapping"),
+            std::string::npos);
+  EXPECT_FALSE(read_gcp_instances("[{\"name\": ", "g.json"));
 }
 
 TEST(AwsTopology, Errors) {

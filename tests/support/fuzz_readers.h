@@ -22,6 +22,7 @@
 #include "formats/cluster_source.h"
 #include "formats/discovery.h"
 #include "formats/exporter.h"
+#include "formats/gcp_instances.h"
 #include "formats/ibnetdiscover.h"
 #include "formats/json_output.h"
 #include "formats/k8s_nodes.h"
@@ -133,6 +134,7 @@ inline void read_k8s(std::string_view b) {
 // Slurm's node list (scontrol -o show node, sinfo --json) as a discovery source.
 inline void read_slurm_node_list(std::string_view b) { discovered_to_cluster(slurm::read_slurm_nodes(b, "fuzz")); }
 inline void read_aws(std::string_view b) { discovered_to_cluster(read_aws_topology(b, "fuzz")); }
+inline void read_gcp(std::string_view b) { discovered_to_cluster(read_gcp_instances(b, "fuzz")); }
 inline void read_ibnet(std::string_view b) {
   if (auto f = read_ibnetdiscover(b, "fuzz")) discovered_to_cluster(f->topology);
 }
@@ -201,6 +203,7 @@ inline const std::vector<FuzzReader>& fuzz_readers() {
       {"k8s_nodes", read_k8s},
       {"slurm_nodes", read_slurm_node_list},
       {"aws_topology", read_aws},
+      {"gcp_instances", read_gcp},
       {"ibnetdiscover", read_ibnet},
       {"nvidia_topo", read_topo_m},
       {"nvidia_fabric", read_fabric},
