@@ -36,13 +36,12 @@ int run_discover(DiscoverOptions& o) {
   if (!o.compute_nics.empty()) r.topo.compute_nic_regex = o.compute_nics;
   if (r.topo_m.empty() && r.fabric.empty() && r.gpu_info.empty() && r.ibnetdiscover.empty() && r.slurm_topology.empty() &&
       r.topograph_models.empty() && r.k8s_nodes.empty() && r.aws_topology.empty() && r.gcp_instances.empty() &&
-      r.resource_slices.empty() &&
+      r.oci_compute_hosts.empty() && r.oci_rdma_topology.empty() && r.resource_slices.empty() &&
       o.slurm_nodes.empty())
     return usage_error(
         "discover needs at least one input (--topo-m, --fabric, --gpu-info, --ibnetdiscover, --slurm-topology, "
-        "--slurm-nodes, --topograph-model, --k8s-nodes, --resource-slices, --aws-topology or --gcp-instances); see "
-        "'toposched "
-        "discover --help'");
+        "--slurm-nodes, --topograph-model, --k8s-nodes, --resource-slices, --aws-topology, --gcp-instances, "
+        "--oci-compute-hosts or --oci-rdma-topology); see 'toposched discover --help'");
   int code = kExitOk;
   if (!output_usable_or_report(o.output, code)) return code;
   if (auto read = read_slurm_node_lists(o); !read) return report(read.error());
@@ -110,6 +109,15 @@ void add_input_options(CLI::App& cmd, DiscoverOptions& o) {
                   "aggregatedList): switches from each VM's physicalHostTopology (sub-block, block, cluster), GPUs "
                   "from guestAccelerators or the machine type, A4X sub-blocks as NVLink domains")
       ->type_name("FILE");
+  cmd.add_option("--oci-compute-hosts", r.oci_compute_hosts,
+                  "`oci compute compute-host list --all` output: local block, network block and HPC island as "
+                  "switch tiers, the GPU memory fabric as NVLink domain, GPUs from the shape; nodes named by "
+                  "instance OCID")
+      ->type_name("FILE");
+  cmd.add_option("--oci-rdma-topology", r.oci_rdma_topology,
+                  "OCI instance metadata /opc/v2/host/rdmaTopologyData of one host: a FILE named after the host, "
+                  "a DIR of such files, or pdsh's 'HOST: JSON' lines for many hosts. Repeatable")
+      ->type_name("FILE|DIR");
 }
 }  // namespace
 
@@ -119,7 +127,7 @@ void register_discover(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "discover",
       "Build a cluster spec from what the hardware and tools already report (nvidia-smi, ibnetdiscover, Slurm, "
-      "Kubernetes, AWS, Google Cloud)");
+      "Kubernetes, AWS, Google Cloud, OCI)");
   add_input_options(*cmd, *opts);
   cmd->add_option("--gpu-model", r.topo.gpu_model,
                   "GPU product, since topo -m does not name it: sets memory, PCIe generation and NVLink speed; also "
@@ -144,11 +152,11 @@ void register_discover(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Output: a native cluster spec, YAML (--format text) or JSON (--format json); see docs/cluster-spec.md.\n"
       "GPUs and NICs come from topo -m; accelerator domains (ClusterUUID.CliqueId) from --fabric, labels,\n"
-      "an AWS GB200 capacity block or a Google A4X sub-block;\n"
-      "switch tiers from ibnetdiscover, topology.conf, the Topograph model, labels, AWS network nodes or\n"
-      "Google's VM topology; GPU counts, products and PCIe roots of nodes without topo -m from labels,\n"
-      "ResourceSlices, Slurm's node list or the cloud machine type; host memory from Kubernetes' memory\n"
-      "capacity or Slurm's RealMemory.\n"
+      "an AWS GB200 capacity block, a Google A4X sub-block or an OCI GPU memory fabric; switch tiers from\n"
+      "ibnetdiscover, topology.conf, the Topograph model, labels, AWS network nodes, Google's VM topology\n"
+      "or OCI's blocks; GPU counts, products and PCIe roots of nodes without topo -m from labels,\n"
+      "ResourceSlices, Slurm's node list or the cloud machine type or shape; host memory from Kubernetes'\n"
+      "memory capacity or Slurm's RealMemory.\n"
       "Nodes the switch tree misses go under a switch named 'no-topology' and are reported. Warnings go to\n"
       "stderr. Inputs are documented in docs/formats.md.\n\n"
       "Example:\n"

@@ -12,6 +12,7 @@
 #include "formats/k8s_nodes.h"
 #include "formats/nvidia_fabric.h"
 #include "formats/nvidia_gpu_query.h"
+#include "formats/oci_topology.h"
 #include "formats/resource_slices.h"
 #include "formats/slurm_topology.h"
 #include "formats/topograph_model.h"
@@ -158,8 +159,24 @@ Result<void> add_nvlink_fabric_source(const DiscoverRequest& r, const std::unord
   return {};
 }
 
+// OCI's rdmaTopologyData, one file per host or pdsh's lines for many: one source for all.
+Result<void> add_oci_rdma_source(const DiscoverRequest& r, std::vector<DiscoveredTopology>& sources) {
+  if (r.oci_rdma_topology.empty()) return {};
+  OciRdmaTopology hosts;
+  for (const auto& arg : r.oci_rdma_topology) {
+    TOPOSCHED_TRY(files, per_node_files(arg, "--oci-rdma-topology"));
+    for (const auto& f : files) {
+      TOPOSCHED_TRY(text, read_text_file(f));
+      TOPOSCHED_CHECK(hosts.add(text, f, node_name_from_path(f)));
+    }
+  }
+  sources.push_back(hosts.finish("--oci-rdma-topology"));
+  return {};
+}
+
 // Whole-cluster sources, one file each: ibnetdiscover, topology.conf, Topograph models,
-// Kubernetes node lists, AWS instance topology, Google Compute Engine instances.
+// Kubernetes node lists, AWS instance topology, Google Compute Engine instances, OCI compute
+// hosts.
 Result<void> add_cluster_sources(const DiscoverRequest& r, std::vector<DiscoveredTopology>& sources) {
   auto each = [&](const std::vector<std::string>& files, auto&& read) -> Result<void> {
     for (const auto& f : files) {
@@ -185,6 +202,8 @@ Result<void> add_cluster_sources(const DiscoverRequest& r, std::vector<Discovere
       each(r.aws_topology, [](const std::string& t, const std::string& f) { return read_aws_topology(t, f); }));
   TOPOSCHED_CHECK(
       each(r.gcp_instances, [](const std::string& t, const std::string& f) { return read_gcp_instances(t, f); }));
+  TOPOSCHED_CHECK(
+      each(r.oci_compute_hosts, [](const std::string& t, const std::string& f) { return read_oci_compute_hosts(t, f); }));
   return {};
 }
 
@@ -214,6 +233,7 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
   TOPOSCHED_CHECK(add_hardware_sources(r, topo_gpus, sources));
   TOPOSCHED_CHECK(add_nvlink_fabric_source(r, topo_gpus, sources));
   TOPOSCHED_CHECK(add_cluster_sources(r, sources));
+  TOPOSCHED_CHECK(add_oci_rdma_source(r, sources));
   TOPOSCHED_CHECK(add_resource_slices(r, topo_gpus, sources));
   for (const DiscoveredTopology& t : r.read_sources) sources.push_back(t);
   DiscoveryOptions merge = r.merge;

@@ -28,6 +28,10 @@ struct DiscoverRequest {
   std::vector<std::string> resource_slices;  // kubectl get resourceslices -o json|yaml
   std::vector<std::string> aws_topology;  // describe-instance-topology JSON
   std::vector<std::string> gcp_instances;  // gcloud compute instances list --format=json
+  std::vector<std::string> oci_compute_hosts;  // oci compute compute-host list --all
+  // OCI instance metadata rdmaTopologyData: files or directories, one file per host (or
+  // pdsh's "NODE: JSON" lines for many hosts in one file).
+  std::vector<std::string> oci_rdma_topology;
   // Sources read by a layer above this one (Slurm's node lists: slurm/slurm_nodes.h), merged
   // after the files above.
   std::vector<DiscoveredTopology> read_sources;

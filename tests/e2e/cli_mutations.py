@@ -56,6 +56,8 @@ TARGETS = [
     ("tests/data/discovery/k8s-nodes.json", ["discover", "--k8s-nodes", "{in}", "-o", "{out}"]),
     ("tests/data/discovery/aws-instance-topology.json", ["discover", "--aws-topology", "{in}", "-o", "{out}"]),
     ("tests/data/discovery/gcp-instances.json", ["discover", "--gcp-instances", "{in}", "-o", "{out}"]),
+    ("tests/data/discovery/oci-compute-hosts.json", ["discover", "--oci-compute-hosts", "{in}", "-o", "{out}"]),
+    ("tests/data/discovery/oci-rdma-pdsh.txt", ["discover", "--oci-rdma-topology", "{in}", "--format", "json", "-o", "{out}"]),
     ("tests/data/discovery/dra/resource-slices.json", ["discover", "--resource-slices", "{in}", "-o", "{out}"]),
     ("tests/data/discovery/slurm-tree.conf", ["discover", "--slurm-topology", "{in}", "--format", "json", "-o", "{out}"]),
     ("tests/data/slurm/scontrol_show_node.txt", ["discover", "--slurm-nodes", "{in}", "-o", "{out}"]),

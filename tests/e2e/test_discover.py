@@ -289,6 +289,43 @@ class DiscoverClusterWideSources(unittest.TestCase):
             self.assertIn("acceleratorCount", proc.stderr)
             self.assertEqual(proc.stdout, "")
 
+    def test_oci_compute_hosts_and_instance_metadata_agree(self):
+        """OCI: the compute-host list (nodes named by instance OCID) and the hosts' own
+        rdmaTopologyData (per-host files and pdsh lines, nodes named by host) give the same
+        tree: two local blocks of H100 hosts and one of GB200s, under one network block and
+        one HPC island, and the GB200s' GPU memory fabric as their NVLink domain."""
+        spec = self.spec_of("--oci-compute-hosts", os.path.join(DATA, "oci-compute-hosts.json"))
+        metadata = self.spec_of("--oci-rdma-topology", os.path.join(DATA, "oci-rdma"),
+                                "--oci-rdma-topology", os.path.join(DATA, "oci-rdma-pdsh.txt"))
+
+        def by_tier(s):
+            return {t: [w["name"] for w in s["fabric"]["switches"] if w["tier"] == t] for t in ("leaf", "spine", "core")}
+
+        self.assertEqual(by_tier(spec), by_tier(metadata))
+        self.assertEqual(len(by_tier(spec)["leaf"]), 3)
+        self.assertEqual([d["name"] for d in spec["accelerator_domains"]],
+                         [d["name"] for d in metadata["accelerator_domains"]])
+        self.assertEqual(metadata["accelerator_domains"][0]["nodes"], "gb-[01-02]")
+        types = {t["name"]: t["gpu"]["count"] for t in spec["node_types"]}
+        self.assertEqual(types, {"GB200x4-generic": 4, "H100-SXM5x8-generic": 8})
+        with tempfile.TemporaryDirectory() as d:
+            pdsh = os.path.join(d, "pdsh.txt")
+            with open(os.path.join(DATA, "oci-rdma-pdsh.txt")) as f:
+                lines = f.read().splitlines()
+            with open(pdsh, "w") as f:
+                f.write(lines[0] + "\n" + "gb-03: curl: (28) Connection timed out\n")
+            proc = run("discover", "--oci-rdma-topology", pdsh, "--gpu-model", "GB200", "--strict", check=False)
+            self.assertEqual(proc.returncode, 1)
+            self.assertIn("gave no rdmaTopologyData JSON", proc.stderr)
+            self.assertIn("pdsh.txt:2: gb-03", proc.stderr)
+            with open(pdsh, "w") as f:
+                f.write(lines[0].replace('"customerLocalBlock": "', '"customerLocalBlock": ["x"], "extra": "', 1) + "\n")
+            proc = run("discover", "--oci-rdma-topology", pdsh, check=False)
+            self.assertEqual(proc.returncode, 1)
+            col = lines[0].index('"customerLocalBlock": "') + len('"customerLocalBlock": ') + 1
+            self.assertIn(f"pdsh.txt:1:{col}:", proc.stderr)
+            self.assertEqual(proc.stdout, "")
+
     def test_topograph_model_and_slurm_conf_as_inputs(self):
         spec = self.spec_of("--topograph-model", os.path.join(DATA, "topograph-model.yaml"))
         self.assertEqual(len(spec["accelerator_domains"]), 2)

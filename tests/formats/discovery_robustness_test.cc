@@ -13,6 +13,7 @@
 #include "formats/cluster_source.h"
 #include "formats/discovery.h"
 #include "formats/gcp_instances.h"
+#include "formats/oci_topology.h"
 #include "formats/ibnetdiscover.h"
 #include "formats/k8s_nodes.h"
 #include "formats/nvidia_fabric.h"
@@ -82,6 +83,8 @@ const std::vector<std::pair<std::string, Reader>>& readers() {
       {"k8s", [](std::string_view t) { check_merge(read_k8s_nodes(t, kName, {"example.com/rack=tier-0"})); }},
       {"aws", [](std::string_view t) { check_merge(read_aws_topology(t, kName)); }},
       {"gcp", [](std::string_view t) { check_merge(read_gcp_instances(t, kName)); }},
+      {"oci_hosts", [](std::string_view t) { check_merge(read_oci_compute_hosts(t, kName)); }},
+      {"oci_rdma", [](std::string_view t) { check_merge(read_oci_rdma_topology(t, kName, "host1")); }},
       {"load_cluster_text", [](std::string_view t) { check(load_cluster_text(t, kName)); }},
   };
   return all;

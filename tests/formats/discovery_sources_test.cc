@@ -1,5 +1,6 @@
 // Cluster-wide discovery sources: Slurm topology.conf, Topograph model YAML, Kubernetes node
-// labels, AWS DescribeInstanceTopology and Google Compute Engine instances (with the chains of
+// labels, AWS DescribeInstanceTopology, Google Compute Engine instances and OCI's compute hosts
+// and rdmaTopologyData (with the chains of
 // network nodes both clouds give, NetworkPaths), and the detection of topology.conf /
 // Topograph models in load_cluster_text.
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "formats/cluster_source.h"
 #include "formats/gcp_instances.h"
 #include "formats/network_paths.h"
+#include "formats/oci_topology.h"
 #include "formats/k8s_nodes.h"
 #include "formats/slurm_topology.h"
 #include "formats/topograph_model.h"
@@ -434,6 +436,131 @@ TEST(GcpInstances, ErrorsNameTheirPlace) {
                 .find("expected 'resourceStatus' to be a mapping"),
             std::string::npos);
   EXPECT_FALSE(read_gcp_instances("[{\"name\": ", "g.json"));
+}
+
+// ---------------------------------------------------------------- OCI
+
+const std::string kOciIsland = "ocid1.computehpcisland.oc1.us-chicago-1.anxxeljr7vqkbcyb2ffpqo3skw4ee4xqxfbsgyqbm4ud4rdwbzmb5ufaaqvq";
+const std::string kOciNetwork =
+    "ocid1.computenetworkblock.oc1.us-chicago-1.anxxeljrejz3ltt4aw7bfkthkbhmcc6dr2tszvkaqpwe6kklnbgvurtbpgkq";
+const std::string kOciLocal1 =
+    "ocid1.computelocalblock.oc1.us-chicago-1.anxxeljr5cjhutu5hx5q3f5nmx3xmnvvhg5yvbhvwnigkz7nn3ad7qyduf3a";
+const std::string kOciLocal3 =
+    "ocid1.computelocalblock.oc1.us-chicago-1.anxxeljr2tbgfzvfvw6qh4s3nrk5b7ki4i5wfhmxmnbgdyb3yi2ykwqdrmua";
+const std::string kOciFabric =
+    "ocid1.computegpumemoryfabric.oc1.us-chicago-1.anxxeljrhq4yu7xfnjnfz7r6cwnqk2g3vw2ldglqhe5puuypjnv5lpz7gaoa";
+
+TEST(OciComputeHosts, BlocksAndIslandsBecomeTiersFabricsDomains) {
+  auto t = read_oci_compute_hosts(data("oci-compute-hosts.json"), "hosts.json");
+  ASSERT_TRUE(t) << t.error().to_string();
+  EXPECT_EQ(t->tiers, (std::vector<std::string>{"leaf", "spine", "core"}));
+  ASSERT_EQ(t->nodes.size(), 6u);
+  const DiscoveredNode* h100 = node(*t, "ocid1.instance.oc1.us-chicago-1.anxxeljrh100n1x7bfkthkbhmcc6dr2tszvkaqpwe6kklnbgv");
+  ASSERT_TRUE(h100);
+  EXPECT_EQ(h100->gpu_model, "H100");
+  EXPECT_EQ(h100->gpu_count, 8);
+  EXPECT_EQ(h100->switch_name, kOciLocal1);
+  EXPECT_EQ(h100->domain, "");  // "gpu-memory-fabric-id": null
+  EXPECT_EQ(sw(*t, kOciLocal1)->parent, kOciNetwork);
+  EXPECT_EQ(sw(*t, kOciNetwork)->parent, kOciIsland);
+  const DiscoveredNode* gb = node(*t, "ocid1.instance.oc1.us-chicago-1.anxxeljrgb200n2kthkbhmcc6dr2tszvkaqpwe6kklnbgv");
+  ASSERT_TRUE(gb);
+  EXPECT_EQ(gb->gpu_model, "GB200");
+  EXPECT_EQ(gb->gpu_count, 4);
+  EXPECT_EQ(gb->domain, kOciFabric);
+  ASSERT_EQ(t->warnings.size(), 2u);
+  EXPECT_EQ(t->warnings[0].rfind("1 host(s) running no instance left out: ocid1.computehost.", 0), 0u) << t->warnings[0];
+  EXPECT_EQ(t->warnings[1].rfind("1 instance(s) on a shape without GPUs left out: ocid1.instance.", 0), 0u)
+      << t->warnings[1];
+}
+
+TEST(OciComputeHosts, ApiShapesAndShapes) {
+  auto t = read_oci_compute_hosts(R"({"items": [
+    {"instanceId": "i1", "shape": "BM.GPU.A100-v2.8", "localBlockId": "l1", "networkBlockId": "n1", "hpcIslandId": "h"},
+    {"instanceId": "i2", "shape": "BM.GPU4.8", "localBlockId": "l1", "networkBlockId": "n1", "hpcIslandId": "h"},
+    {"instanceId": "i3", "shape": "BM.GPU.MI300X.8", "localBlockId": "l2", "networkBlockId": "n1"},
+    {"instanceId": "i4", "shape": "BM.GPU.L40S-NC.4"}
+  ]})",
+                                  "api.json");
+  ASSERT_TRUE(t) << t.error().to_string();
+  ASSERT_EQ(t->nodes.size(), 4u);
+  EXPECT_EQ(node(*t, "i1")->gpu_model, "A100");
+  EXPECT_EQ(node(*t, "i2")->gpu_model, "A100 40GB");
+  EXPECT_EQ(node(*t, "i3")->gpu_model, "");  // an AMD MI300X: not a product toposched knows
+  EXPECT_EQ(node(*t, "i3")->gpu_count, 8);
+  EXPECT_EQ(node(*t, "i3")->switch_name, "l2");  // no island given: a shorter chain
+  EXPECT_EQ(sw(*t, "l2")->parent, "n1");
+  EXPECT_EQ(node(*t, "i4")->gpu_model, "L40S");
+  EXPECT_EQ(node(*t, "i4")->switch_name, "");
+  EXPECT_EQ(t->warnings, (std::vector<std::string>{"1 instance(s) whose shape names no GPU product toposched knows "
+                                                   "take --gpu-model: i3"}));
+  auto data_list = read_oci_compute_hosts(R"({"data": [{"instance-id": "x", "shape": "BM.GPU.H200.8"}]})", "d.json");
+  ASSERT_TRUE(data_list) << data_list.error().to_string();
+  EXPECT_EQ(data_list->nodes[0].gpu_model, "H200");
+  auto twice = read_oci_compute_hosts("[{\"instance-id\": \"x\"},\n {\"instance-id\": \"x\"}]", "t.json");
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().to_string(), "t.json:2:2: instance 'x' appears on two hosts");
+  auto many = read_oci_compute_hosts("[{\"instance-id\": \"x\", \"shape\": \"BM.GPU.H100.128\"}]", "m.json");
+  ASSERT_FALSE(many);
+  EXPECT_NE(many.error().message.find("expected at most 64 GPUs per host, found 128"), std::string::npos);
+  EXPECT_FALSE(read_oci_compute_hosts("{\"data\": {\"items\": 3}}", "b.json"));
+  EXPECT_FALSE(read_oci_compute_hosts("[{\"instance-id\": 3, \"shape\": []}]", "b.json"));
+}
+
+// The same hosts from their instance metadata: one file per host (named after it) or pdsh's lines.
+TEST(OciRdmaTopology, PerHostFilesAndPdshLinesMakeOneTree) {
+  OciRdmaTopology hosts;
+  for (const char* h : {"gpu-01", "gpu-02", "gpu-03", "gpu-04"})
+    ASSERT_TRUE(hosts.add(data(std::string("oci-rdma/") + h + ".json"), h, h));
+  ASSERT_TRUE(hosts.add(data("oci-rdma-pdsh.txt"), "pdsh.txt", "pdsh"));
+  const DiscoveredTopology t = hosts.finish("--oci-rdma-topology");
+  EXPECT_EQ(t.tiers, (std::vector<std::string>{"leaf", "spine", "core"}));
+  ASSERT_EQ(t.nodes.size(), 6u);
+  EXPECT_EQ(node(t, "gpu-02")->switch_name, kOciLocal1);
+  EXPECT_EQ(node(t, "gpu-02")->domain, "");
+  EXPECT_EQ(node(t, "gb-01")->switch_name, kOciLocal3);
+  EXPECT_EQ(node(t, "gb-02")->domain, kOciFabric);
+  EXPECT_EQ(sw(t, kOciNetwork)->parent, kOciIsland);
+  int network_blocks = 0;
+  for (const auto& s : t.switches) network_blocks += s.tier == 1;
+  EXPECT_EQ(network_blocks, 1);  // one network block for all six hosts' files
+  auto again = hosts.add(data("oci-rdma/gpu-01.json"), "gpu-01.json", "gpu-01");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().message, "host 'gpu-01' appears twice");
+}
+
+TEST(OciRdmaTopology, ErrorsNameTheLineAndColumnOfThePdshOutput) {
+  auto bad = read_oci_rdma_topology(
+      "n1: {\"customerHPCIslandId\": \"i\", \"customerNetworkBlock\": \"n\", \"customerLocalBlock\": \"l\"}\n"
+      "n2: {\"customerHPCIslandId\": \"i\", \"customerNetworkBlock\": 7, \"customerLocalBlock\": [1]}\n",
+      "pdsh.txt", "x");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().to_string(), "pdsh.txt:2:83: expected 'customerLocalBlock' to be a string, found a list");
+  auto missing = read_oci_rdma_topology("n1: {\"customerHPCIslandId\": \"i\"}\n", "pdsh.txt", "x");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().where.line, 1);
+  EXPECT_NE(missing.error().message.find("customerNetworkBlock"), std::string::npos);
+  auto garbage = read_oci_rdma_topology("n3: curl: (7) Failed to connect to 169.254.169.254\nplain\n", "p.txt", "x");
+  ASSERT_FALSE(garbage);
+  EXPECT_EQ(garbage.error().to_string(),
+            "p.txt:2:1: expected 'NODE: {rdmaTopologyData JSON}' (pdsh's output), found 'plain'");
+  auto unanswered = read_oci_rdma_topology(
+      "n1: {\"customerHPCIslandId\": \"i\", \"customerNetworkBlock\": \"n\", \"customerLocalBlock\": \"l\"}\n"
+      "n3: curl: (7) Failed to connect to 169.254.169.254\nn4: \n",
+      "p.txt", "x");
+  ASSERT_TRUE(unanswered) << unanswered.error().to_string();
+  EXPECT_EQ(unanswered->nodes.size(), 1u);
+  EXPECT_EQ(unanswered->warnings,
+            (std::vector<std::string>{"2 host(s) gave no rdmaTopologyData JSON (pdsh lines whose output is not an "
+                                      "object), left out: p.txt:2: n3, p.txt:3: n4"}));
+  auto twice = read_oci_rdma_topology(
+      "n1: {\"customerHPCIslandId\": \"i\", \"customerNetworkBlock\": \"n\", \"customerLocalBlock\": \"l\"}\n"
+      "n1: {\"customerHPCIslandId\": \"i\", \"customerNetworkBlock\": \"n\", \"customerLocalBlock\": \"l\"}\n",
+      "pdsh.txt", "x");
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().to_string(), "pdsh.txt:2: host 'n1' appears twice");
+  EXPECT_FALSE(read_oci_rdma_topology("", "empty.txt", "x"));
+  EXPECT_FALSE(read_oci_rdma_topology("{\"customerLocalBlock\": ", "one.json", "x"));
 }
 
 TEST(AwsTopology, Errors) {

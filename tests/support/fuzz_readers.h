@@ -27,6 +27,7 @@
 #include "formats/json_output.h"
 #include "formats/k8s_nodes.h"
 #include "formats/native_spec.h"
+#include "formats/oci_topology.h"
 #include "formats/nvidia_fabric.h"
 #include "formats/nvidia_topo.h"
 #include "formats/slurm_topology.h"
@@ -135,6 +136,8 @@ inline void read_k8s(std::string_view b) {
 inline void read_slurm_node_list(std::string_view b) { discovered_to_cluster(slurm::read_slurm_nodes(b, "fuzz")); }
 inline void read_aws(std::string_view b) { discovered_to_cluster(read_aws_topology(b, "fuzz")); }
 inline void read_gcp(std::string_view b) { discovered_to_cluster(read_gcp_instances(b, "fuzz")); }
+inline void read_oci_hosts(std::string_view b) { discovered_to_cluster(read_oci_compute_hosts(b, "fuzz")); }
+inline void read_oci_rdma(std::string_view b) { discovered_to_cluster(read_oci_rdma_topology(b, "fuzz", "host1")); }
 inline void read_ibnet(std::string_view b) {
   if (auto f = read_ibnetdiscover(b, "fuzz")) discovered_to_cluster(f->topology);
 }
@@ -204,6 +207,8 @@ inline const std::vector<FuzzReader>& fuzz_readers() {
       {"slurm_nodes", read_slurm_node_list},
       {"aws_topology", read_aws},
       {"gcp_instances", read_gcp},
+      {"oci_compute_hosts", read_oci_hosts},
+      {"oci_rdma_topology", read_oci_rdma},
       {"ibnetdiscover", read_ibnet},
       {"nvidia_topo", read_topo_m},
       {"nvidia_fabric", read_fabric},

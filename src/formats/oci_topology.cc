@@ -1,0 +1,240 @@
+#include "formats/oci_topology.h"
+
+#include <unordered_set>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "formats/network_paths.h"
+#include "topology/hardware.h"
+#include "topology/hostlist.h"
+#include "topology/text.h"
+#include "topology/yaml_input.h"
+
+namespace toposched {
+namespace {
+
+// One host's place: its blocks and island, and its GPU memory fabric (empty: none).
+struct OciPlace {
+  std::string island, network_block, local_block, fabric;
+
+  std::vector<std::string> chain() const {  // farthest first, parts not given left out
+    std::vector<std::string> out;
+    for (const std::string* id : {&island, &network_block, &local_block})
+      if (!id->empty()) out.push_back(*id);
+    return out;
+  }
+};
+
+// The field under either spelling: the CLI writes kebab-case ("local-block-id"), the API
+// and the instance metadata camelCase ("localBlockId"). Absent and null (the CLI writes
+// null for a value not set) read as empty.
+Result<std::string> field(const YamlInput& in, const YAML::Node& map, std::string_view kebab,
+                          std::string_view camel) {
+  for (std::string_view key : {kebab, camel}) {
+    const YAML::Node value = map[std::string(key)];
+    if (!value || value.IsNull()) continue;
+    return in.string(value, key);
+  }
+  return std::string();
+}
+
+// One host's rdmaTopologyData object.
+Result<OciPlace> read_rdma_object(const YamlInput& in, const YAML::Node& data) {
+  if (!data.IsMap())
+    return in.error_at(data, fmt::format("expected rdmaTopologyData (a mapping with 'customerLocalBlock'), found {}",
+                                         YamlInput::describe(data)));
+  OciPlace p;
+  TOPOSCHED_TRY(island, in.req_string(data, "customerHPCIslandId"));
+  TOPOSCHED_TRY(network, in.req_string(data, "customerNetworkBlock"));
+  TOPOSCHED_TRY(local, in.req_string(data, "customerLocalBlock"));
+  TOPOSCHED_TRY(fabric, field(in, data, "customerGpuMemoryFabric", "customerGpuMemoryFabric"));
+  p.island = std::move(island);
+  p.network_block = std::move(network);
+  p.local_block = std::move(local);
+  p.fabric = std::move(fabric);
+  return p;
+}
+
+// Moves an error found in one "NODE: JSON" line's JSON (parsed alone, so at line 1) to where
+// that JSON sits in the file.
+Error at_line(Error e, int line, int column_offset) {
+  if (e.where.line == 1 && e.where.column > 0) e.where.column += column_offset;
+  e.where.line = line;
+  return e;
+}
+
+// The GPUs an OCI shape names: BM.GPU.H100.8 -> 8x H100, BM.GPU.A100-v2.8 -> 8x A100 (80GB),
+// BM.GPU4.8 -> 8x A100 40GB, BM.GPU3.8 -> 8x V100. {"", 0} for shapes without GPUs.
+std::pair<std::string, int> gpus_of_shape(std::string_view shape) {
+  const std::size_t gpu = shape.find(".GPU");
+  const std::size_t last = shape.rfind('.');
+  if (gpu == std::string_view::npos || last == std::string_view::npos || last <= gpu) return {"", 0};
+  int count = 0;
+  for (char c : shape.substr(last + 1)) {
+    if (c < '0' || c > '9') return {"", 0};
+    if (count < 1000) count = count * 10 + (c - '0');  // above 64 is an error to the caller
+  }
+  std::string_view middle = shape.substr(gpu + 4, last - gpu - 4);  // ".H100" or "4"
+  if (middle == "4") return {"A100 40GB", count};
+  if (middle == "3") return {"V100", count};
+  if (middle == "2") return {"P100", count};
+  if (!middle.starts_with(".")) return {"", count};
+  middle.remove_prefix(1);
+  return {ascii_upper(middle.substr(0, middle.find('-'))), count};
+}
+
+void note(DiscoveredTopology& out, const std::vector<std::string>& names, std::string_view what) {
+  if (!names.empty()) out.warnings.push_back(fmt::format("{} {}: {}", names.size(), what, compress_hostlist(names)));
+}
+
+}  // namespace
+
+Result<void> OciRdmaTopology::add(std::string_view text, const std::string& file, const std::string& node) {
+  try {
+    auto record = [&](std::string name, const OciPlace& p) -> Result<void> {
+      if (!seen_.insert(name).second)
+        return make_error(ErrorCode::kInvalidArgument, fmt::format("host '{}' appears twice", name),
+                          SourceLocation{file, 0, 0});
+      hosts_.push_back({std::move(name), p.chain(), p.fabric});
+      return {};
+    };
+    YamlInput in(file);
+    if (trim(text).starts_with('{')) {  // one host's curl output, named after its file
+      TOPOSCHED_TRY(root, in.parse(text));
+      TOPOSCHED_TRY(place, read_rdma_object(in, root));
+      return record(node, place);
+    }
+    int line_no = 0;  // pdsh -w HOSTS 'curl ...': "NODE: JSON" per line
+    bool any = false;
+    for (std::size_t start = 0; start < text.size();) {
+      std::size_t end = text.find('\n', start);
+      if (end == std::string_view::npos) end = text.size();
+      const std::string_view line = text.substr(start, end - start);
+      start = end + 1;
+      ++line_no;
+      if (trim(line).empty()) continue;
+      const std::size_t colon = line.find(": ");
+      if (colon == std::string_view::npos || colon == 0)
+        return make_error(ErrorCode::kParse,
+                          fmt::format("expected 'NODE: {{rdmaTopologyData JSON}}' (pdsh's output), found '{}'",
+                                      line.substr(0, 80)),
+                          SourceLocation{file, line_no, 1});
+      const int offset = static_cast<int>(colon + 2);
+      const std::string_view json = line.substr(colon + 2);
+      if (!trim(json).starts_with('{')) {  // curl failed on that host (no route, 404 page, timeout)
+        unanswered_.push_back(fmt::format("{}:{}: {}", file, line_no, trim(line.substr(0, colon))));
+        any = true;
+        continue;
+      }
+      auto root = in.parse(json);
+      if (!root) return tl::unexpected(at_line(root.error(), line_no, offset));
+      auto place = read_rdma_object(in, *root);
+      if (!place) return tl::unexpected(at_line(place.error(), line_no, offset));
+      auto added = record(std::string(trim(line.substr(0, colon))), *place);
+      if (!added) return tl::unexpected(at_line(added.error(), line_no, 1));
+      any = true;
+    }
+    if (!any)
+      return make_error(ErrorCode::kParse, "expected rdmaTopologyData JSON or pdsh's 'NODE: JSON' lines, found none",
+                        SourceLocation{file, 1, 1});
+    return {};
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg), location_of(e.mark, file));
+  }
+}
+
+DiscoveredTopology OciRdmaTopology::finish(std::string source) const {
+  DiscoveredTopology out;
+  out.source = std::move(source);
+  NetworkPaths paths("host");
+  for (const Host& h : hosts_) {
+    DiscoveredNode n;
+    n.name = h.name;
+    n.domain = h.fabric;
+    paths.add(out.nodes.size(), h.chain);
+    out.nodes.push_back(std::move(n));
+  }
+  paths.finish(out);
+  if (!unanswered_.empty())
+    out.warnings.push_back(fmt::format("{} host(s) gave no rdmaTopologyData JSON (pdsh lines whose output is not an "
+                                       "object), left out: {}",
+                                       unanswered_.size(), fmt::join(unanswered_, ", ")));
+  return out;
+}
+
+Result<DiscoveredTopology> read_oci_rdma_topology(std::string_view text, const std::string& file,
+                                                  const std::string& node) {
+  OciRdmaTopology hosts;
+  TOPOSCHED_CHECK(hosts.add(text, file, node));
+  return hosts.finish(file);
+}
+
+Result<DiscoveredTopology> read_oci_compute_hosts(std::string_view text, const std::string& file) {
+  YamlInput in(file);
+  try {
+    TOPOSCHED_TRY(root, in.parse(text));
+    YAML::Node items = root;  // [...], {"items"}, {"data": [...]} or {"data": {"items"}}
+    if (items.IsMap() && items["data"]) items = items["data"];
+    if (items.IsMap() && items["items"]) items = items["items"];
+    if (!items.IsSequence())
+      return in.error_at(items, fmt::format("expected `oci compute compute-host list` output ({{\"data\": {{\"items\": "
+                                            "[...]}}}}) or ListComputeHosts' {{\"items\": [...]}}, found {}",
+                                            YamlInput::describe(items)));
+    DiscoveredTopology out;
+    out.source = file;
+    NetworkPaths paths("host");
+    std::unordered_set<std::string> seen;
+    std::vector<std::string> idle, without_gpus, unknown_gpus;
+    for (const auto& host : items) {
+      if (!host.IsMap())
+        return in.error_at(host, fmt::format("expected a compute host (a mapping), found {}", YamlInput::describe(host)));
+      TOPOSCHED_TRY(instance, field(in, host, "instance-id", "instanceId"));
+      if (instance.empty()) {  // a host with no instance on it: nothing to schedule there
+        TOPOSCHED_TRY(id, field(in, host, "id", "id"));
+        idle.push_back(id.empty() ? "(no id)" : id);
+        continue;
+      }
+      if (!seen.insert(instance).second)
+        return in.error_at(host, fmt::format("instance '{}' appears on two hosts", instance));
+      OciPlace p;
+      TOPOSCHED_TRY(island, field(in, host, "hpc-island-id", "hpcIslandId"));
+      TOPOSCHED_TRY(network, field(in, host, "network-block-id", "networkBlockId"));
+      TOPOSCHED_TRY(local, field(in, host, "local-block-id", "localBlockId"));
+      TOPOSCHED_TRY(fabric, field(in, host, "gpu-memory-fabric-id", "gpuMemoryFabricId"));
+      p.island = std::move(island);
+      p.network_block = std::move(network);
+      p.local_block = std::move(local);
+      p.fabric = std::move(fabric);
+      DiscoveredNode n;
+      n.name = instance;
+      n.domain = p.fabric;
+      TOPOSCHED_TRY(shape, field(in, host, "shape", "shape"));
+      auto [product, count] = gpus_of_shape(shape);
+      if (count > 64) return in.error_at(host, fmt::format("expected at most 64 GPUs per host, found {}", count));
+      if (!shape.empty() && count == 0) {  // BM.Standard..., BM.Optimized...: not a GPU host
+        without_gpus.push_back(instance);
+        continue;
+      }
+      n.gpu_count = count;
+      if (count > 0 && find_gpu_product(product)) {
+        n.gpu_model = product;
+        n.gpu_model_at = in.where(host);
+      } else if (count > 0) {
+        unknown_gpus.push_back(instance);
+      }
+      paths.add(out.nodes.size(), p.chain());
+      out.nodes.push_back(std::move(n));
+    }
+    paths.finish(out);
+    note(out, idle, "host(s) running no instance left out");
+    note(out, without_gpus, "instance(s) on a shape without GPUs left out");
+    note(out, unknown_gpus, "instance(s) whose shape names no GPU product toposched knows take --gpu-model");
+    return out;
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg), location_of(e.mark, file));
+  }
+}
+
+}  // namespace toposched
