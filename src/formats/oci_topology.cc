@@ -40,21 +40,44 @@ Result<std::string> field(const YamlInput& in, const YAML::Node& map, std::strin
   return std::string();
 }
 
+// What one source calls the four ids: {kebab-case, camelCase} names, and whether the first
+// three must be there.
+struct PlaceKeys {
+  std::string_view island[2], network[2], local[2], fabric[2];
+  bool required;
+};
+
+constexpr PlaceKeys kRdmaKeys{{"customerHPCIslandId", "customerHPCIslandId"},
+                              {"customerNetworkBlock", "customerNetworkBlock"},
+                              {"customerLocalBlock", "customerLocalBlock"},
+                              {"customerGpuMemoryFabric", "customerGpuMemoryFabric"},
+                              true};
+constexpr PlaceKeys kHostKeys{{"hpc-island-id", "hpcIslandId"},
+                              {"network-block-id", "networkBlockId"},
+                              {"local-block-id", "localBlockId"},
+                              {"gpu-memory-fabric-id", "gpuMemoryFabricId"},
+                              false};
+
+Result<OciPlace> read_place(const YamlInput& in, const YAML::Node& map, const PlaceKeys& keys) {
+  OciPlace p;
+  for (auto [names, id] : {std::pair{keys.island, &p.island}, std::pair{keys.network, &p.network_block},
+                           std::pair{keys.local, &p.local_block}}) {
+    TOPOSCHED_TRY(value, field(in, map, names[0], names[1]));
+    if (keys.required && value.empty())
+      return in.error_at(map, fmt::format("expected '{}' in the rdmaTopologyData object", names[0]));
+    *id = std::move(value);
+  }
+  TOPOSCHED_TRY(fabric, field(in, map, keys.fabric[0], keys.fabric[1]));
+  p.fabric = std::move(fabric);
+  return p;
+}
+
 // One host's rdmaTopologyData object.
 Result<OciPlace> read_rdma_object(const YamlInput& in, const YAML::Node& data) {
   if (!data.IsMap())
     return in.error_at(data, fmt::format("expected rdmaTopologyData (a mapping with 'customerLocalBlock'), found {}",
                                          YamlInput::describe(data)));
-  OciPlace p;
-  TOPOSCHED_TRY(island, in.req_string(data, "customerHPCIslandId"));
-  TOPOSCHED_TRY(network, in.req_string(data, "customerNetworkBlock"));
-  TOPOSCHED_TRY(local, in.req_string(data, "customerLocalBlock"));
-  TOPOSCHED_TRY(fabric, field(in, data, "customerGpuMemoryFabric", "customerGpuMemoryFabric"));
-  p.island = std::move(island);
-  p.network_block = std::move(network);
-  p.local_block = std::move(local);
-  p.fabric = std::move(fabric);
-  return p;
+  return read_place(in, data, kRdmaKeys);
 }
 
 // Moves an error found in one "NODE: JSON" line's JSON (parsed alone, so at line 1) to where
@@ -198,15 +221,7 @@ Result<DiscoveredTopology> read_oci_compute_hosts(std::string_view text, const s
       }
       if (!seen.insert(instance).second)
         return in.error_at(host, fmt::format("instance '{}' appears on two hosts", instance));
-      OciPlace p;
-      TOPOSCHED_TRY(island, field(in, host, "hpc-island-id", "hpcIslandId"));
-      TOPOSCHED_TRY(network, field(in, host, "network-block-id", "networkBlockId"));
-      TOPOSCHED_TRY(local, field(in, host, "local-block-id", "localBlockId"));
-      TOPOSCHED_TRY(fabric, field(in, host, "gpu-memory-fabric-id", "gpuMemoryFabricId"));
-      p.island = std::move(island);
-      p.network_block = std::move(network);
-      p.local_block = std::move(local);
-      p.fabric = std::move(fabric);
+      TOPOSCHED_TRY(p, read_place(in, host, kHostKeys));
       DiscoveredNode n;
       n.name = instance;
       n.domain = p.fabric;

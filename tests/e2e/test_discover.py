@@ -25,6 +25,26 @@ def run(*args, check=True):
     return proc
 
 
+def assert_bad_copy_is_refused_at(test, option, path, old, new, message, at=None):
+    """A copy of the fixture at `path` with its first `old` replaced by `new` makes `discover
+    OPTION copy` fail with `message` at the file:line:col where `at` (default `old`) starts
+    in the original line, and write nothing to stdout."""
+    with open(path) as f:
+        text = f.read()
+    lines = text.splitlines()
+    line = next(i for i, l in enumerate(lines, 1) if old in l)
+    col = lines[line - 1].index(at or old) + 1
+    with tempfile.TemporaryDirectory() as d:
+        bad = os.path.join(d, "bad" + os.path.splitext(path)[1])
+        with open(bad, "w") as f:
+            f.write(text.replace(old, new, 1))
+        proc = run("discover", option, bad, check=False)
+    test.assertEqual(proc.returncode, 1, proc.stderr)
+    test.assertIn(f"{os.path.basename(bad)}:{line}:{col}", proc.stderr)
+    test.assertIn(message, proc.stderr)
+    test.assertEqual(proc.stdout, "")
+
+
 class DiscoverTwoSu(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="toposched-discover-")
@@ -232,18 +252,8 @@ class DiscoverClusterWideSources(unittest.TestCase):
         self.assertEqual(types["L40Sx8-generic"]["links"][0], "X PHB NODE NODE SYS SYS SYS SYS")
         self.assertEqual(len(spec["accelerator_domains"]), 2)  # the two gpu.clique values
         # A malformed pciBusID: exit 1, the file and the value's line and column.
-        with tempfile.TemporaryDirectory() as d:
-            bad = os.path.join(d, "slices.json")
-            with open(slices) as f:
-                text = f.read()
-            with open(bad, "w") as f:
-                f.write(text.replace('"0018:01:00.0"', '"0018:01:00"', 1))
-            line = next(i for i, l in enumerate(text.splitlines(), 1) if '"0018:01:00.0"' in l)
-            col = text.splitlines()[line - 1].index('"0018:01:00.0"') + 1
-            proc = run("discover", "--resource-slices", bad, check=False)
-            self.assertEqual(proc.returncode, 1, proc.stderr)
-            self.assertIn(f"slices.json:{line}:{col}", proc.stderr)
-            self.assertIn("expected a PCI bus id", proc.stderr)
+        assert_bad_copy_is_refused_at(self, "--resource-slices", slices, '"0018:01:00.0"', '"0018:01:00"',
+                                      "expected a PCI bus id")
 
     def test_aws_instance_topology(self):
         spec = self.spec_of("--aws-topology", os.path.join(DATA, "aws-instance-topology.json"))
@@ -276,18 +286,8 @@ class DiscoverClusterWideSources(unittest.TestCase):
             conf = run("export", "-c", spec_path, "--to", "slurm-tree").stdout
             self.assertIn("SwitchName=0f1e2d3c4b5a69788796a5b4c3d2e1f0 Nodes=a3u-[001-002]", conf)
             self.assertIn("SwitchName=1a2b3c4d5e6f70819203a4b5c6d7e8f9 Nodes=a3u-[003-004]", conf)
-            with open(path) as f:
-                text = f.read()
-            bad = os.path.join(d, "bad.json")
-            with open(bad, "w") as f:
-                f.write(text.replace('"acceleratorCount": 8', '"acceleratorCount": "eight"', 1))
-            line = next(i for i, l in enumerate(text.splitlines(), 1) if '"acceleratorCount": 8' in l)
-            col = text.splitlines()[line - 1].index("8") + 1
-            proc = run("discover", "--gcp-instances", bad, check=False)
-            self.assertEqual(proc.returncode, 1, proc.stderr)
-            self.assertIn(f"bad.json:{line}:{col}", proc.stderr)
-            self.assertIn("acceleratorCount", proc.stderr)
-            self.assertEqual(proc.stdout, "")
+        assert_bad_copy_is_refused_at(self, "--gcp-instances", path, '"acceleratorCount": 8',
+                                      '"acceleratorCount": "eight"', "acceleratorCount", at="8")
 
     def test_oci_compute_hosts_and_instance_metadata_agree(self):
         """OCI: the compute-host list (nodes named by instance OCID) and the hosts' own
