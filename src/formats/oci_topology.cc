@@ -88,6 +88,10 @@ Error at_line(Error e, int line, int column_offset) {
   return e;
 }
 
+// OCI's older GPU shapes number a generation instead of naming the GPU (BM.GPU4.8).
+constexpr std::pair<std::string_view, std::string_view> kNumberedShapes[] = {
+    {"4", "A100 40GB"}, {"3", "V100"}, {"2", "P100"}};
+
 // The GPUs an OCI shape names: BM.GPU.H100.8 -> 8x H100, BM.GPU.A100-v2.8 -> 8x A100 (80GB),
 // BM.GPU4.8 -> 8x A100 40GB, BM.GPU3.8 -> 8x V100. {"", 0} for shapes without GPUs.
 std::pair<std::string, int> gpus_of_shape(std::string_view shape) {
@@ -100,9 +104,8 @@ std::pair<std::string, int> gpus_of_shape(std::string_view shape) {
     if (count < 1000) count = count * 10 + (c - '0');  // above 64 is an error to the caller
   }
   std::string_view middle = shape.substr(gpu + 4, last - gpu - 4);  // ".H100" or "4"
-  if (middle == "4") return {"A100 40GB", count};
-  if (middle == "3") return {"V100", count};
-  if (middle == "2") return {"P100", count};
+  for (const auto& [generation, product] : kNumberedShapes)
+    if (middle == generation) return {std::string(product), count};
   if (!middle.starts_with(".")) return {"", count};
   middle.remove_prefix(1);
   return {ascii_upper(middle.substr(0, middle.find('-'))), count};
