@@ -27,6 +27,7 @@ struct ExportCliOptions {
   std::vector<std::string> block_name;  // REGEX FORMAT
   std::string topologies;               // FILE
   std::string kueue_version = "v1beta2";
+  std::string nfd_namespace = "node-feature-discovery";
   std::string node_name_map;            // FILE
   OutputFormat format = OutputFormat::kText;
   // Format-specific options the user gave, with the formats that read them.
@@ -69,6 +70,7 @@ int run_export(const ExportCliOptions& o) {
   options.gres_type = o.gres_type;
   options.object_name = o.name;
   options.kueue_version = o.kueue_version;
+  options.nfd_namespace = o.nfd_namespace;
   if (!o.node_name_map.empty()) {
     auto names = read_k8s_node_name_map(o.node_name_map);
     if (!names) return report(names.error());
@@ -165,8 +167,14 @@ void register_export(CLI::App& app, int& exit_code) {
       "kueue: Topology API version: v1beta2 (Kueue v0.15 and later, the default), v1beta1 (v0.14 on, deprecated "
       "since v0.16) or v1alpha1 (v0.9 to v0.13)")
       ->check(CLI::IsMember({"v1beta2", "v1beta1", "v1alpha1"}))->option_text("VERSION");
+  CLI::Option* nfd_namespace = cmd->add_option("--namespace", opts->nfd_namespace,
+      "nfd: namespace of the NodeFeature and NodeFeatureGroup objects, NFD master's (default node-feature-discovery)")
+      ->check(CLI::Validator([](std::string& v) { const bool label = is_valid_k8s_object_name(v, 63) && v.find('.') == std::string::npos;
+          return label ? std::string() :
+          "expected a Kubernetes namespace (a DNS-1123 label: lower case letters, digits and '-', at most 63), found '" + v + "'"; },
+          "", "namespace"))->option_text("NAME");
   CLI::Option* node_name_map = cmd->add_option("--k8s-node-name-map", opts->node_name_map,
-      "k8s-labels, volcano: YAML/JSON mapping {spec node name: Kubernetes node name}, for nodes whose spec name is "
+      "k8s-labels, volcano, nfd: YAML/JSON mapping {spec node name: Kubernetes node name}, for nodes whose spec name is "
       "not their Kubernetes name (names Kubernetes refuses, such as GPU-A01 or gpu_b01, are an error otherwise)")
       ->check(CLI::ExistingFile)->option_text("FILE");
   add_format_option(*cmd, opts->format);
@@ -181,7 +189,7 @@ void register_export(CLI::App& app, int& exit_code) {
         {block_sizes, {"slurm-block", "slurm-yaml"}}, {style, {"k8s-labels"}}, {members, {"volcano"}},
         {gres_type, {"gres"}}, {name, {"kueue", "kai"}}, {skeleton, {"slurm-tree", "slurm-block", "slurm-yaml"}},
         {shortener, {"slurm-tree"}}, {block_name, {"slurm-block", "slurm-yaml"}}, {topologies, {"slurm-yaml"}},
-        {kueue_version, {"kueue"}}, {node_name_map, {"k8s-labels", "volcano"}}};
+        {kueue_version, {"kueue"}}, {nfd_namespace, {"nfd"}}, {node_name_map, {"k8s-labels", "volcano", "nfd"}}};
     for (const auto& [option, formats] : specific)
       if (option->count() > 0) opts->given.emplace_back(option->get_name(), formats);
     exit_code = run_export(*opts);

@@ -51,7 +51,8 @@ struct ExportOptions {
   std::string gres_type;                  // gres (and Gres= hints); empty = from the GPU model
   std::string object_name;                // kueue / kai Topology name; empty = from the cluster
   std::string kueue_version = "v1beta2";  // kueue: Topology API version (v1beta2, v1beta1, v1alpha1)
-  // k8s-labels / volcano: Kubernetes node name per spec node name, for nodes whose spec
+  std::string nfd_namespace = "node-feature-discovery";  // nfd: NFD master's namespace
+  // k8s-labels / volcano / nfd: Kubernetes node name per spec node name, for nodes whose spec
   // name is not a valid Kubernetes node name (or differs from it); others keep their name.
   std::map<std::string, std::string, std::less<>> k8s_node_names;
 };

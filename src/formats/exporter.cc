@@ -6,6 +6,7 @@
 #include "formats/gres_conf.h"
 #include "formats/k8s_labels.h"
 #include "formats/kai.h"
+#include "formats/nfd.h"
 #include "formats/kueue.h"
 #include "formats/native_spec.h"
 #include "formats/slurm_block.h"
@@ -34,6 +35,7 @@ const Registry<ExportWriter>& export_formats() {
       {"kueue", "Kueue Topology + ResourceFlavor per node type", write_kueue},
       {"volcano", "Volcano HyperNode per switch and NVLink domain (--members exact|regex)", write_volcano},
       {"kai", "KAI-Scheduler Topology", write_kai},
+      {"nfd", "Node Feature Discovery NodeFeature per node and NodeFeatureGroup per switch and domain, as Topograph's nfd engine", write_nfd},
       {"dot", "Graphviz DOT: tiers as nested clusters", write_dot},
       {"json", "native cluster spec, JSON", write_json},
       {"yaml", "native cluster spec, YAML", write_yaml},

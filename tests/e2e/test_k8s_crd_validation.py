@@ -262,6 +262,9 @@ class K8sCrdValidation(unittest.TestCase):
             ("slurm", ["--slurm-topology", os.path.join(DISCOVERY, "slurm-tree.conf")]),
             ("topograph", ["--topograph-model", os.path.join(DISCOVERY, "topograph-model.yaml")]),
             ("k8s-nodes", ["--k8s-nodes", os.path.join(DISCOVERY, "k8s-nodes.json")]),
+            ("gcp", ["--gcp-instances", os.path.join(DISCOVERY, "gcp-instances.json")]),
+            ("oci", ["--oci-rdma-topology", os.path.join(DISCOVERY, "oci-rdma"),
+                     "--oci-rdma-topology", os.path.join(DISCOVERY, "oci-rdma-pdsh.txt")]),
         ):
             out = os.path.join(d, f"discovered-{name}.yaml")
             r = toposched("discover", *args, "-o", out)
@@ -322,6 +325,32 @@ class K8sCrdValidation(unittest.TestCase):
                         for m in d["spec"]["members"]:
                             if m["type"] == "HyperNode":
                                 self.assertIn(m["selector"]["exactMatch"]["name"], names)
+
+    def test_nfd(self):
+        """NodeFeature and NodeFeatureGroup against NFD's CRDs; every object in the one
+        namespace, every group's rule matching the value its annotations name."""
+        awkward = os.path.join(self.tmp.name, "awkward.yaml")
+        r = toposched("export", "--cluster", awkward, "--to", "nfd")
+        # Its 70-character node name cannot be NFD's node-name label value (Topograph refuses it too).
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("cannot be the label value nfd.node.kubernetes.io/node-name (at most 63 characters)", r.stderr)
+        self.assertEqual(r.stdout, "")
+        for spec in self.specs:
+            if spec == awkward:
+                continue
+            with self.subTest(spec=spec):
+                docs, _ = export_docs(self, spec, "nfd", "--namespace", "nfd-system")
+                self.assertTrue(docs)
+                for d in docs:
+                    crd = "nfd-nodefeatures.yaml" if d["kind"] == "NodeFeature" else "nfd-nodefeaturegroups.yaml"
+                    check_against_crd(self, d, crd, "v1alpha1")
+                    self.assertEqual(d["metadata"]["namespace"], "nfd-system")
+                    self.assertLessEqual(len(d["metadata"]["name"]), 63)
+                    if d["kind"] == "NodeFeatureGroup":
+                        kind = d["metadata"]["labels"]["topograph.run/group-type"]
+                        value = d["metadata"]["annotations"]["topograph.run/label-value"]
+                        [feature] = d["spec"]["featureGroupRules"][0]["matchFeatures"]
+                        self.assertEqual(feature["matchExpressions"], {kind: {"op": "In", "value": [value]}})
 
     def test_levels_cover_every_node(self):
         """Every node carries every level label of the Kueue/KAI topology (none is left out)."""

@@ -24,10 +24,12 @@
 #include "formats/k8s_nodes.h"
 #include "formats/slurm_topology.h"
 #include "formats/native_spec.h"
+#include "formats/nfd.h"
 #include "formats/slurm_tree.h"
 #include "formats/topograph_blocks.h"
 #include "topology/hostlist.h"
 #include "topology/presets.h"
+#include "topology/yaml_document.h"
 
 namespace toposched {
 namespace {
@@ -236,6 +238,65 @@ TEST(ExportRoundTrip, K8sLabelsHaveTheClusterStructure) {
   }
 }
 
+// The NFD objects hold the k8s-labels export's values: each node with a topology label has one
+// NodeFeature whose topograph.network elements are its labels (fabric-tier-N for tier N,
+// accelerator-domain, accelerator-sub-domain), and each (kind, value) one NodeFeatureGroup
+// matching it; object names are unique, at most 63 characters.
+TEST(ExportRoundTrip, NfdHoldsTheLabelsOfEveryNode) {
+  for (const auto& [what, c] : all_clusters()) {
+    SCOPED_TRACE(what);
+    ExportOptions o;
+    o.label_style = LabelStyle::kPatch;
+    auto labels = export_cluster(c, "k8s-labels", o);
+    auto nfd = export_cluster(c, "nfd", {});
+    ASSERT_TRUE(labels && nfd) << (nfd ? "" : nfd.error().to_string());
+    const auto by_node = nlohmann::json::parse(labels->text);
+    std::map<std::string, std::map<std::string, std::string>> want;  // node -> kind -> value
+    std::set<std::pair<std::string, std::string>> want_groups;
+    for (auto it = by_node.begin(); it != by_node.end(); ++it)
+      for (const auto& [key, value] : it.value().at("metadata").at("labels").items()) {
+        std::string kind = key == kAcceleratorDomainLabel      ? "accelerator-domain"
+                           : key == kAcceleratorSubDomainLabel ? "accelerator-sub-domain"
+                           : key.starts_with(kFabricTierLabelPrefix)
+                               ? "fabric-tier-" + key.substr(kFabricTierLabelPrefix.size())
+                               : "";
+        if (kind.empty()) continue;
+        want[it.key()][kind] = value.get<std::string>();
+        want_groups.emplace(kind, value.get<std::string>());
+      }
+    std::map<std::string, std::map<std::string, std::string>> got;
+    std::set<std::pair<std::string, std::string>> got_groups;
+    std::set<std::string> names;
+    for (const YAML::Node& doc : YAML::LoadAll(nfd->text)) {
+      const std::string name = doc["metadata"]["name"].as<std::string>();
+      EXPECT_LE(name.size(), 63u) << name;
+      EXPECT_TRUE(names.insert(doc["kind"].as<std::string>() + "/" + name).second) << name;
+      EXPECT_EQ(doc["metadata"]["namespace"].as<std::string>(), kNfdDefaultNamespace);
+      if (doc["kind"].as<std::string>() == "NodeFeature") {
+        const std::string node = doc["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"].as<std::string>();
+        const YAML::Node attributes = doc["spec"]["features"]["attributes"];
+        EXPECT_EQ(attributes["system.name"]["elements"]["nodename"].as<std::string>(), node);
+        EXPECT_EQ(name, nfd_object_name("topograph-node", node));
+        for (const auto& e : attributes["topograph.network"]["elements"])
+          got[node][e.first.as<std::string>()] = e.second.as<std::string>();
+      } else {
+        ASSERT_EQ(doc["kind"].as<std::string>(), "NodeFeatureGroup");
+        const YAML::Node rule = doc["spec"]["featureGroupRules"][0];
+        const YAML::Node expression = rule["matchFeatures"][0]["matchExpressions"];
+        ASSERT_EQ(expression.size(), 1u);
+        const std::string kind = expression.begin()->first.as<std::string>();
+        const std::string value = expression.begin()->second["value"][0].as<std::string>();
+        EXPECT_EQ(expression.begin()->second["op"].as<std::string>(), "In");
+        EXPECT_EQ(doc["metadata"]["labels"]["topograph.run/group-type"].as<std::string>(), kind);
+        EXPECT_EQ(name, nfd_object_name("topograph-" + kind, value));
+        got_groups.emplace(kind, value);
+      }
+    }
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(got_groups, want_groups);
+  }
+}
+
 // The switches above a node as a discovery reader saw them, closest first.
 std::vector<std::string> discovered_chain(const DiscoveredTopology& t, const std::string& node) {
   std::map<std::string, std::string> parent;
@@ -416,6 +477,34 @@ TEST(ExportCommon, Fnv1aMatchesTheReferenceVectors) {
   EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
   EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);
   EXPECT_EQ(fnv1a64("foobar"), 0x85944171f73967e8ull);
+}
+
+// Topograph's stableObjectName (pkg/engines/nfd/objects.go); the expected names were computed
+// with Python's hashlib from that function's rule, not by this code.
+TEST(ExportNfd, ObjectNamesFollowTopograph) {
+  EXPECT_EQ(nfd_object_name("topograph-node", "node-a"), "topograph-node-node-a-66570ff0");
+  EXPECT_EQ(nfd_object_name("topograph-fabric-tier-0", "leaf-12"), "topograph-fabric-tier-0-leaf-12-e4a19be5");
+  EXPECT_EQ(nfd_object_name("topograph-accelerator-sub-domain", "nvl3.rack01"),
+            "topograph-accelerator-sub-domain-nvl3-rack01-52ae9bdb");
+  EXPECT_EQ(nfd_object_name("topograph-node", "A_B..C"), "topograph-node-a-b-c-255df101");
+  EXPECT_EQ(nfd_object_name("topograph-fabric-tier-1",
+                            "ocid1.computenetworkblock.oc1.us-chicago-1.anxxeljrejz3ltt4aw7bfkthkbhmcc6dr2tszvkaqpwe6kklnbgvur"
+                            "tbpgkq"),
+            "topograph-fabric-tier-1-ocid1-computenetworkblock-oc1-3b73e9c6");
+  EXPECT_EQ(nfd_object_name("topograph-node", "___"), "topograph-node-value-bda25155");
+}
+
+TEST(ExportNfd, NamespaceAndLongNodeNames) {
+  ExportOptions o;
+  o.nfd_namespace = "nfd";
+  auto out = export_cluster(preset("dgx-h100?nodes=2"), "nfd", o);
+  ASSERT_TRUE(out) << out.error().to_string();
+  for (const YAML::Node& doc : YAML::LoadAll(out->text)) EXPECT_EQ(doc["metadata"]["namespace"].as<std::string>(), "nfd");
+  o.k8s_node_names = {{"dgx-h100-001", std::string(64, 'n')}};
+  auto long_name = export_cluster(preset("dgx-h100?nodes=2"), "nfd", o);
+  ASSERT_FALSE(long_name);
+  EXPECT_NE(long_name.error().message.find("cannot be the label value nfd.node.kubernetes.io/node-name"),
+            std::string::npos);
 }
 
 TEST(ExportCommon, LabelValuesFollowTopograph) {
