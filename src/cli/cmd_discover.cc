@@ -98,6 +98,14 @@ void add_input_options(CLI::App& cmd, DiscoverOptions& o) {
                   "`kubectl get resourceslices -o json` (or -o yaml) output: each node's GPUs from its DRA "
                   "ResourceSlices (count, productName, PCI order and pcieRoot)")
       ->type_name("FILE");
+  cmd.add_option("--node-names", r.node_name_maps,
+                  "YAML/JSON mapping {name in a source: node name}: renames nodes (an AWS instance id, an OCI "
+                  "instance OCID) before the sources are merged, so they meet the same host's other inputs")
+      ->type_name("FILE");
+  cmd.add_option("--instance-ids", r.instance_ids,
+                  "pdsh's 'NODE: INSTANCE-ID' lines of each host's instance-id query (e.g. pdsh -w HOSTS curl -s "
+                  "http://169.254.169.254/latest/meta-data/instance-id): the instance is renamed to the node")
+      ->type_name("FILE");
   cmd.add_option("--label-map", r.label_map,
                   "Extra Kubernetes label KEY=ROLE, ROLE one of tier-N, leaf, spine, core, domain, sub-domain, "
                   "gpu-count, gpu-product (e.g. example.com/rack=tier-0). Repeatable")

@@ -11,6 +11,7 @@
 #include "formats/ibnetdiscover.h"
 #include "formats/k8s_nodes.h"
 #include "formats/nvidia_fabric.h"
+#include "formats/node_renames.h"
 #include "formats/nvidia_gpu_query.h"
 #include "formats/oci_topology.h"
 #include "formats/resource_slices.h"
@@ -174,6 +175,23 @@ Result<void> add_oci_rdma_source(const DiscoverRequest& r, std::vector<Discovere
   return {};
 }
 
+// --node-names and --instance-ids: every source's nodes renamed before the merge, so that a
+// cloud's instance ids and the hosts' own files name one node.
+Result<void> rename_nodes(const DiscoverRequest& r, std::vector<DiscoveredTopology>& sources,
+                          std::vector<std::string>& warnings) {
+  NodeRenames renames;
+  for (const auto& f : r.node_name_maps) {
+    TOPOSCHED_TRY(text, read_text_file(f));
+    TOPOSCHED_CHECK(renames.add_mapping(text, f));
+  }
+  for (const auto& f : r.instance_ids) {
+    TOPOSCHED_TRY(text, read_text_file(f));
+    TOPOSCHED_CHECK(renames.add_instance_ids(text, f));
+  }
+  if (renames.empty()) return {};
+  return renames.apply(sources, warnings);
+}
+
 // Whole-cluster sources, one file each: ibnetdiscover, topology.conf, Topograph models,
 // Kubernetes node lists, AWS instance topology, Google Compute Engine instances, OCI compute
 // hosts.
@@ -236,10 +254,16 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
   TOPOSCHED_CHECK(add_oci_rdma_source(r, sources));
   TOPOSCHED_CHECK(add_resource_slices(r, topo_gpus, sources));
   for (const DiscoveredTopology& t : r.read_sources) sources.push_back(t);
+  std::vector<std::string> rename_warnings;
+  TOPOSCHED_CHECK(rename_nodes(r, sources, rename_warnings));
   DiscoveryOptions merge = r.merge;
   merge.default_nic_gbit = r.topo.nic_gbit;
   if (!r.topo.gpu_model.empty()) merge.default_gpu_model = r.topo.gpu_model;
-  return merge_discovered(std::move(sources), merge);
+  if (merge.strict && !rename_warnings.empty())
+    return make_error(ErrorCode::kValidation, "--strict: " + rename_warnings.front());
+  TOPOSCHED_TRY(result, merge_discovered(std::move(sources), merge));
+  for (auto& w : rename_warnings) result.warnings.push_back(std::move(w));
+  return result;
 }
 
 }  // namespace toposched

@@ -32,6 +32,10 @@ struct DiscoverRequest {
   // OCI instance metadata rdmaTopologyData: files or directories, one file per host (or
   // pdsh's "NODE: JSON" lines for many hosts in one file).
   std::vector<std::string> oci_rdma_topology;
+  // Renames applied to every source before the merge (formats/node_renames.h): YAML/JSON
+  // mappings {name in a source: node name}, and pdsh's "NODE: INSTANCE-ID" lines.
+  std::vector<std::string> node_name_maps;
+  std::vector<std::string> instance_ids;
   // Sources read by a layer above this one (Slurm's node lists: slurm/slurm_nodes.h), merged
   // after the files above.
   std::vector<DiscoveredTopology> read_sources;

@@ -121,7 +121,7 @@ Result<void> OciRdmaTopology::add(std::string_view text, const std::string& file
   try {
     auto record = [&](std::string name, const OciPlace& p) -> Result<void> {
       if (!seen_.insert(name).second)
-        return make_error(ErrorCode::kInvalidArgument, fmt::format("host '{}' appears twice", name),
+        return make_error(ErrorCode::kValidation, fmt::format("host '{}' appears twice", name),
                           SourceLocation{file, 0, 0});
       hosts_.push_back({std::move(name), p.chain(), p.fabric});
       return {};

@@ -326,6 +326,38 @@ class DiscoverClusterWideSources(unittest.TestCase):
             self.assertIn(f"pdsh.txt:1:{col}:", proc.stderr)
             self.assertEqual(proc.stdout, "")
 
+    def test_cloud_instances_meet_their_hosts_files(self):
+        """AWS names its instances by id, the hosts' topo -m files by host name: the pdsh
+        output of the hosts' instance-id query (--instance-ids) or a mapping (--node-names)
+        renames the instances, so each is one node with the switches from AWS and the GPUs
+        and NICs from its topo -m."""
+        aws = os.path.join(DATA, "aws-instance-topology.json")
+        with tempfile.TemporaryDirectory() as d:
+            topo = os.path.join(d, "topo")
+            os.makedirs(topo)
+            for host in ("gpu-01", "gpu-02"):
+                shutil.copy(os.path.join(DATA, "h100-hgx-13nic.topo"), os.path.join(topo, host + ".topo"))
+            ids = os.path.join(d, "ids.txt")
+            with open(ids, "w") as f:
+                f.write("gpu-01: i-1111111111example\ngpu-02: i-2222222222example\n")
+            names = os.path.join(d, "names.yaml")
+            with open(names, "w") as f:
+                f.write("i-1111111111example: gpu-01\ni-2222222222example: gpu-02\n")
+            for option, path in (("--instance-ids", ids), ("--node-names", names)):
+                with self.subTest(option=option):
+                    spec = self.spec_of("--aws-topology", aws, "--topo-m", topo, option, path, "--gpu-model", "H100")
+                    by_name = {n["names"]: n["type"] for n in spec["nodes"]}
+                    self.assertEqual(by_name["gpu-[01-02]"], "H100-SXM5x8")  # topo -m's type, not a generic one
+                    leaves = {s["name"]: s.get("nodes") for s in spec["fabric"]["switches"] if s["tier"] == "leaf"}
+                    self.assertEqual(leaves["nn-3333333333example"], "gpu-01")
+                    self.assertEqual(leaves["nn-4444444444example"], "gpu-02")
+            with open(ids, "a") as f:
+                f.write("gpu-03: i-1111111111example\n")
+            proc = run("discover", "--aws-topology", aws, "--instance-ids", ids, check=False)
+            self.assertEqual(proc.returncode, 1)
+            self.assertIn("ids.txt:3:9: instance 'i-1111111111example' is on node 'gpu-01' and on node 'gpu-03'",
+                          proc.stderr)
+
     def test_topograph_model_and_slurm_conf_as_inputs(self):
         spec = self.spec_of("--topograph-model", os.path.join(DATA, "topograph-model.yaml"))
         self.assertEqual(len(spec["accelerator_domains"]), 2)

@@ -12,6 +12,7 @@
 #include "formats/cluster_source.h"
 #include "formats/gcp_instances.h"
 #include "formats/network_paths.h"
+#include "formats/node_renames.h"
 #include "formats/oci_topology.h"
 #include "formats/k8s_nodes.h"
 #include "formats/slurm_topology.h"
@@ -561,6 +562,61 @@ TEST(OciRdmaTopology, ErrorsNameTheLineAndColumnOfThePdshOutput) {
   EXPECT_EQ(twice.error().to_string(), "pdsh.txt:2: host 'n1' appears twice");
   EXPECT_FALSE(read_oci_rdma_topology("", "empty.txt", "x"));
   EXPECT_FALSE(read_oci_rdma_topology("{\"customerLocalBlock\": ", "one.json", "x"));
+}
+
+// ---------------------------------------------------------------- renaming nodes
+
+TEST(NodeRenames, InstanceIdsAndMappingsRenameEverySource) {
+  auto aws = read_aws_topology(data("aws-instance-topology.json"), "aws.json");
+  ASSERT_TRUE(aws);
+  NodeRenames renames;
+  ASSERT_TRUE(renames.add_instance_ids("gpu-01: i-1111111111example\n\ngpu-02: i-2222222222example\n", "ids.txt"));
+  ASSERT_TRUE(renames.add_mapping("{i-3333333333example: gb-01, i-gone: gb-99}", "names.yaml"));
+  std::vector<DiscoveredTopology> sources{*aws};
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(renames.apply(sources, warnings));
+  EXPECT_EQ(sources[0].nodes[0].name, "gpu-01");
+  EXPECT_EQ(sources[0].nodes[0].switch_name, "nn-3333333333example");  // the node's place is kept
+  EXPECT_EQ(sources[0].nodes[1].name, "gpu-02");
+  EXPECT_EQ(sources[0].nodes[2].name, "gb-01");
+  EXPECT_EQ(sources[0].nodes[2].domain, "cr-0123456789example");
+  EXPECT_EQ(sources[0].nodes[3].name, "i-4444444444example");  // not in any rename
+  EXPECT_EQ(warnings, (std::vector<std::string>{"1 name(s) to rename are no node of any source: i-gone"}));
+}
+
+TEST(NodeRenames, ConflictsAndBadLinesAreErrorsAtTheirPlace) {
+  NodeRenames a;
+  ASSERT_TRUE(a.add_instance_ids("n1: i-1\n", "ids.txt"));
+  auto twice = a.add_mapping("i-1: n2\n", "names.yaml");
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().to_string(), "names.yaml:1:6: 'i-1' is renamed to 'n2' here and to 'n1' at ids.txt:1:5");
+  NodeRenames b;
+  auto shared = b.add_instance_ids("n1: i-1\nn2: i-1\n", "ids.txt");
+  ASSERT_FALSE(shared);
+  EXPECT_EQ(shared.error().to_string(), "ids.txt:2:5: instance 'i-1' is on node 'n1' and on node 'n2'");
+  auto bad = NodeRenames().add_instance_ids("n1 i-1\n", "ids.txt");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().to_string(),
+            "ids.txt:1:1: expected 'NODE: INSTANCE-ID' (pdsh's output of the instance-id query), found 'n1 i-1'");
+  auto comma = NodeRenames().add_mapping("{i-1: 'a,b'}", "names.yaml");
+  ASSERT_FALSE(comma);
+  EXPECT_NE(comma.error().message.find("expected a node name for 'i-1' (no space, ',', '[' or ']'), found 'a,b'"),
+            std::string::npos);
+  EXPECT_FALSE(NodeRenames().add_mapping("[a, b]", "names.yaml"));
+  NodeRenames c;
+  ASSERT_TRUE(c.add_mapping("{i-1: n1, i-2: n1}", "names.yaml"));
+  DiscoveredTopology t;
+  t.source = "aws.json";
+  for (const char* n : {"i-1", "i-2"}) {
+    DiscoveredNode node;
+    node.name = n;
+    t.nodes.push_back(std::move(node));
+  }
+  std::vector<DiscoveredTopology> sources{t};
+  std::vector<std::string> warnings;
+  auto clash = c.apply(sources, warnings);
+  ASSERT_FALSE(clash);
+  EXPECT_EQ(clash.error().message, "aws.json: nodes 'i-1' and 'i-2' would both be named 'n1'");
 }
 
 TEST(AwsTopology, Errors) {

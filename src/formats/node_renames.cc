@@ -1,0 +1,110 @@
+#include "formats/node_renames.h"
+
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "topology/hostlist.h"
+#include "topology/text.h"
+#include "topology/yaml_input.h"
+
+namespace toposched {
+namespace {
+
+// Empty, or what a hostlist would read otherwise.
+bool usable_node_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name)
+    if (is_ascii_space(c) || c == ',' || c == '[' || c == ']') return false;
+  return true;
+}
+
+}  // namespace
+
+Result<void> NodeRenames::add(const std::string& from, const std::string& to, const SourceLocation& at) {
+  if (!usable_node_name(to))
+    return make_error(ErrorCode::kParse,
+                      fmt::format("expected a node name for '{}' (no space, ',', '[' or ']'), found '{}'", from, to), at);
+  auto [it, fresh] = to_.try_emplace(from, Target{to, at});
+  if (!fresh && it->second.name != to)
+    return make_error(ErrorCode::kValidation,
+                      fmt::format("'{}' is renamed to '{}' here and to '{}' at {}:{}:{}", from, to, it->second.name,
+                                  it->second.at.file, it->second.at.line, it->second.at.column),
+                      at);
+  return {};
+}
+
+Result<void> NodeRenames::add_mapping(std::string_view text, const std::string& file) {
+  YamlInput in(file);
+  try {
+    TOPOSCHED_TRY(root, in.parse(text));
+    if (!root.IsMap())
+      return in.error_at(root, fmt::format("expected a mapping {{name in a source: node name}}, found {}",
+                                           YamlInput::describe(root)));
+    for (const auto& kv : root) {
+      if (!kv.first.IsScalar())
+        return in.error_at(kv.first, fmt::format("expected a name in a source, found {}", YamlInput::describe(kv.first)));
+      TOPOSCHED_TRY(to, in.string(kv.second, kv.first.Scalar()));
+      TOPOSCHED_CHECK(add(kv.first.Scalar(), to, in.where(kv.second)));
+    }
+    return {};
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg), location_of(e.mark, file));
+  }
+}
+
+Result<void> NodeRenames::add_instance_ids(std::string_view text, const std::string& file) {
+  std::unordered_map<std::string, std::string> node_of_id;  // this file's, to catch an id on two nodes
+  int line_no = 0;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    if (trim(line).empty()) continue;
+    const std::size_t colon = line.find(": ");
+    const std::string node(colon == std::string_view::npos ? std::string_view() : trim(line.substr(0, colon)));
+    const std::string id(colon == std::string_view::npos ? std::string_view() : trim(line.substr(colon + 2)));
+    if (node.empty() || id.empty() || !usable_node_name(id))
+      return make_error(ErrorCode::kParse,
+                        fmt::format("expected 'NODE: INSTANCE-ID' (pdsh's output of the instance-id query), found '{}'",
+                                    line.substr(0, 80)),
+                        SourceLocation{file, line_no, 1});
+    const SourceLocation at{file, line_no, static_cast<int>(colon + 3)};
+    if (auto [it, fresh] = node_of_id.try_emplace(id, node); !fresh && it->second != node)
+      return make_error(ErrorCode::kValidation,
+                        fmt::format("instance '{}' is on node '{}' and on node '{}'", id, it->second, node), at);
+    TOPOSCHED_CHECK(add(id, node, at));
+  }
+  return {};
+}
+
+Result<void> NodeRenames::apply(std::vector<DiscoveredTopology>& sources, std::vector<std::string>& warnings) const {
+  std::map<std::string, bool> used;
+  for (DiscoveredTopology& source : sources) {
+    std::unordered_map<std::string, std::string> named_from;  // final name -> the name the source gave
+    for (DiscoveredNode& node : source.nodes) {
+      auto it = to_.find(node.name);
+      const std::string& final_name = it == to_.end() ? node.name : it->second.name;
+      if (auto [prev, fresh] = named_from.try_emplace(final_name, node.name); !fresh)
+        return make_error(ErrorCode::kValidation,
+                          fmt::format("{}: nodes '{}' and '{}' would both be named '{}'",
+                                      source.source.empty() ? "a source" : source.source, prev->second, node.name,
+                                      final_name),
+                          it == to_.end() ? SourceLocation{} : it->second.at);
+      if (it == to_.end()) continue;
+      used[node.name] = true;
+      node.name = it->second.name;
+    }
+  }
+  std::vector<std::string> unused;
+  for (const auto& [from, target] : to_)
+    if (!used.contains(from)) unused.push_back(from);
+  if (!unused.empty())
+    warnings.push_back(fmt::format("{} name(s) to rename are no node of any source: {}", unused.size(),
+                                   compress_hostlist(unused)));
+  return {};
+}
+
+}  // namespace toposched
