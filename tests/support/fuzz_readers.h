@@ -27,6 +27,7 @@
 #include "formats/json_output.h"
 #include "formats/k8s_nodes.h"
 #include "formats/native_spec.h"
+#include "formats/node_renames.h"
 #include "formats/oci_topology.h"
 #include "formats/nvidia_fabric.h"
 #include "formats/nvidia_topo.h"
@@ -137,6 +138,20 @@ inline void read_slurm_node_list(std::string_view b) { discovered_to_cluster(slu
 inline void read_aws(std::string_view b) { discovered_to_cluster(read_aws_topology(b, "fuzz")); }
 inline void read_gcp(std::string_view b) { discovered_to_cluster(read_gcp_instances(b, "fuzz")); }
 inline void read_oci_hosts(std::string_view b) { discovered_to_cluster(read_oci_compute_hosts(b, "fuzz")); }
+// Both rename inputs on the same bytes, then the renames applied to a source of two nodes.
+inline void read_node_renames(std::string_view b) {
+  NodeRenames renames;
+  (void)renames.add_mapping(b, "fuzz");
+  (void)renames.add_instance_ids(b, "fuzz");
+  std::vector<DiscoveredTopology> sources(1);
+  for (const char* n : {"i-1", "gpu-01"}) {
+    DiscoveredNode node;
+    node.name = n;
+    sources[0].nodes.push_back(std::move(node));
+  }
+  std::vector<std::string> warnings;
+  (void)renames.apply(sources, warnings);
+}
 inline void read_oci_rdma(std::string_view b) { discovered_to_cluster(read_oci_rdma_topology(b, "fuzz", "host1")); }
 inline void read_ibnet(std::string_view b) {
   if (auto f = read_ibnetdiscover(b, "fuzz")) discovered_to_cluster(f->topology);
@@ -209,6 +224,7 @@ inline const std::vector<FuzzReader>& fuzz_readers() {
       {"gcp_instances", read_gcp},
       {"oci_compute_hosts", read_oci_hosts},
       {"oci_rdma_topology", read_oci_rdma},
+      {"node_renames", read_node_renames},
       {"ibnetdiscover", read_ibnet},
       {"nvidia_topo", read_topo_m},
       {"nvidia_fabric", read_fabric},
