@@ -24,8 +24,21 @@ namespace {
 
 constexpr int kMaxTiers = 16;
 
-// Role of a label: tiers 0..15, then these.
-enum Role : int { kDomain = 100, kSubDomain, kGpuCount, kGpuProduct };
+// Role of a label: tiers 0..15, then these. kAwsLayer1 + N - 1 is EKS's
+// topology.k8s.aws/network-node-layer-N, numbered from the top (1) down to the node's leaf,
+// whose depth varies (3 or 4 layers); kGceSubblock is GKE's sub-block, the leaf and, on A4X
+// (kInstanceType), the NVLink domain too.
+enum Role : int {
+  kDomain = 100,
+  kSubDomain,
+  kGpuCount,
+  kGpuProduct,
+  kInstanceType,
+  kGceSubblock,
+  kAwsLayer1,
+};
+constexpr int kAwsLayers = 4;
+constexpr int kRoleSlots = kMaxTiers + (kAwsLayer1 + kAwsLayers - kDomain);
 
 Result<int> parse_role(std::string_view r) {
   if (r == "leaf") return 0;
@@ -54,12 +67,20 @@ std::vector<std::pair<std::string, int>> builtin_labels() {
   m.emplace_back("network.topology.nvidia.com/leaf", 0);
   m.emplace_back("network.topology.nvidia.com/spine", 1);
   m.emplace_back("network.topology.nvidia.com/core", 2);
+  m.emplace_back("network.topology.nvidia.com/block", 0);       // Topograph v0.1's names
+  m.emplace_back("network.topology.nvidia.com/datacenter", 2);
+  m.emplace_back("cloud.google.com/gce-topology-block", 1);       // GKE
+  m.emplace_back("cloud.google.com/gce-topology-subblock", kGceSubblock);
+  for (int n = 1; n <= kAwsLayers; ++n)                          // EKS
+    m.emplace_back(fmt::format("topology.k8s.aws/network-node-layer-{}", n), kAwsLayer1 + n - 1);
   m.emplace_back("accelerator.topograph.run/domain", kDomain);
   m.emplace_back("network.topology.nvidia.com/accelerator", kDomain);
   m.emplace_back("nvidia.com/gpu.clique", kDomain);
+  m.emplace_back("topology.k8s.aws/ultraserver-id", kDomain);     // an EKS GB200 UltraServer's NVL72
   m.emplace_back("accelerator.topograph.run/sub-domain", kSubDomain);
   m.emplace_back("nvidia.com/gpu.count", kGpuCount);
   m.emplace_back("nvidia.com/gpu.product", kGpuProduct);
+  m.emplace_back("node.kubernetes.io/instance-type", kInstanceType);
   return m;
 }
 
@@ -155,7 +176,8 @@ class NodeListReader {
   template <class NodeSource>
   Result<void> read_labels(const std::vector<std::size_t>& present, const NodeSource& src, DiscoveredNode& node,
                            std::vector<std::string>& tier_value) {
-    std::vector<bool> role_done(kMaxTiers + 4, false);
+    std::vector<bool> role_done(kRoleSlots, false);
+    CloudLabels cloud;
     for (std::size_t i = 0; i < present.size(); ++i) {
       const auto& [key, role] = keys_[present[i]];
       TOPOSCHED_TRY(value, src.value(i));
@@ -181,9 +203,41 @@ class NodeListReader {
       } else if (role == kGpuProduct) {
         node.gpu_model = value;
         node.gpu_model_at = src.label_at(i);
+      } else if (role == kInstanceType) {
+        cloud.instance_type = value;
+      } else if (role == kGceSubblock) {
+        cloud.gce_subblock = value;
+      } else if (role >= kAwsLayer1 && role < kAwsLayer1 + kAwsLayers) {
+        cloud.aws_layer[static_cast<std::size_t>(role - kAwsLayer1)] = value;
       }
     }
+    apply_cloud_labels(cloud, node, tier_value);
     return {};
+  }
+
+  // The cloud labels whose tier depends on the node (EKS's layers, numbered from the top) or
+  // on its machine (GKE's sub-block, an NVLink domain on A4X).
+  struct CloudLabels {
+    std::string instance_type, gce_subblock;
+    std::array<std::string, kAwsLayers> aws_layer;
+  };
+
+  // EKS's layers fill the tiers of a node no other tier label placed: the deepest layer
+  // given is its leaf (tier 0), each one above a tier higher, as AWS's NetworkNodes are read
+  // (aws_topology.h). GKE's sub-block is the leaf where no other label gives one, and the
+  // NVLink domain of an A4X or A4X Max VM (Google: "An NVLink domain, also referred to as a
+  // sub-block"; gcp_instances.h).
+  static void apply_cloud_labels(const CloudLabels& cloud, DiscoveredNode& node, std::vector<std::string>& tier_value) {
+    const bool placed = std::any_of(tier_value.begin(), tier_value.end(), [](const std::string& v) { return !v.empty(); });
+    int deepest = 0;
+    for (int n = 1; n <= kAwsLayers; ++n)
+      if (!cloud.aws_layer[static_cast<std::size_t>(n - 1)].empty()) deepest = n;
+    if (!placed && deepest > 0)
+      for (int n = 1; n <= deepest; ++n)
+        tier_value[static_cast<std::size_t>(deepest - n)] = cloud.aws_layer[static_cast<std::size_t>(n - 1)];
+    if (cloud.gce_subblock.empty()) return;
+    if (tier_value[0].empty()) tier_value[0] = cloud.gce_subblock;
+    if (node.domain.empty() && cloud.instance_type.starts_with("a4x-")) node.domain = cloud.gce_subblock;
   }
 
   // status.capacity[k] as a number: nullopt when absent; an error at its position when it is

@@ -5,6 +5,7 @@
 // read_k8s_nodes reports is the yaml-cpp path's, with its file:line:col.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -157,6 +158,54 @@ TEST(K8sNodesPaths, DevicePluginCapacityCountsGpusWhereNoLabelDoes) {
     EXPECT_EQ(where(r.error().where), "nodes.json:3:21") << r.error().to_string();
     EXPECT_NE(r.error().message.find("nvidia.com/gpu"), std::string::npos) << r.error().message;
   }
+}
+
+// The labels EKS and GKE put on GPU nodes: EKS's network-node-layer-N counts from the top,
+// so the deepest one a node has is its leaf (3 layers on one node, 4 on another); GKE's
+// sub-block is the leaf under its block, and on A4X also the NVLink domain; EKS's UltraServer
+// id is the NVLink domain. A Topograph label on a node wins over the cloud's.
+TEST(K8sNodesPaths, EksAndGkeTopologyLabels) {
+  const std::string eks3 = R"("topology.k8s.aws/network-node-layer-1": "nn-top", "topology.k8s.aws/network-node-layer-2": "nn-mid",
+                              "topology.k8s.aws/network-node-layer-3": "nn-leaf3", "nvidia.com/gpu.count": "8")";
+  const std::string eks4 = R"("topology.k8s.aws/network-node-layer-1": "nn-top", "topology.k8s.aws/network-node-layer-2": "nn-mid",
+                              "topology.k8s.aws/network-node-layer-3": "nn-agg", "topology.k8s.aws/network-node-layer-4": "nn-leaf4",
+                              "topology.k8s.aws/ultraserver-id": "us-1", "nvidia.com/gpu.count": "4")";
+  const std::string gke = R"("cloud.google.com/gce-topology-block": "blk", "cloud.google.com/gce-topology-subblock": "sb1",
+                             "cloud.google.com/gce-topology-host": "h1", "node.kubernetes.io/instance-type": "a3-ultragpu-8g",
+                             "nvidia.com/gpu.count": "8")";
+  const std::string a4x = R"("cloud.google.com/gce-topology-block": "blk", "cloud.google.com/gce-topology-subblock": "sb2",
+                             "node.kubernetes.io/instance-type": "a4x-highgpu-4g", "nvidia.com/gpu.count": "4")";
+  const std::string both = R"("network.topology.nvidia.com/leaf": "tg-leaf", "topology.k8s.aws/network-node-layer-3": "nn-leaf3",
+                              "nvidia.com/gpu.count": "8")";
+  const std::string text = node_list(node("e3", eks3) + ",\n" + node("e4", eks4) + ",\n" + node("g1", gke) + ",\n" +
+                                     node("g2", a4x) + ",\n" + node("t1", both));
+  expect_fast_and_equal(text);
+  auto t = read_k8s_nodes(text, "nodes.json");
+  ASSERT_TRUE(t) << t.error().to_string();
+  ASSERT_EQ(t->nodes.size(), 5u);
+  EXPECT_EQ(t->nodes[0].switch_name, "nn-leaf3");
+  EXPECT_EQ(t->nodes[1].switch_name, "nn-leaf4");
+  EXPECT_EQ(t->nodes[1].domain, "us-1");
+  EXPECT_EQ(t->nodes[0].domain, "");
+  EXPECT_EQ(t->nodes[2].switch_name, "sb1");
+  EXPECT_EQ(t->nodes[2].domain, "");  // an A3 Ultra sub-block is a rack, not an NVLink domain
+  EXPECT_EQ(t->nodes[3].switch_name, "sb2");
+  EXPECT_EQ(t->nodes[3].domain, "sb2");
+  EXPECT_EQ(t->nodes[4].switch_name, "tg-leaf");  // Topograph's label wins; EKS's layers are not mixed in
+  std::map<std::string, std::pair<int, std::string>> sw;
+  for (const auto& s : t->switches) sw[s.name] = {s.tier, s.parent};
+  EXPECT_EQ(sw["nn-leaf3"], (std::pair<int, std::string>{0, "nn-mid"}));
+  EXPECT_EQ(sw["nn-leaf4"], (std::pair<int, std::string>{0, "nn-agg"}));
+  // Tiers count from the node up, as AWS's own NetworkNodes are read (aws_topology.h): nn-mid
+  // is tier 1 above the 3-layer node and tier 2 above the 4-layer one, so it is two switches.
+  EXPECT_EQ(sw["nn-agg"], (std::pair<int, std::string>{1, "nn-mid@tier-2"}));
+  EXPECT_EQ(sw["nn-mid"], (std::pair<int, std::string>{1, "nn-top"}));
+  EXPECT_EQ(sw["nn-mid@tier-2"], (std::pair<int, std::string>{2, "nn-top@tier-3"}));
+  EXPECT_EQ(sw["sb1"], (std::pair<int, std::string>{0, "blk"}));
+  EXPECT_EQ(sw["blk"].first, 1);
+  EXPECT_EQ(builtin_label_tier("cloud.google.com/gce-topology-block"), 1);
+  EXPECT_EQ(builtin_label_tier("topology.k8s.aws/network-node-layer-3"), std::nullopt);  // depends on the node
+  EXPECT_TRUE(builtin_label_is_domain("topology.k8s.aws/ultraserver-id"));
 }
 
 TEST(K8sNodesPaths, BadMemoryIsRefusedAtItsPosition) {

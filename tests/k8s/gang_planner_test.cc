@@ -392,6 +392,11 @@ TEST(PodRequest, KueueTopologyAnnotationsAreTheRequestsTiersAndSlices) {
   ASSERT_TRUE(n) << n.error().message;
   EXPECT_EQ(n->required_tier_index, 1);
   EXPECT_EQ(n->slice_tier_index, kNodeTier);
+  // GKE's block label names tier 1 too (a Kueue Topology on GKE levels by it).
+  q.annotations["kueue.x-k8s.io/podset-required-topology"] = "cloud.google.com/gce-topology-block";
+  n = normalize(*job_request_for(q, c, "j", 4, 8), c);
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(n->required_tier_index, 1);
   q.annotations["kueue.x-k8s.io/podset-unconstrained-topology"] = "true";
   EXPECT_FALSE(normalize(*job_request_for(q, c, "j", 4, 8), c));  // unconstrained excludes a required tier
 
@@ -400,6 +405,10 @@ TEST(PodRequest, KueueTopologyAnnotationsAreTheRequestsTiersAndSlices) {
   d.annotations.clear();
   d.annotations["kueue.x-k8s.io/podset-required-topology"] = "accelerator.topograph.run/domain";
   auto bad = normalize(*job_request_for(d, c, "j", 4, 8), c);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("NVLink-domain level"), std::string::npos) << bad.error().message;
+  d.annotations["kueue.x-k8s.io/podset-required-topology"] = "topology.k8s.aws/ultraserver-id";
+  bad = normalize(*job_request_for(d, c, "j", 4, 8), c);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("NVLink-domain level"), std::string::npos) << bad.error().message;
   d.annotations["kueue.x-k8s.io/podset-required-topology"] = "fabric.topograph.run/tier-7";
