@@ -52,6 +52,15 @@ Result<std::vector<long>> parse_sizes(const std::string& text) {
   return sizes;
 }
 
+// A Kubernetes namespace name: a DNS-1123 label (an object name without dots, at most 63).
+const CLI::Validator kNamespaceName(
+    [](std::string& v) {
+      if (is_valid_k8s_object_name(v, 63) && v.find('.') == std::string::npos) return std::string();
+      return "expected a Kubernetes namespace (a DNS-1123 label: lower case letters, digits and '-', at most 63 "
+             "characters), found '" + v + "'";
+    },
+    "", "namespace");
+
 int run_export(const ExportCliOptions& o) {
   for (const auto& [option, formats] : o.given)
     if (std::find(formats.begin(), formats.end(), o.to) == formats.end())
@@ -169,10 +178,7 @@ void register_export(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"v1beta2", "v1beta1", "v1alpha1"}))->option_text("VERSION");
   CLI::Option* nfd_namespace = cmd->add_option("--namespace", opts->nfd_namespace,
       "nfd: namespace of the NodeFeature and NodeFeatureGroup objects, NFD master's (default node-feature-discovery)")
-      ->check(CLI::Validator([](std::string& v) { const bool label = is_valid_k8s_object_name(v, 63) && v.find('.') == std::string::npos;
-          return label ? std::string() :
-          "expected a Kubernetes namespace (a DNS-1123 label: lower case letters, digits and '-', at most 63), found '" + v + "'"; },
-          "", "namespace"))->option_text("NAME");
+      ->check(kNamespaceName)->option_text("NAME");
   CLI::Option* node_name_map = cmd->add_option("--k8s-node-name-map", opts->node_name_map,
       "k8s-labels, volcano, nfd: YAML/JSON mapping {spec node name: Kubernetes node name}, for nodes whose spec name is "
       "not their Kubernetes name (names Kubernetes refuses, such as GPU-A01 or gpu_b01, are an error otherwise)")

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "formats/text_scan.h"
 #include "topology/hostlist.h"
 #include "topology/text.h"
 #include "topology/yaml_input.h"
@@ -54,24 +55,15 @@ Result<void> NodeRenames::add_mapping(std::string_view text, const std::string& 
 }
 
 Result<void> NodeRenames::add_instance_ids(std::string_view text, const std::string& file) {
+  constexpr std::string_view kExpected = "'NODE: INSTANCE-ID' (pdsh's output of the instance-id query)";
+  TOPOSCHED_TRY(lines, pdsh_lines(text, file, kExpected));
   std::unordered_map<std::string, std::string> node_of_id;  // this file's, to catch an id on two nodes
-  int line_no = 0;
-  for (std::size_t start = 0; start < text.size();) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    ++line_no;
-    if (trim(line).empty()) continue;
-    const std::size_t colon = line.find(": ");
-    const std::string node(colon == std::string_view::npos ? std::string_view() : trim(line.substr(0, colon)));
-    const std::string id(colon == std::string_view::npos ? std::string_view() : trim(line.substr(colon + 2)));
-    if (node.empty() || id.empty() || !usable_node_name(id))
-      return make_error(ErrorCode::kParse,
-                        fmt::format("expected 'NODE: INSTANCE-ID' (pdsh's output of the instance-id query), found '{}'",
-                                    line.substr(0, 80)),
-                        SourceLocation{file, line_no, 1});
-    const SourceLocation at{file, line_no, static_cast<int>(colon + 3)};
+  for (const PdshLine& line : lines) {
+    const std::string node(line.host), id(line.output);
+    if (id.empty() || !usable_node_name(id))
+      return make_error(ErrorCode::kParse, fmt::format("expected {}, found '{}: {}'", kExpected, node, id),
+                        SourceLocation{file, line.number, 1});
+    const SourceLocation at{file, line.number, line.output_column};
     if (auto [it, fresh] = node_of_id.try_emplace(id, node); !fresh && it->second != node)
       return make_error(ErrorCode::kValidation,
                         fmt::format("instance '{}' is on node '{}' and on node '{}'", id, it->second, node), at);

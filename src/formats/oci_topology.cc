@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "formats/network_paths.h"
+#include "formats/text_scan.h"
 #include "topology/hardware.h"
 #include "topology/hostlist.h"
 #include "topology/text.h"
@@ -132,39 +133,24 @@ Result<void> OciRdmaTopology::add(std::string_view text, const std::string& file
       TOPOSCHED_TRY(place, read_rdma_object(in, root));
       return record(node, place);
     }
-    int line_no = 0;  // pdsh -w HOSTS 'curl ...': "NODE: JSON" per line
-    bool any = false;
-    for (std::size_t start = 0; start < text.size();) {
-      std::size_t end = text.find('\n', start);
-      if (end == std::string_view::npos) end = text.size();
-      const std::string_view line = text.substr(start, end - start);
-      start = end + 1;
-      ++line_no;
-      if (trim(line).empty()) continue;
-      const std::size_t colon = line.find(": ");
-      if (colon == std::string_view::npos || colon == 0)
-        return make_error(ErrorCode::kParse,
-                          fmt::format("expected 'NODE: {{rdmaTopologyData JSON}}' (pdsh's output), found '{}'",
-                                      line.substr(0, 80)),
-                          SourceLocation{file, line_no, 1});
-      const int offset = static_cast<int>(colon + 2);
-      const std::string_view json = line.substr(colon + 2);
-      if (!trim(json).starts_with('{')) {  // curl failed on that host (no route, 404 page, timeout)
-        unanswered_.push_back(fmt::format("{}:{}: {}", file, line_no, trim(line.substr(0, colon))));
-        any = true;
-        continue;
-      }
-      auto root = in.parse(json);
-      if (!root) return tl::unexpected(at_line(root.error(), line_no, offset));
-      auto place = read_rdma_object(in, *root);
-      if (!place) return tl::unexpected(at_line(place.error(), line_no, offset));
-      auto added = record(std::string(trim(line.substr(0, colon))), *place);
-      if (!added) return tl::unexpected(at_line(added.error(), line_no, 1));
-      any = true;
-    }
-    if (!any)
+    // pdsh -w HOSTS 'curl ...': "NODE: JSON" per line
+    TOPOSCHED_TRY(lines, pdsh_lines(text, file, "'NODE: {rdmaTopologyData JSON}' (pdsh's output)"));
+    if (lines.empty())
       return make_error(ErrorCode::kParse, "expected rdmaTopologyData JSON or pdsh's 'NODE: JSON' lines, found none",
                         SourceLocation{file, 1, 1});
+    for (const PdshLine& line : lines) {
+      if (!line.output.starts_with('{')) {  // curl failed on that host (no route, 404 page, timeout)
+        unanswered_.push_back(fmt::format("{}:{}: {}", file, line.number, line.host));
+        continue;
+      }
+      const int offset = line.output_column - 1;
+      auto root = in.parse(line.output);
+      if (!root) return tl::unexpected(at_line(root.error(), line.number, offset));
+      auto place = read_rdma_object(in, *root);
+      if (!place) return tl::unexpected(at_line(place.error(), line.number, offset));
+      auto added = record(std::string(line.host), *place);
+      if (!added) return tl::unexpected(at_line(added.error(), line.number, 1));
+    }
     return {};
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg), location_of(e.mark, file));

@@ -1,5 +1,7 @@
 #include "formats/text_scan.h"
 
+#include <fmt/format.h>
+
 namespace toposched {
 
 std::vector<TextLine> split_lines(std::string_view text) {
@@ -36,6 +38,23 @@ std::string printable(std::string_view s, std::size_t max) {
   std::string out;
   for (char c : s.substr(0, max)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
   if (s.size() > max) out += "...";
+  return out;
+}
+
+Result<std::vector<PdshLine>> pdsh_lines(std::string_view text, const std::string& file, std::string_view expected) {
+  std::vector<PdshLine> out;
+  for (const TextLine& line : split_lines(text)) {
+    if (trim(line.text).empty()) continue;
+    const std::size_t colon = line.text.find(": ");
+    const std::string_view host = colon == std::string_view::npos ? std::string_view() : trim(line.text.substr(0, colon));
+    if (host.empty())
+      return make_error(ErrorCode::kParse, fmt::format("expected {}, found '{}'", expected, printable(line.text, 80)),
+                        at(file, line.number, 1));
+    const std::string_view rest = line.text.substr(colon + 2);
+    std::size_t lead = 0;
+    while (lead < rest.size() && is_ascii_space(rest[lead])) ++lead;
+    out.push_back({line.number, host, trim(rest), static_cast<int>(colon + 3 + lead)});
+  }
   return out;
 }
 

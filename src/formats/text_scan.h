@@ -38,6 +38,17 @@ bool for_each_line(std::string_view text, Line line) {
   }
   return true;
 }
+// One line of pdsh's output: pdsh prefixes each line a host prints with "HOST: ".
+struct PdshLine {
+  int number = 0;               // 1-based line in the file
+  std::string_view host;        // trimmed
+  std::string_view output;      // after "HOST: ", trimmed; may be empty
+  int output_column = 0;        // 1-based column where `output` starts
+};
+// The non-blank lines of `text` (split_lines); a line without "HOST: " is an error at its
+// line: "expected EXPECTED, found 'LINE'".
+Result<std::vector<PdshLine>> pdsh_lines(std::string_view text, const std::string& file, std::string_view expected);
+
 // Splits on spaces, tabs and other ASCII whitespace.
 std::vector<Token> tokenize(std::string_view line);
 // Printable rendering of untrusted input for messages: control bytes become '?', long text is cut.
