@@ -85,7 +85,9 @@ void add_input_options(CLI::App& cmd, DiscoverOptions& o) {
                   "topo -m: NICs whose name fully matches REGEX carry GPU traffic; the others are marked "
                   "compute: false (default: all NICs)")
       ->type_name("REGEX");
-  cmd.add_option("--slurm-topology", r.slurm_topology, "Slurm topology.conf (tree or block)")->type_name("FILE");
+  cmd.add_option("--slurm-topology", r.slurm_topology,
+                  "Slurm topology.conf (tree or block), or `scontrol show topology` output")
+      ->type_name("FILE");
   cmd.add_option("--slurm-nodes", o.slurm_nodes,
                   "`scontrol [-o] show node` or `sinfo --json` output: each node's GPU count and product (its gpu "
                   "gres, e.g. Gres=gpu:h100:8) and memory (RealMemory, as host_memory_gb); nodes without GPUs are "

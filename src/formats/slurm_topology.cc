@@ -111,8 +111,8 @@ class SlurmTopologyReader {
       }
       if (eq == std::string_view::npos || eq == 0)
         return make_error(ErrorCode::kParse,
-                          fmt::format("expected KEY=VALUE (SwitchName=, Switches=, Nodes=, LinkSpeed=, BlockName=, "
-                                      "BlockSizes=), found '{}'",
+                          fmt::format("expected KEY=VALUE (SwitchName=, Switches=, Nodes=, LinkSpeed=, Level=, "
+                                      "BlockName=, BlockSizes=), found '{}'",
                                       printable(t.text)),
                           where(st.at(start)));
       Field f;
@@ -188,7 +188,10 @@ class SlurmTopologyReader {
     return false;
   }
 
-  // SwitchName=NAME [Nodes=HOSTLIST] [Switches=HOSTLIST] [LinkSpeed=N]
+  // SwitchName=NAME [Nodes=HOSTLIST] [Switches=HOSTLIST] [LinkSpeed=N], and what `scontrol show
+  // topology` prints for a switch, `SwitchName=NAME Level=N LinkSpeed=N [Nodes=...]
+  // [Switches=...]`: there a switch above others lists all the nodes below it (slurmctld's
+  // tree, topology_tree.c), which the leaves it lists already place.
   Result<void> read_switch(const std::vector<Field>& fields) {
     const Field& head = fields.front();
     if (head.value.empty())
@@ -199,11 +202,21 @@ class SlurmTopologyReader {
     const auto id = switches_.size();
     switch_index_.emplace(head.value, static_cast<int>(id));
     switches_.push_back({head.value, head.value_at, {}, {}, -1, 0});
+    std::vector<const Field*> nodes;  // every Nodes= field, in order
+    bool shown_by_scontrol = false;
     for (std::size_t k = 1; k < fields.size(); ++k) {
       const Field& f = fields[k];
       if (f.key == "nodes") {
-        TOPOSCHED_TRY(names, hostlist(f));
-        for (const auto& n : names) add_node(n, head.value, "", f.value_at);
+        nodes.push_back(&f);
+      } else if (f.key == "level") {
+        if (f.value.empty() || !std::all_of(f.value.begin(), f.value.end(),
+                                            [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+          return make_error(ErrorCode::kParse,
+                            fmt::format("expected Level= a whole number (scontrol show topology's switch level), found "
+                                        "'{}'",
+                                        printable(f.value)),
+                            where(f.value_at));
+        shown_by_scontrol = true;
       } else if (f.key == "switches") {
         TOPOSCHED_TRY(names, hostlist(f));
         for (auto& n : names) {
@@ -216,8 +229,13 @@ class SlurmTopologyReader {
       } else if (f.key == "linkspeed") {
         // Slurm uses it only as a relative weight; the model takes bandwidths from the NICs.
       } else {
-        return unknown_key(f, "Switches=, Nodes= or LinkSpeed= after SwitchName=");
+        return unknown_key(f, "Switches=, Nodes=, LinkSpeed= or Level= after SwitchName=");
       }
+    }
+    if (shown_by_scontrol && !switches_[id].children.empty()) return {};
+    for (const Field* f : nodes) {
+      TOPOSCHED_TRY(names, hostlist(*f));
+      for (const auto& n : names) add_node(n, head.value, "", f->value_at);
     }
     return {};
   }
@@ -230,6 +248,7 @@ class SlurmTopologyReader {
     bool any = false;
     for (std::size_t k = 1; k < fields.size(); ++k) {
       const Field& f = fields[k];
+      if (f.key == "blockindex") continue;  // scontrol show topology's block number
       if (f.key != "nodes") return unknown_key(f, "Nodes= after BlockName=");
       TOPOSCHED_TRY(names, hostlist(f));
       for (const auto& n : names) any = add_node(n, "", head.value, f.value_at) || any;

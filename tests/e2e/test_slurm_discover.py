@@ -33,6 +33,25 @@ def toposched(*args, check=True):
 
 @unittest.skipIf(slurm_available(), slurm_available() or "")
 class SlurmNodeListDiscovery(unittest.TestCase):
+    def test_scontrol_show_topology_reads_as_the_topology_conf(self):
+        """`scontrol show topology` from the real controller (Level=, LinkSpeed=, the spine
+        listing every node below it) gives the spec topology.conf gives: the tree a user can
+        read from any Slurm cluster without access to its topology.conf."""
+        nodes = [NodeSpec("dgx[01-16]", cpus=224, gpus=8, gpu_type="h100", real_memory_mb=DGX_H100_REAL_MEMORY_MB)]
+        with SlurmCluster(nodes, topology_conf=TOPOLOGY, extra_conf=["PrivateData=cloud"]) as slurm, \
+                tempfile.TemporaryDirectory() as d:
+            shown = slurm.scontrol("show", "topology").stdout
+            self.assertIn("Level=1", shown)  # the controller's own print, not topology.conf
+            self.assertRegex(shown, r"SwitchName=spine .*Nodes=dgx\[01-16\]")
+            paths = {}
+            for name, text in (("shown.txt", shown), ("topology.conf", TOPOLOGY)):
+                paths[name] = os.path.join(d, name)
+                with open(paths[name], "w") as f:
+                    f.write(text)
+            specs = {name: toposched("discover", "--slurm-topology", path, "--format", "json") for name, path in paths.items()}
+            self.assertEqual(specs["shown.txt"].stderr, "")  # no "already under" warnings
+            self.assertEqual(json.loads(specs["shown.txt"].stdout), json.loads(specs["topology.conf"].stdout))
+
     def test_three_outputs_of_a_real_controller_give_one_spec(self):
         nodes = [NodeSpec("dgx[01-16]", cpus=224, gpus=8, gpu_type="h100", real_memory_mb=DGX_H100_REAL_MEMORY_MB),
                  NodeSpec("login1", cpus=8)]

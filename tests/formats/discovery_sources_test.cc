@@ -262,6 +262,30 @@ TEST(K8sNodes, MemoryCapacityGivesTheTypeItsSmallestNodesMemory) {
     EXPECT_EQ(fixture->node_type(NodeId(static_cast<std::uint32_t>(n))).host_memory_gb, 0) << n;
 }
 
+// `scontrol show topology` (Slurm's own print of its tree and block plugins): Level= and
+// LinkSpeed= on every switch, and a switch above others listing all the nodes below it,
+// which the leaves place; BlockIndex= on every block.
+TEST(SlurmTopology, ScontrolShowTopologyOutput) {
+  auto tree = read_slurm_topology(
+      "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=dgx[01-08] \n"
+      "SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=dgx[09-16] \n"
+      "SwitchName=spine Level=1 LinkSpeed=1 Nodes=dgx[01-16] Switches=leaf[1-2] \n",
+      "show-topology.txt");
+  ASSERT_TRUE(tree) << tree.error().to_string();
+  EXPECT_TRUE(tree->warnings.empty()) << tree->warnings.front();  // no "already under" for the spine's list
+  EXPECT_EQ(tree->nodes.size(), 16u);
+  EXPECT_EQ(node(*tree, "dgx09")->switch_name, "leaf2");
+  EXPECT_EQ(sw(*tree, "leaf1")->parent, "spine");
+  auto blocks = read_slurm_topology("BlockName=b1 BlockIndex=0 Nodes=gb[01-18]\nBlockName=b2 BlockIndex=1 Nodes=gb[19-36]\n",
+                                    "show-topology.txt");
+  ASSERT_TRUE(blocks) << blocks.error().to_string();
+  EXPECT_EQ(node(*blocks, "gb20")->domain, "b2");
+  auto bad = read_slurm_topology("SwitchName=s1 Level=x Nodes=a1\n", "t.txt");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().to_string(),
+            "t.txt:1:21: expected Level= a whole number (scontrol show topology's switch level), found 'x'");
+}
+
 // ---------------------------------------------------------------- AWS
 
 TEST(AwsTopology, NetworkNodesBecomeTiers) {
