@@ -21,6 +21,15 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+// The bytes around `at`, printable, so a message about one bad byte in a long value (a
+// hostlist of millions of names) stays one line: up to 40 bytes on each side, "..." where cut.
+std::string excerpt_around(std::string_view text, std::size_t at) {
+  constexpr std::size_t kSide = 40;
+  const std::size_t begin = at > kSide ? at - kSide : 0;
+  const std::size_t end = std::min(text.size(), at + kSide);
+  return (begin > 0 ? "..." : "") + printable(text.substr(begin, end - begin)) + (end < text.size() ? "..." : "");
+}
+
 template <class Json>
 Result<void> check_utf8(const Json& root) {
   // Iterative walk (outputs are built by us, but stay safe on any depth).
@@ -30,7 +39,7 @@ Result<void> check_utf8(const Json& root) {
                       fmt::format("cannot write JSON: the {} at '{}' is not valid UTF-8 (byte 0x{:02x} at offset {} "
                                   "of '{}'); JSON output requires UTF-8 text, so names written to JSON must be UTF-8",
                                   key ? "key" : "string", path.empty() ? "/" : path,
-                                  static_cast<unsigned char>(text[at]), at, printable(text)));
+                                  static_cast<unsigned char>(text[at]), at, excerpt_around(text, at)));
   };
   while (!pending.empty()) {
     auto [node, path] = std::move(pending.back());

@@ -40,6 +40,20 @@ TEST(JsonOutput, InvalidStringIsRejectedWithItsPath) {
       << r.error().message;
 }
 
+// A bad byte deep in a long value (a fuzzed hostlist of 3 million names printed 217 MB of
+// message before): the message quotes 40 bytes on each side of it.
+TEST(JsonOutput, LongInvalidStringIsQuotedAroundTheBadByte) {
+  std::string hostlist = std::string(100000, 'a') + "\xf6" + std::string(100000, 'b');
+  nlohmann::ordered_json j = {{"hostlist", hostlist}};
+  auto r = dump_json(j, 2);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("(byte 0xf6 at offset 100000 of '..." + std::string(40, 'a') + "\\xf6" +
+                                   std::string(39, 'b') + "...')"),
+            std::string::npos)
+      << r.error().message.substr(0, 300);
+  EXPECT_LT(r.error().message.size(), 400u);
+}
+
 TEST(JsonOutput, InvalidKeyIsRejected) {
   nlohmann::json j;
   j["policies"]["fi\xffrst"] = 1;
