@@ -176,9 +176,9 @@ Result<void> add_oci_rdma_source(const DiscoverRequest& r, std::vector<Discovere
 }
 
 // --node-names and --instance-ids: every source's nodes renamed before the merge, so that a
-// cloud's instance ids and the hosts' own files name one node.
-Result<void> rename_nodes(const DiscoverRequest& r, std::vector<DiscoveredTopology>& sources,
-                          std::vector<std::string>& warnings) {
+// cloud's instance ids and the hosts' own files name one node. Its warnings join the merge as
+// a source of their own (reported, and refused with --strict, as every source's are).
+Result<void> rename_nodes(const DiscoverRequest& r, std::vector<DiscoveredTopology>& sources) {
   NodeRenames renames;
   for (const auto& f : r.node_name_maps) {
     TOPOSCHED_TRY(text, read_text_file(f));
@@ -189,7 +189,11 @@ Result<void> rename_nodes(const DiscoverRequest& r, std::vector<DiscoveredTopolo
     TOPOSCHED_CHECK(renames.add_instance_ids(text, f));
   }
   if (renames.empty()) return {};
-  return renames.apply(sources, warnings);
+  DiscoveredTopology notes;
+  notes.source = "--node-names/--instance-ids";
+  TOPOSCHED_CHECK(renames.apply(sources, notes.warnings));
+  if (!notes.warnings.empty()) sources.push_back(std::move(notes));
+  return {};
 }
 
 // Whole-cluster sources, one file each: ibnetdiscover, topology.conf, Topograph models,
@@ -254,16 +258,11 @@ Result<DiscoveryResult> discover(const DiscoverRequest& r) {
   TOPOSCHED_CHECK(add_oci_rdma_source(r, sources));
   TOPOSCHED_CHECK(add_resource_slices(r, topo_gpus, sources));
   for (const DiscoveredTopology& t : r.read_sources) sources.push_back(t);
-  std::vector<std::string> rename_warnings;
-  TOPOSCHED_CHECK(rename_nodes(r, sources, rename_warnings));
+  TOPOSCHED_CHECK(rename_nodes(r, sources));
   DiscoveryOptions merge = r.merge;
   merge.default_nic_gbit = r.topo.nic_gbit;
   if (!r.topo.gpu_model.empty()) merge.default_gpu_model = r.topo.gpu_model;
-  if (merge.strict && !rename_warnings.empty())
-    return make_error(ErrorCode::kValidation, "--strict: " + rename_warnings.front());
-  TOPOSCHED_TRY(result, merge_discovered(std::move(sources), merge));
-  for (auto& w : rename_warnings) result.warnings.push_back(std::move(w));
-  return result;
+  return merge_discovered(std::move(sources), merge);
 }
 
 }  // namespace toposched

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "topology/cluster.h"
@@ -68,6 +69,11 @@ struct DiscoveredTopology {
 
 // "leaf", "spine", "core", then "tier3", "tier4", ...: tier names by level, closest first.
 std::string tier_name_for_level(int level);
+
+// Appends "N WHAT: HOSTLIST" (the names compressed) to `warnings` when `names` is not empty:
+// one warning for every node a reader left out for one reason, however many there are.
+void warn_about_names(std::vector<std::string>& warnings, const std::vector<std::string>& names,
+                      std::string_view what);
 
 // The node type given to nodes that no `topo -m` describes (its name is left empty).
 // `gpu_model` names the product (find_gpu_product); every GPU pair is NVLinked with the

@@ -26,6 +26,11 @@ std::string tier_name_for_level(int level) {
   }
 }
 
+void warn_about_names(std::vector<std::string>& warnings, const std::vector<std::string>& names,
+                      std::string_view what) {
+  if (!names.empty()) warnings.push_back(fmt::format("{} {}: {}", names.size(), what, compress_hostlist(names)));
+}
+
 Result<NodeType> generic_node_type(const std::string& gpu_model, int gpu_count, double nic_gbit) {
   if (gpu_count < 1 || gpu_count > 64)
     return make_error(ErrorCode::kInvalidArgument, fmt::format("expected a GPU count in 1..64, found {}", gpu_count));

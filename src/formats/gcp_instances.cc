@@ -8,7 +8,6 @@
 
 #include "formats/network_paths.h"
 #include "topology/hardware.h"
-#include "topology/hostlist.h"
 #include "topology/text.h"
 #include "topology/yaml_input.h"
 
@@ -111,9 +110,11 @@ class GcpReader {
         out.nodes.push_back(std::move(inst->node));
       }
     paths.finish(out);
-    note(out, not_running_, "VM(s) not RUNNING left out (a stopped VM has no physical host)");
-    note(out, without_gpus_, "VM(s) without GPUs (no guestAccelerators, no GPU machine type) left out");
-    note(out, unknown_gpus_, "VM(s) whose accelerator type names no GPU product toposched knows take --gpu-model");
+    warn_about_names(out.warnings, not_running_, "VM(s) not RUNNING left out (a stopped VM has no physical host)");
+    warn_about_names(out.warnings, without_gpus_,
+                     "VM(s) without GPUs (no guestAccelerators, no GPU machine type) left out");
+    warn_about_names(out.warnings, unknown_gpus_,
+                     "VM(s) whose accelerator type names no GPU product toposched knows take --gpu-model");
     return out;
   }
 
@@ -249,10 +250,6 @@ class GcpReader {
       return in_.error_at(status["physicalHost"],
                           fmt::format("expected at most 16 parts in 'physicalHost', found {}", chain.size() + 1));
     return where;
-  }
-
-  static void note(DiscoveredTopology& out, const std::vector<std::string>& names, std::string_view what) {
-    if (!names.empty()) out.warnings.push_back(fmt::format("{} {}: {}", names.size(), what, compress_hostlist(names)));
   }
 
   YamlInput in_;

@@ -27,6 +27,12 @@ std::string short_sha256(std::string_view value) {
   return fmt::format("{:02x}{:02x}{:02x}{:02x}", digest[0], digest[1], digest[2], digest[3]);
 }
 
+// `text` without '-' at either end.
+std::string trim_dashes(std::string_view text) {
+  const std::size_t first = text.find_first_not_of('-');
+  return first == std::string_view::npos ? "" : std::string(text.substr(first, text.find_last_not_of('-') - first + 1));
+}
+
 // Topograph's dnsLabelPart: lower case, each run of characters outside [a-z0-9] one '-'.
 std::string dns_label_part(std::string_view value) {
   std::string out;
@@ -40,8 +46,7 @@ std::string dns_label_part(std::string_view value) {
       last_dash = true;
     }
   }
-  const std::size_t first = out.find_first_not_of('-');
-  return first == std::string::npos ? "" : out.substr(first, out.find_last_not_of('-') - first + 1);
+  return trim_dashes(out);
 }
 
 // The NFD attribute a topology label stands for: fabric-tier-N, accelerator-domain,
@@ -110,9 +115,8 @@ std::string nfd_object_name(std::string_view prefix, std::string_view value) {
   if (part.empty()) part = "value";
   const std::size_t room = std::max<std::ptrdiff_t>(1, 63 - static_cast<std::ptrdiff_t>(head.size() + hash.size() + 2));
   if (part.size() > room) {
-    part.resize(room);
-    const std::size_t first = part.find_first_not_of('-');
-    part = first == std::string::npos ? "value" : part.substr(first, part.find_last_not_of('-') - first + 1);
+    part = trim_dashes(std::string_view(part).substr(0, room));
+    if (part.empty()) part = "value";
   }
   return fmt::format("{}-{}-{}", head, part, hash);
 }

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "formats/text_scan.h"
-#include "topology/hostlist.h"
 #include "topology/text.h"
 #include "topology/yaml_input.h"
 
@@ -93,9 +92,7 @@ Result<void> NodeRenames::apply(std::vector<DiscoveredTopology>& sources, std::v
   std::vector<std::string> unused;
   for (const auto& [from, target] : to_)
     if (!used.contains(from)) unused.push_back(from);
-  if (!unused.empty())
-    warnings.push_back(fmt::format("{} name(s) to rename are no node of any source: {}", unused.size(),
-                                   compress_hostlist(unused)));
+  warn_about_names(warnings, unused, "name(s) to rename are no node of any source");
   return {};
 }
 

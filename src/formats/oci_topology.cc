@@ -9,7 +9,6 @@
 #include "formats/network_paths.h"
 #include "formats/text_scan.h"
 #include "topology/hardware.h"
-#include "topology/hostlist.h"
 #include "topology/text.h"
 #include "topology/yaml_input.h"
 
@@ -110,10 +109,6 @@ std::pair<std::string, int> gpus_of_shape(std::string_view shape) {
   if (!middle.starts_with(".")) return {"", count};
   middle.remove_prefix(1);
   return {ascii_upper(middle.substr(0, middle.find('-'))), count};
-}
-
-void note(DiscoveredTopology& out, const std::vector<std::string>& names, std::string_view what) {
-  if (!names.empty()) out.warnings.push_back(fmt::format("{} {}: {}", names.size(), what, compress_hostlist(names)));
 }
 
 }  // namespace
@@ -232,9 +227,10 @@ Result<DiscoveredTopology> read_oci_compute_hosts(std::string_view text, const s
       out.nodes.push_back(std::move(n));
     }
     paths.finish(out);
-    note(out, idle, "host(s) running no instance left out");
-    note(out, without_gpus, "instance(s) on a shape without GPUs left out");
-    note(out, unknown_gpus, "instance(s) whose shape names no GPU product toposched knows take --gpu-model");
+    warn_about_names(out.warnings, idle, "host(s) running no instance left out");
+    warn_about_names(out.warnings, without_gpus, "instance(s) on a shape without GPUs left out");
+    warn_about_names(out.warnings, unknown_gpus,
+                     "instance(s) whose shape names no GPU product toposched knows take --gpu-model");
     return out;
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kParse, fmt::format("unexpected structure: {}", e.msg), location_of(e.mark, file));
